@@ -1,0 +1,216 @@
+//! Offload entries: the table that names each kernel and `declare target` global.
+//!
+//! Two layouts exist. Clang 19 and older emit the legacy 32-byte `__tgt_offload_entry`
+//! `{addr, name, size, flags: i32, reserved: i32}`. Clang 20 and newer emit a 56-byte entry
+//! `{reserved: u64 = 0, version: u16 = 1, kind: u16, flags: u32, addr, name, size: u64,
+//! data: u64, aux_addr}`. The legacy layout can never start with 8 zero bytes (its first field
+//! is the address of a symbol), which tells the two apart.
+
+use std::ffi::{c_char, c_void, CStr};
+
+/// The flags LLVM defines for entries (`OpenMPOffloadingDeclareTargetFlags`).
+pub mod flags {
+    pub const LINK: u32 = 0x01;
+    pub const CTOR: u32 = 0x02;
+    pub const DTOR: u32 = 0x04;
+    pub const INDIRECT: u32 = 0x08;
+    pub const REGISTER_REQUIRES: u32 = 0x10;
+}
+
+/// The `kind` of a new-layout entry that belongs to OpenMP.
+const KIND_OPENMP: u16 = 1;
+
+const LEGACY_SIZE: usize = 32;
+const NEW_SIZE: usize = 56;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffloadEntry {
+    /// Host address: a kernel's region id or a global variable.
+    pub address: usize,
+    pub name: String,
+    /// 0 for kernels, the variable's size for globals.
+    pub size: u64,
+    pub flags: u32,
+    /// The `data` field of new-layout entries (requires flags live there for REGISTER_REQUIRES).
+    pub data: u64,
+}
+
+impl OffloadEntry {
+    pub fn is_kernel(&self) -> bool {
+        self.size == 0 && self.flags & (flags::REGISTER_REQUIRES | flags::LINK) == 0
+    }
+    pub fn is_global(&self) -> bool {
+        self.size > 0 && self.flags & flags::REGISTER_REQUIRES == 0
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum EntryTableError {
+    BadBounds,
+    UnknownLayout(usize),
+    UnsupportedVersion(u16),
+    NullName(usize),
+}
+
+impl std::fmt::Display for EntryTableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EntryTableError::BadBounds => write!(f, "end before begin"),
+            EntryTableError::UnknownLayout(n) => {
+                write!(
+                    f,
+                    "{n} bytes is a multiple of neither the 32-byte nor the 56-byte entry layout"
+                )
+            }
+            EntryTableError::UnsupportedVersion(v) => {
+                write!(f, "entry version {v} is not supported (only 1)")
+            }
+            EntryTableError::NullName(i) => write!(f, "entry {i} has no name"),
+        }
+    }
+}
+
+/// Reads an entry table of either layout.
+///
+/// # Safety
+/// `[begin, end)` must be null/empty or an entry table as clang emits it, with valid name strings.
+pub unsafe fn read_entry_table(
+    begin: *const c_void,
+    end: *const c_void,
+) -> Result<Vec<OffloadEntry>, EntryTableError> {
+    let (b, e) = (begin as usize, end as usize);
+    if b == 0 || e == b {
+        return Ok(Vec::new());
+    }
+    if e < b {
+        return Err(EntryTableError::BadBounds);
+    }
+    // SAFETY: the table is valid for `e - b` bytes (caller's promise).
+    let bytes = unsafe { std::slice::from_raw_parts(b as *const u8, e - b) };
+    // SAFETY: names in a valid table are NUL-terminated strings (caller's promise).
+    unsafe { parse_entries(bytes) }
+}
+
+fn word(bytes: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+/// # Safety
+/// Name fields must be null or point to NUL-terminated strings.
+unsafe fn read_name(address: u64, index: usize) -> Result<String, EntryTableError> {
+    if address == 0 {
+        return Err(EntryTableError::NullName(index));
+    }
+    // SAFETY: non-null name pointer of a valid table (caller's promise).
+    let name = unsafe { CStr::from_ptr(address as *const c_char) };
+    Ok(name.to_string_lossy().into_owned())
+}
+
+/// # Safety
+/// As [`read_entry_table`]: name fields point to NUL-terminated strings.
+pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, EntryTableError> {
+    let new_layout = bytes.len() >= NEW_SIZE && word(bytes, 0) == 0;
+    let (stride, layout_ok) = if new_layout {
+        (NEW_SIZE, bytes.len() % NEW_SIZE == 0)
+    } else {
+        (LEGACY_SIZE, bytes.len() % LEGACY_SIZE == 0)
+    };
+    if !layout_ok {
+        return Err(EntryTableError::UnknownLayout(bytes.len()));
+    }
+    let mut entries = Vec::with_capacity(bytes.len() / stride);
+    for (i, e) in bytes.chunks_exact(stride).enumerate() {
+        if new_layout {
+            let version = u16::from_ne_bytes([e[8], e[9]]);
+            let kind = u16::from_ne_bytes([e[10], e[11]]);
+            if version != 1 {
+                return Err(EntryTableError::UnsupportedVersion(version));
+            }
+            if kind != KIND_OPENMP {
+                continue; // CUDA/HIP entries sharing the section are not ours.
+            }
+            entries.push(OffloadEntry {
+                flags: u32::from_ne_bytes(e[12..16].try_into().unwrap()),
+                address: word(e, 16) as usize,
+                // SAFETY: caller's promise on name pointers.
+                name: unsafe { read_name(word(e, 24), i) }?,
+                size: word(e, 32),
+                data: word(e, 40),
+            });
+        } else {
+            entries.push(OffloadEntry {
+                address: word(e, 0) as usize,
+                // SAFETY: caller's promise on name pointers.
+                name: unsafe { read_name(word(e, 8), i) }?,
+                size: word(e, 16),
+                flags: u32::from_ne_bytes(e[24..28].try_into().unwrap()),
+                data: 0,
+            });
+        }
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn legacy(addr: u64, name: &CStr, size: u64, flags: u32) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend(addr.to_ne_bytes());
+        v.extend((name.as_ptr() as u64).to_ne_bytes());
+        v.extend(size.to_ne_bytes());
+        v.extend(flags.to_ne_bytes());
+        v.extend(0u32.to_ne_bytes());
+        v
+    }
+
+    fn new(kind: u16, addr: u64, name: &CStr, size: u64, flags: u32) -> Vec<u8> {
+        let mut v = vec![0u8; 8];
+        v.extend(1u16.to_ne_bytes());
+        v.extend(kind.to_ne_bytes());
+        v.extend(flags.to_ne_bytes());
+        v.extend(addr.to_ne_bytes());
+        v.extend((name.as_ptr() as u64).to_ne_bytes());
+        v.extend(size.to_ne_bytes());
+        v.extend(0u64.to_ne_bytes());
+        v.extend(0u64.to_ne_bytes());
+        v
+    }
+
+    #[test]
+    fn reads_both_layouts() {
+        let k = c"__omp_offloading_1_main_l3";
+        let g = c"g";
+        let mut old = legacy(0x1000, k, 0, 0);
+        old.extend(legacy(0x2000, g, 4, 0));
+        let mut newer = new(1, 0x1000, k, 0, 0);
+        newer.extend(new(1, 0x2000, g, 4, 0));
+        newer.extend(new(2, 0x3000, g, 4, 0)); // a CUDA entry: skipped
+        for bytes in [old, newer] {
+            let entries = unsafe { parse_entries(&bytes) }.unwrap();
+            assert_eq!(entries.len(), 2);
+            assert_eq!(entries[0].name, "__omp_offloading_1_main_l3");
+            assert!(entries[0].is_kernel());
+            assert_eq!((entries[1].address, entries[1].size), (0x2000, 4));
+            assert!(entries[1].is_global());
+        }
+    }
+
+    #[test]
+    fn rejects_odd_sizes_and_versions() {
+        let g = c"g";
+        let mut bad = legacy(0x1000, g, 0, 0);
+        bad.pop();
+        assert!(matches!(
+            unsafe { parse_entries(&bad) },
+            Err(EntryTableError::UnknownLayout(31))
+        ));
+        let mut v2 = new(1, 0x1000, g, 0, 0);
+        v2[8] = 2;
+        assert_eq!(
+            unsafe { parse_entries(&v2) },
+            Err(EntryTableError::UnsupportedVersion(2))
+        );
+    }
+}

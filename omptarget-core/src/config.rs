@@ -1,0 +1,86 @@
+//! Environment variables the runtime reads, with LLVM's names and meanings.
+
+use std::env;
+
+/// `OMP_TARGET_OFFLOAD`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OffloadPolicySetting {
+    /// Offload when a device can run the construct; otherwise run on the host.
+    Default,
+    /// Offloading must succeed; a failure is a fatal error.
+    Mandatory,
+    /// Never offload; there are no non-host devices.
+    Disabled,
+}
+
+pub const PLUGIN_PATH_VAR: &str = "LIBOMPTARGET_PLUGIN_PATH";
+pub const PLUGINS_TO_LOAD_VAR: &str = "LIBOMPTARGET_PLUGINS_TO_LOAD";
+pub const DEBUG_VAR: &str = "LIBOMPTARGET_DEBUG";
+pub const INFO_VAR: &str = "LIBOMPTARGET_INFO";
+pub const OFFLOAD_VAR: &str = "OMP_TARGET_OFFLOAD";
+
+pub fn offload_policy() -> OffloadPolicySetting {
+    match env::var(OFFLOAD_VAR).map(|v| v.trim().to_ascii_lowercase()) {
+        Ok(v) if v == "mandatory" => OffloadPolicySetting::Mandatory,
+        Ok(v) if v == "disabled" => OffloadPolicySetting::Disabled,
+        _ => OffloadPolicySetting::Default,
+    }
+}
+
+/// Parses a number as LLVM's runtime does for these variables: decimal, or hex with `0x`.
+pub fn parse_number(text: &str) -> Option<i64> {
+    let t = text.trim();
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        i64::from_str_radix(hex, 16).ok()
+    } else {
+        t.parse().ok()
+    }
+}
+
+/// `LIBOMPTARGET_DEBUG`: debug output level (0 = off).
+pub fn debug_level() -> i64 {
+    env::var(DEBUG_VAR)
+        .ok()
+        .and_then(|v| parse_number(&v))
+        .unwrap_or(0)
+}
+
+/// `LIBOMPTARGET_INFO`: bit flags of user-facing information.
+pub fn info_flags() -> u32 {
+    env::var(INFO_VAR)
+        .ok()
+        .and_then(|v| parse_number(&v))
+        .map(|v| v as u32)
+        .unwrap_or(0)
+}
+
+/// `LIBOMPTARGET_PLUGINS_TO_LOAD`: plugin names (or files), in order; `None` means all found.
+pub fn plugins_to_load() -> Option<Vec<String>> {
+    let value = env::var(PLUGINS_TO_LOAD_VAR).ok()?;
+    let names: Vec<String> = value
+        .split([',', ';', ':'])
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    Some(names)
+}
+
+/// `LIBOMPTARGET_PLUGIN_PATH`: colon-separated files or directories.
+pub fn plugin_path() -> Option<Vec<String>> {
+    let value = env::var(PLUGIN_PATH_VAR).ok()?;
+    Some(
+        value
+            .split(':')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+#[test]
+fn numbers_parse_like_llvm() {
+    assert_eq!(parse_number("0x20"), Some(32));
+    assert_eq!(parse_number(" 3 "), Some(3));
+    assert_eq!(parse_number("-1"), Some(-1));
+    assert_eq!(parse_number("x"), None);
+}

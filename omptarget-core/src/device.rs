@@ -1,0 +1,282 @@
+//! One offload device: a plugin device plus what the runtime keeps for it (loaded images, the
+//! kernel table, the mapping table). Devices initialise on first use and load each registered
+//! library's image then, so a program that never offloads never touches its devices.
+
+use crate::error::{OffloadError, Result};
+use crate::mapping::{Mapping, MappingTable, INFINITE};
+use crate::plugins::PluginLibrary;
+use crate::registry::{RegisteredLibrary, Registry};
+use plugin_api::{AllocKind, ImageHandle, KernelHandle};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// What became of a registered library on this device.
+enum LibraryState {
+    Loaded {
+        image: ImageHandle,
+        kernels: Vec<usize>,
+        globals: Vec<usize>,
+    },
+    /// No image of the library can run here, or loading failed: why.
+    Unusable(String),
+}
+
+#[derive(Default)]
+struct DeviceState {
+    initialized: bool,
+    libraries: HashMap<u64, LibraryState>,
+}
+
+pub struct Device {
+    /// The OpenMP device number.
+    pub id: i32,
+    pub plugin: Arc<PluginLibrary>,
+    /// The device number inside its plugin.
+    pub local: i32,
+    state: Mutex<DeviceState>,
+    /// Registry generation whose libraries are all loaded here (u64::MAX: none yet).
+    synced_generation: AtomicU64,
+    kernels: RwLock<HashMap<usize, KernelHandle>>,
+    pub mapping: Mutex<MappingTable>,
+}
+
+impl Device {
+    pub fn new(id: i32, plugin: Arc<PluginLibrary>, local: i32) -> Self {
+        Device {
+            id,
+            plugin,
+            local,
+            state: Mutex::new(DeviceState::default()),
+            synced_generation: AtomicU64::new(u64::MAX),
+            kernels: RwLock::new(HashMap::new()),
+            mapping: Mutex::new(MappingTable::new()),
+        }
+    }
+
+    /// Initialises the device and loads the images of libraries registered since the last call.
+    pub fn ensure_ready(&self, registry: &Registry) -> Result<()> {
+        if self.synced_generation.load(Ordering::Acquire) == registry.generation {
+            return Ok(());
+        }
+        let mut state = self.state.lock().unwrap();
+        if !state.initialized {
+            self.plugin.init_device(self.local).map_err(|e| {
+                OffloadError::new(format!(
+                    "device {} failed to initialise: {}",
+                    self.id, e.message
+                ))
+            })?;
+            state.initialized = true;
+            log::debug!(
+                "device {} ({} device {}) initialised",
+                self.id,
+                self.plugin.name,
+                self.local
+            );
+        }
+        for library in registry.libraries() {
+            if !state.libraries.contains_key(&library.id) {
+                let outcome = self.load_library(library);
+                state.libraries.insert(library.id, outcome);
+            }
+        }
+        self.synced_generation
+            .store(registry.generation, Ordering::Release);
+        Ok(())
+    }
+
+    fn load_library(&self, library: &RegisteredLibrary) -> LibraryState {
+        let mut reasons = Vec::new();
+        let chosen = library.images.iter().find(|image| {
+            let answer =
+                self.plugin
+                    .check_image(self.local, image.bytes, &image.triple, &image.arch);
+            if !answer.compatible {
+                reasons.push(answer.reason.to_string());
+            }
+            answer.compatible
+        });
+        let Some(image) = chosen else {
+            let why = format!(
+                "no image of the program ({}) is compatible with device {} ({}): {}",
+                library.targets().join(", "),
+                self.id,
+                self.plugin.name,
+                reasons.join("; ")
+            );
+            log::debug!("{why}");
+            return LibraryState::Unusable(why);
+        };
+        let handle =
+            match self
+                .plugin
+                .load_image(self.local, image.bytes, &image.triple, &image.arch)
+            {
+                Ok(handle) => handle,
+                Err(e) => {
+                    let why = format!(
+                        "loading the image on device {} failed: {}",
+                        self.id, e.message
+                    );
+                    log::warn!("{why}");
+                    return LibraryState::Unusable(why);
+                }
+            };
+        let (mut kernels, mut globals) = (Vec::new(), Vec::new());
+        for entry in &library.entries {
+            if entry.is_kernel() {
+                match self.plugin.get_kernel(self.local, handle, &entry.name) {
+                    Ok(kernel) => {
+                        self.kernels.write().unwrap().insert(entry.address, kernel);
+                        kernels.push(entry.address);
+                    }
+                    Err(e) => log::warn!(
+                        "kernel '{}' not found on device {}: {}",
+                        entry.name,
+                        self.id,
+                        e.message
+                    ),
+                }
+            } else if entry.is_global() && entry.flags & crate::abi::offload_entry::flags::LINK == 0
+            {
+                match self
+                    .plugin
+                    .get_global(self.local, handle, &entry.name, entry.size)
+                {
+                    Ok(global) => {
+                        // `declare target` globals are mapped for the life of the image.
+                        self.mapping.lock().unwrap().insert(Mapping {
+                            host_begin: entry.address,
+                            host_end: entry.address + entry.size as usize,
+                            device_begin: global.address,
+                            dynamic_refs: INFINITE,
+                            hold_refs: 0,
+                            owns_device_memory: false,
+                            shadow_pointers: Vec::new(),
+                        });
+                        globals.push(entry.address);
+                    }
+                    Err(e) => log::warn!(
+                        "global '{}' not found on device {}: {}",
+                        entry.name,
+                        self.id,
+                        e.message
+                    ),
+                }
+            } else if entry.flags & crate::abi::offload_entry::flags::LINK != 0 {
+                log::warn!(
+                    "'declare target link' variable '{}' is not supported yet; accesses on device {} will fail",
+                    entry.name,
+                    self.id
+                );
+            }
+        }
+        log::debug!(
+            "device {}: loaded image for library {} ({} kernels, {} globals)",
+            self.id,
+            library.id,
+            kernels.len(),
+            globals.len()
+        );
+        LibraryState::Loaded {
+            image: handle,
+            kernels,
+            globals,
+        }
+    }
+
+    /// Forgets a library that the program unregistered, unloading its image.
+    pub fn unload_library(&self, library: &RegisteredLibrary) {
+        let removed = self.state.lock().unwrap().libraries.remove(&library.id);
+        if let Some(LibraryState::Loaded {
+            image,
+            kernels,
+            globals,
+        }) = removed
+        {
+            {
+                let mut table = self.kernels.write().unwrap();
+                for address in kernels {
+                    table.remove(&address);
+                }
+            }
+            {
+                let mut mapping = self.mapping.lock().unwrap();
+                for address in globals {
+                    mapping.remove(address);
+                }
+            }
+            if let Err(e) = self.plugin.unload_image(self.local, image) {
+                log::warn!("device {}: unloading image failed: {}", self.id, e.message);
+            }
+        }
+    }
+
+    pub fn kernel(&self, region_id: usize) -> Option<KernelHandle> {
+        self.kernels.read().unwrap().get(&region_id).copied()
+    }
+
+    /// Why no kernel exists here for the region, for the error message.
+    pub fn missing_kernel_reason(&self, registry: &Registry, region_id: usize) -> String {
+        let name = registry.kernel_name(region_id);
+        let state = self.state.lock().unwrap();
+        let unusable: Vec<&str> = state
+            .libraries
+            .values()
+            .filter_map(|s| match s {
+                LibraryState::Unusable(why) => Some(why.as_str()),
+                _ => None,
+            })
+            .collect();
+        match name {
+            None => format!("{region_id:#x} is not a target region registered with the runtime"),
+            Some(name) if !unusable.is_empty() => {
+                format!("kernel '{name}' unavailable: {}", unusable.join("; "))
+            }
+            Some(name) => format!(
+                "kernel '{name}' not found in the image loaded on device {}",
+                self.id
+            ),
+        }
+    }
+
+    /// Whether any registered library has an image this device can run (asks the plugin).
+    pub fn can_run_any(&self, registry: &Registry) -> bool {
+        registry.libraries().iter().any(|lib| {
+            lib.images.iter().any(|i| {
+                self.plugin
+                    .check_image(self.local, i.bytes, &i.triple, &i.arch)
+                    .compatible
+            })
+        })
+    }
+
+    pub fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        self.plugin
+            .alloc(self.local, size, host_ptr, kind)
+            .map_err(|e| {
+                OffloadError::new(format!(
+                    "allocation of {size} bytes on device {} failed: {}",
+                    self.id, e.message
+                ))
+            })
+    }
+
+    pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        self.plugin.free(self.local, ptr, kind).map_err(|e| {
+            OffloadError::new(format!(
+                "freeing {ptr:#x} on device {} failed: {}",
+                self.id, e.message
+            ))
+        })
+    }
+
+    /// Frees every mapping the runtime allocated (at shutdown).
+    pub fn release_mappings(&self) {
+        let drained = self.mapping.lock().unwrap().drain();
+        for m in drained.into_iter().filter(|m| m.owns_device_memory) {
+            let _ = self.free(m.device_begin, AllocKind::DEFAULT);
+        }
+    }
+}

@@ -1,0 +1,551 @@
+//! The OpenMP device memory API (`omp_target_*`) and LLVM's extensions (`llvm_omp_*`,
+//! `ompx_*`). Invalid device numbers and unknown pointers are reported and answered with the
+//! API's error value; they are never fatal.
+
+use super::guard;
+use crate::device::Device;
+use crate::error::{OffloadError, Result};
+use crate::logging;
+use crate::mapping::{Lookup, Mapping, INFINITE};
+use crate::runtime::Runtime;
+use plugin_api::{AllocKind, QueueHandle};
+use std::ffi::{c_int, c_void};
+use std::ptr;
+
+/// The device, initialised, or `None` for the initial (host) device.
+fn device_or_host(runtime: &Runtime, device_num: c_int) -> Result<Option<&Device>> {
+    if device_num == runtime.initial_device() {
+        return Ok(None);
+    }
+    let device = runtime.device(device_num as i64)?;
+    runtime.prepare(device)?;
+    Ok(Some(device))
+}
+
+fn report<T>(api: &str, fallback: T, result: Result<T>) -> T {
+    result.unwrap_or_else(|e| {
+        logging::failure_message(&format!("{api}: {e}"));
+        fallback
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn omp_get_num_devices() -> c_int {
+    guard("omp_get_num_devices", 0, || Runtime::get().num_devices())
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_get_num_devices() -> c_int {
+    omp_get_num_devices()
+}
+
+#[no_mangle]
+pub extern "C" fn omp_get_initial_device() -> c_int {
+    guard("omp_get_initial_device", 0, || {
+        Runtime::get().initial_device()
+    })
+}
+
+/// On the host, the device number is the initial device's (inside kernels the device image
+/// answers for itself).
+#[no_mangle]
+pub extern "C" fn omp_get_device_num() -> c_int {
+    omp_get_initial_device()
+}
+
+fn alloc(api: &str, size: usize, device_num: c_int, kind: AllocKind) -> *mut c_void {
+    guard(api, ptr::null_mut(), || {
+        let runtime = Runtime::get();
+        let result = device_or_host(runtime, device_num).and_then(|device| match device {
+            // SAFETY: malloc has no preconditions; the program frees with omp_target_free.
+            None => Ok(unsafe { libc_malloc(size.max(1)) }),
+            Some(d) => d.alloc(size as u64, 0, kind).map(|p| p as *mut c_void),
+        });
+        report(api, ptr::null_mut(), result)
+    })
+}
+
+fn free(api: &str, ptr: *mut c_void, device_num: c_int, kind: AllocKind) {
+    guard(api, (), || {
+        if ptr.is_null() {
+            return;
+        }
+        let runtime = Runtime::get();
+        let result = device_or_host(runtime, device_num).and_then(|device| match device {
+            // SAFETY: host-device memory came from `alloc` above, i.e. malloc.
+            None => Ok(unsafe { libc_free(ptr) }),
+            Some(d) => d.free(ptr as usize, kind),
+        });
+        report(api, (), result)
+    })
+}
+
+extern "C" {
+    #[link_name = "malloc"]
+    fn libc_malloc(size: usize) -> *mut c_void;
+    #[link_name = "free"]
+    fn libc_free(ptr: *mut c_void);
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_alloc(size: usize, device_num: c_int) -> *mut c_void {
+    alloc("omp_target_alloc", size, device_num, AllocKind::DEFAULT)
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_free(ptr: *mut c_void, device_num: c_int) {
+    free("omp_target_free", ptr, device_num, AllocKind::DEFAULT)
+}
+
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_alloc_device(size: usize, device_num: c_int) -> *mut c_void {
+    alloc(
+        "llvm_omp_target_alloc_device",
+        size,
+        device_num,
+        AllocKind::DEVICE,
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_alloc_host(size: usize, device_num: c_int) -> *mut c_void {
+    alloc(
+        "llvm_omp_target_alloc_host",
+        size,
+        device_num,
+        AllocKind::HOST,
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_alloc_shared(size: usize, device_num: c_int) -> *mut c_void {
+    alloc(
+        "llvm_omp_target_alloc_shared",
+        size,
+        device_num,
+        AllocKind::SHARED,
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_free_device(ptr: *mut c_void, device_num: c_int) {
+    free(
+        "llvm_omp_target_free_device",
+        ptr,
+        device_num,
+        AllocKind::DEVICE,
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_free_host(ptr: *mut c_void, device_num: c_int) {
+    free(
+        "llvm_omp_target_free_host",
+        ptr,
+        device_num,
+        AllocKind::HOST,
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_free_shared(ptr: *mut c_void, device_num: c_int) {
+    free(
+        "llvm_omp_target_free_shared",
+        ptr,
+        device_num,
+        AllocKind::SHARED,
+    )
+}
+
+/// Host fallback of the device-side dynamic shared memory query: there is none on the host.
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_dynamic_shared_alloc() -> *mut c_void {
+    ptr::null_mut()
+}
+
+/// Copies `len` bytes between any two of: host, device, device of another plugin.
+fn copy(
+    runtime: &Runtime,
+    dst: usize,
+    src: usize,
+    len: u64,
+    dst_num: c_int,
+    src_num: c_int,
+) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    let dst_dev = device_or_host(runtime, dst_num)?;
+    let src_dev = device_or_host(runtime, src_num)?;
+    let sync = QueueHandle::SYNC;
+    match (dst_dev, src_dev) {
+        (None, None) => {
+            // SAFETY: both are host buffers of at least `len` bytes (API contract); they may overlap.
+            unsafe { ptr::copy(src as *const u8, dst as *mut u8, len as usize) };
+            Ok(())
+        }
+        (None, Some(s)) => Ok(s.plugin.copy_from_device(s.local, dst, src, len, sync)?),
+        (Some(d), None) => Ok(d.plugin.copy_to_device(d.local, dst, src, len, sync)?),
+        (Some(d), Some(s)) if std::sync::Arc::ptr_eq(&d.plugin, &s.plugin) => Ok(s
+            .plugin
+            .copy_device_to_device(s.local, src, d.local, dst, len, sync)?),
+        (Some(d), Some(s)) => {
+            // Devices of different plugins cannot exchange directly: go through the host.
+            let mut staging = vec![0u8; len as usize];
+            let buffer = staging.as_mut_ptr() as usize;
+            s.plugin.copy_from_device(s.local, buffer, src, len, sync)?;
+            d.plugin.copy_to_device(d.local, dst, buffer, len, sync)?;
+            Ok(())
+        }
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    length: usize,
+    dst_offset: usize,
+    src_offset: usize,
+    dst_device: c_int,
+    src_device: c_int,
+) -> c_int {
+    guard("omp_target_memcpy", -1, || {
+        if dst.is_null() || src.is_null() {
+            logging::failure_message("omp_target_memcpy: null pointer");
+            return -1;
+        }
+        let runtime = Runtime::get();
+        let result = copy(
+            runtime,
+            dst as usize + dst_offset,
+            src as usize + src_offset,
+            length as u64,
+            dst_device,
+            src_device,
+        );
+        report("omp_target_memcpy", -1, result.map(|_| 0))
+    })
+}
+
+/// Copies a `dims`-dimensional sub-volume, one contiguous innermost row at a time.
+#[allow(clippy::too_many_arguments)]
+fn copy_rect(
+    runtime: &Runtime,
+    dst: usize,
+    src: usize,
+    element: usize,
+    volume: &[usize],
+    dst_offsets: &[usize],
+    src_offsets: &[usize],
+    dst_dims: &[usize],
+    src_dims: &[usize],
+    dst_num: c_int,
+    src_num: c_int,
+) -> Result<()> {
+    if volume.len() == 1 {
+        let d = dst + dst_offsets[0] * element;
+        let s = src + src_offsets[0] * element;
+        return copy(
+            runtime,
+            d,
+            s,
+            (volume[0] * element) as u64,
+            dst_num,
+            src_num,
+        );
+    }
+    let dst_slice: usize = dst_dims[1..].iter().product::<usize>() * element;
+    let src_slice: usize = src_dims[1..].iter().product::<usize>() * element;
+    for i in 0..volume[0] {
+        copy_rect(
+            runtime,
+            dst + (dst_offsets[0] + i) * dst_slice,
+            src + (src_offsets[0] + i) * src_slice,
+            element,
+            &volume[1..],
+            &dst_offsets[1..],
+            &src_offsets[1..],
+            &dst_dims[1..],
+            &src_dims[1..],
+            dst_num,
+            src_num,
+        )?;
+    }
+    Ok(())
+}
+
+/// With both pointers null, returns the number of dimensions supported (as the spec says).
+#[no_mangle]
+pub extern "C" fn omp_target_memcpy_rect(
+    dst: *mut c_void,
+    src: *const c_void,
+    element_size: usize,
+    num_dims: c_int,
+    volume: *const usize,
+    dst_offsets: *const usize,
+    src_offsets: *const usize,
+    dst_dimensions: *const usize,
+    src_dimensions: *const usize,
+    dst_device: c_int,
+    src_device: c_int,
+) -> c_int {
+    guard("omp_target_memcpy_rect", -1, || {
+        if dst.is_null() && src.is_null() {
+            return c_int::MAX;
+        }
+        let arrays = [
+            volume,
+            dst_offsets,
+            src_offsets,
+            dst_dimensions,
+            src_dimensions,
+        ];
+        if dst.is_null() || src.is_null() || num_dims < 1 || arrays.iter().any(|a| a.is_null()) {
+            logging::failure_message("omp_target_memcpy_rect: invalid arguments");
+            return -1;
+        }
+        let n = num_dims as usize;
+        // SAFETY: each array holds `num_dims` elements (API contract), checked non-null above.
+        let slice = |p: *const usize| unsafe { std::slice::from_raw_parts(p, n) };
+        let result = copy_rect(
+            Runtime::get(),
+            dst as usize,
+            src as usize,
+            element_size,
+            slice(volume),
+            slice(dst_offsets),
+            slice(src_offsets),
+            slice(dst_dimensions),
+            slice(src_dimensions),
+            dst_device,
+            src_device,
+        );
+        report("omp_target_memcpy_rect", -1, result.map(|_| 0))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_memset(
+    ptr: *mut c_void,
+    value: c_int,
+    size: usize,
+    device_num: c_int,
+) -> *mut c_void {
+    guard("omp_target_memset", ptr, || {
+        if ptr.is_null() || size == 0 {
+            return ptr;
+        }
+        let runtime = Runtime::get();
+        let result = device_or_host(runtime, device_num).and_then(|device| {
+            match device {
+                // SAFETY: a host buffer of `size` bytes (API contract).
+                None => unsafe { ptr::write_bytes(ptr as *mut u8, value as u8, size) },
+                Some(d) => {
+                    let pattern = vec![value as u8; size];
+                    d.plugin.copy_to_device(
+                        d.local,
+                        ptr as usize,
+                        pattern.as_ptr() as usize,
+                        size as u64,
+                        QueueHandle::SYNC,
+                    )?;
+                }
+            }
+            Ok(ptr)
+        });
+        report("omp_target_memset", ptr, result)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -> c_int {
+    guard("omp_target_is_present", 0, || {
+        let runtime = Runtime::get();
+        if ptr.is_null() {
+            return 0;
+        }
+        match device_or_host(runtime, device_num) {
+            Ok(None) => 1,
+            Ok(Some(d)) => d.mapping.lock().unwrap().find(ptr as usize, 0).is_some() as c_int,
+            Err(e) => report("omp_target_is_present", 0, Err(e)),
+        }
+    })
+}
+
+/// Host memory is accessible from a device only where it shares memory with the host.
+#[no_mangle]
+pub extern "C" fn omp_target_is_accessible(
+    ptr: *const c_void,
+    _size: usize,
+    device_num: c_int,
+) -> c_int {
+    guard("omp_target_is_accessible", 0, || {
+        let runtime = Runtime::get();
+        match device_or_host(runtime, device_num) {
+            Ok(None) => 1,
+            Ok(Some(d)) => (!ptr.is_null() && d.plugin.name == "host") as c_int,
+            Err(e) => report("omp_target_is_accessible", 0, Err(e)),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn omp_get_mapped_ptr(ptr: *const c_void, device_num: c_int) -> *mut c_void {
+    guard("omp_get_mapped_ptr", ptr::null_mut(), || {
+        let runtime = Runtime::get();
+        if ptr.is_null() {
+            return ptr::null_mut();
+        }
+        match device_or_host(runtime, device_num) {
+            Ok(None) => ptr as *mut c_void,
+            Ok(Some(d)) => d
+                .mapping
+                .lock()
+                .unwrap()
+                .find(ptr as usize, 0)
+                .map_or(ptr::null_mut(), |m| {
+                    m.device_address(ptr as usize) as *mut c_void
+                }),
+            Err(e) => report("omp_get_mapped_ptr", ptr::null_mut(), Err(e)),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_associate_ptr(
+    host_ptr: *const c_void,
+    device_ptr: *const c_void,
+    size: usize,
+    device_offset: usize,
+    device_num: c_int,
+) -> c_int {
+    guard("omp_target_associate_ptr", -1, || {
+        let runtime = Runtime::get();
+        let result = device_or_host(runtime, device_num).and_then(|device| {
+            let Some(d) = device else {
+                return Err(OffloadError::new(
+                    "cannot associate a pointer with the initial device",
+                ));
+            };
+            if host_ptr.is_null() || device_ptr.is_null() {
+                return Err(OffloadError::new("null pointer"));
+            }
+            let (host, dev) = (host_ptr as usize, device_ptr as usize + device_offset);
+            let mut table = d.mapping.lock().unwrap();
+            match table.lookup(host, size as u64) {
+                Lookup::Contained(start) => {
+                    let m = table.get(start).unwrap();
+                    if m.device_address(host) == dev {
+                        Ok(0)
+                    } else {
+                        Err(OffloadError::new(format!(
+                            "{host:#x} is already associated with other device memory"
+                        )))
+                    }
+                }
+                Lookup::Extends(_) => Err(OffloadError::new(format!(
+                    "{host:#x} overlaps an existing mapping"
+                ))),
+                Lookup::Absent => {
+                    table.insert(Mapping {
+                        host_begin: host,
+                        host_end: host + size,
+                        device_begin: dev,
+                        dynamic_refs: INFINITE,
+                        hold_refs: 0,
+                        owns_device_memory: false,
+                        shadow_pointers: Vec::new(),
+                    });
+                    Ok(0)
+                }
+            }
+        });
+        report("omp_target_associate_ptr", -1, result)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_disassociate_ptr(host_ptr: *const c_void, device_num: c_int) -> c_int {
+    guard("omp_target_disassociate_ptr", -1, || {
+        let runtime = Runtime::get();
+        let result = device_or_host(runtime, device_num).and_then(|device| {
+            let Some(d) = device else {
+                return Err(OffloadError::new(
+                    "cannot disassociate a pointer from the initial device",
+                ));
+            };
+            let host = host_ptr as usize;
+            let mut table = d.mapping.lock().unwrap();
+            match table.get(host) {
+                Some(m) if m.is_infinite() && !m.owns_device_memory => {
+                    table.remove(host);
+                    Ok(0)
+                }
+                Some(_) => Err(OffloadError::new(format!(
+                    "{host:#x} was mapped, not associated; not disassociated"
+                ))),
+                None => Err(OffloadError::new(format!(
+                    "{host:#x} is not associated with device {device_num}"
+                ))),
+            }
+        });
+        report("omp_target_disassociate_ptr", -1, result)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_lock_mem(
+    ptr: *mut c_void,
+    size: usize,
+    device_num: c_int,
+) -> *mut c_void {
+    guard("llvm_omp_target_lock_mem", ptr::null_mut(), || {
+        let runtime = Runtime::get();
+        let result = device_or_host(runtime, device_num).and_then(|device| match device {
+            None => Ok(ptr),
+            Some(d) => Ok(d.plugin.pin_memory(d.local, ptr as usize, size as u64)? as *mut c_void),
+        });
+        report("llvm_omp_target_lock_mem", ptr::null_mut(), result)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn llvm_omp_target_unlock_mem(ptr: *mut c_void, device_num: c_int) {
+    guard("llvm_omp_target_unlock_mem", (), || {
+        let runtime = Runtime::get();
+        let result = device_or_host(runtime, device_num).and_then(|device| match device {
+            None => Ok(()),
+            Some(d) => Ok(d.plugin.unpin_memory(d.local, ptr as usize)?),
+        });
+        report("llvm_omp_target_unlock_mem", (), result)
+    })
+}
+
+/// Prints every device's mapping table, in LLVM's layout.
+#[no_mangle]
+pub extern "C" fn ompx_dump_mapping_tables() {
+    guard("ompx_dump_mapping_tables", (), || {
+        for device in &Runtime::get().devices {
+            let table = device.mapping.lock().unwrap();
+            eprintln!("omptarget device {} info: OpenMP Host-Device pointer mappings after block at unknown:0:0:", device.id);
+            eprintln!("omptarget device {} info: Host Ptr           Target Ptr         Size (B) DynRefCount HoldRefCount", device.id);
+            for m in table.iter() {
+                let dynamic = if m.is_infinite() {
+                    "INF".to_string()
+                } else {
+                    m.dynamic_refs.to_string()
+                };
+                eprintln!(
+                    "omptarget device {} info: {:#018x} {:#018x} {:<8} {:<11} {}",
+                    device.id,
+                    m.host_begin,
+                    m.device_begin,
+                    m.size(),
+                    dynamic,
+                    m.hold_refs
+                );
+            }
+        }
+    })
+}

@@ -1,0 +1,97 @@
+//! Registration of the program's offload libraries and runtime start-up.
+
+use super::guard;
+use crate::abi::descriptors::{read_descriptor, TgtBinDesc};
+use crate::logging;
+use crate::offload_binary;
+use crate::registry::ProgramImage;
+use crate::runtime::Runtime;
+
+/// Called from the program's global constructors, once per executable or shared library with
+/// offload code.
+#[no_mangle]
+pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
+    guard("__tgt_register_lib", (), || {
+        let runtime = Runtime::get();
+        // SAFETY: clang passes its static descriptor, valid until __tgt_unregister_lib.
+        let description = match unsafe { read_descriptor(desc) } {
+            Ok(d) => d,
+            Err(e) => {
+                return logging::failure_message(&format!("cannot register offload library: {e}"))
+            }
+        };
+        let mut images = Vec::new();
+        for (i, raw) in description.images.iter().enumerate() {
+            match offload_binary::unwrap(raw.bytes) {
+                Ok(u) => images.push(ProgramImage {
+                    bytes: u.bytes,
+                    triple: u.triple,
+                    arch: u.arch,
+                }),
+                Err(e) => logging::failure_message(&format!("device image {i} ignored: {e}")),
+            }
+        }
+        let library =
+            runtime
+                .registry
+                .write()
+                .unwrap()
+                .add(desc as usize, images, description.host_entries);
+        log::debug!(
+            "registered library {} with {} image(s) ({}) and {} entries",
+            library.id,
+            library.images.len(),
+            library.targets().join(", "),
+            library.entries.len()
+        );
+    })
+}
+
+/// Called from the program's global destructors.
+#[no_mangle]
+pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
+    guard("__tgt_unregister_lib", (), || {
+        let runtime = Runtime::get();
+        let (removed, now_empty) = {
+            let mut registry = runtime.registry.write().unwrap();
+            let removed = registry.remove(desc as usize);
+            (removed, registry.is_empty())
+        };
+        if let Some(library) = removed {
+            for device in &runtime.devices {
+                device.unload_library(&library);
+            }
+            log::debug!("unregistered library {}", library.id);
+        }
+        if now_empty {
+            runtime.shut_down_devices();
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_init_all_rtls() {
+    guard("__tgt_init_all_rtls", (), || {
+        Runtime::get();
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_rtl_init() {
+    guard("__tgt_rtl_init", (), || {
+        Runtime::get();
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_rtl_deinit() {}
+
+/// `requires` clauses of older compilers; recorded for debugging (the host plugin shares memory
+/// with the host whatever is required).
+#[no_mangle]
+pub extern "C" fn __tgt_register_requires(flags: i64) {
+    guard("__tgt_register_requires", (), || {
+        Runtime::get();
+        log::debug!("requires flags {flags:#x} registered");
+    })
+}

@@ -1,0 +1,405 @@
+//! Kernel launches: `__tgt_target_kernel` and the older `__tgt_target*` forms, which forward to it.
+
+use super::{guard, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
+use crate::abi::kernel_args::{read_kernel_args, KernelArgsV1, KernelRequest};
+use crate::abi::map_args::read_map_args;
+use crate::abi::source_location::Ident;
+use crate::data_ops;
+use crate::error::{OffloadError, Result};
+use crate::queue::ConstructQueue;
+use crate::runtime::{Runtime, Target};
+use plugin_api::LaunchConfig;
+use std::cell::Cell;
+use std::ffi::c_void;
+
+thread_local! {
+    /// Trip count pushed by `__kmpc_push_target_tripcount` for the next legacy launch.
+    static PUSHED_TRIPCOUNT: Cell<u64> = const { Cell::new(0) };
+}
+
+fn launch(
+    runtime: &Runtime,
+    region_id: usize,
+    device: &crate::device::Device,
+    request: &KernelRequest,
+) -> Result<()> {
+    runtime.prepare(device)?;
+    let kernel = device.kernel(region_id).ok_or_else(|| {
+        let registry = runtime.registry.read().unwrap();
+        OffloadError::new(device.missing_kernel_reason(&registry, region_id))
+    })?;
+    // SAFETY: the arrays come from the compiler with `num_args` elements each.
+    let args = unsafe {
+        read_map_args(
+            request.num_args as i32,
+            request.arg_base_ptrs as *const *mut c_void,
+            request.arg_ptrs as *const *mut c_void,
+            request.arg_sizes,
+            request.arg_types,
+            request.arg_mappers,
+        )
+    };
+    let mut queue = ConstructQueue::new(device)?;
+    data_ops::begin(&mut queue, &args)?;
+    let values = data_ops::kernel_arguments(&mut queue, &args)?;
+    let config = LaunchConfig {
+        num_teams: request.num_teams,
+        thread_limit: request.thread_limit,
+        dyn_shared_mem: request.dyn_cgroup_mem,
+        tripcount: request.tripcount,
+        kernel_args_version: request.version,
+        flags: request.flags,
+    };
+    queue.launch(kernel, &values, &config)?;
+    data_ops::end(&mut queue, &args)?;
+    queue.finish()
+}
+
+fn target_kernel(
+    loc: *const Ident,
+    device_id: i64,
+    num_teams: i32,
+    thread_limit: i32,
+    region: *mut c_void,
+    args: *const KernelArgsV1,
+) -> i32 {
+    let runtime = Runtime::get();
+    let Target::Device(device) = runtime.target(device_id) else {
+        return OFFLOAD_FAIL; // the program runs its host version
+    };
+    // SAFETY: `args` is the compiler's KernelArgsTy (or null, which is refused).
+    let outcome = unsafe { read_kernel_args(args, num_teams, thread_limit) }
+        .map_err(|e| OffloadError::new(e.to_string()))
+        .and_then(|request| launch(runtime, region as usize, device, &request));
+    match outcome {
+        Ok(()) => OFFLOAD_SUCCESS,
+        Err(e) => {
+            runtime.report_failure(
+                &OffloadError::new(format!("launching target region failed: {e}")),
+                loc,
+            );
+            OFFLOAD_FAIL
+        }
+    }
+}
+
+/// Launches the kernel of a target region; non-zero means "run the host version".
+#[no_mangle]
+pub extern "C" fn __tgt_target_kernel(
+    loc: *const Ident,
+    device_id: i64,
+    num_teams: i32,
+    thread_limit: i32,
+    host_ptr: *mut c_void,
+    args: *const KernelArgsV1,
+) -> i32 {
+    guard("__tgt_target_kernel", OFFLOAD_FAIL, || {
+        target_kernel(loc, device_id, num_teams, thread_limit, host_ptr, args)
+    })
+}
+
+/// The `nowait` form: libomp already runs it inside a deferred task, so it completes here.
+#[no_mangle]
+pub extern "C" fn __tgt_target_kernel_nowait(
+    loc: *const Ident,
+    device_id: i64,
+    num_teams: i32,
+    thread_limit: i32,
+    host_ptr: *mut c_void,
+    args: *const KernelArgsV1,
+    _dep_num: i32,
+    _dep_list: *mut c_void,
+    _noalias_dep_num: i32,
+    _noalias_dep_list: *mut c_void,
+) -> i32 {
+    guard("__tgt_target_kernel_nowait", OFFLOAD_FAIL, || {
+        target_kernel(loc, device_id, num_teams, thread_limit, host_ptr, args)
+    })
+}
+
+/// The legacy entry points describe the launch with separate arguments: build a version 1 block.
+#[allow(clippy::too_many_arguments)]
+fn legacy(
+    loc: *const Ident,
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    mappers: *const *const c_void,
+    num_teams: i32,
+    thread_limit: i32,
+) -> i32 {
+    let block = KernelArgsV1 {
+        version: 1,
+        num_args: arg_num.max(0) as u32,
+        arg_base_ptrs: bases,
+        arg_ptrs: args,
+        arg_sizes: sizes,
+        arg_types: types,
+        arg_names: std::ptr::null(),
+        arg_mappers: mappers,
+        tripcount: PUSHED_TRIPCOUNT.with(|t| t.replace(0)),
+        flags: 0,
+    };
+    target_kernel(
+        loc,
+        device_id,
+        num_teams.max(0),
+        thread_limit.max(0),
+        host_ptr,
+        &block,
+    )
+}
+
+// The older entry points, each forwarding to `legacy`. `names` are debug names, unused here;
+// the dependence lists of the `nowait` forms were already honoured by libomp's task.
+
+#[no_mangle]
+pub extern "C" fn __tgt_target(
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+) -> i32 {
+    guard("__tgt_target", OFFLOAD_FAIL, || {
+        legacy(
+            std::ptr::null(),
+            device_id,
+            host_ptr,
+            arg_num,
+            bases,
+            args,
+            sizes,
+            types,
+            std::ptr::null(),
+            0,
+            0,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_target_nowait(
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    _dep_num: i32,
+    _deps: *mut c_void,
+    _noalias_num: i32,
+    _noalias: *mut c_void,
+) -> i32 {
+    guard("__tgt_target_nowait", OFFLOAD_FAIL, || {
+        legacy(
+            std::ptr::null(),
+            device_id,
+            host_ptr,
+            arg_num,
+            bases,
+            args,
+            sizes,
+            types,
+            std::ptr::null(),
+            0,
+            0,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_target_mapper(
+    loc: *const Ident,
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    _names: *const c_void,
+    mappers: *const *const c_void,
+) -> i32 {
+    guard("__tgt_target_mapper", OFFLOAD_FAIL, || {
+        legacy(
+            loc, device_id, host_ptr, arg_num, bases, args, sizes, types, mappers, 0, 0,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_target_nowait_mapper(
+    loc: *const Ident,
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    _names: *const c_void,
+    mappers: *const *const c_void,
+    _dep_num: i32,
+    _deps: *mut c_void,
+    _noalias_num: i32,
+    _noalias: *mut c_void,
+) -> i32 {
+    guard("__tgt_target_nowait_mapper", OFFLOAD_FAIL, || {
+        legacy(
+            loc, device_id, host_ptr, arg_num, bases, args, sizes, types, mappers, 0, 0,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_target_teams(
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    num_teams: i32,
+    thread_limit: i32,
+) -> i32 {
+    guard("__tgt_target_teams", OFFLOAD_FAIL, || {
+        legacy(
+            std::ptr::null(),
+            device_id,
+            host_ptr,
+            arg_num,
+            bases,
+            args,
+            sizes,
+            types,
+            std::ptr::null(),
+            num_teams,
+            thread_limit,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_target_teams_nowait(
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    num_teams: i32,
+    thread_limit: i32,
+    _dep_num: i32,
+    _deps: *mut c_void,
+    _noalias_num: i32,
+    _noalias: *mut c_void,
+) -> i32 {
+    guard("__tgt_target_teams_nowait", OFFLOAD_FAIL, || {
+        legacy(
+            std::ptr::null(),
+            device_id,
+            host_ptr,
+            arg_num,
+            bases,
+            args,
+            sizes,
+            types,
+            std::ptr::null(),
+            num_teams,
+            thread_limit,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_target_teams_mapper(
+    loc: *const Ident,
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    _names: *const c_void,
+    mappers: *const *const c_void,
+    num_teams: i32,
+    thread_limit: i32,
+) -> i32 {
+    guard("__tgt_target_teams_mapper", OFFLOAD_FAIL, || {
+        legacy(
+            loc,
+            device_id,
+            host_ptr,
+            arg_num,
+            bases,
+            args,
+            sizes,
+            types,
+            mappers,
+            num_teams,
+            thread_limit,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn __tgt_target_teams_nowait_mapper(
+    loc: *const Ident,
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    bases: *mut *mut c_void,
+    args: *mut *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    _names: *const c_void,
+    mappers: *const *const c_void,
+    num_teams: i32,
+    thread_limit: i32,
+    _dep_num: i32,
+    _deps: *mut c_void,
+    _noalias_num: i32,
+    _noalias: *mut c_void,
+) -> i32 {
+    guard("__tgt_target_teams_nowait_mapper", OFFLOAD_FAIL, || {
+        legacy(
+            loc,
+            device_id,
+            host_ptr,
+            arg_num,
+            bases,
+            args,
+            sizes,
+            types,
+            mappers,
+            num_teams,
+            thread_limit,
+        )
+    })
+}
+
+/// Trip count hint for the next legacy launch on this thread.
+#[no_mangle]
+pub extern "C" fn __kmpc_push_target_tripcount(_device_id: i64, loop_tripcount: u64) {
+    PUSHED_TRIPCOUNT.with(|t| t.set(loop_tripcount));
+}
+
+#[no_mangle]
+pub extern "C" fn __kmpc_push_target_tripcount_mapper(
+    _loc: *const Ident,
+    _device_id: i64,
+    loop_tripcount: u64,
+) {
+    PUSHED_TRIPCOUNT.with(|t| t.set(loop_tripcount));
+}

@@ -1,0 +1,211 @@
+//! The device and plugin inventory shown by `omptarget-info`, as text or JSON.
+
+use crate::plugins::PluginStatus;
+use crate::runtime::Runtime;
+use std::fmt::Write;
+
+pub struct PluginRow {
+    pub name: String,
+    pub file: String,
+    pub origin: String,
+    pub abi_version: Option<String>,
+    pub status: String,
+    pub reason: Option<String>,
+    pub num_devices: Option<i32>,
+    pub note: Option<String>,
+}
+
+pub struct DeviceRow {
+    pub id: i32,
+    pub plugin: String,
+    pub local: i32,
+    pub properties: Vec<(String, String)>,
+}
+
+pub struct Inventory {
+    pub runtime_version: String,
+    pub plugin_abi: String,
+    pub offload_policy: String,
+    pub search_path: Vec<String>,
+    pub plugins: Vec<PluginRow>,
+    pub devices: Vec<DeviceRow>,
+}
+
+impl Inventory {
+    pub fn collect(runtime: &Runtime) -> Inventory {
+        let plugins = runtime
+            .reports
+            .iter()
+            .map(|r| {
+                let loaded = runtime
+                    .plugins
+                    .iter()
+                    .find(|p| p.name == r.candidate.name && r.status == PluginStatus::Loaded);
+                let (status, reason) = match &r.status {
+                    PluginStatus::Loaded => ("loaded".to_string(), None),
+                    PluginStatus::Skipped(why) => ("skipped".to_string(), Some(why.clone())),
+                };
+                PluginRow {
+                    name: r.candidate.name.clone(),
+                    file: r
+                        .resolved_path
+                        .clone()
+                        .unwrap_or_else(|| r.candidate.location.clone()),
+                    origin: r.candidate.origin.describe().to_string(),
+                    abi_version: r.abi_version.map(|v| v.to_string()),
+                    status,
+                    reason,
+                    num_devices: loaded.map(|p| p.num_devices()),
+                    note: loaded
+                        .map(|p| p.description.note.to_string())
+                        .filter(|n| !n.is_empty()),
+                }
+            })
+            .collect();
+        let devices = runtime
+            .devices
+            .iter()
+            .map(|d| {
+                let properties = match d.plugin.device_info(d.local) {
+                    Ok(info) => info
+                        .into_iter()
+                        .map(|e| (e.key.to_string(), e.value.to_string()))
+                        .collect(),
+                    Err(e) => vec![("error".to_string(), e.message.to_string())],
+                };
+                DeviceRow {
+                    id: d.id,
+                    plugin: d.plugin.name.clone(),
+                    local: d.local,
+                    properties,
+                }
+            })
+            .collect();
+        Inventory {
+            runtime_version: env!("CARGO_PKG_VERSION").to_string(),
+            plugin_abi: plugin_api::ABI_VERSION.to_string(),
+            offload_policy: format!("{:?}", runtime.policy).to_lowercase(),
+            search_path: runtime.search_path.clone(),
+            plugins,
+            devices,
+        }
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "omptarget-rs {} (plugin ABI {})",
+            self.runtime_version, self.plugin_abi
+        );
+        let _ = writeln!(s, "Offload policy: {}", self.offload_policy);
+        let _ = writeln!(s, "\nPlugin search path:");
+        for (i, p) in self.search_path.iter().enumerate() {
+            let _ = writeln!(s, "  {}. {}", i + 1, p);
+        }
+        let _ = writeln!(s, "\nPlugins:");
+        for p in &self.plugins {
+            let _ = writeln!(s, "  {} [{}]", p.name, p.status);
+            let _ = writeln!(s, "      file:    {} ({})", p.file, p.origin);
+            if let Some(v) = &p.abi_version {
+                let _ = writeln!(s, "      ABI:     {v}");
+            }
+            if let Some(r) = &p.reason {
+                let _ = writeln!(s, "      reason:  {r}");
+            }
+            if let Some(n) = p.num_devices {
+                let _ = writeln!(s, "      devices: {n}");
+            }
+            if let Some(n) = &p.note {
+                let _ = writeln!(s, "      note:    {n}");
+            }
+        }
+        let _ = writeln!(s, "\nDevices: {}", self.devices.len());
+        for d in &self.devices {
+            let _ = writeln!(
+                s,
+                "  Device {} ({} plugin, device {})",
+                d.id, d.plugin, d.local
+            );
+            for (k, v) in &d.properties {
+                let _ = writeln!(s, "      {:<16} {}", format!("{k}:"), v);
+            }
+        }
+        s
+    }
+
+    pub fn to_json(&self) -> String {
+        let opt = |v: &Option<String>| v.as_deref().map_or("null".to_string(), json_string);
+        let plugins: Vec<String> = self
+            .plugins
+            .iter()
+            .map(|p| {
+                format!(
+                    "{{\"name\":{},\"file\":{},\"origin\":{},\"abi_version\":{},\"status\":{},\"reason\":{},\"num_devices\":{},\"note\":{}}}",
+                    json_string(&p.name),
+                    json_string(&p.file),
+                    json_string(&p.origin),
+                    opt(&p.abi_version),
+                    json_string(&p.status),
+                    opt(&p.reason),
+                    p.num_devices.map_or("null".to_string(), |n| n.to_string()),
+                    opt(&p.note)
+                )
+            })
+            .collect();
+        let devices: Vec<String> = self
+            .devices
+            .iter()
+            .map(|d| {
+                let props: Vec<String> = d
+                    .properties
+                    .iter()
+                    .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+                    .collect();
+                format!(
+                    "{{\"id\":{},\"plugin\":{},\"plugin_device\":{},\"properties\":{{{}}}}}",
+                    d.id,
+                    json_string(&d.plugin),
+                    d.local,
+                    props.join(",")
+                )
+            })
+            .collect();
+        let path: Vec<String> = self.search_path.iter().map(|p| json_string(p)).collect();
+        format!(
+            "{{\"runtime_version\":{},\"plugin_abi\":{},\"offload_policy\":{},\"search_path\":[{}],\"plugins\":[{}],\"devices\":[{}]}}\n",
+            json_string(&self.runtime_version),
+            json_string(&self.plugin_abi),
+            json_string(&self.offload_policy),
+            path.join(","),
+            plugins.join(","),
+            devices.join(",")
+        )
+    }
+}
+
+/// A JSON string literal.
+pub fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[test]
+fn json_strings_are_escaped() {
+    assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+}

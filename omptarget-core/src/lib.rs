@@ -1,0 +1,23 @@
+//! omptarget-rs: LLVM's OpenMP offloading runtime (`libomptarget.so`) in Rust.
+//!
+//! - `entry_points`: the C ABI programs call (one module per API family).
+//! - `abi`: the C data layouts those calls receive.
+//! - `runtime`, `device`, `registry`: process state; `plugins`: finding and calling plugins.
+//! - `mapping` (the table) and `data_ops` (the rules): host-to-device data mapping.
+//! - `inventory`: what `omptarget-info` prints.
+
+pub mod abi;
+pub mod config;
+pub mod data_ops;
+pub mod device;
+pub mod entry_points;
+pub mod error;
+pub mod host_openmp;
+pub mod inventory;
+pub mod logging;
+pub mod mapping;
+pub mod offload_binary;
+pub mod plugins;
+pub mod queue;
+pub mod registry;
+pub mod runtime;

@@ -1,0 +1,176 @@
+//! A loaded, initialised plugin, with its calls in Rust form.
+
+use plugin_api::abi_stable::std_types::{RSlice, RStr};
+use plugin_api::*;
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+pub struct PluginLibrary {
+    pub name: String,
+    pub location: String,
+    pub abi_version: AbiVersion,
+    pub description: PluginDescription,
+    module: PluginModuleRef,
+}
+
+fn image_ref<'a>(bytes: &'a [u8], triple: &'a str, arch: &'a str) -> ImageRef<'a> {
+    ImageRef {
+        bytes: RSlice::from_slice(bytes),
+        triple: RStr::from_str(triple),
+        arch: RStr::from_str(arch),
+    }
+}
+
+impl PluginLibrary {
+    pub(crate) fn new(
+        name: String,
+        location: String,
+        abi_version: AbiVersion,
+        description: PluginDescription,
+        module: PluginModuleRef,
+    ) -> Self {
+        PluginLibrary {
+            name,
+            location,
+            abi_version,
+            description,
+            module,
+        }
+    }
+
+    pub fn num_devices(&self) -> i32 {
+        (self.module.num_devices())().max(0)
+    }
+
+    /// `device` < 0 asks about the plugin as a whole.
+    pub fn check_image(
+        &self,
+        device: i32,
+        bytes: &[u8],
+        triple: &str,
+        arch: &str,
+    ) -> ImageCompatibility {
+        (self.module.check_image())(device, image_ref(bytes, triple, arch))
+    }
+
+    pub fn init_device(&self, device: i32) -> Result<()> {
+        (self.module.init_device())(device).into_result()
+    }
+
+    pub fn deinit_device(&self, device: i32) -> Result<()> {
+        (self.module.deinit_device())(device).into_result()
+    }
+
+    pub fn device_info(&self, device: i32) -> Result<Vec<InfoEntry>> {
+        (self.module.device_info())(device)
+            .into_result()
+            .map(|v| v.into_vec())
+    }
+
+    pub fn load_image(
+        &self,
+        device: i32,
+        bytes: &[u8],
+        triple: &str,
+        arch: &str,
+    ) -> Result<ImageHandle> {
+        (self.module.load_image())(device, image_ref(bytes, triple, arch)).into_result()
+    }
+
+    pub fn unload_image(&self, device: i32, image: ImageHandle) -> Result<()> {
+        (self.module.unload_image())(device, image).into_result()
+    }
+
+    pub fn get_kernel(&self, device: i32, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+        (self.module.get_kernel())(device, image, RStr::from_str(name)).into_result()
+    }
+
+    pub fn get_global(
+        &self,
+        device: i32,
+        image: ImageHandle,
+        name: &str,
+        size: u64,
+    ) -> Result<GlobalInfo> {
+        (self.module.get_global())(device, image, RStr::from_str(name), size).into_result()
+    }
+
+    pub fn alloc(&self, device: i32, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        (self.module.alloc())(device, size, host_ptr, kind).into_result()
+    }
+
+    pub fn free(&self, device: i32, ptr: usize, kind: AllocKind) -> Result<()> {
+        (self.module.free())(device, ptr, kind).into_result()
+    }
+
+    pub fn create_queue(&self, device: i32) -> Result<QueueHandle> {
+        (self.module.create_queue())(device).into_result()
+    }
+
+    pub fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        (self.module.release_queue())(device, queue).into_result()
+    }
+
+    pub fn copy_to_device(
+        &self,
+        device: i32,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        (self.module.copy_to_device())(device, dst, src, size, queue).into_result()
+    }
+
+    pub fn copy_from_device(
+        &self,
+        device: i32,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        (self.module.copy_from_device())(device, dst, src, size, queue).into_result()
+    }
+
+    pub fn copy_device_to_device(
+        &self,
+        src_device: i32,
+        src: usize,
+        dst_device: i32,
+        dst: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        (self.module.copy_device_to_device())(src_device, src, dst_device, dst, size, queue)
+            .into_result()
+    }
+
+    pub fn launch_kernel(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        (self.module.launch_kernel())(device, kernel, RSlice::from_slice(args), config, queue)
+            .into_result()
+    }
+
+    pub fn synchronize(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        (self.module.synchronize())(device, queue).into_result()
+    }
+
+    pub fn query_queue(&self, device: i32, queue: QueueHandle) -> Result<bool> {
+        (self.module.query_queue())(device, queue).into_result()
+    }
+
+    pub fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
+        (self.module.pin_memory())(device, host_ptr, size).into_result()
+    }
+
+    pub fn unpin_memory(&self, device: i32, host_ptr: usize) -> Result<()> {
+        (self.module.unpin_memory())(device, host_ptr).into_result()
+    }
+}

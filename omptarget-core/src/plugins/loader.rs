@@ -1,0 +1,221 @@
+//! Loading plugin libraries: ABI version first, then abi_stable's layout check, then `init`.
+
+use super::discovery::{self, Candidate};
+use super::library::PluginLibrary;
+use plugin_api::abi_stable::library::lib_header_from_path;
+use plugin_api::{AbiVersion, PluginModuleRef, ABI_VERSION, ABI_VERSION_SYMBOL};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PluginStatus {
+    Loaded,
+    /// Not loaded, and why.
+    Skipped(String),
+}
+
+/// What happened to one candidate, for `omptarget-info` and debug output.
+#[derive(Clone, Debug)]
+pub struct PluginReport {
+    pub candidate: Candidate,
+    /// The file the system loader actually opened, when known.
+    pub resolved_path: Option<String>,
+    pub abi_version: Option<AbiVersion>,
+    pub status: PluginStatus,
+}
+
+struct Opened {
+    module: PluginModuleRef,
+    abi_version: AbiVersion,
+    path: String,
+}
+
+/// The file a loaded symbol lives in.
+fn file_of_address(address: *const std::ffi::c_void) -> Option<String> {
+    #[repr(C)]
+    struct DlInfo {
+        fname: *const std::ffi::c_char,
+        fbase: *mut std::ffi::c_void,
+        sname: *const std::ffi::c_char,
+        saddr: *mut std::ffi::c_void,
+    }
+    extern "C" {
+        fn dladdr(addr: *const std::ffi::c_void, info: *mut DlInfo) -> std::ffi::c_int;
+    }
+    let mut info = DlInfo {
+        fname: std::ptr::null(),
+        fbase: std::ptr::null_mut(),
+        sname: std::ptr::null(),
+        saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only writes into `info`; any address may be asked about.
+    let found = unsafe { dladdr(address, &mut info) };
+    if found == 0 || info.fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr returned a NUL-terminated file name owned by the loader.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.fname) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+/// The directory of the library (or executable) this code is linked into, where plugins are
+/// installed beside `libomptarget.so`. For an executable in `bin/`, the sibling `lib/`.
+pub fn runtime_directory() -> Option<PathBuf> {
+    let file = PathBuf::from(file_of_address(
+        runtime_directory as *const std::ffi::c_void,
+    )?);
+    let dir = file.parent()?.to_path_buf();
+    let is_library = file
+        .file_name()
+        .and_then(|f| f.to_str())
+        .is_some_and(|f| f.contains(".so"));
+    if is_library {
+        Some(dir)
+    } else {
+        let lib = dir.parent()?.join("lib");
+        lib.is_dir().then_some(lib)
+    }
+}
+
+fn open(
+    candidate: &Candidate,
+    resolved: &mut Option<String>,
+    abi: &mut Option<AbiVersion>,
+) -> Result<Opened, String> {
+    // SAFETY: opening a plugin runs its initialisers; plugins are trusted code found in the
+    // configured plugin directories, as with LLVM's runtime.
+    let library =
+        unsafe { libloading::Library::new(&candidate.location) }.map_err(|e| match e {
+            libloading::Error::DlOpen { desc } => format!(
+                "cannot be opened: {}",
+                format!("{desc:?}").trim_matches('"')
+            ),
+            other => format!("cannot be opened: {other}"),
+        })?;
+    // SAFETY: the symbol, when present, is a static AbiVersion (a plain #[repr(C)] pair of u32).
+    let symbol = unsafe { library.get::<*const AbiVersion>(ABI_VERSION_SYMBOL.as_bytes()) }
+        .map_err(|_| format!("not an omptarget plugin (no '{ABI_VERSION_SYMBOL}' symbol)"))?;
+    let version_ptr: *const AbiVersion = *symbol;
+    let path = file_of_address(version_ptr.cast()).unwrap_or_else(|| candidate.location.clone());
+    *resolved = Some(path.clone());
+    // SAFETY: the symbol is the plugin's static version record, valid while the library is
+    // loaded (forever: plugins are never unloaded).
+    let version = unsafe { std::ptr::read(version_ptr) };
+    *abi = Some(version);
+    if !ABI_VERSION.accepts(version) {
+        return Err(format!(
+            "plugin ABI version {version} is incompatible with this runtime's ABI version {ABI_VERSION} \
+             (major versions differ); install a plugin built for ABI {}.x",
+            ABI_VERSION.major
+        ));
+    }
+    // Headers are loaded per file: abi_stable's RootModule::load_from_file would cache one
+    // module for all plugins, since they share the module type.
+    let header = lib_header_from_path(Path::new(&path))
+        .map_err(|e| format!("not a valid plugin library: {e}"))?;
+    let module = header
+        .init_root_module::<PluginModuleRef>()
+        .map_err(|e| format!("plugin interface layout does not match this runtime: {e}"))?;
+    // Plugins stay loaded for the life of the process, as with abi_stable.
+    std::mem::forget(library);
+    Ok(Opened {
+        module,
+        abi_version: version,
+        path,
+    })
+}
+
+fn load_one(candidate: &Candidate) -> (PluginReport, Option<PluginLibrary>) {
+    let mut resolved = None;
+    let mut abi = None;
+    let outcome = open(candidate, &mut resolved, &mut abi).and_then(|opened| {
+        let services = crate::logging::host_services();
+        let description = (opened.module.init())(&services)
+            .into_result()
+            .map_err(|e| format!("initialisation failed: {e}"))?;
+        Ok(PluginLibrary::new(
+            candidate.name.clone(),
+            opened.path,
+            opened.abi_version,
+            description,
+            opened.module,
+        ))
+    });
+    match outcome {
+        Ok(library) => {
+            log::debug!(
+                "loaded plugin '{}' from {} (ABI {}, {} devices)",
+                library.name,
+                library.location,
+                library.abi_version,
+                library.description.num_devices
+            );
+            let report = PluginReport {
+                candidate: candidate.clone(),
+                resolved_path: resolved,
+                abi_version: abi,
+                status: PluginStatus::Loaded,
+            };
+            (report, Some(library))
+        }
+        Err(reason) => {
+            if candidate.origin == discovery::Origin::SystemLoader
+                && reason.starts_with("cannot be opened")
+            {
+                log::debug!("plugin '{}' not installed: {reason}", candidate.name);
+            } else {
+                log::warn!(
+                    "skipping plugin '{}' ({}): {reason}",
+                    candidate.name,
+                    candidate.location
+                );
+            }
+            let report = PluginReport {
+                candidate: candidate.clone(),
+                resolved_path: resolved,
+                abi_version: abi,
+                status: PluginStatus::Skipped(reason),
+            };
+            (report, None)
+        }
+    }
+}
+
+/// Loads the wanted plugins among `candidates`, in the wanted order. Every candidate gets a
+/// report; only successfully initialised plugins are returned.
+pub fn load_plugins(
+    candidates: &[Candidate],
+    requested: &Option<Vec<String>>,
+) -> (Vec<PluginReport>, Vec<PluginLibrary>) {
+    let mut reports = Vec::new();
+    let mut wanted: Vec<(usize, &Candidate)> = Vec::new();
+    for candidate in candidates {
+        if let Some(first) = candidates.iter().find(|c| c.name == candidate.name) {
+            if !std::ptr::eq(first, candidate) {
+                reports.push(PluginReport {
+                    candidate: candidate.clone(),
+                    resolved_path: None,
+                    abi_version: None,
+                    status: PluginStatus::Skipped(format!("shadowed by {}", first.location)),
+                });
+                continue;
+            }
+        }
+        match discovery::order_key(&candidate.name, requested) {
+            Some(key) => wanted.push((key, candidate)),
+            None => reports.push(PluginReport {
+                candidate: candidate.clone(),
+                resolved_path: None,
+                abi_version: None,
+                status: PluginStatus::Skipped("not listed in LIBOMPTARGET_PLUGINS_TO_LOAD".into()),
+            }),
+        }
+    }
+    wanted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.name.cmp(&b.1.name)));
+    let mut libraries = Vec::new();
+    for (_, candidate) in wanted {
+        let (report, library) = load_one(candidate);
+        reports.push(report);
+        libraries.extend(library);
+    }
+    (reports, libraries)
+}

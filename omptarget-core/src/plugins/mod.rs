@@ -1,0 +1,9 @@
+//! Finding, checking and calling plugin libraries.
+
+pub mod discovery;
+pub mod library;
+pub mod loader;
+
+pub use discovery::{Candidate, Origin};
+pub use library::PluginLibrary;
+pub use loader::{load_plugins, PluginReport, PluginStatus};

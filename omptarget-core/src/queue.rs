@@ -1,0 +1,136 @@
+//! The queue of one construct: every transfer and launch of a `target` or `target data`
+//! construct goes on it, and it is synchronised once at the end (as LLVM's `AsyncInfoTy`). Work
+//! that must wait for completion (freeing device memory, restoring host pointers overwritten by
+//! a copy back) is deferred until then.
+
+use crate::device::Device;
+use crate::error::{OffloadError, Result};
+use plugin_api::{AllocKind, QueueHandle};
+
+pub struct ConstructQueue<'d> {
+    pub device: &'d Device,
+    handle: QueueHandle,
+    /// Host buffers the queued copies read from; they must live until synchronisation.
+    staged: Vec<Box<usize>>,
+    host_writes: Vec<(usize, usize)>,
+    frees: Vec<usize>,
+    finished: bool,
+}
+
+impl<'d> ConstructQueue<'d> {
+    pub fn new(device: &'d Device) -> Result<Self> {
+        let handle = device.plugin.create_queue(device.local)?;
+        Ok(ConstructQueue {
+            device,
+            handle,
+            staged: Vec::new(),
+            host_writes: Vec::new(),
+            frees: Vec::new(),
+            finished: false,
+        })
+    }
+
+    fn plugin_error(&self, what: &str, e: plugin_api::PluginError) -> OffloadError {
+        OffloadError::new(format!(
+            "{what} on device {} failed: {}",
+            self.device.id, e.message
+        ))
+    }
+
+    pub fn copy_to_device(&mut self, device_dst: usize, host_src: usize, size: u64) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        self.device
+            .plugin
+            .copy_to_device(self.device.local, device_dst, host_src, size, self.handle)
+            .map_err(|e| self.plugin_error("copy to device", e))
+    }
+
+    pub fn copy_from_device(
+        &mut self,
+        host_dst: usize,
+        device_src: usize,
+        size: u64,
+    ) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        self.device
+            .plugin
+            .copy_from_device(self.device.local, host_dst, device_src, size, self.handle)
+            .map_err(|e| self.plugin_error("copy from device", e))
+    }
+
+    /// Writes one pointer-sized value to device memory.
+    pub fn write_device_word(&mut self, device_dst: usize, value: usize) -> Result<()> {
+        let staged = Box::new(value);
+        let src = &*staged as *const usize as usize;
+        self.staged.push(staged);
+        self.copy_to_device(device_dst, src, std::mem::size_of::<usize>() as u64)
+    }
+
+    /// Writes a pointer-sized value to host memory once the queue has completed.
+    pub fn write_host_word_after_sync(&mut self, host_dst: usize, value: usize) {
+        self.host_writes.push((host_dst, value));
+    }
+
+    pub fn free_after_sync(&mut self, device_ptr: usize) {
+        self.frees.push(device_ptr);
+    }
+
+    pub fn launch(
+        &mut self,
+        kernel: plugin_api::KernelHandle,
+        args: &[usize],
+        config: &plugin_api::LaunchConfig,
+    ) -> Result<()> {
+        self.device
+            .plugin
+            .launch_kernel(self.device.local, kernel, args, config, self.handle)
+            .map_err(|e| self.plugin_error("kernel launch", e))
+    }
+
+    /// Waits for everything queued, then runs the deferred work.
+    pub fn finish(mut self) -> Result<()> {
+        self.complete()
+    }
+
+    fn complete(&mut self) -> Result<()> {
+        self.finished = true;
+        let synced = self
+            .device
+            .plugin
+            .synchronize(self.device.local, self.handle)
+            .map_err(|e| self.plugin_error("synchronisation", e));
+        if synced.is_ok() {
+            for &(address, value) in &self.host_writes {
+                // SAFETY: the address is a pointer field inside mapped host data whose copy back
+                // just completed; the mapping rules recorded it as a live host location.
+                unsafe { std::ptr::write_unaligned(address as *mut usize, value) };
+            }
+        }
+        let _ = self
+            .device
+            .plugin
+            .release_queue(self.device.local, self.handle);
+        for ptr in std::mem::take(&mut self.frees) {
+            if let Err(e) = self.device.free(ptr, AllocKind::DEFAULT) {
+                log::warn!("{e}");
+            }
+        }
+        self.staged.clear();
+        synced
+    }
+}
+
+impl Drop for ConstructQueue<'_> {
+    fn drop(&mut self) {
+        // A construct that failed part-way still waits for its queued work before buffers go.
+        if !self.finished {
+            if let Err(e) = self.complete() {
+                log::warn!("{e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The programs' registered offload libraries (one per `__tgt_register_lib` call).
+
+use crate::abi::offload_entry::OffloadEntry;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One device image of a registered library, unwrapped from its container.
+pub struct ProgramImage {
+    pub bytes: &'static [u8],
+    pub triple: String,
+    pub arch: String,
+}
+
+pub struct RegisteredLibrary {
+    pub id: u64,
+    /// Address of the program's `__tgt_bin_desc`, which identifies it at unregistration.
+    pub descriptor: usize,
+    pub images: Vec<ProgramImage>,
+    pub entries: Vec<OffloadEntry>,
+}
+
+impl RegisteredLibrary {
+    /// Short text naming the images' targets, for diagnostics.
+    pub fn targets(&self) -> Vec<String> {
+        self.images
+            .iter()
+            .map(|i| match (i.triple.as_str(), i.arch.as_str()) {
+                ("", _) => "unknown".to_string(),
+                (t, "") => t.to_string(),
+                (t, a) => format!("{t} {a}"),
+            })
+            .collect()
+    }
+}
+
+#[derive(Default)]
+pub struct Registry {
+    libraries: Vec<Arc<RegisteredLibrary>>,
+    /// Kernel region ids (host addresses) to the entry name, over all libraries.
+    kernel_names: HashMap<usize, (u64, String)>,
+    next_id: u64,
+    /// Bumped on every change, so devices can tell cheaply whether they are up to date.
+    pub generation: u64,
+}
+
+impl Registry {
+    pub fn add(
+        &mut self,
+        descriptor: usize,
+        images: Vec<ProgramImage>,
+        entries: Vec<OffloadEntry>,
+    ) -> Arc<RegisteredLibrary> {
+        self.next_id += 1;
+        let library = Arc::new(RegisteredLibrary {
+            id: self.next_id,
+            descriptor,
+            images,
+            entries,
+        });
+        for entry in library.entries.iter().filter(|e| e.is_kernel()) {
+            self.kernel_names
+                .insert(entry.address, (library.id, entry.name.clone()));
+        }
+        self.libraries.push(library.clone());
+        self.generation += 1;
+        library
+    }
+
+    pub fn remove(&mut self, descriptor: usize) -> Option<Arc<RegisteredLibrary>> {
+        let index = self
+            .libraries
+            .iter()
+            .position(|l| l.descriptor == descriptor)?;
+        let library = self.libraries.remove(index);
+        self.kernel_names.retain(|_, (id, _)| *id != library.id);
+        self.generation += 1;
+        Some(library)
+    }
+
+    pub fn libraries(&self) -> &[Arc<RegisteredLibrary>] {
+        &self.libraries
+    }
+
+    pub fn kernel_name(&self, region_id: usize) -> Option<&str> {
+        self.kernel_names
+            .get(&region_id)
+            .map(|(_, name)| name.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.libraries.is_empty()
+    }
+}

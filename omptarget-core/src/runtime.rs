@@ -1,0 +1,175 @@
+//! The process-wide runtime: plugins, devices, registered libraries and the offload policy.
+//! Created on first use (normally the program's first `__tgt_register_lib`).
+
+use crate::abi::source_location::{self, Ident};
+use crate::config::{self, OffloadPolicySetting};
+use crate::device::Device;
+use crate::error::{OffloadError, Result};
+use crate::logging;
+use crate::plugins::{discovery, load_plugins, loader, PluginLibrary, PluginReport};
+use crate::registry::Registry;
+use once_cell::sync::OnceCell;
+use std::sync::{Arc, RwLock};
+
+pub struct Runtime {
+    pub search_path: Vec<String>,
+    pub reports: Vec<PluginReport>,
+    pub plugins: Vec<Arc<PluginLibrary>>,
+    pub devices: Vec<Device>,
+    pub registry: RwLock<Registry>,
+    pub policy: OffloadPolicySetting,
+}
+
+static RUNTIME: OnceCell<Runtime> = OnceCell::new();
+
+/// Where a construct runs.
+pub enum Target<'r> {
+    Host,
+    Device(&'r Device),
+}
+
+impl Runtime {
+    pub fn get() -> &'static Runtime {
+        RUNTIME.get_or_init(Runtime::discover)
+    }
+
+    fn discover() -> Runtime {
+        logging::init();
+        let plugin_path = config::plugin_path();
+        let runtime_dir = loader::runtime_directory();
+        let search_path = discovery::search_path(&plugin_path, &runtime_dir);
+        let candidates = discovery::find_candidates(&plugin_path, &runtime_dir);
+        let (reports, libraries) = load_plugins(&candidates, &config::plugins_to_load());
+        let plugins: Vec<Arc<PluginLibrary>> = libraries.into_iter().map(Arc::new).collect();
+        let mut devices = Vec::new();
+        for plugin in &plugins {
+            for local in 0..plugin.num_devices() {
+                devices.push(Device::new(devices.len() as i32, plugin.clone(), local));
+            }
+        }
+        let policy = config::offload_policy();
+        log::debug!(
+            "runtime ready: {} plugins, {} devices, search path {:?}, policy {:?}",
+            plugins.len(),
+            devices.len(),
+            search_path,
+            policy
+        );
+        Runtime {
+            search_path,
+            reports,
+            plugins,
+            devices,
+            registry: RwLock::new(Registry::default()),
+            policy,
+        }
+    }
+
+    /// `omp_get_num_devices`: no devices exist while offloading is disabled.
+    pub fn num_devices(&self) -> i32 {
+        match self.policy {
+            OffloadPolicySetting::Disabled => 0,
+            _ => self.devices.len() as i32,
+        }
+    }
+
+    /// The host's device number (`omp_get_initial_device`), one past the last device.
+    pub fn initial_device(&self) -> i32 {
+        self.num_devices()
+    }
+
+    pub fn device(&self, id: i64) -> Result<&Device> {
+        usize::try_from(id)
+            .ok()
+            .filter(|_| self.policy != OffloadPolicySetting::Disabled)
+            .and_then(|i| self.devices.get(i))
+            .ok_or_else(|| {
+                OffloadError::new(format!(
+                    "Device number '{id}' out of range, only {} devices available",
+                    self.num_devices()
+                ))
+            })
+    }
+
+    /// Whether a failed construct is fatal. As in LLVM: always under `mandatory`; under the
+    /// default policy when the program has a device it could have run on.
+    pub fn failure_is_fatal(&self) -> bool {
+        match self.policy {
+            OffloadPolicySetting::Mandatory => true,
+            OffloadPolicySetting::Disabled => false,
+            OffloadPolicySetting::Default => {
+                let registry = self.registry.read().unwrap();
+                self.devices.iter().any(|d| d.can_run_any(&registry))
+            }
+        }
+    }
+
+    /// Chooses where a construct with a `device` clause value runs. An invalid device number is
+    /// a fatal error, as in LLVM.
+    pub fn target(&self, device_id: i64) -> Target<'_> {
+        if self.policy == OffloadPolicySetting::Disabled {
+            return Target::Host;
+        }
+        let id = if device_id == -1 {
+            crate::host_openmp::default_device() as i64
+        } else {
+            device_id
+        };
+        if id == self.initial_device() as i64 {
+            return Target::Host;
+        }
+        match self.device(id) {
+            Ok(device) => Target::Device(device),
+            Err(e) => logging::fatal(id, &e.message),
+        }
+    }
+
+    /// Initialises a device and loads pending images onto it.
+    pub fn prepare(&self, device: &Device) -> Result<()> {
+        let registry = self.registry.read().unwrap();
+        device.ensure_ready(&registry)
+    }
+
+    /// Reports a failed construct: fatal (with LLVM's wording) when offloading is mandatory,
+    /// else an error line; the caller then lets the program fall back to the host.
+    pub fn report_failure(&self, error: &OffloadError, loc: *const Ident) {
+        logging::failure_message(&error.message);
+        if !self.failure_is_fatal() {
+            return;
+        }
+        logging::failure_message(
+            "Consult https://openmp.llvm.org/design/Runtimes.html for debugging options.",
+        );
+        if self.devices.is_empty() {
+            let registry = self.registry.read().unwrap();
+            let targets: Vec<String> = registry
+                .libraries()
+                .iter()
+                .flat_map(|l| l.targets())
+                .collect();
+            logging::failure_message(&format!(
+                "No images found compatible with the installed hardware. Found {} image(s): ({})",
+                targets.len(),
+                targets.join(", ")
+            ));
+        }
+        // SAFETY: `loc` comes from the compiler: null or a valid ident_t.
+        match unsafe { source_location::describe(loc) } {
+            Some(place) => eprint!("{place}: "),
+            None => logging::failure_message(
+                "Source location information not present. Compile with -g or -gline-tables-only.",
+            ),
+        }
+        logging::fatal(
+            1,
+            "failure of target construct while offloading is mandatory",
+        )
+    }
+
+    /// Unloads everything at the last unregistration.
+    pub fn shut_down_devices(&self) {
+        for device in &self.devices {
+            device.release_mappings();
+        }
+    }
+}

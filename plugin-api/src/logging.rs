@@ -1,0 +1,78 @@
+//! Plugins log through the core: each plugin library has its own copy of the `log` crate, so the
+//! core hands its logger over at `init` as a C callback.
+
+use abi_stable::std_types::RStr;
+use abi_stable::StableAbi;
+
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LogLevel(pub u32);
+
+impl LogLevel {
+    pub const OFF: LogLevel = LogLevel(0);
+    pub const ERROR: LogLevel = LogLevel(1);
+    pub const WARN: LogLevel = LogLevel(2);
+    pub const INFO: LogLevel = LogLevel(3);
+    pub const DEBUG: LogLevel = LogLevel(4);
+    pub const TRACE: LogLevel = LogLevel(5);
+
+    pub fn from_log(level: log::Level) -> Self {
+        LogLevel(level as u32)
+    }
+
+    pub fn to_log(self) -> Option<log::Level> {
+        match self.0 {
+            1 => Some(log::Level::Error),
+            2 => Some(log::Level::Warn),
+            3 => Some(log::Level::Info),
+            4 => Some(log::Level::Debug),
+            5.. => Some(log::Level::Trace),
+            _ => None,
+        }
+    }
+
+    fn to_filter(self) -> log::LevelFilter {
+        self.to_log()
+            .map_or(log::LevelFilter::Off, |l| l.to_level_filter())
+    }
+}
+
+/// Services the core offers to a plugin.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct HostServices {
+    /// Most verbose level the core will print; the plugin need not format messages above it.
+    pub max_level: LogLevel,
+    /// Prints one message through the core's logger.
+    pub log: extern "C" fn(level: LogLevel, target: RStr<'_>, message: RStr<'_>),
+}
+
+struct ForwardingLogger {
+    services: HostServices,
+}
+
+impl log::Log for ForwardingLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        LogLevel::from_log(metadata.level()) <= self.services.max_level
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let message = record.args().to_string();
+            (self.services.log)(
+                LogLevel::from_log(record.level()),
+                RStr::from_str(record.target()),
+                RStr::from_str(&message),
+            );
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Routes this plugin library's `log` macros to the core. Only the first call has an effect.
+pub(crate) fn install(services: HostServices) {
+    if log::set_boxed_logger(Box::new(ForwardingLogger { services })).is_ok() {
+        log::set_max_level(services.max_level.to_filter());
+    }
+}

@@ -1,0 +1,16 @@
+//! `libomptarget.rtl.host.so`: the CPU exposed as offload devices.
+//!
+//! Device images are x86-64 ELF shared objects produced by clang for
+//! `-fopenmp-targets=x86_64-pc-linux-gnu`. Each device loads its own copy of an image (so
+//! `declare target` globals are per device, as on a GPU) and runs kernels on the calling thread;
+//! the OpenMP parallelism inside a kernel comes from libomp, which the image calls into.
+//! All work completes before a call returns, so queues and events are trivially ordered.
+
+mod device;
+mod elf_check;
+mod plugin;
+mod sys;
+
+pub use plugin::HostPlugin;
+
+plugin_api::export_plugin!(HostPlugin);

@@ -1,0 +1,284 @@
+//! The [`Plugin`] implementation: argument checks and dispatch to [`HostDevice`]s.
+
+use crate::device::HostDevice;
+use crate::{elf_check, sys};
+use log::{debug, warn};
+use plugin_api::*;
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+/// Devices LLVM's host plugin exposes; ours too unless the variable below says otherwise.
+const DEFAULT_DEVICES: i32 = 4;
+/// Overrides the number of host devices (1 to 64).
+pub const NUM_DEVICES_VAR: &str = "LIBOMPTARGET_HOST_NUM_DEVICES";
+
+pub struct HostPlugin {
+    devices: Vec<HostDevice>,
+}
+
+fn device_count_from_env() -> i32 {
+    match std::env::var(NUM_DEVICES_VAR) {
+        Err(_) => DEFAULT_DEVICES,
+        Ok(text) => match text.trim().parse::<i32>() {
+            Ok(n) if (1..=64).contains(&n) => n,
+            _ => {
+                warn!("{NUM_DEVICES_VAR}='{text}' is not a number from 1 to 64; using {DEFAULT_DEVICES}");
+                DEFAULT_DEVICES
+            }
+        },
+    }
+}
+
+fn total_memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+impl HostPlugin {
+    fn device(&self, device: i32) -> Result<&HostDevice> {
+        usize::try_from(device)
+            .ok()
+            .and_then(|i| self.devices.get(i))
+            .ok_or_else(|| {
+                PluginError::new(
+                    ErrorCode::INVALID_DEVICE,
+                    format!(
+                        "host device {device} does not exist (there are {})",
+                        self.devices.len()
+                    ),
+                )
+            })
+    }
+}
+
+impl Plugin for HostPlugin {
+    fn init() -> Result<Self> {
+        let count = device_count_from_env();
+        debug!("host plugin: {count} devices");
+        Ok(HostPlugin {
+            devices: (0..count).map(HostDevice::new).collect(),
+        })
+    }
+
+    fn describe(&self) -> PluginDescription {
+        PluginDescription {
+            name: "host".into(),
+            num_devices: self.devices.len() as i32,
+            note: format!(
+                "the CPU as {} offload devices ({NUM_DEVICES_VAR})",
+                self.devices.len()
+            )
+            .into(),
+        }
+    }
+
+    fn num_devices(&self) -> i32 {
+        self.devices.len() as i32
+    }
+
+    fn check_image(&self, device: Option<i32>, image: ImageRef<'_>) -> ImageCompatibility {
+        if let Some(d) = device {
+            if let Err(e) = self.device(d) {
+                return ImageCompatibility::no(e.message.to_string());
+            }
+        }
+        elf_check::check(&image)
+    }
+
+    fn init_device(&self, device: i32) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+
+    fn deinit_device(&self, device: i32) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+
+    fn device_info(&self, device: i32) -> Result<Vec<InfoEntry>> {
+        let dev = self.device(device)?;
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let mut info = vec![
+            InfoEntry::new("name", "Host CPU (x86-64)"),
+            InfoEntry::new("kind", "host"),
+            InfoEntry::new("image format", "x86-64 ELF shared object"),
+            InfoEntry::new("cores", cores),
+            InfoEntry::new("loaded images", dev.image_count()),
+        ];
+        if let Some(bytes) = total_memory_bytes() {
+            info.push(InfoEntry::new("memory bytes", bytes));
+        }
+        Ok(info)
+    }
+
+    fn load_image(&self, device: i32, image: ImageRef<'_>) -> Result<ImageHandle> {
+        let dev = self.device(device)?;
+        let answer = elf_check::check(&image);
+        if !answer.compatible {
+            return Err(PluginError::invalid_argument(format!(
+                "cannot load image: {}",
+                answer.reason
+            )));
+        }
+        dev.load_image(image.bytes.as_slice())
+    }
+
+    fn unload_image(&self, device: i32, image: ImageHandle) -> Result<()> {
+        self.device(device)?.unload_image(image)
+    }
+
+    fn get_kernel(&self, device: i32, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+        self.device(device)?.kernel(image, name)
+    }
+
+    fn get_global(
+        &self,
+        device: i32,
+        image: ImageHandle,
+        name: &str,
+        size: u64,
+    ) -> Result<GlobalInfo> {
+        self.device(device)?.global(image, name, size)
+    }
+
+    fn alloc(&self, device: i32, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        if kind.0 > AllocKind::DEVICE_NON_BLOCKING.0 {
+            return Err(PluginError::invalid_argument(format!(
+                "unknown allocation kind {}",
+                kind.0
+            )));
+        }
+        // Every kind is ordinary host memory here: the "device" is the CPU itself.
+        self.device(device)?.allocate(size)
+    }
+
+    fn free(&self, device: i32, ptr: usize, _kind: AllocKind) -> Result<()> {
+        self.device(device)?.free(ptr)
+    }
+
+    fn create_queue(&self, device: i32) -> Result<QueueHandle> {
+        Ok(QueueHandle(self.device(device)?.new_handle()))
+    }
+
+    fn release_queue(&self, device: i32, _queue: QueueHandle) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+
+    fn copy_to_device(
+        &self,
+        device: i32,
+        dst: usize,
+        src: usize,
+        size: u64,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(device)?;
+        copy(dst, src, size)
+    }
+
+    fn copy_from_device(
+        &self,
+        device: i32,
+        dst: usize,
+        src: usize,
+        size: u64,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(device)?;
+        copy(dst, src, size)
+    }
+
+    fn copy_device_to_device(
+        &self,
+        src_device: i32,
+        src: usize,
+        dst_device: i32,
+        dst: usize,
+        size: u64,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(src_device)?;
+        self.device(dst_device)?;
+        copy(dst, src, size)
+    }
+
+    fn launch_kernel(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(device)?;
+        if kernel.0 == 0 {
+            return Err(PluginError::invalid_argument("null kernel handle"));
+        }
+        // From KernelArgsTy version 3 on, kernels take the launch environment first. Host kernels
+        // do not read it (LLVM passes no environment for them either), so it is null.
+        let mut full_args = Vec::with_capacity(args.len() + 1);
+        if config.kernel_args_version >= 3 {
+            full_args.push(0);
+        }
+        full_args.extend_from_slice(args);
+        // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel), and
+        // clang's x86-64 kernels take one pointer-sized value per argument.
+        unsafe { sys::call_with_args(kernel.0 as usize, &full_args) };
+        Ok(())
+    }
+
+    fn synchronize(&self, device: i32, _queue: QueueHandle) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+
+    fn query_queue(&self, device: i32, _queue: QueueHandle) -> Result<bool> {
+        self.device(device).map(|_| true)
+    }
+
+    fn create_event(&self, device: i32) -> Result<EventHandle> {
+        Ok(EventHandle(self.device(device)?.new_handle()))
+    }
+
+    fn record_event(&self, device: i32, _event: EventHandle, _queue: QueueHandle) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+
+    fn wait_event(&self, device: i32, _event: EventHandle, _queue: QueueHandle) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+
+    fn sync_event(&self, device: i32, _event: EventHandle) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+
+    fn destroy_event(&self, device: i32, _event: EventHandle) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+
+    fn pin_memory(&self, device: i32, host_ptr: usize, _size: u64) -> Result<usize> {
+        // Host memory is already accessible to the host "device".
+        self.device(device).map(|_| host_ptr)
+    }
+
+    fn unpin_memory(&self, device: i32, _host_ptr: usize) -> Result<()> {
+        self.device(device).map(|_| ())
+    }
+}
+
+fn copy(dst: usize, src: usize, size: u64) -> Result<()> {
+    if size == 0 {
+        return Ok(());
+    }
+    if dst == 0 || src == 0 {
+        return Err(PluginError::invalid_argument("copy with a null address"));
+    }
+    if dst == src {
+        return Ok(());
+    }
+    // SAFETY: the core passes addresses of live host and device (= host) buffers of at least
+    // `size` bytes; host and device copies are distinct allocations, so they do not overlap.
+    unsafe { sys::copy(dst, src, size) };
+    Ok(())
+}
