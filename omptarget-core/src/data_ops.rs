@@ -134,7 +134,7 @@ pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<Vec<(usize, 
     let mut returned = Vec::new();
     for (index, arg) in args.iter().enumerate() {
         let t = arg.map_type;
-        if t.is_by_value() || t.is_private() {
+        if t.is_by_value() || t.is_private() || t.has(ATTACH) {
             continue;
         }
         if let Some(e) = unsupported(arg) {
@@ -237,7 +237,7 @@ fn receive(
 pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
     for arg in args.iter().rev() {
         let t = arg.map_type;
-        if t.is_by_value() || t.is_private() {
+        if t.is_by_value() || t.is_private() || t.has(ATTACH) {
             continue;
         }
         if let Some(e) = unsupported(arg) {
@@ -293,7 +293,7 @@ pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
 
 /// `target update`: copies in the direction each argument names, for mapped data only.
 pub fn update(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
-    for arg in args {
+    for arg in args.iter().filter(|a| !a.map_type.has(ATTACH)) {
         if let Some(e) = unsupported(arg) {
             return Err(e);
         }

@@ -104,10 +104,17 @@ impl Runtime {
         }
     }
 
-    /// Chooses where a construct with a `device` clause value runs. An invalid device number is
-    /// a fatal error, as in LLVM.
-    pub fn target(&self, device_id: i64) -> Target<'_> {
+    /// Chooses where a construct with a `device` clause value runs, as LLVM's `checkDevice`:
+    /// with no devices at all, `mandatory` is a fatal error; an invalid device number is a fatal
+    /// error whatever the policy.
+    pub fn target(&self, device_id: i64, loc: *const Ident) -> Target<'_> {
         if self.policy == OffloadPolicySetting::Disabled {
+            return Target::Host;
+        }
+        if self.devices.is_empty() {
+            if self.policy == OffloadPolicySetting::Mandatory {
+                self.report_failure(&OffloadError::new("no offload device is available"), loc);
+            }
             return Target::Host;
         }
         let id = if device_id == -1 {

@@ -1,1 +1,191 @@
+//! Helpers for the end-to-end tests: find the install tree, compile OpenMP programs with the
+//! real clang-19 and clang-22, and run them against our runtime.
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The install tree under test: `$OMPTARGET_DIST`, else `dist/` (made by scripts/build-dist.sh).
+pub fn dist() -> PathBuf {
+    let dir = std::env::var_os("OMPTARGET_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("dist"));
+    assert!(
+        dir.join("lib/libomptarget.so.22.1").exists(),
+        "no install tree at {}: run scripts/build-dist.sh first (scripts/test.sh does)",
+        dir.display()
+    );
+    dir
+}
+
+pub fn lib_dir() -> PathBuf {
+    dist().join("lib")
+}
+
+/// Scratch directory for compiled programs.
+pub fn build_dir() -> PathBuf {
+    let dir = workspace_root().join("target/e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn program(name: &str) -> PathBuf {
+    workspace_root().join("tests/programs").join(name)
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Compiler {
+    Clang19,
+    Clang22,
+}
+
+pub const COMPILERS: [Compiler; 2] = [Compiler::Clang19, Compiler::Clang22];
+
+/// Where libomp-22-dev's headers were unpacked (it conflicts with libomp-19-dev).
+fn clang22_include() -> PathBuf {
+    let base = std::env::var_os("LLVM22_OMP_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/opt/llvm22-omp".into());
+    base.join("usr/lib/llvm-22/lib/clang/22/include")
+}
+
+impl Compiler {
+    pub fn tag(self) -> &'static str {
+        match self {
+            Compiler::Clang19 => "clang19",
+            Compiler::Clang22 => "clang22",
+        }
+    }
+
+    fn command(self, cpp: bool) -> Command {
+        let name = match (self, cpp) {
+            (Compiler::Clang19, false) => "clang-19",
+            (Compiler::Clang19, true) => "clang++-19",
+            (Compiler::Clang22, false) => "clang-22",
+            (Compiler::Clang22, true) => "clang++-22",
+        };
+        let mut cmd = Command::new(name);
+        cmd.args(["-O1", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"]);
+        if self == Compiler::Clang22 {
+            // clang-22 links -lomptarget: ours, found first; libomp comes from LLVM 19's tree.
+            let include = clang22_include();
+            assert!(
+                include.join("omp.h").exists(),
+                "clang-22's omp.h not found at {} (see .ci/install-deps.sh)",
+                include.display()
+            );
+            cmd.arg(format!("-I{}", include.display()));
+            cmd.arg(format!("-L{}", lib_dir().display()));
+            cmd.arg("-L/usr/lib/llvm-19/lib");
+        }
+        cmd
+    }
+}
+
+/// Compiles `sources` into an executable, once per test run and name; panics with the
+/// compiler's output on failure.
+pub fn compile(compiler: Compiler, sources: &[&str], extra: &[&str]) -> PathBuf {
+    static LOCK: OnceLock<std::sync::Mutex<()>> = OnceLock::new();
+    let stem = Path::new(sources[0]).file_stem().unwrap().to_str().unwrap();
+    let out = build_dir().join(format!(
+        "{stem}-{}{}",
+        compiler.tag(),
+        extra.join("").replace(['-', '=', '/'], "_")
+    ));
+    let cpp = sources.iter().any(|s| s.ends_with(".cpp"));
+    let mut cmd = compiler.command(cpp);
+    cmd.args(sources.iter().map(|s| program(s)))
+        .args(extra)
+        .arg("-o")
+        .arg(&out);
+    // Compiling in parallel on a 2-core machine only thrashes.
+    let _guard = LOCK
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let output = cmd.output().unwrap_or_else(|e| {
+        panic!(
+            "cannot run {:?}: {e} (install it: .ci/install-deps.sh)",
+            cmd.get_program()
+        )
+    });
+    assert!(
+        output.status.success(),
+        "compiling {sources:?} with {compiler:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
+/// Runs a program against the install tree with extra environment variables.
+pub fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_LIBRARY_PATH", lib_dir());
+    for var in [
+        "OMP_TARGET_OFFLOAD",
+        "LIBOMPTARGET_PLUGIN_PATH",
+        "LIBOMPTARGET_PLUGINS_TO_LOAD",
+        "LIBOMPTARGET_DEBUG",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The `// EXPECT: line` comments of a test program.
+pub fn expectations(source: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(program(source)).unwrap();
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("// EXPECT: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs a program and checks it exits 0 and prints every expected line.
+pub fn run_and_check(exe: &Path, source: &str, env: &[(&str, &str)]) {
+    let output = run(exe, env);
+    let stdout = text(&output.stdout);
+    let stderr = text(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        exe.display(),
+        output.status
+    );
+    for line in expectations(source) {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "{}: expected line '{line}' in:\n{stdout}\nstderr:\n{stderr}",
+            exe.display()
+        );
+    }
+}
+
+/// `omptarget-info` with extra environment.
+pub fn info(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(dist().join("bin/omptarget-info"));
+    for var in [
+        "OMP_TARGET_OFFLOAD",
+        "LIBOMPTARGET_PLUGIN_PATH",
+        "LIBOMPTARGET_PLUGINS_TO_LOAD",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.args(args).envs(env.iter().copied());
+    cmd.output().expect("cannot run omptarget-info")
+}

@@ -48,3 +48,17 @@ pub unsafe fn read_map_args(
         })
         .collect()
 }
+
+/// One line per argument for debug output: `begin (size bytes, type 0x..)`.
+pub fn describe(args: &[MapArg]) -> String {
+    let parts: Vec<String> = args
+        .iter()
+        .map(|a| {
+            format!(
+                "{:#x} ({} bytes, type {:#x})",
+                a.begin, a.size, a.map_type.0
+            )
+        })
+        .collect();
+    parts.join(", ")
+}

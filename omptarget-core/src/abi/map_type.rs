@@ -13,6 +13,8 @@ pub const IMPLICIT: i64 = 0x200;
 pub const CLOSE: i64 = 0x400;
 pub const PRESENT: i64 = 0x1000;
 pub const OMPX_HOLD: i64 = 0x2000;
+/// Clang 22+: attach pointer and pointee after all other maps; no reference count change.
+pub const ATTACH: i64 = 0x4000;
 pub const NON_CONTIG: i64 = 0x1000_0000_0000;
 pub const MEMBER_OF: i64 = 0xffff_0000_0000_0000u64 as i64;
 

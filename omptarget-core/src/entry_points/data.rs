@@ -30,11 +30,16 @@ fn data_construct(
     mappers: *const *const c_void,
 ) {
     let runtime = Runtime::get();
-    let Target::Device(device) = runtime.target(device_id) else {
+    let Target::Device(device) = runtime.target(device_id, loc) else {
         return; // host data needs no mapping
     };
     // SAFETY: the compiler passes `arg_num` elements in each array.
     let map_args = unsafe { read_map_args(arg_num, bases, args, sizes, types, mappers) };
+    log::debug!(
+        "{op:?} on device {}: {}",
+        device.id,
+        crate::abi::map_args::describe(&map_args)
+    );
     let outcome: Result<()> = runtime.prepare(device).and_then(|_| {
         let mut queue = ConstructQueue::new(device)?;
         match op {

@@ -31,6 +31,7 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
                 Err(e) => logging::failure_message(&format!("device image {i} ignored: {e}")),
             }
         }
+        warn_about_unusable_images(runtime, &images);
         let library =
             runtime
                 .registry
@@ -45,6 +46,36 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
             library.entries.len()
         );
     })
+}
+
+/// Says, once at registration, which images no loaded plugin can run and why: otherwise the
+/// program would silently run on the host.
+fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage]) {
+    if runtime.plugins.is_empty() {
+        return;
+    }
+    for (i, image) in images.iter().enumerate() {
+        let answers: Vec<(String, plugin_api::ImageCompatibility)> = runtime
+            .plugins
+            .iter()
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    p.check_image(-1, image.bytes, &image.triple, &image.arch),
+                )
+            })
+            .collect();
+        if answers.iter().all(|(_, a)| !a.compatible) {
+            let reasons: Vec<String> = answers
+                .iter()
+                .map(|(name, a)| format!("{name}: {}", a.reason))
+                .collect();
+            log::warn!(
+                "device image {i} of the program can be run by no plugin ({})",
+                reasons.join("; ")
+            );
+        }
+    }
 }
 
 /// Called from the program's global destructors.

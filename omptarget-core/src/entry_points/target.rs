@@ -39,6 +39,14 @@ fn launch(
             request.arg_mappers,
         )
     };
+    log::debug!(
+        "launching kernel {region_id:#x} on device {} (KernelArgs v{}, teams {:?}, threads {:?}): {}",
+        device.id,
+        request.version,
+        request.num_teams,
+        request.thread_limit,
+        crate::abi::map_args::describe(&args)
+    );
     let mut queue = ConstructQueue::new(device)?;
     data_ops::begin(&mut queue, &args)?;
     let values = data_ops::kernel_arguments(&mut queue, &args)?;
@@ -64,7 +72,7 @@ fn target_kernel(
     args: *const KernelArgsV1,
 ) -> i32 {
     let runtime = Runtime::get();
-    let Target::Device(device) = runtime.target(device_id) else {
+    let Target::Device(device) = runtime.target(device_id, loc) else {
         return OFFLOAD_FAIL; // the program runs its host version
     };
     // SAFETY: `args` is the compiler's KernelArgsTy (or null, which is refused).

@@ -1,0 +1,84 @@
+//! Real OpenMP programs, compiled by clang-19 and clang-22, run against our install tree.
+
+use tests::*;
+
+#[test]
+fn every_construct_with_both_compilers() {
+    for compiler in COMPILERS {
+        let exe = compile(compiler, &["constructs.c"], &[]);
+        run_and_check(&exe, "constructs.c", &[]);
+    }
+}
+
+#[test]
+fn cpp_classes_templates_and_lambdas() {
+    for compiler in COMPILERS {
+        let exe = compile(compiler, &["classes.cpp"], &[]);
+        run_and_check(&exe, "classes.cpp", &[]);
+    }
+}
+
+#[test]
+fn kernels_with_arguments_on_the_stack() {
+    for compiler in COMPILERS {
+        let exe = compile(compiler, &["many_args.c"], &[]);
+        run_and_check(&exe, "many_args.c", &[]);
+    }
+}
+
+#[test]
+fn two_translation_units() {
+    for compiler in COMPILERS {
+        let exe = compile(compiler, &["tu_main.c", "tu_kernels.c"], &[]);
+        run_and_check(&exe, "tu_main.c", &[]);
+    }
+}
+
+#[test]
+fn registered_but_never_launched_initialises_no_device() {
+    for compiler in COMPILERS {
+        let exe = compile(compiler, &["never_launched.c"], &[]);
+        run_and_check(&exe, "never_launched.c", &[]);
+        let debug = run(&exe, &[("LIBOMPTARGET_DEBUG", "1")]);
+        let log = text(&debug.stderr);
+        assert!(log.contains("registered library"), "{log}");
+        assert!(
+            !log.contains("initialised"),
+            "a device was initialised:\n{log}"
+        );
+    }
+}
+
+#[test]
+fn device_count_is_configurable() {
+    let exe = compile(Compiler::Clang19, &["constructs.c"], &[]);
+    let output = run(&exe, &[("LIBOMPTARGET_HOST_NUM_DEVICES", "2")]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("num_devices 2"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+#[test]
+fn same_results_as_llvm_runtime() {
+    // The same clang-19 binary against LLVM's own libomptarget.so.19.1, as a reference.
+    let llvm = std::path::Path::new("/usr/lib/llvm-19/lib/libomptarget.so.19.1");
+    assert!(
+        llvm.exists(),
+        "LLVM 19's runtime (libomp-19-dev) is needed as the reference"
+    );
+    let exe = compile(Compiler::Clang19, &["constructs.c"], &[]);
+    let ours = run(&exe, &[]);
+    let theirs = std::process::Command::new(&exe)
+        .env("LD_LIBRARY_PATH", "/usr/lib/llvm-19/lib")
+        .output()
+        .unwrap();
+    assert!(
+        theirs.status.success(),
+        "LLVM's runtime failed: {}",
+        text(&theirs.stdout)
+    );
+    assert_eq!(text(&ours.stdout), text(&theirs.stdout));
+}
