@@ -68,9 +68,12 @@ fn place(
                 .filter(|s| s.host_address >= begin && s.host_address < end)
                 .cloned()
                 .collect();
+            let device_begin = m.device_address(begin);
+            drop(table);
+            // Members of a struct this construct just mapped are new on the device too.
             Ok(Placed {
-                device_begin: m.device_address(begin),
-                is_new: false,
+                device_begin,
+                is_new: q.created_here(start),
                 shadows,
             })
         }
@@ -106,6 +109,7 @@ fn place(
                 owns_device_memory: true,
                 shadow_pointers: Vec::new(),
             });
+            q.note_created(begin);
             log::debug!(
                 "mapped {begin:#x} ({size} bytes) to device {} at {device_begin:#x}",
                 device.id
@@ -176,7 +180,43 @@ pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<Vec<(usize, 
             ));
         }
     }
+    // ATTACH entries (clang 22+) come after every other map of the construct. PRIVATE|ATTACH
+    // ones initialise a private pointer and are handled with the kernel's private arguments.
+    for arg in args
+        .iter()
+        .filter(|a| a.map_type.has(ATTACH) && !a.map_type.is_private())
+    {
+        attach_after_mapping(q, arg)?;
+    }
     Ok(returned)
+}
+
+/// An ATTACH entry: `base` is the host pointer's address, `begin` the pointee, `size` the
+/// pointer's size. When both are mapped, the device pointer is made to point at the device
+/// pointee; when either is not, there is nothing to attach.
+fn attach_after_mapping(q: &mut ConstructQueue<'_>, arg: &MapArg) -> Result<()> {
+    let (pointer_device, pointee_device) = {
+        let table = q.device.mapping.lock().unwrap();
+        let pointer = table
+            .find(arg.base, arg.size)
+            .map(|m| m.device_address(arg.base));
+        let pointee = table
+            .find(arg.begin, 0)
+            .map(|m| m.device_address(arg.begin));
+        (pointer, pointee)
+    };
+    let (Some(pointer_device), Some(pointee_device)) = (pointer_device, pointee_device) else {
+        log::debug!(
+            "attach {:#x} -> {:#x}: pointer or pointee not mapped; skipped",
+            arg.base,
+            arg.begin
+        );
+        return Ok(());
+    };
+    // SAFETY: `base` is the address of a host pointer variable (ATTACH contract).
+    let host_value = unsafe { std::ptr::read_unaligned(arg.base as *const usize) };
+    let device_value = pointee_device.wrapping_sub(arg.begin.wrapping_sub(host_value));
+    attach(q, arg.base, host_value, pointer_device, device_value)
 }
 
 /// Records a shadow pointer and writes the device pointer, unless already attached the same way.
@@ -214,6 +254,7 @@ fn attach(
             });
         }
     }
+    log::debug!("attached pointer {host_address:#x}: device copy at {device_address:#x} now holds {device_value:#x}");
     q.write_device_word(device_address, device_value)
 }
 
@@ -258,7 +299,9 @@ pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
                 continue;
             };
             let m = table.get_mut(start).unwrap();
-            if update_refs && !m.is_infinite() {
+            let is_last = if m.is_infinite() {
+                false
+            } else if update_refs {
                 if t.has(DELETE) {
                     m.dynamic_refs = 0;
                 } else if t.has(OMPX_HOLD) {
@@ -266,8 +309,12 @@ pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
                 } else {
                     m.dynamic_refs = m.dynamic_refs.saturating_sub(1);
                 }
-            }
-            let is_last = !m.is_infinite() && m.total_refs() == 0;
+                m.total_refs() == 0
+            } else {
+                // A struct member: last when its parent's pending decrement will remove it.
+                t.has(DELETE) || m.total_refs() == 1
+            };
+            let removes = is_last && update_refs;
             let end = arg.begin + arg.size as usize;
             let shadows: Vec<ShadowPointer> = m
                 .shadow_pointers
@@ -276,7 +323,7 @@ pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
                 .cloned()
                 .collect();
             let device_begin = m.device_address(arg.begin);
-            let owned = is_last
+            let owned = removes
                 .then(|| table.remove(start).unwrap())
                 .filter(|m| m.owns_device_memory);
             (device_begin, is_last, shadows, owned)

@@ -14,6 +14,9 @@ pub struct ConstructQueue<'d> {
     staged: Vec<Box<usize>>,
     host_writes: Vec<(usize, usize)>,
     frees: Vec<usize>,
+    /// Host starts of the mappings this construct created: data mapped into them (struct
+    /// members) is new to the device too.
+    created: Vec<usize>,
     finished: bool,
 }
 
@@ -26,6 +29,7 @@ impl<'d> ConstructQueue<'d> {
             staged: Vec::new(),
             host_writes: Vec::new(),
             frees: Vec::new(),
+            created: Vec::new(),
             finished: false,
         })
     }
@@ -73,6 +77,14 @@ impl<'d> ConstructQueue<'d> {
     /// Writes a pointer-sized value to host memory once the queue has completed.
     pub fn write_host_word_after_sync(&mut self, host_dst: usize, value: usize) {
         self.host_writes.push((host_dst, value));
+    }
+
+    pub fn note_created(&mut self, host_begin: usize) {
+        self.created.push(host_begin);
+    }
+
+    pub fn created_here(&self, host_begin: usize) -> bool {
+        self.created.contains(&host_begin)
     }
 
     pub fn free_after_sync(&mut self, device_ptr: usize) {

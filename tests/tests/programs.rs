@@ -27,6 +27,14 @@ fn kernels_with_arguments_on_the_stack() {
 }
 
 #[test]
+fn struct_members_and_attached_pointers() {
+    for compiler in COMPILERS {
+        let exe = compile(compiler, &["structs.c"], &[]);
+        run_and_check(&exe, "structs.c", &[]);
+    }
+}
+
+#[test]
 fn two_translation_units() {
     for compiler in COMPILERS {
         let exe = compile(compiler, &["tu_main.c", "tu_kernels.c"], &[]);

@@ -55,8 +55,8 @@ pub fn describe(args: &[MapArg]) -> String {
         .iter()
         .map(|a| {
             format!(
-                "{:#x} ({} bytes, type {:#x})",
-                a.begin, a.size, a.map_type.0
+                "{:#x} ({} bytes, base {:#x}, type {:#x})",
+                a.begin, a.size, a.base, a.map_type.0
             )
         })
         .collect();
