@@ -28,3 +28,48 @@ pub(crate) fn guard<T>(entry_point: &str, fallback: T, body: impl FnOnce() -> T)
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_the_fallback_value() {
+        let value = guard("test_entry", OFFLOAD_FAIL, || -> i32 { panic!("boom") });
+        assert_eq!(value, OFFLOAD_FAIL);
+        assert_eq!(guard("test_entry", OFFLOAD_FAIL, || OFFLOAD_SUCCESS), OFFLOAD_SUCCESS);
+    }
+
+    /// Every `#[no_mangle]` entry point must be in exports.map, or the linked library hides it.
+    #[test]
+    fn exports_map_lists_every_entry_point() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let map = std::fs::read_to_string(root.join("exports.map")).unwrap();
+        let exported: Vec<&str> = map.lines().filter_map(|l| l.trim().strip_suffix(';')).collect();
+        let mut missing = Vec::new();
+        for file in std::fs::read_dir(root.join("src/entry_points")).unwrap() {
+            let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+            let mut lines = text.lines().peekable();
+            while let Some(line) = lines.next() {
+                if line.trim() != "#[no_mangle]" {
+                    continue;
+                }
+                // The function name follows on one of the next lines.
+                for next in lines.by_ref() {
+                    if let Some(rest) = next.trim().strip_prefix("pub extern \"C\" fn ") {
+                        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                        if !name.starts_with('$') && !name.is_empty() && !exported.contains(&name.as_str()) {
+                            missing.push(name);
+                        }
+                        break;
+                    }
+                    if next.trim().starts_with("pub extern \"C\" fn $") {
+                        break;
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "not in exports.map: {missing:?}");
+        assert!(exported.contains(&"__tgt_target_data_update_nowait_mapper"));
+    }
+}
