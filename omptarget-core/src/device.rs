@@ -76,10 +76,10 @@ impl Device {
             );
         }
         for library in registry.libraries() {
-            if !state.libraries.contains_key(&library.id) {
-                let outcome = self.load_library(library);
-                state.libraries.insert(library.id, outcome);
-            }
+            state
+                .libraries
+                .entry(library.id)
+                .or_insert_with(|| self.load_library(library));
         }
         self.synced_generation
             .store(registry.generation, Ordering::Release);

@@ -10,7 +10,9 @@ use plugin_api::{AllocKind, QueueHandle};
 pub struct ConstructQueue<'d> {
     pub device: &'d Device,
     handle: QueueHandle,
-    /// Host buffers the queued copies read from; they must live until synchronisation.
+    /// Host buffers the queued copies read from; they must live until synchronisation. Boxed
+    /// so that their addresses stay fixed when the vector grows.
+    #[allow(clippy::vec_box)]
     staged: Vec<Box<usize>>,
     host_writes: Vec<(usize, usize)>,
     frees: Vec<usize>,

@@ -139,6 +139,8 @@ impl Runtime {
 
     /// Reports a failed construct: fatal (with LLVM's wording) when offloading is mandatory,
     /// else an error line; the caller then lets the program fall back to the host.
+    // `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn report_failure(&self, error: &OffloadError, loc: *const Ident) {
         logging::failure_message(&error.message);
         if !self.failure_is_fatal() {

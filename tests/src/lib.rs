@@ -189,3 +189,11 @@ pub fn info(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.args(args).envs(env.iter().copied());
     cmd.output().expect("cannot run omptarget-info")
 }
+
+/// Compiles `sources` with every compiler and checks each program's output and exit status.
+pub fn check_with_every_compiler(sources: &[&str]) {
+    for compiler in COMPILERS {
+        let exe = compile(compiler, sources, &[]);
+        run_and_check(&exe, sources[0], &[]);
+    }
+}

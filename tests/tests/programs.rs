@@ -4,42 +4,27 @@ use tests::*;
 
 #[test]
 fn every_construct_with_both_compilers() {
-    for compiler in COMPILERS {
-        let exe = compile(compiler, &["constructs.c"], &[]);
-        run_and_check(&exe, "constructs.c", &[]);
-    }
+    check_with_every_compiler(&["constructs.c"]);
 }
 
 #[test]
 fn cpp_classes_templates_and_lambdas() {
-    for compiler in COMPILERS {
-        let exe = compile(compiler, &["classes.cpp"], &[]);
-        run_and_check(&exe, "classes.cpp", &[]);
-    }
+    check_with_every_compiler(&["classes.cpp"]);
 }
 
 #[test]
 fn kernels_with_arguments_on_the_stack() {
-    for compiler in COMPILERS {
-        let exe = compile(compiler, &["many_args.c"], &[]);
-        run_and_check(&exe, "many_args.c", &[]);
-    }
+    check_with_every_compiler(&["many_args.c"]);
 }
 
 #[test]
 fn struct_members_and_attached_pointers() {
-    for compiler in COMPILERS {
-        let exe = compile(compiler, &["structs.c"], &[]);
-        run_and_check(&exe, "structs.c", &[]);
-    }
+    check_with_every_compiler(&["structs.c"]);
 }
 
 #[test]
 fn two_translation_units() {
-    for compiler in COMPILERS {
-        let exe = compile(compiler, &["tu_main.c", "tu_kernels.c"], &[]);
-        run_and_check(&exe, "tu_main.c", &[]);
-    }
+    check_with_every_compiler(&["tu_main.c", "tu_kernels.c"]);
 }
 
 #[test]

@@ -111,9 +111,9 @@ unsafe fn read_name(address: u64, index: usize) -> Result<String, EntryTableErro
 pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, EntryTableError> {
     let new_layout = bytes.len() >= NEW_SIZE && word(bytes, 0) == 0;
     let (stride, layout_ok) = if new_layout {
-        (NEW_SIZE, bytes.len() % NEW_SIZE == 0)
+        (NEW_SIZE, bytes.len().is_multiple_of(NEW_SIZE))
     } else {
-        (LEGACY_SIZE, bytes.len() % LEGACY_SIZE == 0)
+        (LEGACY_SIZE, bytes.len().is_multiple_of(LEGACY_SIZE))
     };
     if !layout_ok {
         return Err(EntryTableError::UnknownLayout(bytes.len()));

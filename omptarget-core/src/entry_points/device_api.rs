@@ -72,8 +72,11 @@ fn free(api: &str, ptr: *mut c_void, device_num: c_int, kind: AllocKind) {
         }
         let runtime = Runtime::get();
         let result = device_or_host(runtime, device_num).and_then(|device| match device {
-            // SAFETY: host-device memory came from `alloc` above, i.e. malloc.
-            None => Ok(unsafe { libc_free(ptr) }),
+            None => {
+                // SAFETY: initial-device memory came from `alloc` above, i.e. malloc.
+                unsafe { libc_free(ptr) };
+                Ok(())
+            }
             Some(d) => d.free(ptr as usize, kind),
         });
         report(api, (), result)

@@ -1,5 +1,9 @@
 //! Every C entry point of `libomptarget.so`, one module per API family. Each one catches panics
 //! (none may unwind into C) and converts raw pointers through the `abi` module.
+//!
+//! These are C functions: the raw pointers they take are the C caller's contract, so marking
+//! them `unsafe` in Rust would add nothing.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod data;
 pub mod device_api;
@@ -37,7 +41,10 @@ mod tests {
     fn a_panic_becomes_the_fallback_value() {
         let value = guard("test_entry", OFFLOAD_FAIL, || -> i32 { panic!("boom") });
         assert_eq!(value, OFFLOAD_FAIL);
-        assert_eq!(guard("test_entry", OFFLOAD_FAIL, || OFFLOAD_SUCCESS), OFFLOAD_SUCCESS);
+        assert_eq!(
+            guard("test_entry", OFFLOAD_FAIL, || OFFLOAD_SUCCESS),
+            OFFLOAD_SUCCESS
+        );
     }
 
     /// Every `#[no_mangle]` entry point must be in exports.map, or the linked library hides it.
@@ -45,7 +52,10 @@ mod tests {
     fn exports_map_lists_every_entry_point() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let map = std::fs::read_to_string(root.join("exports.map")).unwrap();
-        let exported: Vec<&str> = map.lines().filter_map(|l| l.trim().strip_suffix(';')).collect();
+        let exported: Vec<&str> = map
+            .lines()
+            .filter_map(|l| l.trim().strip_suffix(';'))
+            .collect();
         let mut missing = Vec::new();
         for file in std::fs::read_dir(root.join("src/entry_points")).unwrap() {
             let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
@@ -57,8 +67,14 @@ mod tests {
                 // The function name follows on one of the next lines.
                 for next in lines.by_ref() {
                     if let Some(rest) = next.trim().strip_prefix("pub extern \"C\" fn ") {
-                        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                        if !name.starts_with('$') && !name.is_empty() && !exported.contains(&name.as_str()) {
+                        let name: String = rest
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        if !name.starts_with('$')
+                            && !name.is_empty()
+                            && !exported.contains(&name.as_str())
+                        {
                             missing.push(name);
                         }
                         break;

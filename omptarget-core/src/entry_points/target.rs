@@ -149,7 +149,7 @@ fn legacy(
         arg_types: types,
         arg_names: std::ptr::null(),
         arg_mappers: mappers,
-        tripcount: PUSHED_TRIPCOUNT.with(|t| t.replace(0)),
+        tripcount: PUSHED_TRIPCOUNT.try_with(|t| t.replace(0)).unwrap_or(0),
         flags: 0,
     };
     target_kernel(
@@ -400,7 +400,8 @@ pub extern "C" fn __tgt_target_teams_nowait_mapper(
 /// Trip count hint for the next legacy launch on this thread.
 #[no_mangle]
 pub extern "C" fn __kmpc_push_target_tripcount(_device_id: i64, loop_tripcount: u64) {
-    PUSHED_TRIPCOUNT.with(|t| t.set(loop_tripcount));
+    // try_with: never panics, even during thread teardown.
+    let _ = PUSHED_TRIPCOUNT.try_with(|t| t.set(loop_tripcount));
 }
 
 #[no_mangle]
@@ -409,5 +410,6 @@ pub extern "C" fn __kmpc_push_target_tripcount_mapper(
     _device_id: i64,
     loop_tripcount: u64,
 ) {
-    PUSHED_TRIPCOUNT.with(|t| t.set(loop_tripcount));
+    // try_with: never panics, even during thread teardown.
+    let _ = PUSHED_TRIPCOUNT.try_with(|t| t.set(loop_tripcount));
 }
