@@ -61,13 +61,7 @@ fn place(
                     m.dynamic_refs += 1;
                 }
             }
-            let end = begin + size as usize;
-            let shadows = m
-                .shadow_pointers
-                .iter()
-                .filter(|s| s.host_address >= begin && s.host_address < end)
-                .cloned()
-                .collect();
+            let shadows = m.shadows_within(begin, size);
             let device_begin = m.device_address(begin);
             drop(table);
             // Members of a struct this construct just mapped are new on the device too.
@@ -315,13 +309,7 @@ pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
                 t.has(DELETE) || m.total_refs() == 1
             };
             let removes = is_last && update_refs;
-            let end = arg.begin + arg.size as usize;
-            let shadows: Vec<ShadowPointer> = m
-                .shadow_pointers
-                .iter()
-                .filter(|s| s.host_address >= arg.begin && s.host_address < end)
-                .cloned()
-                .collect();
+            let shadows = m.shadows_within(arg.begin, arg.size);
             let device_begin = m.device_address(arg.begin);
             let owned = removes
                 .then(|| table.remove(start).unwrap())
@@ -347,14 +335,10 @@ pub fn update(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
         let found = {
             let table = q.device.mapping.lock().unwrap();
             table.find(arg.begin, arg.size).map(|m| {
-                let end = arg.begin + arg.size as usize;
-                let shadows: Vec<ShadowPointer> = m
-                    .shadow_pointers
-                    .iter()
-                    .filter(|s| s.host_address >= arg.begin && s.host_address < end)
-                    .cloned()
-                    .collect();
-                (m.device_address(arg.begin), shadows)
+                (
+                    m.device_address(arg.begin),
+                    m.shadows_within(arg.begin, arg.size),
+                )
             })
         };
         let Some((device_begin, shadows)) = found else {

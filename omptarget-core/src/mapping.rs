@@ -42,6 +42,16 @@ impl Mapping {
     pub fn is_infinite(&self) -> bool {
         self.dynamic_refs == INFINITE
     }
+    /// The attached pointers stored inside [begin, begin+size): those a copy of that range
+    /// overwrites and must restore.
+    pub fn shadows_within(&self, begin: usize, size: u64) -> Vec<ShadowPointer> {
+        let end = begin + size as usize;
+        self.shadow_pointers
+            .iter()
+            .filter(|s| s.host_address >= begin && s.host_address < end)
+            .cloned()
+            .collect()
+    }
 }
 
 /// The answer to "is [begin, begin+size) mapped?".
