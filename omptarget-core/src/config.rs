@@ -45,13 +45,26 @@ pub fn debug_level() -> i64 {
         .unwrap_or(0)
 }
 
-/// `LIBOMPTARGET_INFO`: bit flags of user-facing information.
+/// `LIBOMPTARGET_INFO`: bit flags of user-facing information. Read as LLVM does (`stoi`):
+/// the leading decimal digits, so "0x20" is 0 and "-1" sets every bit.
 pub fn info_flags() -> u32 {
     env::var(INFO_VAR)
         .ok()
-        .and_then(|v| parse_number(&v))
-        .map(|v| v as u32)
+        .map(|v| parse_leading_decimal(&v) as u32)
         .unwrap_or(0)
+}
+
+/// C's `stoi` without the exception: optional sign, then the leading digits (0 if none).
+pub fn parse_leading_decimal(text: &str) -> i64 {
+    let t = text.trim_start();
+    let (sign, digits) = match t.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    sign * digits[..end].parse::<i64>().unwrap_or(0)
 }
 
 /// `LIBOMPTARGET_PLUGINS_TO_LOAD`: plugin names (or files), in order; `None` means all found.
@@ -83,4 +96,7 @@ fn numbers_parse_like_llvm() {
     assert_eq!(parse_number(" 3 "), Some(3));
     assert_eq!(parse_number("-1"), Some(-1));
     assert_eq!(parse_number("x"), None);
+    assert_eq!(parse_leading_decimal("0x20"), 0);
+    assert_eq!(parse_leading_decimal("-1"), -1);
+    assert_eq!(parse_leading_decimal(" 12abc"), 12);
 }

@@ -1,126 +1,228 @@
 //! The mapping rules of `target data`, `target enter/exit data`, `target update` and the data
 //! part of `target`, after LLVM's `targetDataBegin`/`targetDataEnd`/`targetDataUpdate`.
 
-use crate::abi::map_args::MapArg;
+use crate::abi::map_args::{non_contig_dims, MapArg, NonContigDim};
 use crate::abi::map_type::*;
 use crate::error::{OffloadError, Result};
+use crate::info::{self, Ptr};
 use crate::logging;
+use crate::mapper;
 use crate::mapping::{Lookup, Mapping, ShadowPointer};
 use crate::queue::ConstructQueue;
 use plugin_api::AllocKind;
 
 const POINTER_SIZE: u64 = std::mem::size_of::<usize>() as u64;
+/// Struct pieces are padded on the device to keep up to this alignment (LLVM's MaxAlignment).
+const MAX_ALIGNMENT: usize = 16;
+/// Firstprivates up to this size are packed into one transfer (LLVM's threshold).
+const PACKED_FIRSTPRIVATE_LIMIT: u64 = 1024;
 
-fn unsupported(arg: &MapArg) -> Option<OffloadError> {
-    if arg.has_mapper {
-        return Some(OffloadError::new(
-            "user-defined mappers ('declare mapper') are not supported by this runtime yet",
-        ));
-    }
-    if arg.map_type.has(NON_CONTIG) {
-        return Some(OffloadError::new(
-            "non-contiguous 'target update' is not supported by this runtime yet",
-        ));
-    }
-    None
+/// LLVM's message for absent `present` data (the caller adds what LLVM reports after it).
+fn present_message(begin: usize, size: u64, what: &str) {
+    logging::message(&format!(
+        "device mapping required by 'present' {what} modifier does not exist for host address {} ({size} bytes)",
+        Ptr(begin)
+    ));
 }
 
-fn present_error(begin: usize, size: u64) -> OffloadError {
-    let text = format!(
-        "device mapping required by 'present' map type modifier does not exist for host address {begin:#018x} ({size} bytes)"
-    );
-    logging::message(&text);
-    OffloadError::new(text)
+fn null_target_pointer(present: bool) -> OffloadError {
+    OffloadError::new(format!(
+        "Call to getTargetPointer returned null pointer ({}).",
+        if present {
+            "'present' map type modifier"
+        } else {
+            "device failure or illegal mapping"
+        }
+    ))
 }
 
-/// A mapped range after lookup or allocation.
+/// The alignment a struct piece starting at `base` needs on the device.
+fn required_alignment(base: usize) -> usize {
+    if base == 0 {
+        return MAX_ALIGNMENT;
+    }
+    (1usize << base.trailing_zeros()).min(MAX_ALIGNMENT)
+}
+
+/// What looking up or creating a mapping gave.
 struct Placed {
+    /// Device address of `begin`; 0 when nothing is mapped (an absent zero-length section).
     device_begin: usize,
     is_new: bool,
+    /// Unified shared memory: the device uses the host address itself.
+    is_host: bool,
     /// Shadow pointers inside the range, to re-apply after data is sent again.
     shadows: Vec<ShadowPointer>,
 }
 
-/// Finds or creates the mapping of [begin, begin+size), updating reference counts.
-fn place(
-    q: &mut ConstructQueue<'_>,
+/// The flags of one `place` request.
+struct Request {
     begin: usize,
+    base: usize,
     size: u64,
+    padding: usize,
     map_type: MapType,
     update_refs: bool,
-) -> Result<Placed> {
+    name: usize,
+}
+
+/// Finds or creates the mapping of a list item, updating reference counts (LLVM's
+/// `getTargetPointer`).
+fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
+    let t = r.map_type;
+    let (hold, implicit, present) = (t.has(OMPX_HOLD), t.has(IMPLICIT), t.has(PRESENT));
     let device = q.device;
     let mut table = device.mapping.lock().unwrap();
-    match table.lookup(begin, size) {
-        Lookup::Contained(start) => {
-            let m = table.get_mut(start).unwrap();
-            if update_refs && !m.is_infinite() {
-                if map_type.has(OMPX_HOLD) {
-                    m.hold_refs += 1;
+    let lookup = table.lookup(r.begin, r.size);
+    // Implicit maps may extend an existing mapping: they use what is there.
+    let usable = match lookup {
+        Lookup::Contained(start) => Some(start),
+        Lookup::Extends(start) if implicit => Some(start),
+        _ => None,
+    };
+    if let Some(start) = usable {
+        let m = table.get_mut(start).unwrap();
+        let action = if r.update_refs {
+            if !m.is_infinite() || hold {
+                if hold {
+                    m.hold_refs = m.hold_refs.saturating_add(1);
                 } else {
-                    m.dynamic_refs += 1;
+                    m.dynamic_refs = m.dynamic_refs.saturating_add(1);
                 }
             }
-            let shadows = m.shadows_within(begin, size);
-            let device_begin = m.device_address(begin);
-            drop(table);
-            // Members of a struct this construct just mapped are new on the device too.
-            Ok(Placed {
-                device_begin,
-                is_new: q.created_here(start),
-                shadows,
-            })
+            " (incremented)"
+        } else {
+            " (update suppressed)"
+        };
+        let device_begin = m.device_address(r.begin);
+        if info::enabled(info::MAPPING_EXISTS) {
+            let (dyn_action, hold_action) = if hold { ("", action) } else { (action, "") };
+            info::line(
+                device.id,
+                format_args!(
+                    "Mapping exists{} with HstPtrBegin={}, TgtPtrBegin={}, Size={}, DynRefCount={}{dyn_action}, HoldRefCount={}{hold_action}, Name={}",
+                    if implicit { " (implicit)" } else { "" },
+                    Ptr(r.begin),
+                    Ptr(device_begin),
+                    r.size,
+                    info::ref_count(m.dynamic_refs),
+                    info::ref_count(m.hold_refs),
+                    info::name(r.name)
+                ),
+            );
         }
+        let shadows = m.shadows_within(r.begin, r.size);
+        drop(table);
+        // Members of a struct this construct just mapped are new on the device too.
+        return Ok(Placed {
+            device_begin,
+            is_new: q.created_here(start),
+            is_host: false,
+            shadows,
+        });
+    }
+    match lookup {
+        Lookup::Contained(_) => unreachable!("contained lookups are handled above"),
         Lookup::Extends(start) => {
             let m = table.get(start).unwrap();
-            let text = format!(
-                "explicit extension not allowed: host address specified is {begin:#018x} ({size} bytes), but device allocation maps to host at {:#018x} ({} bytes)",
-                m.host_begin,
+            logging::message(&format!(
+                "explicit extension not allowed: host address specified is {} ({} bytes), but device allocation maps to host at {} ({} bytes)",
+                Ptr(r.begin),
+                r.size,
+                Ptr(m.host_begin),
                 m.size()
-            );
-            logging::message(&text);
-            Err(OffloadError::new(text))
+            ));
+            drop(table);
+            if present {
+                present_message(r.begin, r.size, "map type");
+            }
+            Err(null_target_pointer(present))
         }
-        Lookup::Absent if map_type.has(PRESENT) => Err(present_error(begin, size)),
-        Lookup::Absent if size == 0 => {
-            // Zero-length sections of unmapped data stay host addresses, as in LLVM.
+        Lookup::Absent if q.unified_shared_memory && !t.has(CLOSE) => {
+            drop(table);
+            if r.size > 0 && info::enabled(info::MAPPING_CHANGED) {
+                info::line(
+                    device.id,
+                    format_args!(
+                        "Return HstPtrBegin {} Size={} for unified shared memory",
+                        Ptr(r.begin),
+                        r.size
+                    ),
+                );
+            }
             Ok(Placed {
-                device_begin: begin,
+                device_begin: if r.size > 0 { r.begin } else { 0 },
                 is_new: false,
+                is_host: r.size > 0,
                 shadows: Vec::new(),
             })
         }
+        Lookup::Absent if present => {
+            drop(table);
+            present_message(r.begin, r.size, "map type");
+            Err(null_target_pointer(true))
+        }
+        // A zero-length section of unmapped data is not an error: nothing is mapped.
+        Lookup::Absent if r.size == 0 => Ok(Placed {
+            device_begin: 0,
+            is_new: false,
+            is_host: false,
+            shadows: Vec::new(),
+        }),
         Lookup::Absent => {
             drop(table);
-            let device_begin = device.alloc(size, begin, AllocKind::DEFAULT)?;
-            let hold = map_type.has(OMPX_HOLD);
-            device.mapping.lock().unwrap().insert(Mapping {
-                host_begin: begin,
-                host_end: begin + size as usize,
+            let device_alloc = device
+                .alloc(r.size + r.padding as u64, r.begin, AllocKind::DEFAULT)
+                .map_err(|e| {
+                    logging::failure_message(&e.message);
+                    null_target_pointer(false)
+                })?;
+            let device_begin = device_alloc + r.padding;
+            let mapping = Mapping {
+                host_base: r.base,
+                host_begin: r.begin,
+                host_end: r.begin + r.size as usize,
                 device_begin,
+                device_alloc,
                 dynamic_refs: if hold { 0 } else { 1 },
                 hold_refs: if hold { 1 } else { 0 },
                 owns_device_memory: true,
                 shadow_pointers: Vec::new(),
-            });
-            q.note_created(begin);
-            log::debug!(
-                "mapped {begin:#x} ({size} bytes) to device {} at {device_begin:#x}",
-                device.id
-            );
+                name: r.name,
+            };
+            if info::enabled(info::MAPPING_CHANGED) {
+                info::line(
+                    device.id,
+                    format_args!(
+                        "Creating new map entry with HstPtrBase={}, HstPtrBegin={}, TgtAllocBegin={}, TgtPtrBegin={}, Size={}, DynRefCount={}, HoldRefCount={}, Name={}",
+                        Ptr(r.base),
+                        Ptr(r.begin),
+                        Ptr(device_alloc),
+                        Ptr(device_begin),
+                        r.size,
+                        mapping.dynamic_refs,
+                        mapping.hold_refs,
+                        info::name(r.name)
+                    ),
+                );
+            }
+            device.mapping.lock().unwrap().insert(mapping);
+            q.note_created(r.begin);
             Ok(Placed {
                 device_begin,
                 is_new: true,
+                is_host: false,
                 shadows: Vec::new(),
             })
         }
     }
 }
 
-/// Sends host data and re-applies the device values of pointers attached inside it.
-fn send(q: &mut ConstructQueue<'_>, placed: &Placed, begin: usize, size: u64) -> Result<()> {
-    q.copy_to_device(placed.device_begin, begin, size)?;
-    for s in &placed.shadows {
+/// Sends host data and re-applies the device values of pointers attached inside it, so that
+/// re-sent data keeps pointing at device memory.
+fn send(q: &mut ConstructQueue<'_>, device_begin: usize, shadows: &[ShadowPointer], begin: usize, size: u64) -> Result<()> {
+    q.copy_to_device(device_begin, begin, size)?;
+    for s in shadows {
         q.write_device_word(s.device_address, s.device_value)?;
     }
     Ok(())
@@ -129,16 +231,46 @@ fn send(q: &mut ConstructQueue<'_>, placed: &Placed, begin: usize, size: u64) ->
 /// Maps every argument on entry to a construct. Returns, for `return_param` arguments
 /// (`use_device_ptr`), the device base address to hand back to the program.
 pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<Vec<(usize, usize)>> {
+    let returned = begin_list(q, args, false)?;
+    // ATTACH entries (clang 22+) come after every other map of the construct. PRIVATE|ATTACH
+    // ones initialise a private pointer and are handled with the kernel's private arguments.
+    for arg in args
+        .iter()
+        .filter(|a| a.map_type.has(ATTACH) && !a.map_type.is_private() && a.mapper == 0)
+    {
+        attach_after_mapping(q, arg)?;
+    }
+    Ok(returned)
+}
+
+fn begin_list(
+    q: &mut ConstructQueue<'_>,
+    args: &[MapArg],
+    from_mapper: bool,
+) -> Result<Vec<(usize, usize)>> {
     let mut returned = Vec::new();
     for (index, arg) in args.iter().enumerate() {
         let t = arg.map_type;
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
             continue;
         }
-        if let Some(e) = unsupported(arg) {
-            return Err(e);
+        if arg.mapper != 0 {
+            let components = mapper::expand(arg);
+            begin_list(q, &components, true)?;
+            for c in components.iter().filter(|c| c.map_type.has(ATTACH)) {
+                attach_after_mapping(q, c)?;
+            }
+            continue;
         }
-        let update_refs = t.member_of().is_none();
+        // A struct entry followed by its members: keep the start's alignment on the device.
+        let is_combined = t.member_of().is_none()
+            && args.get(index + 1).and_then(|n| n.map_type.member_of()) == Some(index);
+        let padding = if is_combined {
+            arg.begin % required_alignment(arg.base)
+        } else {
+            0
+        };
+        let mut update_refs = t.member_of().is_none() && !(from_mapper && index == 0);
         let mut pointee_base = arg.base;
         let mut pointer = None;
         if t.has(PTR_AND_OBJ) {
@@ -146,24 +278,41 @@ pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<Vec<(usize, 
             // the device copy of the pointee below.
             let placed = place(
                 q,
-                arg.base,
-                POINTER_SIZE,
-                MapType(t.0 & (PRESENT | OMPX_HOLD)),
-                update_refs,
+                &Request {
+                    begin: arg.base,
+                    base: arg.base,
+                    size: POINTER_SIZE,
+                    padding: 0,
+                    map_type: MapType(t.0 & (PRESENT | OMPX_HOLD | CLOSE | IMPLICIT)),
+                    update_refs,
+                    name: 0,
+                },
             )?;
+            if placed.device_begin == 0 {
+                return Err(null_target_pointer(t.has(PRESENT)));
+            }
             // SAFETY: `base` is the address of a host pointer variable (ptr_and_obj contract).
             pointee_base = unsafe { std::ptr::read_unaligned(arg.base as *const usize) };
-            pointer = Some(placed.device_begin);
+            pointer = Some(placed);
+            update_refs = !from_mapper || index != 0;
         }
-        let placed = place(q, arg.begin, arg.size, t, update_refs || pointer.is_some())?;
-        if t.has(TO) && (placed.is_new || t.has(ALWAYS)) {
-            send(q, &placed, arg.begin, arg.size)?;
+        let placed = place(
+            q,
+            &Request {
+                begin: arg.begin,
+                base: pointee_base,
+                size: arg.size,
+                padding,
+                map_type: t,
+                update_refs,
+                name: arg.name,
+            },
+        )?;
+        if placed.device_begin == 0 && (arg.size > 0 || t.has(PRESENT)) {
+            return Err(null_target_pointer(t.has(PRESENT)));
         }
-        if let Some(pointer_device) = pointer {
-            let device_value = placed
-                .device_begin
-                .wrapping_sub(arg.begin.wrapping_sub(pointee_base));
-            attach(q, arg.base, pointee_base, pointer_device, device_value)?;
+        if t.has(TO) && (placed.is_new || t.has(ALWAYS)) && !placed.is_host && arg.size > 0 {
+            send(q, placed.device_begin, &placed.shadows, arg.begin, arg.size)?;
         }
         if t.has(RETURN_PARAM) {
             returned.push((
@@ -173,14 +322,12 @@ pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<Vec<(usize, 
                     .wrapping_sub(arg.begin.wrapping_sub(arg.base)),
             ));
         }
-    }
-    // ATTACH entries (clang 22+) come after every other map of the construct. PRIVATE|ATTACH
-    // ones initialise a private pointer and are handled with the kernel's private arguments.
-    for arg in args
-        .iter()
-        .filter(|a| a.map_type.has(ATTACH) && !a.map_type.is_private())
-    {
-        attach_after_mapping(q, arg)?;
+        if let Some(pointer) = pointer.filter(|p| !p.is_host && !placed.is_host) {
+            let device_value = placed
+                .device_begin
+                .wrapping_sub(arg.begin.wrapping_sub(pointee_base));
+            attach(q, arg.base, pointee_base, pointer.device_begin, device_value)?;
+        }
     }
     Ok(returned)
 }
@@ -262,141 +409,408 @@ fn receive(
     shadows: &[ShadowPointer],
 ) -> Result<()> {
     q.copy_from_device(begin, device_begin, size)?;
-    for s in shadows {
-        q.write_host_word_after_sync(s.host_address, s.host_value);
-    }
+    restore_host_pointers(q, shadows);
     Ok(())
 }
 
-/// Unmaps every argument at the end of a construct, in reverse order as LLVM does.
+fn restore_host_pointers(q: &mut ConstructQueue<'_>, shadows: &[ShadowPointer]) {
+    for s in shadows {
+        q.write_host_word_after_sync(s.host_address, s.host_value);
+    }
+}
+
+/// Unmaps every argument at the end of a construct, in reverse order as LLVM does. Mappings
+/// whose counts reach zero are removed once every argument is processed, so later arguments of
+/// the same construct still see them (LLVM's deferred deletion).
 pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
-    for arg in args.iter().rev() {
+    let mut candidates = Vec::new();
+    let result = end_list(q, args, false, &mut candidates);
+    remove_unreferenced(q, &candidates);
+    result
+}
+
+fn end_list(
+    q: &mut ConstructQueue<'_>,
+    args: &[MapArg],
+    from_mapper: bool,
+    candidates: &mut Vec<usize>,
+) -> Result<()> {
+    for (index, arg) in args.iter().enumerate().rev() {
         let t = arg.map_type;
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
             continue;
         }
-        if let Some(e) = unsupported(arg) {
-            return Err(e);
+        if arg.mapper != 0 {
+            let components = mapper::expand(arg);
+            end_list(q, &components, true, candidates)?;
+            continue;
         }
-        let update_refs = t.member_of().is_none() || t.has(PTR_AND_OBJ);
-        let (device_begin, is_last, shadows, owned) = {
-            let mut table = q.device.mapping.lock().unwrap();
-            let Lookup::Contained(start) = table.lookup(arg.begin, arg.size) else {
-                if t.has(PRESENT) {
-                    return Err(present_error(arg.begin, arg.size));
-                }
-                log::debug!(
-                    "{:#x} ({} bytes) is not mapped; nothing to unmap",
-                    arg.begin,
-                    arg.size
-                );
-                continue;
-            };
-            let m = table.get_mut(start).unwrap();
-            let is_last = if m.is_infinite() {
-                false
-            } else if update_refs {
-                if t.has(DELETE) {
-                    m.dynamic_refs = 0;
-                } else if t.has(OMPX_HOLD) {
-                    m.hold_refs = m.hold_refs.saturating_sub(1);
-                } else {
-                    m.dynamic_refs = m.dynamic_refs.saturating_sub(1);
-                }
-                m.total_refs() == 0
-            } else {
-                // A struct member: last when its parent's pending decrement will remove it.
-                t.has(DELETE) || m.total_refs() == 1
-            };
-            let removes = is_last && update_refs;
-            let shadows = m.shadows_within(arg.begin, arg.size);
-            let device_begin = m.device_address(arg.begin);
-            let owned = removes
-                .then(|| table.remove(start).unwrap())
-                .filter(|m| m.owns_device_memory);
-            (device_begin, is_last, shadows, owned)
-        };
-        if t.has(FROM) && (is_last || t.has(ALWAYS)) {
-            receive(q, arg.begin, arg.size, device_begin, &shadows)?;
-        }
-        if let Some(m) = owned {
-            q.free_after_sync(m.device_begin);
-        }
-    }
-    Ok(())
-}
-
-/// `target update`: copies in the direction each argument names, for mapped data only.
-pub fn update(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
-    for arg in args.iter().filter(|a| !a.map_type.has(ATTACH)) {
-        if let Some(e) = unsupported(arg) {
-            return Err(e);
-        }
+        let update_refs = (t.member_of().is_none() || t.has(PTR_AND_OBJ))
+            && !(from_mapper && index == 0);
+        let (hold, delete, implicit) = (t.has(OMPX_HOLD), t.has(DELETE), t.has(IMPLICIT));
         let found = {
-            let table = q.device.mapping.lock().unwrap();
-            table.find(arg.begin, arg.size).map(|m| {
+            let mut table = q.device.mapping.lock().unwrap();
+            let start = match table.lookup(arg.begin, arg.size) {
+                Lookup::Contained(start) => Some(start),
+                Lookup::Extends(start) if implicit => Some(start),
+                _ => None,
+            };
+            start.map(|start| {
+                let m = table.get_mut(start).unwrap();
+                let is_last = release(m, hold, delete, update_refs);
+                if info::enabled(info::MAPPING_EXISTS) {
+                    let action = match (update_refs, is_last, delete) {
+                        (false, _, _) => " (update suppressed)",
+                        (true, true, true) => " (reset, delayed deletion)",
+                        (true, true, false) => " (decremented, delayed deletion)",
+                        (true, false, _) => " (decremented)",
+                    };
+                    let (dyn_action, hold_action) = if hold { ("", action) } else { (action, "") };
+                    info::line(
+                        q.device.id,
+                        format_args!(
+                            "Mapping exists with HstPtrBegin={}, TgtPtrBegin={}, Size={}, DynRefCount={}{dyn_action}, HoldRefCount={}{hold_action}",
+                            Ptr(arg.begin),
+                            Ptr(m.device_address(arg.begin)),
+                            arg.size,
+                            info::ref_count(m.dynamic_refs),
+                            info::ref_count(m.hold_refs),
+                        ),
+                    );
+                }
                 (
+                    start,
                     m.device_address(arg.begin),
+                    is_last,
                     m.shadows_within(arg.begin, arg.size),
                 )
             })
         };
-        let Some((device_begin, shadows)) = found else {
-            if arg.map_type.has(PRESENT) {
-                return Err(present_error(arg.begin, arg.size));
+        let Some((start, device_begin, is_last, shadows)) = found else {
+            if q.unified_shared_memory {
+                continue; // the host data itself was used
+            }
+            if t.has(PRESENT) {
+                present_message(arg.begin, arg.size, "map type");
+                return Err(OffloadError::already_reported());
             }
             log::debug!(
-                "target update: {:#x} ({} bytes) is not mapped; skipped",
+                "{:#x} ({} bytes) is not mapped; nothing to unmap",
                 arg.begin,
                 arg.size
             );
             continue;
         };
-        if arg.map_type.has(TO) {
-            let placed = Placed {
-                device_begin,
-                is_new: false,
-                shadows: shadows.clone(),
-            };
-            send(q, &placed, arg.begin, arg.size)?;
+        if t.has(FROM) && (is_last || t.has(ALWAYS)) && arg.size > 0 {
+            q.copy_from_device(arg.begin, device_begin, arg.size)?;
         }
-        if arg.map_type.has(FROM) {
-            receive(q, arg.begin, arg.size, device_begin, &shadows)?;
+        if t.has(FROM) {
+            restore_host_pointers(q, &shadows);
+        }
+        // A struct member never removes its parent's mapping; the parent's own entry does.
+        if t.member_of().is_none() || t.has(PTR_AND_OBJ) {
+            candidates.push(start);
         }
     }
     Ok(())
 }
 
+/// One release of a mapping at the end of a construct; whether it was the last reference
+/// (LLVM's `decShouldRemove` with its `delete` reset).
+fn release(m: &mut Mapping, hold: bool, delete: bool, update_refs: bool) -> bool {
+    if m.is_infinite() {
+        return false;
+    }
+    let is_last = if delete {
+        (if hold { m.dynamic_refs } else { m.hold_refs }) == 0
+    } else {
+        m.total_refs() == 1
+    };
+    let count = if hold {
+        &mut m.hold_refs
+    } else {
+        &mut m.dynamic_refs
+    };
+    if delete {
+        *count = 0;
+    } else if update_refs {
+        *count = count.saturating_sub(1);
+    }
+    is_last
+}
+
+/// Removes the mappings left without references, freeing their memory after synchronisation.
+fn remove_unreferenced(q: &mut ConstructQueue<'_>, candidates: &[usize]) {
+    for &start in candidates {
+        let removed = {
+            let mut table = q.device.mapping.lock().unwrap();
+            match table.get(start) {
+                Some(m) if m.total_refs() == 0 => table.remove(start),
+                _ => None,
+            }
+        };
+        let Some(m) = removed else { continue };
+        if info::enabled(info::MAPPING_CHANGED) {
+            info::line(
+                q.device.id,
+                format_args!(
+                    "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
+                    Ptr(m.host_begin),
+                    Ptr(m.device_begin),
+                    m.size(),
+                    info::name(m.name)
+                ),
+            );
+        }
+        if m.owns_device_memory {
+            q.free_after_sync(m.device_alloc);
+        }
+    }
+}
+
+/// `target update`: copies in the direction each argument names, for mapped data only.
+pub fn update(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
+    for arg in args {
+        let t = arg.map_type;
+        if t.is_by_value() || t.is_private() || t.has(ATTACH) {
+            continue;
+        }
+        if arg.mapper != 0 {
+            update(q, &mapper::expand(arg))?;
+            continue;
+        }
+        if t.has(NON_CONTIG) {
+            // SAFETY: for NON_CONTIG entries `begin` points to `size` dimension descriptors.
+            let dims = unsafe { non_contig_dims(arg) };
+            update_strided(q, arg, &dims)?;
+        } else {
+            update_contiguous(q, arg.begin, arg.size, t)?;
+        }
+    }
+    Ok(())
+}
+
+/// A strided section: one contiguous copy per run of the innermost dimension, after merging
+/// dimensions that are contiguous with the next outer one (LLVM's scheme).
+fn update_strided(q: &mut ConstructQueue<'_>, arg: &MapArg, dims: &[NonContigDim]) -> Result<()> {
+    let Some(last) = dims.last() else {
+        return Ok(());
+    };
+    let run = last.count * last.stride;
+    let merged = (1..dims.len())
+        .filter(|&i| dims[i].count * dims[i].stride == dims[i - 1].stride)
+        .count();
+    let dims = &dims[..dims.len() - merged];
+    fn walk(
+        q: &mut ConstructQueue<'_>,
+        arg: &MapArg,
+        dims: &[NonContigDim],
+        run: u64,
+        offset: u64,
+    ) -> Result<()> {
+        let Some((dim, inner)) = dims.split_first() else {
+            return update_contiguous(q, arg.base + offset as usize, run, arg.map_type);
+        };
+        // The innermost dimension is already contiguous: its first element starts the run.
+        let count = if inner.is_empty() { 1 } else { dim.count };
+        for i in 0..count {
+            walk(q, arg, inner, run, offset + (dim.offset + i) * dim.stride)?;
+        }
+        Ok(())
+    }
+    walk(q, arg, dims, run, 0)
+}
+
+fn update_contiguous(q: &mut ConstructQueue<'_>, begin: usize, size: u64, t: MapType) -> Result<()> {
+    let Some((device_begin, shadows)) = find_in_use(q, begin, size, true) else {
+        if t.has(PRESENT) && !q.unified_shared_memory {
+            present_message(begin, size, "motion");
+            return Err(OffloadError::already_reported());
+        }
+        log::debug!("target update: {begin:#x} ({size} bytes) is not mapped; skipped");
+        return Ok(());
+    };
+    if t.has(TO) {
+        send(q, device_begin, &shadows, begin, size)?;
+    }
+    if t.has(FROM) {
+        receive(q, begin, size, device_begin, &shadows)?;
+    }
+    Ok(())
+}
+
+/// Looks up mapped data without changing reference counts (LLVM's `getTgtPtrBegin`), for
+/// kernel arguments and `target update`: the device address of `begin` and the attached
+/// pointers inside the range.
+fn find_in_use(
+    q: &ConstructQueue<'_>,
+    begin: usize,
+    size: u64,
+    must_contain: bool,
+) -> Option<(usize, Vec<ShadowPointer>)> {
+    let table = q.device.mapping.lock().unwrap();
+    let m = if must_contain {
+        table.find(begin, size)
+    } else {
+        table.find_overlapping(begin, size)
+    }?;
+    let device_begin = m.device_address(begin);
+    if info::enabled(info::MAPPING_EXISTS) {
+        info::line(
+            q.device.id,
+            format_args!(
+                "Mapping exists with HstPtrBegin={}, TgtPtrBegin={}, Size={size}, DynRefCount={} (update suppressed), HoldRefCount={}",
+                Ptr(begin),
+                Ptr(device_begin),
+                info::ref_count(m.dynamic_refs),
+                info::ref_count(m.hold_refs),
+            ),
+        );
+    }
+    Some((device_begin, m.shadows_within(begin, size)))
+}
+
+/// LLVM's lambda capture entries: by-reference captures inside a lambda object that was
+/// passed to the kernel, to be pointed at the device copies of what they capture.
+fn is_lambda_capture(t: MapType) -> bool {
+    t.has(PTR_AND_OBJ) && t.has(LITERAL) && t.has(IMPLICIT)
+}
+
+/// A small firstprivate waiting to be packed into the one shared transfer.
+struct PackedPrivate {
+    value_index: usize,
+    host: usize,
+    size: u64,
+    padding: usize,
+    base_offset: usize,
+}
+
 /// The values a kernel receives for its arguments: by-value literals, private copies, and the
-/// device addresses of mapped data (translated from each argument's base).
+/// device addresses of mapped data (translated from each argument's base), as LLVM's
+/// `processDataBefore`.
 pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<Vec<usize>> {
     let mut values = Vec::with_capacity(args.len());
-    for arg in args.iter().filter(|a| a.map_type.has(TARGET_PARAM)) {
+    let mut positions = vec![usize::MAX; args.len()];
+    let mut packed: Vec<PackedPrivate> = Vec::new();
+    let mut packed_size = 0usize;
+    let mut packed_alignment = MAX_ALIGNMENT;
+    for (index, arg) in args.iter().enumerate() {
         let t = arg.map_type;
-        let offset = arg.begin.wrapping_sub(arg.base);
+        if !t.has(TARGET_PARAM) {
+            if is_lambda_capture(t) {
+                fix_lambda_capture(q, args, arg, &positions, &values)?;
+            }
+            continue;
+        }
+        positions[index] = values.len();
+        let base_offset = arg.base.wrapping_sub(arg.begin);
         if t.is_by_value() {
             values.push(arg.base);
         } else if t.is_private() {
-            let private = q.device.alloc(arg.size, arg.begin, AllocKind::DEFAULT)?;
-            q.free_after_sync(private);
-            if t.has(TO) {
-                q.copy_to_device(private, arg.begin, arg.size)?;
+            let first_private = t.has(TO);
+            let member_follows = args
+                .get(index + 1)
+                .is_some_and(|n| n.map_type.has(MEMBER_OF));
+            if first_private && arg.size <= PACKED_FIRSTPRIVATE_LIMIT && !member_follows {
+                // Pack with the other small firstprivates, padded to the host alignment.
+                let mut padding = 0;
+                if let Some(last) = packed.last() {
+                    let offset = (last.size as usize) % packed_alignment;
+                    if offset != 0 {
+                        packed_alignment = offset;
+                    }
+                    let required = required_alignment(arg.begin);
+                    if required > packed_alignment {
+                        padding = required - packed_alignment;
+                        packed_alignment = required;
+                    }
+                }
+                packed_size += padding + arg.size as usize;
+                packed.push(PackedPrivate {
+                    value_index: values.len(),
+                    host: arg.begin,
+                    size: arg.size,
+                    padding,
+                    base_offset,
+                });
+                values.push(0); // filled in once the pack is allocated
+            } else {
+                let private = q.device.alloc(arg.size, arg.begin, AllocKind::DEFAULT)?;
+                q.free_after_sync(private);
+                if first_private {
+                    q.copy_to_device(private, arg.begin, arg.size)?;
+                }
+                values.push(private.wrapping_add(base_offset));
             }
-            values.push(private.wrapping_sub(offset));
         } else {
-            let device_begin = q
-                .device
-                .mapping
-                .lock()
-                .unwrap()
-                .find(arg.begin, arg.size)
-                .map(|m| m.device_address(arg.begin));
-            match device_begin {
-                Some(d) => values.push(d.wrapping_sub(offset)),
-                // Unmapped zero-length sections keep their host address, as in LLVM.
-                None => values.push(arg.base),
-            }
+            let host_base = if t.has(PTR_AND_OBJ) {
+                // SAFETY: `base` is the address of a host pointer variable (ptr_and_obj contract).
+                unsafe { std::ptr::read_unaligned(arg.base as *const usize) }
+            } else {
+                arg.base
+            };
+            let device_begin = find_in_use(q, arg.begin, arg.size, false)
+                .map(|(device_begin, _)| device_begin)
+                // Unmapped data keeps its host address (firstprivate semantics, as LLVM).
+                .unwrap_or(arg.begin);
+            values.push(device_begin.wrapping_add(host_base.wrapping_sub(arg.begin)));
         }
     }
+    if !packed.is_empty() {
+        send_packed_firstprivates(q, &packed, packed_size, &mut values)?;
+    }
     Ok(values)
+}
+
+fn send_packed_firstprivates(
+    q: &mut ConstructQueue<'_>,
+    packed: &[PackedPrivate],
+    total: usize,
+    values: &mut [usize],
+) -> Result<()> {
+    let mut buffer = vec![0u8; total];
+    let mut at = 0;
+    for p in packed {
+        at += p.padding;
+        // SAFETY: a firstprivate's host range of `size` bytes (the compiler's contract).
+        let bytes = unsafe { std::slice::from_raw_parts(p.host as *const u8, p.size as usize) };
+        buffer[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    }
+    let device = q
+        .device
+        .alloc(total as u64, buffer.as_ptr() as usize, AllocKind::DEFAULT)?;
+    q.free_after_sync(device);
+    q.copy_bytes_to_device(device, buffer)?;
+    let mut at = device;
+    for p in packed {
+        at += p.padding;
+        values[p.value_index] = at.wrapping_add(p.base_offset);
+        at += p.size as usize;
+    }
+    Ok(())
+}
+
+/// Points a by-reference capture inside the device copy of a lambda at the device copy of the
+/// captured variable (when it is mapped).
+fn fix_lambda_capture(
+    q: &mut ConstructQueue<'_>,
+    args: &[MapArg],
+    arg: &MapArg,
+    positions: &[usize],
+    values: &[usize],
+) -> Result<()> {
+    let Some(parent) = arg.map_type.member_of() else {
+        return Ok(());
+    };
+    let Some(&lambda_device) = positions.get(parent).and_then(|&p| values.get(p)) else {
+        return Ok(());
+    };
+    let lambda_host = args[parent].begin;
+    let capture_device = lambda_device.wrapping_add(arg.base.wrapping_sub(lambda_host));
+    let captured = find_in_use(q, arg.begin, arg.size, false).map(|(d, _)| d);
+    match captured {
+        Some(target) => q.write_device_word(capture_device, target),
+        None => Ok(()), // not mapped (or shared memory): the capture stays as it is
+    }
 }

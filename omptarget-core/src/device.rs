@@ -3,7 +3,8 @@
 //! library's image then, so a program that never offloads never touches its devices.
 
 use crate::error::{OffloadError, Result};
-use crate::mapping::{Mapping, MappingTable, INFINITE};
+use crate::mapping::{Mapping, MappingTable};
+use crate::memory_pool::{self, MemoryPool};
 use crate::plugins::PluginLibrary;
 use crate::registry::{RegisteredLibrary, Registry};
 use plugin_api::{AllocKind, ImageHandle, KernelHandle};
@@ -39,6 +40,8 @@ pub struct Device {
     synced_generation: AtomicU64,
     kernels: RwLock<HashMap<usize, KernelHandle>>,
     pub mapping: Mutex<MappingTable>,
+    /// Reused small allocations of the default kind.
+    pool: MemoryPool,
 }
 
 impl Device {
@@ -51,6 +54,7 @@ impl Device {
             synced_generation: AtomicU64::new(u64::MAX),
             kernels: RwLock::new(HashMap::new()),
             mapping: Mutex::new(MappingTable::new()),
+            pool: MemoryPool::new(memory_pool::threshold_from_env()),
         }
     }
 
@@ -138,23 +142,19 @@ impl Device {
                         e.message
                     ),
                 }
-            } else if entry.is_global() && entry.flags & crate::abi::offload_entry::flags::LINK == 0
-            {
+            } else if entry.is_global() {
+                // `declare target` globals are mapped for the life of the image. For `link`
+                // variables the entry is the reference pointer the device code goes through;
+                // mapping the variable later attaches it.
                 match self
                     .plugin
                     .get_global(self.local, handle, &entry.name, entry.size)
                 {
                     Ok(global) => {
-                        // `declare target` globals are mapped for the life of the image.
-                        self.mapping.lock().unwrap().insert(Mapping {
-                            host_begin: entry.address,
-                            host_end: entry.address + entry.size as usize,
-                            device_begin: global.address,
-                            dynamic_refs: INFINITE,
-                            hold_refs: 0,
-                            owns_device_memory: false,
-                            shadow_pointers: Vec::new(),
-                        });
+                        let mut mapping =
+                            Mapping::permanent(entry.address, entry.size, global.address);
+                        mapping.name = 0;
+                        self.mapping.lock().unwrap().insert(mapping);
                         globals.push(entry.address);
                     }
                     Err(e) => log::warn!(
@@ -164,12 +164,6 @@ impl Device {
                         e.message
                     ),
                 }
-            } else if entry.flags & crate::abi::offload_entry::flags::LINK != 0 {
-                log::warn!(
-                    "'declare target link' variable '{}' is not supported yet; accesses on device {} will fail",
-                    entry.name,
-                    self.id
-                );
             }
         }
         log::debug!(
@@ -253,17 +247,31 @@ impl Device {
     }
 
     pub fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
-        self.plugin
-            .alloc(self.local, size, host_ptr, kind)
+        let class = (kind == AllocKind::DEFAULT)
+            .then(|| self.pool.class_of(size))
+            .flatten();
+        if let Some(block) = class.and_then(|c| self.pool.take(c)) {
+            return Ok(block);
+        }
+        let block = self
+            .plugin
+            .alloc(self.local, class.unwrap_or(size), host_ptr, kind)
             .map_err(|e| {
                 OffloadError::new(format!(
                     "allocation of {size} bytes on device {} failed: {}",
                     self.id, e.message
                 ))
-            })
+            })?;
+        if let Some(class) = class {
+            self.pool.adopt(block, class);
+        }
+        Ok(block)
     }
 
     pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        if kind == AllocKind::DEFAULT && self.pool.give_back(ptr) {
+            return Ok(());
+        }
         self.plugin.free(self.local, ptr, kind).map_err(|e| {
             OffloadError::new(format!(
                 "freeing {ptr:#x} on device {} failed: {}",
@@ -276,7 +284,10 @@ impl Device {
     pub fn release_mappings(&self) {
         let drained = self.mapping.lock().unwrap().drain();
         for m in drained.into_iter().filter(|m| m.owns_device_memory) {
-            let _ = self.free(m.device_begin, AllocKind::DEFAULT);
+            let _ = self.free(m.device_alloc, AllocKind::DEFAULT);
+        }
+        for block in self.pool.drain() {
+            let _ = self.plugin.free(self.local, block, AllocKind::DEFAULT);
         }
     }
 }

@@ -5,20 +5,43 @@ use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffloadError {
+    /// The first error line; empty when the cause was already printed (LLVM's MESSAGE lines).
     pub message: String,
+    /// The lines the layers above add, outermost last, as LLVM reports a failed construct
+    /// ("Call to targetDataBegin failed, abort target.", ...).
+    pub context: Vec<String>,
 }
 
 impl OffloadError {
     pub fn new(message: impl Into<String>) -> Self {
         OffloadError {
             message: message.into(),
+            context: Vec::new(),
         }
+    }
+
+    /// An error whose explanation has already been printed.
+    pub fn already_reported() -> Self {
+        OffloadError::new("")
+    }
+
+    pub fn with_context(mut self, line: impl Into<String>) -> Self {
+        self.context.push(line.into());
+        self
+    }
+
+    /// Every line to print, in order.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.message.as_str())
+            .chain(self.context.iter().map(String::as_str))
+            .filter(|l| !l.is_empty())
     }
 }
 
 impl fmt::Display for OffloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        let lines: Vec<&str> = self.lines().collect();
+        f.write_str(&lines.join(" "))
     }
 }
 

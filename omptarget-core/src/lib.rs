@@ -3,7 +3,9 @@
 //! - `entry_points`: the C ABI programs call (one module per API family).
 //! - `abi`: the C data layouts those calls receive.
 //! - `runtime`, `device`, `registry`: process state; `plugins`: finding and calling plugins.
-//! - `mapping` (the table) and `data_ops` (the rules): host-to-device data mapping.
+//! - `mapping` (the table) and `data_ops` (the rules): host-to-device data mapping;
+//!   `mapper` expands user-defined mappers; `memory_pool` reuses small device allocations.
+//! - `info`: `LIBOMPTARGET_INFO` lines in LLVM's wording.
 //! - `inventory`: what `omptarget-info` prints.
 
 pub mod abi;
@@ -13,9 +15,12 @@ pub mod device;
 pub mod entry_points;
 pub mod error;
 pub mod host_openmp;
+pub mod info;
 pub mod inventory;
 pub mod logging;
+pub mod mapper;
 pub mod mapping;
+pub mod memory_pool;
 pub mod offload_binary;
 pub mod plugins;
 pub mod queue;

@@ -52,6 +52,14 @@ extern "C" fn plugin_log(level: LogLevel, target: RStr<'_>, message: RStr<'_>) {
     }
 }
 
+extern "C" fn plugin_info_flags() -> u32 {
+    crate::info::flags()
+}
+
+extern "C" fn plugin_info(device: i32, message: RStr<'_>) {
+    crate::info::plugin_line(device, format_args!("{}", message.as_str()));
+}
+
 /// What plugins get at `init` to log through us.
 pub fn host_services() -> HostServices {
     let max_level = match log::max_level().to_level() {
@@ -61,6 +69,8 @@ pub fn host_services() -> HostServices {
     HostServices {
         max_level,
         log: plugin_log,
+        info_flags: plugin_info_flags,
+        info: plugin_info,
     }
 }
 

@@ -18,23 +18,50 @@ pub struct ShadowPointer {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapping {
+    /// The base of the mapped list item (the array, for a section of it): zero-length
+    /// sections between base and begin still find this mapping, as the spec requires.
+    pub host_base: usize,
     pub host_begin: usize,
     pub host_end: usize,
     pub device_begin: usize,
+    /// Start of the device allocation: before `device_begin` when padding keeps a struct
+    /// member's alignment.
+    pub device_alloc: usize,
     pub dynamic_refs: u64,
     pub hold_refs: u64,
     /// Whether the runtime allocated the device memory (and so frees it on removal).
     pub owns_device_memory: bool,
     pub shadow_pointers: Vec<ShadowPointer>,
+    /// The compiler's `map_var_info_t` string of the variable (0: unknown), for diagnostics.
+    pub name: usize,
 }
 
 impl Mapping {
+    /// A mapping of memory the runtime does not own (globals, associated pointers), never
+    /// unmapped by reference counting.
+    pub fn permanent(host_begin: usize, size: u64, device_begin: usize) -> Mapping {
+        Mapping {
+            host_base: host_begin,
+            host_begin,
+            host_end: host_begin + size as usize,
+            device_begin,
+            device_alloc: device_begin,
+            dynamic_refs: INFINITE,
+            hold_refs: 0,
+            owns_device_memory: false,
+            shadow_pointers: Vec::new(),
+            name: 0,
+        }
+    }
+
     pub fn size(&self) -> u64 {
         (self.host_end - self.host_begin) as u64
     }
     /// Device address of a host address inside this mapping.
+    /// Also for addresses just outside it, which implicit maps that extend a mapping use.
     pub fn device_address(&self, host: usize) -> usize {
-        self.device_begin + (host - self.host_begin)
+        self.device_begin
+            .wrapping_add(host.wrapping_sub(self.host_begin))
     }
     pub fn total_refs(&self) -> u64 {
         self.dynamic_refs.saturating_add(self.hold_refs)
@@ -83,24 +110,37 @@ impl MappingTable {
     }
 
     pub fn lookup(&self, begin: usize, size: u64) -> Lookup {
+        if size == 0 {
+            return self.lookup_address(begin);
+        }
         let end = begin.saturating_add(size as usize);
         // The mapping that starts at or before `begin` is the only one that can contain it.
         if let Some((&start, m)) = self.by_host_begin.range(..=begin).next_back() {
-            let contains = if size == 0 {
-                begin < m.host_end || begin == m.host_begin
-            } else {
-                end <= m.host_end && begin < m.host_end
-            };
-            if contains {
-                return Lookup::Contained(start);
-            }
             if begin < m.host_end {
-                return Lookup::Extends(start);
+                return if end <= m.host_end {
+                    Lookup::Contained(start)
+                } else {
+                    Lookup::Extends(start)
+                };
             }
         }
-        if size > 0 {
-            if let Some((&start, _)) = self.by_host_begin.range(begin..end).next() {
-                return Lookup::Extends(start);
+        if let Some((&start, _)) = self.by_host_begin.range(begin..end).next() {
+            return Lookup::Extends(start);
+        }
+        Lookup::Absent
+    }
+
+    /// A zero-length section (OpenMP 5.1 "pointer initialization"): found in the mapping that
+    /// holds the address, or whose list item's base..end range holds it.
+    fn lookup_address(&self, address: usize) -> Lookup {
+        if let Some((&start, m)) = self.by_host_begin.range(..=address).next_back() {
+            if address < m.host_end || address < m.host_base || address == m.host_begin {
+                return Lookup::Contained(start);
+            }
+        }
+        if let Some((&start, m)) = self.by_host_begin.range(address + 1..).next() {
+            if address >= m.host_base {
+                return Lookup::Contained(start);
             }
         }
         Lookup::Absent
@@ -119,6 +159,15 @@ impl MappingTable {
         match self.lookup(begin, size) {
             Lookup::Contained(start) => self.get(start),
             _ => None,
+        }
+    }
+
+    /// The mapping containing or overlapping the range (LLVM's lookup without "must
+    /// contain"), as kernel arguments and implicit maps use it.
+    pub fn find_overlapping(&self, begin: usize, size: u64) -> Option<&Mapping> {
+        match self.lookup(begin, size) {
+            Lookup::Contained(start) | Lookup::Extends(start) => self.get(start),
+            Lookup::Absent => None,
         }
     }
 
@@ -148,13 +197,16 @@ mod tests {
 
     fn mapping(begin: usize, size: usize) -> Mapping {
         Mapping {
+            host_base: begin,
             host_begin: begin,
             host_end: begin + size,
             device_begin: 0x10_0000 + begin,
+            device_alloc: 0x10_0000 + begin,
             dynamic_refs: 1,
             hold_refs: 0,
             owns_device_memory: true,
             shadow_pointers: Vec::new(),
+            name: 0,
         }
     }
 
@@ -181,6 +233,12 @@ mod tests {
         t.insert(mapping(2000, 0));
         assert_eq!(t.lookup(2000, 0), Lookup::Contained(2000));
         assert_eq!(t.lookup(2001, 0), Lookup::Absent);
+        // A section's base before its begin: zero-length sections from the base find it.
+        let mut m = mapping(3000, 8);
+        m.host_base = 2990;
+        t.insert(m);
+        assert_eq!(t.lookup(2995, 0), Lookup::Contained(3000));
+        assert_eq!(t.lookup(2989, 0), Lookup::Absent);
         assert_eq!(t.remove(2000).unwrap().size(), 0);
         assert!(t.is_empty());
     }

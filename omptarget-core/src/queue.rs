@@ -5,15 +5,19 @@
 
 use crate::device::Device;
 use crate::error::{OffloadError, Result};
+use crate::info;
 use plugin_api::{AllocKind, QueueHandle};
 
 pub struct ConstructQueue<'d> {
     pub device: &'d Device,
+    /// `requires unified_shared_memory`: unmapped data is used in place.
+    pub unified_shared_memory: bool,
     handle: QueueHandle,
     /// Host buffers the queued copies read from; they must live until synchronisation. Boxed
     /// so that their addresses stay fixed when the vector grows.
     #[allow(clippy::vec_box)]
     staged: Vec<Box<usize>>,
+    staged_bytes: Vec<Box<[u8]>>,
     host_writes: Vec<(usize, usize)>,
     frees: Vec<usize>,
     /// Host starts of the mappings this construct created: data mapped into them (struct
@@ -27,8 +31,10 @@ impl<'d> ConstructQueue<'d> {
         let handle = device.plugin.create_queue(device.local)?;
         Ok(ConstructQueue {
             device,
+            unified_shared_memory: crate::runtime::Runtime::get().unified_shared_memory(),
             handle,
             staged: Vec::new(),
+            staged_bytes: Vec::new(),
             host_writes: Vec::new(),
             frees: Vec::new(),
             created: Vec::new(),
@@ -47,6 +53,9 @@ impl<'d> ConstructQueue<'d> {
         if size == 0 {
             return Ok(());
         }
+        if info::enabled(info::DATA_TRANSFER) {
+            self.print_copy(true, host_src, device_dst, size);
+        }
         self.device
             .plugin
             .copy_to_device(self.device.local, device_dst, host_src, size, self.handle)
@@ -62,10 +71,45 @@ impl<'d> ConstructQueue<'d> {
         if size == 0 {
             return Ok(());
         }
+        if info::enabled(info::DATA_TRANSFER) {
+            self.print_copy(false, host_dst, device_src, size);
+        }
         self.device
             .plugin
             .copy_from_device(self.device.local, host_dst, device_src, size, self.handle)
             .map_err(|e| self.plugin_error("copy from device", e))
+    }
+
+    /// LLVM's data-transfer information line, naming the mapped variable when there is one.
+    fn print_copy(&self, to_device: bool, host: usize, device: usize, size: u64) {
+        let name = self
+            .device
+            .mapping
+            .lock()
+            .unwrap()
+            .find(host, size)
+            .map_or(0, |m| m.name);
+        // LLVM names the source first.
+        let (from, to, first, second) = if to_device {
+            ("host", "device", format!("HstPtr={}", info::Ptr(host)), format!("TgtPtr={}", info::Ptr(device)))
+        } else {
+            ("device", "host", format!("TgtPtr={}", info::Ptr(device)), format!("HstPtr={}", info::Ptr(host)))
+        };
+        info::line(
+            self.device.id,
+            format_args!(
+                "Copying data from {from} to {to}, {first}, {second}, Size={size}, Name={}",
+                info::name(name)
+            ),
+        );
+    }
+
+    /// Sends a buffer the runtime built (packed firstprivates); it lives until synchronisation.
+    pub fn copy_bytes_to_device(&mut self, device_dst: usize, bytes: Vec<u8>) -> Result<()> {
+        let staged = bytes.into_boxed_slice();
+        let (src, len) = (staged.as_ptr() as usize, staged.len() as u64);
+        self.staged_bytes.push(staged);
+        self.copy_to_device(device_dst, src, len)
     }
 
     /// Writes one pointer-sized value to device memory.
@@ -134,6 +178,7 @@ impl<'d> ConstructQueue<'d> {
             }
         }
         self.staged.clear();
+        self.staged_bytes.clear();
         synced
     }
 }

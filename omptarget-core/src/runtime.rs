@@ -9,6 +9,7 @@ use crate::logging;
 use crate::plugins::{discovery, load_plugins, loader, PluginLibrary, PluginReport};
 use crate::registry::Registry;
 use once_cell::sync::OnceCell;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub struct Runtime {
@@ -18,7 +19,12 @@ pub struct Runtime {
     pub devices: Vec<Device>,
     pub registry: RwLock<Registry>,
     pub policy: OffloadPolicySetting,
+    /// The program's `requires` clauses (LLVM's OMP_REQ_* bits).
+    requirements: AtomicI64,
 }
+
+/// `requires unified_shared_memory`.
+pub const REQUIRES_UNIFIED_SHARED_MEMORY: i64 = 0x008;
 
 static RUNTIME: OnceCell<Runtime> = OnceCell::new();
 
@@ -35,6 +41,7 @@ impl Runtime {
 
     fn discover() -> Runtime {
         logging::init();
+        crate::info::init();
         let plugin_path = config::plugin_path();
         let runtime_dir = loader::runtime_directory();
         let search_path = discovery::search_path(&plugin_path, &runtime_dir);
@@ -62,7 +69,16 @@ impl Runtime {
             devices,
             registry: RwLock::new(Registry::default()),
             policy,
+            requirements: AtomicI64::new(0),
         }
+    }
+
+    pub fn add_requirements(&self, flags: i64) {
+        self.requirements.fetch_or(flags, Ordering::Relaxed);
+    }
+
+    pub fn unified_shared_memory(&self) -> bool {
+        self.requirements.load(Ordering::Relaxed) & REQUIRES_UNIFIED_SHARED_MEMORY != 0
     }
 
     /// `omp_get_num_devices`: no devices exist while offloading is disabled.
@@ -142,13 +158,19 @@ impl Runtime {
     // `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn report_failure(&self, error: &OffloadError, loc: *const Ident) {
-        logging::failure_message(&error.message);
+        for line in error.lines() {
+            logging::failure_message(line);
+        }
         if !self.failure_is_fatal() {
             return;
         }
-        logging::failure_message(
-            "Consult https://openmp.llvm.org/design/Runtimes.html for debugging options.",
-        );
+        if crate::info::enabled(crate::info::DUMP_TABLE) {
+            self.dump_tables(loc);
+        } else {
+            logging::failure_message(
+                "Consult https://openmp.llvm.org/design/Runtimes.html for debugging options.",
+            );
+        }
         if self.devices.is_empty() {
             let registry = self.registry.read().unwrap();
             let targets: Vec<String> = registry
@@ -173,6 +195,26 @@ impl Runtime {
             1,
             "failure of target construct while offloading is mandatory",
         )
+    }
+
+    /// After a successful construct: LLVM's mapping-table dump when `LIBOMPTARGET_INFO` asks.
+    // `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn construct_succeeded(&self, loc: *const Ident) {
+        if crate::info::enabled(crate::info::DUMP_TABLE) {
+            self.dump_tables(loc);
+        }
+    }
+
+    // `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    fn dump_tables(&self, loc: *const Ident) {
+        // SAFETY: `loc` comes from the compiler: null or a valid ident_t.
+        let at = unsafe { source_location::describe_or_unknown(loc) };
+        for device in &self.devices {
+            let table = device.mapping.lock().unwrap();
+            crate::info::dump_table(device.id, &at, &table, false);
+        }
     }
 
     /// Unloads everything at the last unregistration.

@@ -23,7 +23,7 @@ mod types;
 mod version;
 
 pub use abi_stable;
-pub use logging::{HostServices, LogLevel};
+pub use logging::{info, HostServices, LogLevel};
 pub use module::{PluginModule, PluginModuleRef};
 pub use plugin::{Plugin, PluginSlot, SlottedPlugin};
 pub use types::*;

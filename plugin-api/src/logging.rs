@@ -45,6 +45,32 @@ pub struct HostServices {
     pub max_level: LogLevel,
     /// Prints one message through the core's logger.
     pub log: extern "C" fn(level: LogLevel, target: RStr<'_>, message: RStr<'_>),
+    /// The current `LIBOMPTARGET_INFO` bits (they can change while the program runs).
+    pub info_flags: extern "C" fn() -> u32,
+    /// Prints one `LIBOMPTARGET_INFO` line for a device of the plugin, with LLVM's prefix.
+    pub info: extern "C" fn(device: i32, message: RStr<'_>),
+}
+
+/// `LIBOMPTARGET_INFO` for plugins: LLVM's bits, checked before formatting anything.
+pub mod info {
+    use super::HostServices;
+    use abi_stable::std_types::RStr;
+    use std::sync::OnceLock;
+
+    /// Kernel launch details (grid, threads, execution mode).
+    pub const PLUGIN_KERNEL: u32 = 0x10;
+
+    pub(crate) static SERVICES: OnceLock<HostServices> = OnceLock::new();
+
+    pub fn enabled(bit: u32) -> bool {
+        SERVICES.get().is_some_and(|s| (s.info_flags)() & bit != 0)
+    }
+
+    pub fn line(device: i32, text: &str) {
+        if let Some(s) = SERVICES.get() {
+            (s.info)(device, RStr::from_str(text));
+        }
+    }
 }
 
 struct ForwardingLogger {
@@ -72,6 +98,7 @@ impl log::Log for ForwardingLogger {
 
 /// Routes this plugin library's `log` macros to the core. Only the first call has an effect.
 pub(crate) fn install(services: HostServices) {
+    let _ = info::SERVICES.set(services);
     if log::set_boxed_logger(Box::new(ForwardingLogger { services })).is_ok() {
         log::set_max_level(services.max_level.to_filter());
     }

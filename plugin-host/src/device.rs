@@ -23,7 +23,28 @@ pub struct HostDevice {
     images: Mutex<HashMap<u64, LoadedImage>>,
     /// Live allocations and their sizes, so a bad `free` is an error rather than heap corruption.
     allocations: Mutex<HashMap<usize, u64>>,
+    /// Name and execution mode of each kernel handed out, for launch information.
+    kernels: Mutex<HashMap<u64, KernelInfo>>,
     next_handle: AtomicU64,
+}
+
+/// What `LIBOMPTARGET_INFO` says about a kernel at launch.
+#[derive(Clone)]
+pub struct KernelInfo {
+    pub name: String,
+    /// From the image's `<kernel>_exec_mode` global: 1 generic, 2 SPMD, 3 generic-SPMD.
+    pub mode: u8,
+}
+
+impl KernelInfo {
+    /// LLVM's name for the execution mode.
+    pub fn mode_name(&self) -> &'static str {
+        match self.mode {
+            2 => "SPMD",
+            3 => "Generic-SPMD",
+            _ => "Generic",
+        }
+    }
 }
 
 impl HostDevice {
@@ -32,6 +53,7 @@ impl HostDevice {
             index,
             images: Mutex::new(HashMap::new()),
             allocations: Mutex::new(HashMap::new()),
+            kernels: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
         }
     }
@@ -93,8 +115,24 @@ impl HostDevice {
 
     /// Kernels are identified by their entry address, valid while the image is loaded.
     pub fn kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
-        self.symbol(image, name)
-            .map(|address| KernelHandle(address as u64))
+        let address = self.symbol(image, name)?;
+        let mode = self
+            .symbol(image, &format!("{name}_exec_mode"))
+            // SAFETY: clang's `<kernel>_exec_mode` is a one-byte global of the loaded image.
+            .map(|mode| unsafe { std::ptr::read_volatile(mode as *const u8) })
+            .unwrap_or(1);
+        self.kernels.lock().unwrap().insert(
+            address as u64,
+            KernelInfo {
+                name: name.to_string(),
+                mode,
+            },
+        );
+        Ok(KernelHandle(address as u64))
+    }
+
+    pub fn kernel_info(&self, kernel: KernelHandle) -> Option<KernelInfo> {
+        self.kernels.lock().unwrap().get(&kernel.0).cloned()
     }
 
     pub fn global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {

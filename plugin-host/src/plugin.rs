@@ -212,9 +212,22 @@ impl Plugin for HostPlugin {
         config: &LaunchConfig,
         _queue: QueueHandle,
     ) -> Result<()> {
-        self.device(device)?;
+        let host_device = self.device(device)?;
         if kernel.0 == 0 {
             return Err(PluginError::invalid_argument("null kernel handle"));
+        }
+        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            // A host device runs one team of one thread, whatever was asked (LLVM's host grid).
+            if let Some(k) = host_device.kernel_info(kernel) {
+                plugin_api::info::line(
+                    device,
+                    &format!(
+                        "Launching kernel {} with 1 blocks and 1 threads in {} mode",
+                        k.name,
+                        k.mode_name()
+                    ),
+                );
+            }
         }
         // From KernelArgsTy version 3 on, kernels take the launch environment first. Host kernels
         // do not read it (LLVM passes no environment for them either), so it is null.

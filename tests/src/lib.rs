@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+pub mod conformance;
+pub mod llvm_suite;
+
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -64,7 +67,7 @@ impl Compiler {
         }
     }
 
-    fn command(self, cpp: bool) -> Command {
+    pub(crate) fn command(self, cpp: bool) -> Command {
         let name = match (self, cpp) {
             (Compiler::Clang19, false) => "clang-19",
             (Compiler::Clang19, true) => "clang++-19",

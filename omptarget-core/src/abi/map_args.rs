@@ -1,5 +1,5 @@
 //! The parallel arrays of a mapping call (`args_base`, `args`, `arg_sizes`, `arg_types`,
-//! `arg_mappers`) read into [`MapArg`] values.
+//! `arg_names`, `arg_mappers`) read into [`MapArg`] values.
 
 use super::map_type::MapType;
 use std::ffi::c_void;
@@ -10,10 +10,13 @@ pub struct MapArg {
     pub base: usize,
     /// First byte mapped.
     pub begin: usize,
+    /// Bytes mapped; for `NON_CONTIG` entries, the number of dimensions.
     pub size: u64,
     pub map_type: MapType,
-    /// A user-defined mapper was given.
-    pub has_mapper: bool,
+    /// The compiler's `map_var_info_t` string (0: none), for diagnostics.
+    pub name: usize,
+    /// A user-defined mapper function (`declare mapper`), 0 when none.
+    pub mapper: usize,
 }
 
 /// Reads `count` mapping arguments; null arrays read as zeros.
@@ -26,6 +29,7 @@ pub unsafe fn read_map_args(
     begins: *const *mut c_void,
     sizes: *const i64,
     types: *const i64,
+    names: *const *const c_void,
     mappers: *const *const c_void,
 ) -> Vec<MapArg> {
     let count = count.max(0) as usize;
@@ -44,9 +48,34 @@ pub unsafe fn read_map_args(
             begin: ptr_at(begins, i),
             size: at(sizes, i).max(0) as u64,
             map_type: MapType(at(types, i)),
-            has_mapper: !mappers.is_null() && unsafe { !(*mappers.add(i)).is_null() },
+            name: ptr_at(names as *const *mut c_void, i),
+            mapper: ptr_at(mappers as *const *mut c_void, i),
         })
         .collect()
+}
+
+/// One dimension of a non-contiguous `target update` (`__tgt_target_non_contig`): elements
+/// `offset..offset+count`, each `stride` bytes apart.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct NonContigDim {
+    pub offset: u64,
+    pub count: u64,
+    pub stride: u64,
+}
+
+/// The dimension descriptors of a `NON_CONTIG` argument (`begin` points at them, `size` is
+/// their count).
+///
+/// # Safety
+/// `arg.begin` must point to `arg.size` descriptors.
+pub unsafe fn non_contig_dims(arg: &MapArg) -> Vec<NonContigDim> {
+    if arg.begin == 0 {
+        return Vec::new();
+    }
+    // SAFETY: caller's promise.
+    unsafe { std::slice::from_raw_parts(arg.begin as *const NonContigDim, arg.size as usize) }
+        .to_vec()
 }
 
 /// One line per argument for debug output: `begin (size bytes, type 0x..)`.

@@ -144,7 +144,8 @@ pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, En
                 name: unsafe { read_name(word(e, 8), i) }?,
                 size: word(e, 16),
                 flags: u32::from_ne_bytes(e[24..28].try_into().unwrap()),
-                data: 0,
+                // The legacy `reserved` field carries the requires flags of clang 19.
+                data: u64::from(u32::from_ne_bytes(e[28..32].try_into().unwrap())),
             });
         }
     }

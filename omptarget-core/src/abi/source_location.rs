@@ -29,17 +29,48 @@ pub unsafe fn describe(loc: *const Ident) -> Option<String> {
     parse(&text)
 }
 
+/// `file:line:col`, or LLVM's `unknown:0:0` when the program carries no locations.
+///
+/// # Safety
+/// As [`describe`].
+pub unsafe fn describe_or_unknown(loc: *const Ident) -> String {
+    // SAFETY: caller's promise.
+    unsafe { describe(loc) }.unwrap_or_else(|| "unknown:0:0".into())
+}
+
+/// The variable name in a `map_var_info_t` (";name;file;line;col;;"), or "unknown".
+///
+/// # Safety
+/// `info` must be 0 or the address of a C string.
+pub unsafe fn variable_name(info: usize) -> String {
+    if info == 0 {
+        return "unknown".into();
+    }
+    // SAFETY: caller's promise: a C string.
+    let text = unsafe { CStr::from_ptr(info as *const c_char) }.to_string_lossy();
+    match text.split(';').nth(1) {
+        Some(name) if !name.is_empty() => name.to_string(),
+        _ => "unknown".into(),
+    }
+}
+
 /// Parses clang's ";file;function;line;column;;" form.
 pub fn parse(psource: &str) -> Option<String> {
     let parts: Vec<&str> = psource.split(';').collect();
     if parts.len() < 5 || parts[1] == "unknown" || parts[1].is_empty() {
         return None;
     }
-    Some(format!("{}:{}:{}", parts[1], parts[3], parts[4]))
+    Some(format!("{}:{}:{}", base_name(parts[1]), parts[3], parts[4]))
+}
+
+/// LLVM prints file names without their directories.
+pub fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 #[test]
 fn parses_clang_locations() {
     assert_eq!(parse(";a.c;main;12;3;;").as_deref(), Some("a.c:12:3"));
+    assert_eq!(parse(";/src/b.c;f;1;2;;").as_deref(), Some("b.c:1:2"));
     assert_eq!(parse(";unknown;unknown;0;0;;"), None);
 }

@@ -5,7 +5,7 @@ use super::guard;
 use crate::abi::map_args::read_map_args;
 use crate::abi::source_location::Ident;
 use crate::data_ops;
-use crate::error::{OffloadError, Result};
+use crate::error::Result;
 use crate::queue::ConstructQueue;
 use crate::runtime::{Runtime, Target};
 use std::ffi::c_void;
@@ -17,24 +17,48 @@ enum DataOp {
     Update,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn data_construct(
-    op: DataOp,
-    loc: *const Ident,
-    device_id: i64,
+impl DataOp {
+    /// LLVM's `LIBOMPTARGET_INFO` wording for the construct.
+    fn region(self, nowait: bool) -> &'static str {
+        match (self, nowait) {
+            (DataOp::Begin, false) => "Entering OpenMP data region with being_mapper",
+            (DataOp::Begin, true) => "Entering OpenMP data region with being_nowait_mapper",
+            (DataOp::End, false) => "Exiting OpenMP data region with end_mapper",
+            (DataOp::End, true) => "Exiting OpenMP data region with end_nowait_mapper",
+            (DataOp::Update, false) => {
+                "Updating data within the OpenMP data region with update_mapper"
+            }
+            (DataOp::Update, true) => {
+                "Updating data within the OpenMP data region with update_nowait_mapper"
+            }
+        }
+    }
+}
+
+/// The arrays of one data construct, as the compiler passes them.
+struct DataArgs {
     arg_num: i32,
     bases: *mut *mut c_void,
     args: *mut *mut c_void,
     sizes: *const i64,
     types: *const i64,
+    names: *const *const c_void,
     mappers: *const *const c_void,
-) {
+}
+
+fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a: DataArgs) {
     let runtime = Runtime::get();
     let Target::Device(device) = runtime.target(device_id, loc) else {
         return; // host data needs no mapping
     };
+    let bases = a.bases;
     // SAFETY: the compiler passes `arg_num` elements in each array.
-    let map_args = unsafe { read_map_args(arg_num, bases, args, sizes, types, mappers) };
+    let map_args = unsafe {
+        read_map_args(a.arg_num, a.bases, a.args, a.sizes, a.types, a.names, a.mappers)
+    };
+    if crate::info::enabled(crate::info::KERNEL_ARGS) {
+        crate::info::kernel_arguments(device.id, loc, op.region(nowait), &map_args);
+    }
     log::debug!(
         "{op:?} on device {}: {}",
         device.id,
@@ -54,13 +78,9 @@ fn data_construct(
         }
         queue.finish()
     });
-    if let Err(e) = outcome {
-        let what = match op {
-            DataOp::Begin => "mapping data to the device",
-            DataOp::End => "unmapping data from the device",
-            DataOp::Update => "updating data",
-        };
-        runtime.report_failure(&OffloadError::new(format!("{what} failed: {e}")), loc);
+    match outcome {
+        Ok(()) => runtime.construct_succeeded(loc),
+        Err(e) => runtime.report_failure(&e, loc),
     }
 }
 
@@ -76,17 +96,11 @@ macro_rules! data_entry_points {
             types: *const i64,
         ) {
             guard(stringify!($plain), (), || {
-                data_construct(
-                    $op,
-                    std::ptr::null(),
-                    device_id,
-                    arg_num,
-                    bases,
-                    args,
-                    sizes,
-                    types,
-                    std::ptr::null(),
-                )
+                data_construct($op, false, std::ptr::null(), device_id, DataArgs {
+                    arg_num, bases, args, sizes, types,
+                    names: std::ptr::null(),
+                    mappers: std::ptr::null(),
+                })
             })
         }
 
@@ -104,17 +118,11 @@ macro_rules! data_entry_points {
             _noalias: *mut c_void,
         ) {
             guard(stringify!($plain_nowait), (), || {
-                data_construct(
-                    $op,
-                    std::ptr::null(),
-                    device_id,
-                    arg_num,
-                    bases,
-                    args,
-                    sizes,
-                    types,
-                    std::ptr::null(),
-                )
+                data_construct($op, true, std::ptr::null(), device_id, DataArgs {
+                    arg_num, bases, args, sizes, types,
+                    names: std::ptr::null(),
+                    mappers: std::ptr::null(),
+                })
             })
         }
 
@@ -127,13 +135,13 @@ macro_rules! data_entry_points {
             args: *mut *mut c_void,
             sizes: *const i64,
             types: *const i64,
-            _names: *const c_void,
+            names: *const *const c_void,
             mappers: *const *const c_void,
         ) {
             guard(stringify!($mapper), (), || {
-                data_construct(
-                    $op, loc, device_id, arg_num, bases, args, sizes, types, mappers,
-                )
+                data_construct($op, false, loc, device_id, DataArgs {
+                    arg_num, bases, args, sizes, types, names, mappers,
+                })
             })
         }
 
@@ -147,7 +155,7 @@ macro_rules! data_entry_points {
             args: *mut *mut c_void,
             sizes: *const i64,
             types: *const i64,
-            _names: *const c_void,
+            names: *const *const c_void,
             mappers: *const *const c_void,
             _dep_num: i32,
             _deps: *mut c_void,
@@ -155,9 +163,9 @@ macro_rules! data_entry_points {
             _noalias: *mut c_void,
         ) {
             guard(stringify!($mapper_nowait), (), || {
-                data_construct(
-                    $op, loc, device_id, arg_num, bases, args, sizes, types, mappers,
-                )
+                data_construct($op, true, loc, device_id, DataArgs {
+                    arg_num, bases, args, sizes, types, names, mappers,
+                })
             })
         }
     };

@@ -6,7 +6,7 @@ use super::guard;
 use crate::device::Device;
 use crate::error::{OffloadError, Result};
 use crate::logging;
-use crate::mapping::{Lookup, Mapping, INFINITE};
+use crate::mapping::{Lookup, Mapping};
 use crate::runtime::Runtime;
 use plugin_api::{AllocKind, QueueHandle};
 use std::ffi::{c_int, c_void};
@@ -55,6 +55,9 @@ pub extern "C" fn omp_get_device_num() -> c_int {
 
 fn alloc(api: &str, size: usize, device_num: c_int, kind: AllocKind) -> *mut c_void {
     guard(api, ptr::null_mut(), || {
+        if size == 0 {
+            return ptr::null_mut(); // as LLVM: nothing to allocate
+        }
         let runtime = Runtime::get();
         let result = device_or_host(runtime, device_num).and_then(|device| match device {
             // SAFETY: malloc has no preconditions; the program frees with omp_target_free.
@@ -214,8 +217,11 @@ pub extern "C" fn omp_target_memcpy(
     src_device: c_int,
 ) -> c_int {
     guard("omp_target_memcpy", -1, || {
+        if length == 0 {
+            return 0;
+        }
         if dst.is_null() || src.is_null() {
-            logging::failure_message("omp_target_memcpy: null pointer");
+            logging::failure_message("Call to omp_target_memcpy with invalid arguments");
             return -1;
         }
         let runtime = Runtime::get();
@@ -305,7 +311,7 @@ pub extern "C" fn omp_target_memcpy_rect(
             src_dimensions,
         ];
         if dst.is_null() || src.is_null() || num_dims < 1 || arrays.iter().any(|a| a.is_null()) {
-            logging::failure_message("omp_target_memcpy_rect: invalid arguments");
+            logging::failure_message("Call to omp_target_memcpy_rect with invalid arguments");
             return -1;
         }
         let n = num_dims as usize;
@@ -425,46 +431,39 @@ pub extern "C" fn omp_target_associate_ptr(
 ) -> c_int {
     guard("omp_target_associate_ptr", -1, || {
         let runtime = Runtime::get();
-        let result = device_or_host(runtime, device_num).and_then(|device| {
-            let Some(d) = device else {
-                return Err(OffloadError::new(
-                    "cannot associate a pointer with the initial device",
-                ));
-            };
-            if host_ptr.is_null() || device_ptr.is_null() {
-                return Err(OffloadError::new("null pointer"));
-            }
+        if host_ptr.is_null() || device_ptr.is_null() || size == 0 {
+            logging::failure_message("Call to omp_target_associate_ptr with invalid arguments");
+            return -1;
+        }
+        if device_num == runtime.initial_device() {
+            logging::failure_message(
+                "omp_target_associate_ptr: no association possible on the host",
+            );
+            return -1;
+        }
+        let result = runtime.device(device_num as i64).and_then(|d| {
             let (host, dev) = (host_ptr as usize, device_ptr as usize + device_offset);
             let mut table = d.mapping.lock().unwrap();
-            match table.lookup(host, size as u64) {
-                Lookup::Contained(start) => {
-                    let m = table.get(start).unwrap();
-                    if m.device_address(host) == dev {
-                        Ok(0)
-                    } else {
-                        Err(OffloadError::new(format!(
-                            "{host:#x} is already associated with other device memory"
-                        )))
-                    }
+            match table.get(host) {
+                Some(m) if m.host_end == host + size && m.device_begin == dev => Ok(0),
+                Some(_) => Err(OffloadError::new(
+                    "Not allowed to re-associate a different device ptr+offset with the same host ptr",
+                )),
+                None if table.lookup(host, size as u64) != Lookup::Absent => {
+                    Err(OffloadError::new(format!(
+                        "{host:#x} ({size} bytes) overlaps data already mapped on device {device_num}"
+                    )))
                 }
-                Lookup::Extends(_) => Err(OffloadError::new(format!(
-                    "{host:#x} overlaps an existing mapping"
-                ))),
-                Lookup::Absent => {
-                    table.insert(Mapping {
-                        host_begin: host,
-                        host_end: host + size,
-                        device_begin: dev,
-                        dynamic_refs: INFINITE,
-                        hold_refs: 0,
-                        owns_device_memory: false,
-                        shadow_pointers: Vec::new(),
-                    });
+                None => {
+                    table.insert(Mapping::permanent(host, size as u64, dev));
                     Ok(0)
                 }
             }
         });
-        report("omp_target_associate_ptr", -1, result)
+        result.unwrap_or_else(|e| {
+            logging::failure_message(&e.message);
+            -1
+        })
     })
 }
 
@@ -472,28 +471,37 @@ pub extern "C" fn omp_target_associate_ptr(
 pub extern "C" fn omp_target_disassociate_ptr(host_ptr: *const c_void, device_num: c_int) -> c_int {
     guard("omp_target_disassociate_ptr", -1, || {
         let runtime = Runtime::get();
-        let result = device_or_host(runtime, device_num).and_then(|device| {
-            let Some(d) = device else {
-                return Err(OffloadError::new(
-                    "cannot disassociate a pointer from the initial device",
-                ));
-            };
+        if host_ptr.is_null() {
+            logging::failure_message("Call to omp_target_associate_ptr with invalid host_ptr");
+            return -1;
+        }
+        if device_num == runtime.initial_device() {
+            logging::failure_message(
+                "omp_target_disassociate_ptr: no association possible on the host",
+            );
+            return -1;
+        }
+        let result = runtime.device(device_num as i64).and_then(|d| {
             let host = host_ptr as usize;
             let mut table = d.mapping.lock().unwrap();
             match table.get(host) {
+                None => Err(OffloadError::new("Association not found")),
+                Some(m) if m.hold_refs != 0 => Err(OffloadError::new(
+                    "Trying to disassociate a pointer with a non-zero hold reference count",
+                )),
                 Some(m) if m.is_infinite() && !m.owns_device_memory => {
                     table.remove(host);
                     Ok(0)
                 }
-                Some(_) => Err(OffloadError::new(format!(
-                    "{host:#x} was mapped, not associated; not disassociated"
-                ))),
-                None => Err(OffloadError::new(format!(
-                    "{host:#x} is not associated with device {device_num}"
-                ))),
+                Some(_) => Err(OffloadError::new(
+                    "Trying to disassociate a pointer which was not mapped via omp_target_associate_ptr",
+                )),
             }
         });
-        report("omp_target_disassociate_ptr", -1, result)
+        result.unwrap_or_else(|e| {
+            logging::failure_message(&e.message);
+            -1
+        })
     })
 }
 
@@ -504,6 +512,9 @@ pub extern "C" fn llvm_omp_target_lock_mem(
     device_num: c_int,
 ) -> *mut c_void {
     guard("llvm_omp_target_lock_mem", ptr::null_mut(), || {
+        if size == 0 {
+            return ptr::null_mut(); // as LLVM: nothing to lock
+        }
         let runtime = Runtime::get();
         let result = device_or_host(runtime, device_num).and_then(|device| match device {
             None => Ok(ptr),
@@ -525,30 +536,147 @@ pub extern "C" fn llvm_omp_target_unlock_mem(ptr: *mut c_void, device_num: c_int
     })
 }
 
-/// Prints every device's mapping table, in LLVM's layout.
+/// Prints every device's mapping table on stdout, in LLVM's layout.
 #[no_mangle]
 pub extern "C" fn ompx_dump_mapping_tables() {
     guard("ompx_dump_mapping_tables", (), || {
         for device in &Runtime::get().devices {
             let table = device.mapping.lock().unwrap();
-            eprintln!("omptarget device {} info: OpenMP Host-Device pointer mappings after block at unknown:0:0:", device.id);
-            eprintln!("omptarget device {} info: Host Ptr           Target Ptr         Size (B) DynRefCount HoldRefCount", device.id);
-            for m in table.iter() {
-                let dynamic = if m.is_infinite() {
-                    "INF".to_string()
-                } else {
-                    m.dynamic_refs.to_string()
-                };
-                eprintln!(
-                    "omptarget device {} info: {:#018x} {:#018x} {:<8} {:<11} {}",
-                    device.id,
-                    m.host_begin,
-                    m.device_begin,
-                    m.size(),
-                    dynamic,
-                    m.hold_refs
-                );
-            }
+            crate::info::dump_table(device.id, "libomptarget:0:0", &table, true);
         }
+    })
+}
+
+/// Copies the `n` elements of a C array (null gives an empty vector).
+///
+/// # Safety
+/// `p` must be null or hold `n` elements.
+unsafe fn copied(p: *const usize, n: usize) -> Vec<usize> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: caller's promise.
+    unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+}
+
+/// Runs a device-memory routine as a task after the given dependences (`omp_depend_t`).
+fn spawn(api: &'static str, count: c_int, deps: *const *const c_void, work: impl FnOnce() + Send + 'static) -> c_int {
+    // SAFETY: the program passes `count` depend objects (OpenMP API contract).
+    let spawned = unsafe {
+        crate::host_openmp::spawn_with_dependences(Box::new(work), count, deps)
+    };
+    if spawned {
+        0
+    } else {
+        logging::failure_message(&format!("{api}: the host OpenMP runtime refused the task"));
+        -1
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_memcpy_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    length: usize,
+    dst_offset: usize,
+    src_offset: usize,
+    dst_device: c_int,
+    src_device: c_int,
+    depobj_count: c_int,
+    depobj_list: *const *const c_void,
+) -> c_int {
+    guard("omp_target_memcpy_async", -1, || {
+        if dst.is_null() || src.is_null() {
+            return -1;
+        }
+        let (dst, src) = (dst as usize, src as usize);
+        spawn("omp_target_memcpy_async", depobj_count, depobj_list, move || {
+            omp_target_memcpy(
+                dst as *mut c_void,
+                src as *const c_void,
+                length,
+                dst_offset,
+                src_offset,
+                dst_device,
+                src_device,
+            );
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_memcpy_rect_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    element_size: usize,
+    num_dims: c_int,
+    volume: *const usize,
+    dst_offsets: *const usize,
+    src_offsets: *const usize,
+    dst_dimensions: *const usize,
+    src_dimensions: *const usize,
+    dst_device: c_int,
+    src_device: c_int,
+    depobj_count: c_int,
+    depobj_list: *const *const c_void,
+) -> c_int {
+    guard("omp_target_memcpy_rect_async", -1, || {
+        if dst.is_null() && src.is_null() {
+            return c_int::MAX;
+        }
+        if dst.is_null() || src.is_null() {
+            return -1;
+        }
+        let n = num_dims.max(0) as usize;
+        // SAFETY: each array holds `num_dims` elements (API contract); copied because the
+        // task may run after the caller's arrays are gone.
+        let arrays = unsafe {
+            [
+                copied(volume, n),
+                copied(dst_offsets, n),
+                copied(src_offsets, n),
+                copied(dst_dimensions, n),
+                copied(src_dimensions, n),
+            ]
+        };
+        let (dst, src) = (dst as usize, src as usize);
+        spawn("omp_target_memcpy_rect_async", depobj_count, depobj_list, move || {
+            let [v, dof, sof, dd, sd] = &arrays;
+            let null_if_empty = |a: &Vec<usize>| if a.len() == n { a.as_ptr() } else { ptr::null() };
+            omp_target_memcpy_rect(
+                dst as *mut c_void,
+                src as *const c_void,
+                element_size,
+                num_dims,
+                null_if_empty(v),
+                null_if_empty(dof),
+                null_if_empty(sof),
+                null_if_empty(dd),
+                null_if_empty(sd),
+                dst_device,
+                src_device,
+            );
+        })
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn omp_target_memset_async(
+    ptr: *mut c_void,
+    value: c_int,
+    size: usize,
+    device_num: c_int,
+    depobj_count: c_int,
+    depobj_list: *const *const c_void,
+) -> *mut c_void {
+    guard("omp_target_memset_async", ptr, || {
+        if ptr.is_null() || size == 0 {
+            return ptr;
+        }
+        let address = ptr as usize;
+        spawn("omp_target_memset_async", depobj_count, depobj_list, move || {
+            omp_target_memset(address as *mut c_void, value, size, device_num);
+        });
+        ptr
     })
 }

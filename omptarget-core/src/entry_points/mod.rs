@@ -7,6 +7,7 @@
 
 pub mod data;
 pub mod device_api;
+pub mod mappers;
 pub mod queries;
 pub mod registration;
 pub mod target;

@@ -41,8 +41,8 @@ pub extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
     })
 }
 
-/// LLVM's programmatic form of `LIBOMPTARGET_INFO`; accepted, the bits are not interpreted yet.
+/// LLVM's programmatic form of `LIBOMPTARGET_INFO`.
 #[no_mangle]
 pub extern "C" fn __tgt_set_info_flag(flag: u32) {
-    log::debug!("info flags set to {flag:#x}");
+    crate::info::set(flag);
 }

@@ -32,6 +32,12 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
             }
         }
         warn_about_unusable_images(runtime, &images);
+        // Clang 19 and later pass `requires` clauses as flagged entries.
+        for entry in description.host_entries.iter().filter(|e| {
+            e.flags & crate::abi::offload_entry::flags::REGISTER_REQUIRES != 0
+        }) {
+            runtime.add_requirements(entry.data as i64);
+        }
         let library =
             runtime
                 .registry
@@ -117,12 +123,11 @@ pub extern "C" fn __tgt_rtl_init() {
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_deinit() {}
 
-/// `requires` clauses of older compilers; recorded for debugging (the host plugin shares memory
-/// with the host whatever is required).
+/// `requires` clauses, as older compilers pass them.
 #[no_mangle]
 pub extern "C" fn __tgt_register_requires(flags: i64) {
     guard("__tgt_register_requires", (), || {
-        Runtime::get();
+        Runtime::get().add_requirements(flags);
         log::debug!("requires flags {flags:#x} registered");
     })
 }

@@ -19,6 +19,7 @@ thread_local! {
 
 fn launch(
     runtime: &Runtime,
+    loc: *const Ident,
     region_id: usize,
     device: &crate::device::Device,
     request: &KernelRequest,
@@ -36,9 +37,13 @@ fn launch(
             request.arg_ptrs as *const *mut c_void,
             request.arg_sizes,
             request.arg_types,
+            request.arg_names,
             request.arg_mappers,
         )
     };
+    if crate::info::enabled(crate::info::KERNEL_ARGS) {
+        crate::info::kernel_arguments(device.id, loc, "Entering OpenMP kernel", &args);
+    }
     log::debug!(
         "launching kernel {region_id:#x} on device {} (KernelArgs v{}, teams {:?}, threads {:?}): {}",
         device.id,
@@ -48,8 +53,12 @@ fn launch(
         crate::abi::map_args::describe(&args)
     );
     let mut queue = ConstructQueue::new(device)?;
-    data_ops::begin(&mut queue, &args)?;
-    let values = data_ops::kernel_arguments(&mut queue, &args)?;
+    let before = |e: OffloadError| {
+        e.with_context("Call to targetDataBegin failed, abort target.")
+            .with_context("Failed to process data before launching the kernel.")
+    };
+    data_ops::begin(&mut queue, &args).map_err(before)?;
+    let values = data_ops::kernel_arguments(&mut queue, &args).map_err(before)?;
     let config = LaunchConfig {
         num_teams: request.num_teams,
         thread_limit: request.thread_limit,
@@ -58,8 +67,13 @@ fn launch(
         kernel_args_version: request.version,
         flags: request.flags,
     };
-    queue.launch(kernel, &values, &config)?;
-    data_ops::end(&mut queue, &args)?;
+    queue
+        .launch(kernel, &values, &config)
+        .map_err(|e| e.with_context("Executing target region abort target."))?;
+    data_ops::end(&mut queue, &args).map_err(|e| {
+        e.with_context("Call to targetDataEnd failed, abort target.")
+            .with_context("Failed to process data after launching the kernel.")
+    })?;
     queue.finish()
 }
 
@@ -78,14 +92,14 @@ fn target_kernel(
     // SAFETY: `args` is the compiler's KernelArgsTy (or null, which is refused).
     let outcome = unsafe { read_kernel_args(args, num_teams, thread_limit) }
         .map_err(|e| OffloadError::new(e.to_string()))
-        .and_then(|request| launch(runtime, region as usize, device, &request));
+        .and_then(|request| launch(runtime, loc, region as usize, device, &request));
     match outcome {
-        Ok(()) => OFFLOAD_SUCCESS,
+        Ok(()) => {
+            runtime.construct_succeeded(loc);
+            OFFLOAD_SUCCESS
+        }
         Err(e) => {
-            runtime.report_failure(
-                &OffloadError::new(format!("launching target region failed: {e}")),
-                loc,
-            );
+            runtime.report_failure(&e, loc);
             OFFLOAD_FAIL
         }
     }

@@ -1,0 +1,172 @@
+//! `LIBOMPTARGET_INFO`: user-facing information lines, in LLVM's wording, for the bits it
+//! defines. Tools and users grep these lines, so their text follows LLVM 19 exactly.
+//! Every check is one relaxed atomic load: nothing is formatted when the bit is off.
+
+use crate::abi::map_args::MapArg;
+use crate::abi::map_type::*;
+use crate::abi::source_location::{self, Ident};
+use crate::mapping::{Mapping, MappingTable};
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub const KERNEL_ARGS: u32 = 0x01;
+pub const MAPPING_EXISTS: u32 = 0x02;
+pub const DUMP_TABLE: u32 = 0x04;
+pub const MAPPING_CHANGED: u32 = 0x08;
+pub const PLUGIN_KERNEL: u32 = 0x10;
+pub const DATA_TRANSFER: u32 = 0x20;
+
+/// Set at start-up from the environment; `__tgt_set_info_flag` changes it later.
+static FLAGS: AtomicU32 = AtomicU32::new(0);
+
+pub fn init() {
+    FLAGS.store(crate::config::info_flags(), Ordering::Relaxed);
+}
+
+pub fn set(flags: u32) {
+    FLAGS.store(flags, Ordering::Relaxed);
+}
+
+pub fn flags() -> u32 {
+    FLAGS.load(Ordering::Relaxed)
+}
+
+pub fn enabled(bit: u32) -> bool {
+    FLAGS.load(Ordering::Relaxed) & bit != 0
+}
+
+/// `omptarget device N info: text`.
+pub fn line(device: i32, text: std::fmt::Arguments<'_>) {
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "omptarget device {device} info: {text}"
+    );
+}
+
+/// The plugin-side lines carry LLVM's (quoted) plugin prefix.
+pub fn plugin_line(device: i32, text: std::fmt::Arguments<'_>) {
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "\"PluginInterface\" device {device} info: {text}"
+    );
+}
+
+/// Pointers as LLVM prints them: `0x` and 16 hex digits.
+pub struct Ptr(pub usize);
+
+impl std::fmt::Display for Ptr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "0x{:016x}", self.0)
+    }
+}
+
+pub fn name(info: usize) -> String {
+    // SAFETY: `info` is 0 or a compiler-emitted map_var_info_t string.
+    unsafe { source_location::variable_name(info) }
+}
+
+pub fn ref_count(count: u64) -> String {
+    if count == crate::mapping::INFINITE {
+        "INF".into()
+    } else {
+        count.to_string()
+    }
+}
+
+/// "Entering OpenMP kernel at file:line:col with N arguments:" and one line per argument.
+pub fn kernel_arguments(device: i32, loc: *const Ident, region: &str, args: &[MapArg]) {
+    // SAFETY: `loc` is null or the compiler's ident_t.
+    let at = unsafe { source_location::describe_or_unknown(loc) };
+    line(
+        device,
+        format_args!("{region} at {at} with {} arguments:", args.len()),
+    );
+    for a in args {
+        let t = a.map_type;
+        let kind = if t.has(TO) && t.has(FROM) {
+            "tofrom"
+        } else if t.has(TO) {
+            "to"
+        } else if t.has(FROM) {
+            "from"
+        } else if t.has(PRIVATE) {
+            "private"
+        } else if t.has(LITERAL) {
+            "firstprivate"
+        } else if a.size != 0 {
+            "alloc"
+        } else {
+            "use_address"
+        };
+        let implicit = if t.has(IMPLICIT) { "(implicit)" } else { "" };
+        line(
+            device,
+            format_args!("{kind}({})[{}] {implicit}", name(a.name), a.size),
+        );
+    }
+}
+
+/// The mapping table after a construct (bit 4), or for `ompx_dump_mapping_tables` on stdout.
+pub fn dump_table(device: i32, loc_text: &str, table: &MappingTable, to_stdout: bool) {
+    let mut out: Box<dyn Write> = if to_stdout {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(std::io::stderr().lock())
+    };
+    let prefix = format!("omptarget device {device} info: ");
+    if table.is_empty() {
+        let _ = writeln!(
+            out,
+            "{prefix}OpenMP Host-Device pointer mappings table empty"
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{prefix}OpenMP Host-Device pointer mappings after block at {loc_text}:"
+    );
+    let _ = writeln!(
+        out,
+        "{prefix}{:<18} {:<18} Size (B) DynRefCount HoldRefCount Declaration",
+        "Host Ptr", "Target Ptr"
+    );
+    for m in table.iter() {
+        let _ = writeln!(
+            out,
+            "{prefix}{} {} {:<8} {:<11} {:<12} {}",
+            Ptr(m.host_begin),
+            Ptr(m.device_begin),
+            m.size(),
+            ref_count(m.dynamic_refs),
+            ref_count(m.hold_refs),
+            declaration(m)
+        );
+    }
+    let _ = out.flush();
+}
+
+/// "name at file:line:col" from the mapping's map_var_info_t.
+fn declaration(m: &Mapping) -> String {
+    if m.name == 0 {
+        return "unknown at unknown:0:0".into();
+    }
+    // SAFETY: a compiler-emitted map_var_info_t string.
+    let text = unsafe { std::ffi::CStr::from_ptr(m.name as *const std::ffi::c_char) }
+        .to_string_lossy()
+        .into_owned();
+    let parts: Vec<&str> = text.split(';').collect();
+    let field = |i: usize, default: &'static str| {
+        parts
+            .get(i)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| default.to_string())
+    };
+    format!(
+        "{} at {}:{}:{}",
+        field(1, "unknown"),
+        source_location::base_name(&field(2, "unknown")),
+        field(3, "0"),
+        field(4, "0")
+    )
+}

@@ -1,0 +1,65 @@
+//! Runs conformance programs by hand: `conformance [--llvm] [--compiler clang19|clang22] [-j N]
+//! [FILE|DIR ...]`. Prints one line per program and compiler; exits 1 if any failed.
+//! `--llvm` runs the clang-19 binaries against LLVM 19's runtime, the reference.
+
+use tests::conformance::{self, Runtime};
+use tests::Compiler;
+
+fn main() {
+    let mut runtime = Runtime::Ours;
+    let mut compilers = tests::COMPILERS.to_vec();
+    let mut jobs = 2;
+    let mut paths = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--llvm" => runtime = Runtime::Llvm19,
+            "--compiler" => {
+                compilers = match args.next().as_deref() {
+                    Some("clang19") => vec![Compiler::Clang19],
+                    Some("clang22") => vec![Compiler::Clang22],
+                    _ => usage(),
+                }
+            }
+            "-j" => jobs = args.next().and_then(|j| j.parse().ok()).unwrap_or_else(|| usage()),
+            "-h" | "--help" => usage(),
+            path => paths.push(std::path::PathBuf::from(path)),
+        }
+    }
+    if runtime == Runtime::Llvm19 {
+        compilers = vec![Compiler::Clang19];
+    }
+    let mut programs = Vec::new();
+    if paths.is_empty() {
+        programs = conformance::programs();
+    }
+    for path in paths {
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        if path.is_dir() {
+            programs.extend(
+                conformance::programs()
+                    .into_iter()
+                    .filter(|p| p.starts_with(&path)),
+            );
+        } else {
+            programs.push(path);
+        }
+    }
+    let outcomes = conformance::check_all(&programs, &compilers, runtime, jobs);
+    for o in &outcomes {
+        let verdict = if o.result.is_ok() { "PASS" } else { "FAIL" };
+        println!("{verdict} {} [{}]", o.name, o.compiler.tag());
+    }
+    match conformance::failures(&outcomes) {
+        Some(report) => {
+            println!("\n{report}");
+            std::process::exit(1);
+        }
+        None => println!("\nall {} checks passed ({runtime:?})", outcomes.len()),
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: conformance [--llvm] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
+    std::process::exit(2)
+}

@@ -1,0 +1,376 @@
+//! The conformance suite: small OpenMP programs under `tests/conformance/<rule group>/`, each
+//! pinning down one mapping or API rule. A program states what it checks in comment directives:
+//!
+//! ```text
+//! // RULE: what the program pins down (required, one line)
+//! // EXPECT: an exact line of stdout
+//! // EXPECT-STDERR: a substring of stderr (the runtime's messages)
+//! // REJECT-STDERR: a substring that must not appear in stderr
+//! // EXIT: fail              the program must exit non-zero (a fatal error, say)
+//! // ENV: NAME=value         set for the run
+//! // FLAGS: -flag ...        extra compiler flags
+//! // COMPILERS: clang19      only with these compilers (default: every compiler)
+//! // LLVM-DIFFERS: why       our behaviour deliberately differs; skip the LLVM 19 reference run
+//! ```
+//!
+//! Every program also checks its own results and exits non-zero when they are wrong. The same
+//! clang-19 binaries run against LLVM 19's `libomptarget.so.19.1` too, so each expectation is
+//! known to be LLVM's behaviour, not a guess.
+
+use crate::{text, workspace_root, Compiler};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Which offload runtime a program runs against.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    Ours,
+    /// LLVM 19's own runtime from libomp-19-dev (clang-19 binaries only).
+    Llvm19,
+}
+
+pub const LLVM19_LIB_DIR: &str = "/usr/lib/llvm-19/lib";
+
+#[derive(Clone, Debug, Default)]
+pub struct Spec {
+    pub path: PathBuf,
+    pub rule: String,
+    pub expect: Vec<String>,
+    pub expect_stderr: Vec<String>,
+    pub reject_stderr: Vec<String>,
+    pub should_fail: bool,
+    pub env: Vec<(String, String)>,
+    pub flags: Vec<String>,
+    pub compilers: Option<Vec<String>>,
+    pub llvm_differs: Option<String>,
+}
+
+impl Spec {
+    pub fn parse(path: &Path) -> Result<Spec, String> {
+        let source = std::fs::read_to_string(path).map_err(|e| format!("{e}"))?;
+        let mut spec = Spec {
+            path: path.to_path_buf(),
+            ..Spec::default()
+        };
+        for line in source.lines() {
+            let Some(rest) = line.trim().strip_prefix("// ") else {
+                continue;
+            };
+            let Some((key, value)) = rest.split_once(": ") else {
+                continue;
+            };
+            let value = value.to_string();
+            match key {
+                "RULE" => spec.rule = value,
+                "EXPECT" => spec.expect.push(value),
+                "EXPECT-STDERR" => spec.expect_stderr.push(value),
+                "REJECT-STDERR" => spec.reject_stderr.push(value),
+                "EXIT" if value.trim() == "fail" => spec.should_fail = true,
+                "EXIT" => return Err(format!("unknown EXIT value '{value}'")),
+                "ENV" => {
+                    let (k, v) = value
+                        .split_once('=')
+                        .ok_or_else(|| format!("ENV needs NAME=value: '{value}'"))?;
+                    spec.env.push((k.trim().to_string(), v.to_string()));
+                }
+                "FLAGS" => spec
+                    .flags
+                    .extend(value.split_whitespace().map(str::to_string)),
+                "COMPILERS" => {
+                    spec.compilers = Some(value.split_whitespace().map(str::to_string).collect())
+                }
+                "LLVM-DIFFERS" => spec.llvm_differs = Some(value),
+                _ => {}
+            }
+        }
+        if spec.rule.is_empty() {
+            return Err("no '// RULE:' line saying what the program checks".into());
+        }
+        Ok(spec)
+    }
+
+    /// Group and file name, e.g. `map_types/always_to.c`.
+    pub fn name(&self) -> String {
+        let root = suite_dir();
+        self.path
+            .strip_prefix(&root)
+            .unwrap_or(&self.path)
+            .display()
+            .to_string()
+    }
+
+    pub fn runs_with(&self, compiler: Compiler) -> bool {
+        self.compilers
+            .as_ref()
+            .map_or(true, |c| c.iter().any(|c| c == compiler.tag()))
+    }
+}
+
+pub fn suite_dir() -> PathBuf {
+    workspace_root().join("tests/conformance")
+}
+
+/// Every program of the suite, sorted by group and name.
+pub fn programs() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![suite_dir()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("c" | "cpp")
+            ) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn exe_path(spec: &Spec, compiler: Compiler) -> PathBuf {
+    let dir = workspace_root().join("target/conformance").join(compiler.tag());
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(spec.name().replace(['/', '.'], "_"))
+}
+
+/// Compiles one program (again only when the source is newer than the executable).
+pub fn compile(spec: &Spec, compiler: Compiler) -> Result<PathBuf, String> {
+    let out = exe_path(spec, compiler);
+    let fresh = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
+    if let (Some(built), Some(written)) = (fresh(&out), fresh(&spec.path)) {
+        if built > written {
+            return Ok(out);
+        }
+    }
+    let cpp = spec.path.extension().is_some_and(|e| e == "cpp");
+    let mut cmd = compiler.command(cpp);
+    cmd.arg(&spec.path).args(&spec.flags).arg("-o").arg(&out);
+    let output = cmd
+        .output()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    if !output.status.success() {
+        let _ = std::fs::remove_file(&out);
+        return Err(format!(
+            "{} failed to compile:\n{}",
+            compiler.tag(),
+            text(&output.stderr)
+        ));
+    }
+    Ok(out)
+}
+
+/// Runs a compiled program and checks it against its directives. `Err` says what went wrong.
+pub fn run(spec: &Spec, exe: &Path, runtime: Runtime) -> Result<(), String> {
+    let lib_dir = match runtime {
+        Runtime::Ours => crate::lib_dir(),
+        Runtime::Llvm19 => PathBuf::from(LLVM19_LIB_DIR),
+    };
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_LIBRARY_PATH", lib_dir);
+    for var in [
+        "OMP_TARGET_OFFLOAD",
+        "LIBOMPTARGET_PLUGIN_PATH",
+        "LIBOMPTARGET_PLUGINS_TO_LOAD",
+        "LIBOMPTARGET_DEBUG",
+        "LIBOMPTARGET_INFO",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    let (status, stdout, stderr) = run_with_timeout(cmd, Duration::from_secs(120))?;
+    let mut problems = Vec::new();
+    if spec.should_fail && status == Some(0) {
+        problems.push("exited 0 but the program is expected to fail".to_string());
+    }
+    if !spec.should_fail && status != Some(0) {
+        problems.push(format!("exited with {status:?}"));
+    }
+    for line in &spec.expect {
+        if !stdout.lines().any(|l| l == line) {
+            problems.push(format!("stdout lacks the line '{line}'"));
+        }
+    }
+    for part in &spec.expect_stderr {
+        if !stderr.contains(part.as_str()) {
+            problems.push(format!("stderr lacks '{part}'"));
+        }
+    }
+    for part in &spec.reject_stderr {
+        if stderr.contains(part.as_str()) {
+            problems.push(format!("stderr has '{part}'"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}\n--- stdout:\n{}--- stderr:\n{}",
+            problems.join("\n"),
+            tail(&stdout),
+            tail(&stderr)
+        ))
+    }
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    let start = lines.len().saturating_sub(40);
+    lines[start..].iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Runs a command, killing it after `limit`; returns exit code (None: killed by a signal).
+fn run_with_timeout(
+    mut cmd: Command,
+    limit: Duration,
+) -> Result<(Option<i32>, String, String), String> {
+    let dir = tempdir();
+    let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
+    let files = |p: &Path| std::fs::File::create(p).map_err(|e| e.to_string());
+    cmd.stdout(Stdio::from(files(&out_path)?))
+        .stderr(Stdio::from(files(&err_path)?))
+        .stdin(Stdio::null());
+    let mut child = spawn_retrying(&mut cmd)?;
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(format!("timed out after {limit:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let read = |p: &Path| text(&std::fs::read(p).unwrap_or_default());
+    let result = (status.code(), read(&out_path), read(&err_path));
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(result)
+}
+
+/// A just-written executable can be briefly busy (ETXTBSY) or unreadable (EACCES) while
+/// another thread forks.
+fn spawn_retrying(cmd: &mut Command) -> Result<std::process::Child, String> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Ok(child) => return Ok(child),
+            Err(e) if matches!(e.raw_os_error(), Some(26 | 13)) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(format!("cannot run {:?}: {e}", cmd.get_program())),
+        }
+    }
+}
+
+fn tempdir() -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "omptarget-conformance-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One program checked with one compiler against one runtime.
+#[derive(Debug)]
+pub struct Outcome {
+    pub name: String,
+    pub compiler: Compiler,
+    pub runtime: Runtime,
+    pub result: Result<(), String>,
+}
+
+/// Checks each program with each compiler against `runtime`, on `jobs` threads.
+pub fn check_all(
+    paths: &[PathBuf],
+    compilers: &[Compiler],
+    runtime: Runtime,
+    jobs: usize,
+) -> Vec<Outcome> {
+    let mut work = Vec::new();
+    for path in paths {
+        for &compiler in compilers {
+            work.push((path.clone(), compiler));
+        }
+    }
+    let work = std::sync::Mutex::new(work.into_iter());
+    let outcomes = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| loop {
+                let Some((path, compiler)) = work.lock().unwrap().next() else {
+                    break;
+                };
+                if let Some(outcome) = check_one(&path, compiler, runtime) {
+                    outcomes.lock().unwrap().push(outcome);
+                }
+            });
+        }
+    });
+    let mut outcomes = outcomes.into_inner().unwrap();
+    outcomes.sort_by(|a, b| (&a.name, a.compiler.tag()).cmp(&(&b.name, b.compiler.tag())));
+    outcomes
+}
+
+/// `None` when the program does not apply (other compiler, or a deliberate LLVM difference).
+fn check_one(path: &Path, compiler: Compiler, runtime: Runtime) -> Option<Outcome> {
+    let spec = match Spec::parse(path) {
+        Ok(spec) => spec,
+        Err(e) => {
+            return Some(Outcome {
+                name: path.display().to_string(),
+                compiler,
+                runtime,
+                result: Err(e),
+            })
+        }
+    };
+    if !spec.runs_with(compiler) || (runtime == Runtime::Llvm19 && spec.llvm_differs.is_some()) {
+        return None;
+    }
+    let result = compile(&spec, compiler).and_then(|exe| run(&spec, &exe, runtime));
+    Some(Outcome {
+        name: spec.name(),
+        compiler,
+        runtime,
+        result,
+    })
+}
+
+/// A report of the failures, or `None` when everything passed.
+pub fn failures(outcomes: &[Outcome]) -> Option<String> {
+    let failed: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| {
+            o.result.as_ref().err().map(|e| {
+                format!(
+                    "FAIL {} [{} / {:?}]\n{e}",
+                    o.name,
+                    o.compiler.tag(),
+                    o.runtime
+                )
+            })
+        })
+        .collect();
+    (!failed.is_empty()).then(|| {
+        format!(
+            "{} of {} checks failed:\n\n{}",
+            failed.len(),
+            outcomes.len(),
+            failed.join("\n\n")
+        )
+    })
+}
