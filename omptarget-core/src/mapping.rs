@@ -240,6 +240,7 @@ mod tests {
         assert_eq!(t.lookup(2995, 0), Lookup::Contained(3000));
         assert_eq!(t.lookup(2989, 0), Lookup::Absent);
         assert_eq!(t.remove(2000).unwrap().size(), 0);
+        assert_eq!(t.remove(3000).unwrap().size(), 8);
         assert!(t.is_empty());
     }
 }

@@ -166,11 +166,23 @@ pub fn compile(spec: &Spec, compiler: Compiler) -> Result<PathBuf, String> {
 
 /// Runs a compiled program and checks it against its directives. `Err` says what went wrong.
 pub fn run(spec: &Spec, exe: &Path, runtime: Runtime) -> Result<(), String> {
+    run_under(spec, exe, runtime, &[])
+}
+
+/// As [`run`], with the program started by a wrapper command (valgrind, say).
+pub fn run_under(spec: &Spec, exe: &Path, runtime: Runtime, wrapper: &[&str]) -> Result<(), String> {
     let lib_dir = match runtime {
         Runtime::Ours => crate::lib_dir(),
         Runtime::Llvm19 => PathBuf::from(LLVM19_LIB_DIR),
     };
-    let mut cmd = Command::new(exe);
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
     cmd.env("LD_LIBRARY_PATH", lib_dir);
     for var in [
         "OMP_TARGET_OFFLOAD",
@@ -184,7 +196,7 @@ pub fn run(spec: &Spec, exe: &Path, runtime: Runtime) -> Result<(), String> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    let (status, stdout, stderr) = run_with_timeout(cmd, Duration::from_secs(120))?;
+    let (status, stdout, stderr) = run_with_timeout(cmd, Duration::from_secs(300))?;
     let mut problems = Vec::new();
     if spec.should_fail && status == Some(0) {
         problems.push("exited 0 but the program is expected to fail".to_string());

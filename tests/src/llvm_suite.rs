@@ -385,7 +385,9 @@ impl Tools {
         let get = |name: &str, package: &str| {
             find_in_path(name)
                 .map(|p| p.to_string_lossy().into_owned())
-                .ok_or_else(|| format!("{name} not found in PATH (install Debian package {package})"))
+                .ok_or_else(|| {
+                    format!("{name} not found in PATH (install Debian package {package})")
+                })
         };
         Ok(Tools {
             clang: get("clang-19", "clang-19")?,
@@ -447,7 +449,10 @@ pub fn substitutions(suite: &Path, tools: &Tools, paths: &TestPaths) -> Vec<(Str
         false => s.to_string(),
     };
     for &t in ALL_TARGETS {
-        let base = t.strip_suffix("-JIT-LTO").or(t.strip_suffix("-LTO")).unwrap_or(t);
+        let base = t
+            .strip_suffix("-JIT-LTO")
+            .or(t.strip_suffix("-LTO"))
+            .unwrap_or(t);
         let lt = |n: &str| format!("%libomptarget-{n}-{t}");
         if t == TARGET {
             let generic = [
@@ -484,36 +489,66 @@ pub fn substitutions(suite: &Path, tools: &Tools, paths: &TestPaths) -> Vec<(Str
 
             for lang in ["compilexx", "compile", "compile-fortran"] {
                 let and_run = lt(&format!("{lang}-and-run"));
-                add(lt(&format!("{lang}-run-and-check")), format!("{and_run} | {fc} %s"));
+                add(
+                    lt(&format!("{lang}-run-and-check")),
+                    format!("{and_run} | {fc} %s"),
+                );
             }
             for lang in ["compilexx", "compile", "compile-fortran"] {
-                add(lt(&format!("{lang}-and-run")), format!("{} && {}", lt(lang), lt("run")));
+                add(
+                    lt(&format!("{lang}-and-run")),
+                    format!("{} && {}", lt(lang), lt("run")),
+                );
             }
-            add(lt("compilexx"), format!("%clangxx-{t}{}", libs(" %s -o %t")));
+            add(
+                lt("compilexx"),
+                format!("%clangxx-{t}{}", libs(" %s -o %t")),
+            );
             add(
                 lt("compilexxx-force-usm"),
                 format!("%clangxxx-force-usm-{t}{}", libs(" %s -o %t")),
             );
             add(lt("compile"), format!("%clang-{t}{}", libs(" %s -o %t")));
-            add(lt("compile-fortran"), format!("%flang-{t}{}", libs(" %s -o %t")));
+            add(
+                lt("compile-fortran"),
+                format!("%flang-{t}{}", libs(" %s -o %t")),
+            );
             for lang in ["compileoptxx", "compileopt"] {
                 let and_run = lt(&format!("{lang}-and-run"));
-                add(lt(&format!("{lang}-run-and-check")), format!("{and_run} | {fc} %s"));
+                add(
+                    lt(&format!("{lang}-run-and-check")),
+                    format!("{and_run} | {fc} %s"),
+                );
             }
             for lang in ["compileoptxx", "compileopt"] {
-                add(lt(&format!("{lang}-and-run")), format!("{} && {}", lt(lang), lt("run")));
+                add(
+                    lt(&format!("{lang}-and-run")),
+                    format!("{} && {}", lt(lang), lt("run")),
+                );
             }
-            add(lt("compileoptxx"), format!("%clangxx-{t}{}", libs(" -O3 %s -o %t")));
-            add(lt("compileopt"), format!("%clang-{t}{}", libs(" -O3 %s -o %t")));
+            add(
+                lt("compileoptxx"),
+                format!("%clangxx-{t}{}", libs(" -O3 %s -o %t")),
+            );
+            add(
+                lt("compileopt"),
+                format!("%clang-{t}{}", libs(" -O3 %s -o %t")),
+            );
             add(lt("run"), "%t".into());
             add(lt("run-fail"), "%not --crash %t".into());
             let flags = "%cuda_flags %flags %flags_clang -fopenmp-targets=";
-            add(format!("%clangxx-{t}"), format!("%clangxx %openmp_flags {flags}{base}"));
+            add(
+                format!("%clangxx-{t}"),
+                format!("%clangxx %openmp_flags {flags}{base}"),
+            );
             add(
                 format!("%clangxxx-force-usm-{t}"),
                 format!("%clangxx %openmp_flags -fopenmp-force-usm  {flags}{base}"),
             );
-            add(format!("%clang-{t}"), format!("%clang %openmp_flags {flags}{base}"));
+            add(
+                format!("%clang-{t}"),
+                format!("%clang %openmp_flags {flags}{base}"),
+            );
             add(
                 format!("%flang-{t}"),
                 format!("%flang %openmp_flags %flags %flags_flang -fopenmp-targets={base}"),
@@ -564,7 +599,12 @@ pub fn substitutions(suite: &Path, tools: &Tools, paths: &TestPaths) -> Vec<(Str
 
     // lit's default substitutions come after the configuration's.
     let source_dir = paths.source.parent().unwrap().display().to_string();
-    let tmp_base = paths.tmp.file_stem().unwrap().to_string_lossy().into_owned();
+    let tmp_base = paths
+        .tmp
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     add("%{pathsep}".into(), ":".into());
     add("%basename_t".into(), tmp_base);
     add("%s".into(), paths.source.display().to_string());
@@ -702,7 +742,8 @@ impl Config {
             commands.push((*line, expand(command, &subs).map_err(Outcome::Skip)?));
         }
         // Only other targets' commands (turned into `ignored-command`): nothing to test.
-        let compiles = |c: &String| c.contains(&self.tools.clang) || c.contains(&self.tools.clangxx);
+        let compiles =
+            |c: &String| c.contains(&self.tools.clang) || c.contains(&self.tools.clangxx);
         if !commands.iter().any(|(_, c)| compiles(c)) {
             return Err(Outcome::Skip(format!("no RUN line for {TARGET}")));
         }
@@ -845,7 +886,11 @@ fn install_helpers(bin_dir: &Path, tools: &Tools) -> Result<(), String> {
     let ignored = "#!/bin/sh\ncat >/dev/null 2>&1\necho ignored-command \"$@\"\n".to_string();
     let filecheck = format!("#!/bin/sh\nexec {} \"$@\"\n", tools.filecheck);
     fs::create_dir_all(bin_dir).map_err(|e| format!("{}: {e}", bin_dir.display()))?;
-    for (name, text) in [("not", not), ("ignored-command", ignored), ("FileCheck", filecheck)] {
+    for (name, text) in [
+        ("not", not),
+        ("ignored-command", ignored),
+        ("FileCheck", filecheck),
+    ] {
         let path = bin_dir.join(name);
         // Written aside and renamed: another run may be using the old one.
         let tmp = bin_dir.join(format!(".{name}.{}", std::process::id()));
@@ -869,7 +914,12 @@ pub fn default_jobs() -> usize {
 /// earlier run cannot stand in for one that failed to build.
 fn prepare_tmp(paths: &TestPaths) -> Result<(), String> {
     fs::create_dir_all(&paths.tmp_dir).map_err(|e| format!("{}: {e}", paths.tmp_dir.display()))?;
-    let prefix = paths.tmp.file_name().unwrap().to_string_lossy().into_owned();
+    let prefix = paths
+        .tmp
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     for entry in fs::read_dir(&paths.tmp_dir).into_iter().flatten().flatten() {
         if entry.file_name().to_string_lossy().starts_with(&prefix) {
             let path = entry.path();
@@ -882,6 +932,12 @@ fn prepare_tmp(paths: &TestPaths) -> Result<(), String> {
     Ok(())
 }
 
+/// After each command: pipefail's status, and every status of the last pipeline, so that a
+/// program that crashed before FileCheck complained of empty input shows as a crash.
+const CHECK_STATUS: &str = r#"st="${PIPESTATUS[*]}"; rc=0; for s in $st; do [ "$s" -ne 0 ] && rc=$s; done
+if [ $rc -ne 0 ]; then echo "error: command failed with exit status: $rc (pipeline: $st)"; exit 1; fi
+"#;
+
 /// The bash script for a test's commands: pipefail like lit's shell, each command echoed
 /// first (the log then reads like lit's), the first failure ends the script.
 pub fn shell_script(commands: &[(usize, String)]) -> String {
@@ -889,9 +945,7 @@ pub fn shell_script(commands: &[(usize, String)]) -> String {
     for (line, command) in commands {
         let shown = format!("RUN: at line {line}: {command}").replace('\'', r"'\''");
         script.push_str(&format!("echo '{shown}'\n{command}\n"));
-        script.push_str(
-            "rc=$?; if [ $rc -ne 0 ]; then echo \"error: command failed with exit status: $rc\"; exit 1; fi\n",
-        );
+        script.push_str(CHECK_STATUS);
     }
     script
 }
@@ -911,7 +965,12 @@ fn failure_summary(log: &Path) -> String {
     let failed_run = lines
         .iter()
         .rposition(|l| l.starts_with("RUN: at line "))
-        .map(|i| lines[i]["RUN: at line ".len()..].split(':').next().unwrap_or(""));
+        .map(|i| {
+            lines[i]["RUN: at line ".len()..]
+                .split(':')
+                .next()
+                .unwrap_or("")
+        });
     let key = lines
         .iter()
         .find(|l| {
@@ -920,13 +979,47 @@ fn failure_summary(log: &Path) -> String {
                 && !l.starts_with("error: command failed")
                 && !l.starts_with("run: at line")
         })
-        .or_else(|| lines.iter().rev().find(|l| !l.starts_with("error: command failed")))
+        .or_else(|| {
+            lines
+                .iter()
+                .rev()
+                .find(|l| !l.starts_with("error: command failed"))
+        })
         .map(|l| l.trim().chars().take(160).collect::<String>())
         .unwrap_or_default();
+    let crash = lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: command failed with exit status: "))
+        .and_then(|l| l.split_once("(pipeline: "))
+        .and_then(|(_, statuses)| {
+            statuses
+                .trim_end_matches(')')
+                .split_whitespace()
+                .filter_map(|s| s.parse::<i32>().ok())
+                .find_map(|s| signal_name(s - 128))
+        });
+    let key = match crash {
+        Some(signal) => format!("a program died of {signal}; {key}"),
+        None => key,
+    };
     match failed_run {
         Some(line) => format!("RUN line {line} failed: {key}"),
         None => key,
     }
+}
+
+/// Signals a test program may die of (`not --crash` tests expect SIGABRT).
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -939,7 +1032,10 @@ mod tests {
             "// RUN: %libomptarget-compile-generic \\\n// RUN:   -DX && %t\n\
              // REQUIRES: host, !gpu\n// UNSUPPORTED: amdgcn-amd-amdhsa\n// CHECK: x\n",
         );
-        assert_eq!(d.run, vec![(1, "%libomptarget-compile-generic    -DX && %t".into())]);
+        assert_eq!(
+            d.run,
+            vec![(1, "%libomptarget-compile-generic    -DX && %t".into())]
+        );
         assert_eq!(d.requires, vec!["host", "!gpu"]);
         assert_eq!(d.skip_reason(), Ok(None));
     }
@@ -963,7 +1059,10 @@ mod tests {
         let paths = TestPaths::new(Path::new("/s"), Path::new("/x"), "mapping/a.c");
         let subs = substitutions(Path::new("/s"), &tools, &paths);
         let run = expand("%libomptarget-compile-run-and-check-generic", &subs).unwrap();
-        assert!(run.starts_with("clang-19 -fopenmp -pthread  -I /s "), "{run}");
+        assert!(
+            run.starts_with("clang-19 -fopenmp -pthread  -I /s "),
+            "{run}"
+        );
         assert!(run.contains("-fopenmp-targets=x86_64-pc-linux-gnu /s/mapping/a.c -o "));
         assert!(run.ends_with("&& /x/mapping/Output/a.c.tmp | FileCheck-19 /s/mapping/a.c"));
         let fail = expand("%libomptarget-run-fail-generic", &subs).unwrap();

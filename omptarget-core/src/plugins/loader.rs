@@ -2,7 +2,8 @@
 
 use super::discovery::{self, Candidate};
 use super::library::PluginLibrary;
-use plugin_api::abi_stable::library::lib_header_from_path;
+use plugin_api::abi_stable::library::{lib_header_from_raw_library, RawLibrary};
+use std::sync::Mutex;
 use plugin_api::{AbiVersion, PluginModuleRef, ABI_VERSION, ABI_VERSION_SYMBOL};
 use std::path::{Path, PathBuf};
 
@@ -110,8 +111,7 @@ fn open(
     }
     // Headers are loaded per file: abi_stable's RootModule::load_from_file would cache one
     // module for all plugins, since they share the module type.
-    let header = lib_header_from_path(Path::new(&path))
-        .map_err(|e| format!("not a valid plugin library: {e}"))?;
+    let header = load_header(Path::new(&path))?;
     let module = header
         .init_root_module::<PluginModuleRef>()
         .map_err(|e| format!("plugin interface layout does not match this runtime: {e}"))?;
@@ -122,6 +122,22 @@ fn open(
         abi_version: version,
         path,
     })
+}
+
+/// Plugins stay loaded for the life of the process. Their handles are kept in a static, not
+/// just forgotten, so leak checkers see them as reachable.
+static LOADED_LIBRARIES: Mutex<Vec<&'static RawLibrary>> = Mutex::new(Vec::new());
+
+fn load_header(path: &Path) -> Result<&'static plugin_api::abi_stable::library::LibHeader, String> {
+    let raw = RawLibrary::load_at(path).map_err(|e| format!("not a valid plugin library: {e}"))?;
+    let raw: &'static RawLibrary = Box::leak(Box::new(raw));
+    LOADED_LIBRARIES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(raw);
+    // SAFETY: the library stays loaded (never dropped), as the header requires.
+    unsafe { lib_header_from_raw_library(raw) }
+        .map_err(|e| format!("not a valid plugin library: {e}"))
 }
 
 fn load_one(candidate: &Candidate) -> (PluginReport, Option<PluginLibrary>) {

@@ -69,9 +69,19 @@ fn main() {
     let passed = count(|o| *o == Outcome::Pass);
     let failed = count(|o| matches!(o, Outcome::Fail(_)));
     let skipped = count(|o| matches!(o, Outcome::Skip(_)));
-    println!("\nsummary ({}): {passed} passed, {failed} failed, {skipped} skipped", runtime.name());
-    for r in results.iter().filter(|r| matches!(r.outcome, Outcome::Fail(_))) {
-        let log = r.log.as_ref().map(|l| l.display().to_string()).unwrap_or_default();
+    println!(
+        "\nsummary ({}): {passed} passed, {failed} failed, {skipped} skipped",
+        runtime.name()
+    );
+    for r in results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
+    {
+        let log = r
+            .log
+            .as_ref()
+            .map(|l| l.display().to_string())
+            .unwrap_or_default();
         println!("  failed: {} (log: {log})", r.name);
     }
     if let Some(path) = list_out {

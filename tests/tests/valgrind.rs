@@ -1,0 +1,60 @@
+//! A representative subset of the conformance suite under valgrind's memcheck: no invalid
+//! reads or writes and no definite leaks (valgrind's error exit code turns either into a
+//! failure), besides each program's own checks.
+
+use tests::conformance::{self, Runtime, Spec};
+use tests::Compiler;
+
+/// One program per area of the runtime: mapping rules, pointers, structs, mappers, strided
+/// updates, the device API and its tasks, many constructs in flight, threads, C++ lambdas,
+/// and the information output.
+const SUBSET: &[&str] = &[
+    "map_types/tofrom_default.c",
+    "map_types/firstprivate_many.cpp",
+    "ref_counts/nested_data.c",
+    "pointers/struct_ptr_attach.c",
+    "structs/nested.c",
+    "mappers/nested_mapper.c",
+    "non_contig/strided_2d.c",
+    "device_api/memcpy_async.c",
+    "device_api/associate_ptr.c",
+    "async/depend_chain.c",
+    "threads/shared_mapping.c",
+    "cpp/lambda_by_ref.cpp",
+    "info/all_bits.c",
+    "errors/exit_unmapped.c",
+];
+
+const VALGRIND: &[&str] = &[
+    "valgrind",
+    "-q",
+    "--leak-check=full",
+    "--show-leak-kinds=definite",
+    "--errors-for-leak-kinds=definite",
+    "--error-exitcode=99",
+];
+
+#[test]
+fn representative_programs_are_clean_under_memcheck() {
+    let probe = std::process::Command::new("valgrind").arg("--version").output();
+    assert!(
+        probe.is_ok_and(|o| o.status.success()),
+        "valgrind is needed (.ci/install-deps.sh installs it)"
+    );
+    let mut failures = Vec::new();
+    for name in SUBSET {
+        let path = conformance::suite_dir().join(name);
+        let spec = Spec::parse(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for compiler in [Compiler::Clang19, Compiler::Clang22] {
+            if !spec.runs_with(compiler) {
+                continue;
+            }
+            let outcome = conformance::compile(&spec, compiler)
+                .and_then(|exe| conformance::run_under(&spec, &exe, Runtime::Ours, VALGRIND));
+            if let Err(e) = outcome {
+                failures.push(format!("{name} [{}]: {e}", compiler.tag()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
