@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the build and tests need beyond Rust and gcc (Debian bookworm):
-# clang-19 with LLVM 19's libomp and libomptarget (the reference runtime), clang-22, and
-# clang-22's omp.h from libomp-22-dev, unpacked aside because it conflicts with libomp-19-dev.
+# clang-19 with LLVM 19's libomp and libomptarget (the reference runtime), clang-22,
+# clang-22's omp.h from libomp-22-dev (unpacked aside: it conflicts with libomp-19-dev),
+# valgrind (memcheck runs), and FileCheck-19/not-19 from llvm-19-tools (LLVM's own test suite).
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 need=""
-for cmd in clang-19 clang-22; do command -v $cmd >/dev/null || need=1; done
+for cmd in clang-19 clang-22 valgrind FileCheck-19 not-19; do command -v $cmd >/dev/null || need=1; done
 [ -e /usr/lib/llvm-19/lib/libomptarget.so.19.1 ] || need=1
 if [ -n "$need" ]; then
     $SUDO apt-get update -q
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        clang-19 libomp-19-dev clang-22
+        clang-19 libomp-19-dev clang-22 valgrind llvm-19-tools
 fi
 root=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}
 if [ ! -e "$root/usr/lib/llvm-22/lib/clang/22/include/omp.h" ]; then
