@@ -223,7 +223,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
 fn send(q: &mut ConstructQueue<'_>, device_begin: usize, shadows: &[ShadowPointer], begin: usize, size: u64) -> Result<()> {
     q.copy_to_device(device_begin, begin, size)?;
     for s in shadows {
-        q.write_device_word(s.device_address, s.device_value)?;
+        q.write_device_word(s.device_address, s.device_value, 0)?;
     }
     Ok(())
 }
@@ -322,6 +322,20 @@ fn begin_list(
                     .wrapping_sub(arg.begin.wrapping_sub(arg.base)),
             ));
         }
+        if placed.device_begin == 0
+            && t.0 != 0
+            && t.member_of().is_none()
+            && !t.has(IMPLICIT)
+            && info::enabled(info::EMPTY_MAPPING)
+        {
+            info::line(
+                q.device.id,
+                format_args!(
+                    "variable {} does not have a valid device counterpart",
+                    info::name(arg.name)
+                ),
+            );
+        }
         if let Some(pointer) = pointer.filter(|p| !p.is_host && !placed.is_host) {
             let device_value = placed
                 .device_begin
@@ -368,7 +382,7 @@ fn attach(
     device_address: usize,
     device_value: usize,
 ) -> Result<()> {
-    {
+    let name = {
         let mut table = q.device.mapping.lock().unwrap();
         let Lookup::Contained(start) = table.lookup(host_address, POINTER_SIZE) else {
             return Err(OffloadError::new(format!(
@@ -394,9 +408,10 @@ fn attach(
                 device_value,
             });
         }
-    }
+        m.name
+    };
     log::debug!("attached pointer {host_address:#x}: device copy at {device_address:#x} now holds {device_value:#x}");
-    q.write_device_word(device_address, device_value)
+    q.write_device_word(device_address, device_value, name)
 }
 
 /// Copies device data back into host memory, then restores the host values of attached
@@ -521,20 +536,17 @@ fn release(m: &mut Mapping, hold: bool, delete: bool, update_refs: bool) -> bool
     if m.is_infinite() {
         return false;
     }
-    let is_last = if delete {
-        (if hold { m.dynamic_refs } else { m.hold_refs }) == 0
+    let (this, other) = if hold {
+        (&mut m.hold_refs, m.dynamic_refs)
     } else {
-        m.total_refs() == 1
+        (&mut m.dynamic_refs, m.hold_refs)
     };
-    let count = if hold {
-        &mut m.hold_refs
-    } else {
-        &mut m.dynamic_refs
-    };
+    // The other count keeps the data mapped whatever happens to this one.
+    let is_last = other == 0 && (delete || *this == 1);
     if delete {
-        *count = 0;
+        *this = 0;
     } else if update_refs {
-        *count = count.saturating_sub(1);
+        *this = this.saturating_sub(1);
     }
     is_last
 }
@@ -810,7 +822,7 @@ fn fix_lambda_capture(
     let capture_device = lambda_device.wrapping_add(arg.base.wrapping_sub(lambda_host));
     let captured = find_in_use(q, arg.begin, arg.size, false).map(|(d, _)| d);
     match captured {
-        Some(target) => q.write_device_word(capture_device, target),
+        Some(target) => q.write_device_word(capture_device, target, 0),
         None => Ok(()), // not mapped (or shared memory): the capture stays as it is
     }
 }

@@ -153,7 +153,7 @@ impl Device {
                     Ok(global) => {
                         let mut mapping =
                             Mapping::permanent(entry.address, entry.size, global.address);
-                        mapping.name = 0;
+                        mapping.name = entry.name_address;
                         self.mapping.lock().unwrap().insert(mapping);
                         globals.push(entry.address);
                     }

@@ -15,6 +15,7 @@ pub const DUMP_TABLE: u32 = 0x04;
 pub const MAPPING_CHANGED: u32 = 0x08;
 pub const PLUGIN_KERNEL: u32 = 0x10;
 pub const DATA_TRANSFER: u32 = 0x20;
+pub const EMPTY_MAPPING: u32 = 0x40;
 
 /// Set at start-up from the environment; `__tgt_set_info_flag` changes it later.
 static FLAGS: AtomicU32 = AtomicU32::new(0);
@@ -154,6 +155,10 @@ fn declaration(m: &Mapping) -> String {
     let text = unsafe { std::ffi::CStr::from_ptr(m.name as *const std::ffi::c_char) }
         .to_string_lossy()
         .into_owned();
+    // Globals carry their plain symbol name rather than ";name;file;line;col;;".
+    if !text.contains(';') {
+        return format!("{text} at unknown:0:0");
+    }
     let parts: Vec<&str> = text.split(';').collect();
     let field = |i: usize, default: &'static str| {
         parts

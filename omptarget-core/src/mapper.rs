@@ -16,22 +16,120 @@ type MapperFunction = unsafe extern "C" fn(
     name: *mut c_void,
 );
 
-/// The pieces one mapper call reports; its address is the `rt_mapper_handle`.
-#[derive(Default)]
+/// One reported piece, laid out as LLVM's `MapComponentInfoTy`.
+#[repr(C)]
+#[derive(Copy, Clone)]
+struct Component {
+    base: usize,
+    begin: usize,
+    size: i64,
+    map_type: i64,
+    name: usize,
+}
+
+/// The pieces one mapper call reports; its address is the `rt_mapper_handle`. Laid out as
+/// LLVM's `MapperComponentsTy` (a libstdc++ `std::vector<MapComponentInfoTy>`: begin, end and
+/// capacity pointers over malloc'd storage), because programs and LLVM's own tests pass such
+/// a vector as the handle and destroy it themselves.
+#[repr(C)]
 pub struct MapperComponents {
-    pub components: Vec<MapArg>,
+    begin: *mut Component,
+    end: *mut Component,
+    capacity_end: *mut Component,
+}
+
+extern "C" {
+    fn realloc(ptr: *mut std::ffi::c_void, size: usize) -> *mut std::ffi::c_void;
+    fn free(ptr: *mut std::ffi::c_void);
+}
+
+impl Default for MapperComponents {
+    fn default() -> Self {
+        MapperComponents {
+            begin: std::ptr::null_mut(),
+            end: std::ptr::null_mut(),
+            capacity_end: std::ptr::null_mut(),
+        }
+    }
 }
 
 impl MapperComponents {
+    pub fn len(&self) -> usize {
+        if self.begin.is_null() {
+            return 0;
+        }
+        // SAFETY: begin and end delimit one allocation (the vector invariant).
+        unsafe { self.end.offset_from(self.begin) as usize }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn push(&mut self, base: usize, begin: usize, size: i64, map_type: i64, name: usize) {
-        self.components.push(MapArg {
-            base,
-            begin,
-            size: size.max(0) as u64,
-            map_type: MapType(map_type),
-            name,
-            mapper: 0,
-        });
+        if self.end == self.capacity_end {
+            self.grow();
+        }
+        // SAFETY: after `grow`, end < capacity_end inside the allocation.
+        unsafe {
+            self.end.write(Component {
+                base,
+                begin,
+                size,
+                map_type,
+                name,
+            });
+            self.end = self.end.add(1);
+        }
+    }
+
+    fn grow(&mut self) {
+        let len = self.len();
+        let capacity = (len * 2).max(8);
+        // SAFETY: `begin` is null or this vector's malloc'd storage; realloc keeps the
+        // elements, and the vector's owner frees it with free (operator delete).
+        let storage = unsafe {
+            realloc(
+                self.begin as *mut std::ffi::c_void,
+                capacity * std::mem::size_of::<Component>(),
+            )
+        } as *mut Component;
+        assert!(!storage.is_null(), "out of memory for mapper components");
+        self.begin = storage;
+        // SAFETY: both offsets lie within the new allocation.
+        unsafe {
+            self.end = storage.add(len);
+            self.capacity_end = storage.add(capacity);
+        }
+    }
+
+    /// The pieces as map arguments.
+    pub fn to_args(&self) -> Vec<MapArg> {
+        if self.begin.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: begin..end are initialised components (written by `push`).
+        let components = unsafe { std::slice::from_raw_parts(self.begin, self.len()) };
+        components
+            .iter()
+            .map(|c| MapArg {
+                base: c.base,
+                begin: c.begin,
+                size: c.size.max(0) as u64,
+                map_type: MapType(c.map_type),
+                name: c.name,
+                mapper: 0,
+            })
+            .collect()
+    }
+}
+
+impl Drop for MapperComponents {
+    fn drop(&mut self) {
+        if !self.begin.is_null() {
+            // SAFETY: storage from realloc in `grow`, freed once.
+            unsafe { free(self.begin as *mut std::ffi::c_void) };
+        }
     }
 }
 
@@ -55,7 +153,20 @@ pub fn expand(arg: &MapArg) -> Vec<MapArg> {
     log::debug!(
         "mapper {:#x} gave {} components",
         arg.mapper,
-        components.components.len()
+        components.len()
     );
-    components.components
+    components.to_args()
+}
+
+#[test]
+fn components_grow_and_convert() {
+    let mut c = MapperComponents::default();
+    assert!(c.is_empty());
+    for i in 0..20 {
+        c.push(i, i + 1, 4, 0x3, 0);
+    }
+    assert_eq!(c.len(), 20);
+    let args = c.to_args();
+    assert_eq!((args[19].base, args[19].begin, args[19].size), (19, 20, 4));
+    assert_eq!(std::mem::size_of::<Component>(), 40);
 }

@@ -50,11 +50,23 @@ impl<'d> ConstructQueue<'d> {
     }
 
     pub fn copy_to_device(&mut self, device_dst: usize, host_src: usize, size: u64) -> Result<()> {
+        self.copy_to_device_named(device_dst, host_src, size, None)
+    }
+
+    /// As `copy_to_device`, naming the variable for `LIBOMPTARGET_INFO` when the source is a
+    /// staging buffer rather than the mapped host data.
+    fn copy_to_device_named(
+        &mut self,
+        device_dst: usize,
+        host_src: usize,
+        size: u64,
+        name: Option<usize>,
+    ) -> Result<()> {
         if size == 0 {
             return Ok(());
         }
         if info::enabled(info::DATA_TRANSFER) {
-            self.print_copy(true, host_src, device_dst, size);
+            self.print_copy(true, host_src, device_dst, size, name);
         }
         self.device
             .plugin
@@ -72,7 +84,7 @@ impl<'d> ConstructQueue<'d> {
             return Ok(());
         }
         if info::enabled(info::DATA_TRANSFER) {
-            self.print_copy(false, host_dst, device_src, size);
+            self.print_copy(false, host_dst, device_src, size, None);
         }
         self.device
             .plugin
@@ -81,14 +93,15 @@ impl<'d> ConstructQueue<'d> {
     }
 
     /// LLVM's data-transfer information line, naming the mapped variable when there is one.
-    fn print_copy(&self, to_device: bool, host: usize, device: usize, size: u64) {
-        let name = self
-            .device
-            .mapping
-            .lock()
-            .unwrap()
-            .find(host, size)
-            .map_or(0, |m| m.name);
+    fn print_copy(&self, to_device: bool, host: usize, device: usize, size: u64, name: Option<usize>) {
+        let name = name.unwrap_or_else(|| {
+            self.device
+                .mapping
+                .lock()
+                .unwrap()
+                .find(host, size)
+                .map_or(0, |m| m.name)
+        });
         // LLVM names the source first.
         let (from, to, first, second) = if to_device {
             ("host", "device", format!("HstPtr={}", info::Ptr(host)), format!("TgtPtr={}", info::Ptr(device)))
@@ -112,12 +125,13 @@ impl<'d> ConstructQueue<'d> {
         self.copy_to_device(device_dst, src, len)
     }
 
-    /// Writes one pointer-sized value to device memory.
-    pub fn write_device_word(&mut self, device_dst: usize, value: usize) -> Result<()> {
+    /// Writes one pointer-sized value to device memory; `name` is the variable it belongs to
+    /// (a `map_var_info_t`, 0 when unknown), for `LIBOMPTARGET_INFO`.
+    pub fn write_device_word(&mut self, device_dst: usize, value: usize, name: usize) -> Result<()> {
         let staged = Box::new(value);
         let src = &*staged as *const usize as usize;
         self.staged.push(staged);
-        self.copy_to_device(device_dst, src, std::mem::size_of::<usize>() as u64)
+        self.copy_to_device_named(device_dst, src, std::mem::size_of::<usize>() as u64, Some(name))
     }
 
     /// Writes a pointer-sized value to host memory once the queue has completed.

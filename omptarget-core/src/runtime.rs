@@ -73,8 +73,31 @@ impl Runtime {
         }
     }
 
+    /// Records a library's `requires` flags. As in LLVM, the first library sets them and every
+    /// later one must agree on the clauses that change how memory is shared; a mismatch is a
+    /// fatal error, since the libraries' code would disagree about addresses.
     pub fn add_requirements(&self, flags: i64) {
-        self.requirements.fetch_or(flags, Ordering::Relaxed);
+        const NONE: i64 = 0x001;
+        const AUTO_ZERO_COPY: i64 = 0x020;
+        let update = self
+            .requirements
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |set| {
+                (set == 0 || (set == NONE && flags == AUTO_ZERO_COPY)).then_some(flags)
+            });
+        let Err(set) = update else { return };
+        for (bit, clause) in [
+            (0x002, "reverse_offload"),
+            (0x004, "unified_address"),
+            (REQUIRES_UNIFIED_SHARED_MEMORY, "unified_shared_memory"),
+            (0x010, "dynamic_allocators"),
+        ] {
+            if set & bit != flags & bit {
+                logging::fatal(
+                    2,
+                    &format!("'#pragma omp requires {clause}' not used consistently!"),
+                );
+            }
+        }
     }
 
     pub fn unified_shared_memory(&self) -> bool {

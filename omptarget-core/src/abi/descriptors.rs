@@ -71,8 +71,14 @@ pub unsafe fn read_descriptor(
         let image = unsafe { &*desc.device_images.add(i) };
         let start = image.image_start as usize;
         let end = image.image_end as usize;
-        if start == 0 || end < start {
+        if end < start || (start == 0 && end != 0) {
             return Err(DescriptorError::BadImageBounds(i));
+        }
+        if start == 0 {
+            // An empty image (hand-made descriptors that only register `requires` flags):
+            // nothing can run it, but the library's entries still count.
+            images.push(RawImage { bytes: &[] });
+            continue;
         }
         // SAFETY: [start, end) is the image embedded in the program, valid until unregistration.
         let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, end - start) };

@@ -28,6 +28,9 @@ pub struct OffloadEntry {
     /// Host address: a kernel's region id or a global variable.
     pub address: usize,
     pub name: String,
+    /// Address of the name's C string in the program, which LLVM uses as the variable's
+    /// name in diagnostics.
+    pub name_address: usize,
     /// 0 for kernels, the variable's size for globals.
     pub size: u64,
     pub flags: u32,
@@ -109,7 +112,13 @@ unsafe fn read_name(address: u64, index: usize) -> Result<String, EntryTableErro
 /// # Safety
 /// As [`read_entry_table`]: name fields point to NUL-terminated strings.
 pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, EntryTableError> {
-    let new_layout = bytes.len() >= NEW_SIZE && word(bytes, 0) == 0;
+    // The new layout starts with 8 zero bytes and version 1. A legacy entry may start with a
+    // null address too (hand-made `requires` entries), but then a name pointer follows.
+    let fits_new = bytes.len() >= NEW_SIZE && bytes.len().is_multiple_of(NEW_SIZE);
+    let fits_legacy = bytes.len().is_multiple_of(LEGACY_SIZE);
+    let new_layout = fits_new
+        && word(bytes, 0) == 0
+        && (!fits_legacy || u16::from_ne_bytes([bytes[8], bytes[9]]) == 1);
     let (stride, layout_ok) = if new_layout {
         (NEW_SIZE, bytes.len().is_multiple_of(NEW_SIZE))
     } else {
@@ -134,6 +143,7 @@ pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, En
                 address: word(e, 16) as usize,
                 // SAFETY: caller's promise on name pointers.
                 name: unsafe { read_name(word(e, 24), i) }?,
+                name_address: word(e, 24) as usize,
                 size: word(e, 32),
                 data: word(e, 40),
             });
@@ -142,6 +152,7 @@ pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, En
                 address: word(e, 0) as usize,
                 // SAFETY: caller's promise on name pointers.
                 name: unsafe { read_name(word(e, 8), i) }?,
+                name_address: word(e, 8) as usize,
                 size: word(e, 16),
                 flags: u32::from_ne_bytes(e[24..28].try_into().unwrap()),
                 // The legacy `reserved` field carries the requires flags of clang 19.
@@ -196,6 +207,16 @@ mod tests {
             assert_eq!((entries[1].address, entries[1].size), (0x2000, 4));
             assert!(entries[1].is_global());
         }
+    }
+
+    #[test]
+    fn legacy_requires_entries_with_null_addresses() {
+        let r = c"";
+        let mut two = legacy(0, r, 0, flags::REGISTER_REQUIRES);
+        two.extend(legacy(0, r, 0, flags::REGISTER_REQUIRES));
+        let entries = unsafe { parse_entries(&two) }.unwrap();
+        assert_eq!(entries.len(), 2);
+        assert!(!entries[0].is_kernel() && !entries[0].is_global());
     }
 
     #[test]

@@ -48,9 +48,10 @@ pub unsafe fn variable_name(info: usize) -> String {
     }
     // SAFETY: caller's promise: a C string.
     let text = unsafe { CStr::from_ptr(info as *const c_char) }.to_string_lossy();
+    // A plain string (a global's symbol name) is the name itself, as in LLVM.
     match text.split(';').nth(1) {
-        Some(name) if !name.is_empty() => name.to_string(),
-        _ => "unknown".into(),
+        Some(name) => name.to_string(),
+        None => text.into_owned(),
     }
 }
 

@@ -376,7 +376,8 @@ pub extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -
         }
         match device_or_host(runtime, device_num) {
             Ok(None) => 1,
-            Ok(Some(d)) => d.mapping.lock().unwrap().find(ptr as usize, 0).is_some() as c_int,
+            // One byte, as LLVM: the storage the pointer refers to, not a zero-length section.
+            Ok(Some(d)) => d.mapping.lock().unwrap().find(ptr as usize, 1).is_some() as c_int,
             Err(e) => report("omp_target_is_present", 0, Err(e)),
         }
     })
@@ -412,7 +413,7 @@ pub extern "C" fn omp_get_mapped_ptr(ptr: *const c_void, device_num: c_int) -> *
                 .mapping
                 .lock()
                 .unwrap()
-                .find(ptr as usize, 0)
+                .find(ptr as usize, 1)
                 .map_or(ptr::null_mut(), |m| {
                     m.device_address(ptr as usize) as *mut c_void
                 }),

@@ -14,7 +14,7 @@ pub extern "C" fn __tgt_mapper_num_components(handle: *mut c_void) -> i64 {
         }
         // SAFETY: the handle is the `MapperComponents` the runtime passed to the mapper.
         let components = unsafe { &*(handle as *const MapperComponents) };
-        components.components.len() as i64
+        components.len() as i64
     })
 }
 

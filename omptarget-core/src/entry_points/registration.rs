@@ -22,6 +22,10 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
         };
         let mut images = Vec::new();
         for (i, raw) in description.images.iter().enumerate() {
+            if raw.bytes.is_empty() {
+                log::debug!("device image {i} is empty; nothing to load");
+                continue;
+            }
             match offload_binary::unwrap(raw.bytes) {
                 Ok(u) => images.push(ProgramImage {
                     bytes: u.bytes,
