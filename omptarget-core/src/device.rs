@@ -151,6 +151,23 @@ impl Device {
                     .get_global(self.local, handle, &entry.name, entry.size)
                 {
                     Ok(global) => {
+                        if crate::runtime::Runtime::get().unified_shared_memory() {
+                            // Under unified shared memory the device global is a reference
+                            // to the host's: give it the host's value (as LLVM does).
+                            if let Err(e) = self.plugin.copy_to_device(
+                                self.local,
+                                global.address,
+                                entry.address,
+                                entry.size,
+                                plugin_api::QueueHandle::SYNC,
+                            ) {
+                                log::warn!(
+                                    "writing '{}' for unified shared memory failed: {}",
+                                    entry.name,
+                                    e.message
+                                );
+                            }
+                        }
                         let mut mapping =
                             Mapping::permanent(entry.address, entry.size, global.address);
                         mapping.name = entry.name_address;
