@@ -168,11 +168,25 @@ impl Device {
                                 );
                             }
                         }
+                        // `declare target indirect` functions: the global holds the device
+                        // function's address, which host function pointers translate to.
+                        let device_address = if entry.flags
+                            & crate::abi::offload_entry::flags::INDIRECT
+                            != 0
+                        {
+                            self.read_device_word(global.address)
+                        } else {
+                            global.address
+                        };
                         let mut mapping =
-                            Mapping::permanent(entry.address, entry.size, global.address);
+                            Mapping::permanent(entry.address, entry.size, device_address);
                         mapping.name = entry.name_address;
-                        self.mapping.lock().unwrap().insert(mapping);
-                        globals.push(entry.address);
+                        let mut table = self.mapping.lock().unwrap();
+                        // Weak symbols may repeat across libraries: the first mapping stays.
+                        if table.find(entry.address, entry.size).is_none() {
+                            table.insert(mapping);
+                            globals.push(entry.address);
+                        }
                     }
                     Err(e) => log::warn!(
                         "global '{}' not found on device {}: {}",
@@ -195,6 +209,33 @@ impl Device {
             kernels,
             globals,
         }
+    }
+
+    /// One pointer-sized value of device memory (0 if it cannot be read).
+    fn read_device_word(&self, address: usize) -> usize {
+        let mut value = 0usize;
+        if crate::info::enabled(crate::info::DATA_TRANSFER) {
+            crate::info::line(
+                self.id,
+                format_args!(
+                    "Copying data from device to host, TgtPtr={}, HstPtr={}, Size={}, Name=unknown",
+                    crate::info::Ptr(address),
+                    crate::info::Ptr(&value as *const usize as usize),
+                    std::mem::size_of::<usize>()
+                ),
+            );
+        }
+        let result = self.plugin.copy_from_device(
+            self.local,
+            &mut value as *mut usize as usize,
+            address,
+            std::mem::size_of::<usize>() as u64,
+            plugin_api::QueueHandle::SYNC,
+        );
+        if let Err(e) = result {
+            log::warn!("device {}: reading {address:#x} failed: {}", self.id, e.message);
+        }
+        value
     }
 
     /// Forgets a library that the program unregistered, unloading its image.
