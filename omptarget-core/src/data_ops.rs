@@ -220,7 +220,13 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
 
 /// Sends host data and re-applies the device values of pointers attached inside it, so that
 /// re-sent data keeps pointing at device memory.
-fn send(q: &mut ConstructQueue<'_>, device_begin: usize, shadows: &[ShadowPointer], begin: usize, size: u64) -> Result<()> {
+fn send(
+    q: &mut ConstructQueue<'_>,
+    device_begin: usize,
+    shadows: &[ShadowPointer],
+    begin: usize,
+    size: u64,
+) -> Result<()> {
     q.copy_to_device(device_begin, begin, size)?;
     for s in shadows {
         q.write_device_word(s.device_address, s.device_value, 0)?;
@@ -340,7 +346,13 @@ fn begin_list(
             let device_value = placed
                 .device_begin
                 .wrapping_sub(arg.begin.wrapping_sub(pointee_base));
-            attach(q, arg.base, pointee_base, pointer.device_begin, device_value)?;
+            attach(
+                q,
+                arg.base,
+                pointee_base,
+                pointer.device_begin,
+                device_value,
+            )?;
         }
     }
     Ok(returned)
@@ -460,8 +472,8 @@ fn end_list(
             end_list(q, &components, true, candidates)?;
             continue;
         }
-        let update_refs = (t.member_of().is_none() || t.has(PTR_AND_OBJ))
-            && !(from_mapper && index == 0);
+        let update_refs =
+            (t.member_of().is_none() || t.has(PTR_AND_OBJ)) && !(from_mapper && index == 0);
         let (hold, delete, implicit) = (t.has(OMPX_HOLD), t.has(DELETE), t.has(IMPLICIT));
         let found = {
             let mut table = q.device.mapping.lock().unwrap();
@@ -633,7 +645,12 @@ fn update_strided(q: &mut ConstructQueue<'_>, arg: &MapArg, dims: &[NonContigDim
     walk(q, arg, dims, run, 0)
 }
 
-fn update_contiguous(q: &mut ConstructQueue<'_>, begin: usize, size: u64, t: MapType) -> Result<()> {
+fn update_contiguous(
+    q: &mut ConstructQueue<'_>,
+    begin: usize,
+    size: u64,
+    t: MapType,
+) -> Result<()> {
     let Some((device_begin, shadows)) = find_in_use(q, begin, size, true) else {
         if t.has(PRESENT) && !q.unified_shared_memory {
             present_message(begin, size, "motion");

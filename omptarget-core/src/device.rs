@@ -170,14 +170,12 @@ impl Device {
                         }
                         // `declare target indirect` functions: the global holds the device
                         // function's address, which host function pointers translate to.
-                        let device_address = if entry.flags
-                            & crate::abi::offload_entry::flags::INDIRECT
-                            != 0
-                        {
-                            self.read_device_word(global.address)
-                        } else {
-                            global.address
-                        };
+                        let device_address =
+                            if entry.flags & crate::abi::offload_entry::flags::INDIRECT != 0 {
+                                self.read_device_word(global.address)
+                            } else {
+                                global.address
+                            };
                         let mut mapping =
                             Mapping::permanent(entry.address, entry.size, device_address);
                         mapping.name = entry.name_address;
@@ -233,7 +231,11 @@ impl Device {
             plugin_api::QueueHandle::SYNC,
         );
         if let Err(e) = result {
-            log::warn!("device {}: reading {address:#x} failed: {}", self.id, e.message);
+            log::warn!(
+                "device {}: reading {address:#x} failed: {}",
+                self.id,
+                e.message
+            );
         }
         value
     }

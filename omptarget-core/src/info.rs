@@ -75,6 +75,8 @@ pub fn ref_count(count: u64) -> String {
 }
 
 /// "Entering OpenMP kernel at file:line:col with N arguments:" and one line per argument.
+// `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn kernel_arguments(device: i32, loc: *const Ident, region: &str, args: &[MapArg]) {
     // SAFETY: `loc` is null or the compiler's ident_t.
     let at = unsafe { source_location::describe_or_unknown(loc) };

@@ -93,7 +93,14 @@ impl<'d> ConstructQueue<'d> {
     }
 
     /// LLVM's data-transfer information line, naming the mapped variable when there is one.
-    fn print_copy(&self, to_device: bool, host: usize, device: usize, size: u64, name: Option<usize>) {
+    fn print_copy(
+        &self,
+        to_device: bool,
+        host: usize,
+        device: usize,
+        size: u64,
+        name: Option<usize>,
+    ) {
         let name = name.unwrap_or_else(|| {
             self.device
                 .mapping
@@ -104,9 +111,19 @@ impl<'d> ConstructQueue<'d> {
         });
         // LLVM names the source first.
         let (from, to, first, second) = if to_device {
-            ("host", "device", format!("HstPtr={}", info::Ptr(host)), format!("TgtPtr={}", info::Ptr(device)))
+            (
+                "host",
+                "device",
+                format!("HstPtr={}", info::Ptr(host)),
+                format!("TgtPtr={}", info::Ptr(device)),
+            )
         } else {
-            ("device", "host", format!("TgtPtr={}", info::Ptr(device)), format!("HstPtr={}", info::Ptr(host)))
+            (
+                "device",
+                "host",
+                format!("TgtPtr={}", info::Ptr(device)),
+                format!("HstPtr={}", info::Ptr(host)),
+            )
         };
         info::line(
             self.device.id,
@@ -127,11 +144,21 @@ impl<'d> ConstructQueue<'d> {
 
     /// Writes one pointer-sized value to device memory; `name` is the variable it belongs to
     /// (a `map_var_info_t`, 0 when unknown), for `LIBOMPTARGET_INFO`.
-    pub fn write_device_word(&mut self, device_dst: usize, value: usize, name: usize) -> Result<()> {
+    pub fn write_device_word(
+        &mut self,
+        device_dst: usize,
+        value: usize,
+        name: usize,
+    ) -> Result<()> {
         let staged = Box::new(value);
         let src = &*staged as *const usize as usize;
         self.staged.push(staged);
-        self.copy_to_device_named(device_dst, src, std::mem::size_of::<usize>() as u64, Some(name))
+        self.copy_to_device_named(
+            device_dst,
+            src,
+            std::mem::size_of::<usize>() as u64,
+            Some(name),
+        )
     }
 
     /// Writes a pointer-sized value to host memory once the queue has completed.

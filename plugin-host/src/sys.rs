@@ -158,12 +158,12 @@ mod tests {
     #[test]
     fn passes_register_and_stack_arguments_in_order() {
         let args: Vec<usize> = (1..=9).collect();
-        unsafe { call_with_args(nine as usize, &args) };
+        unsafe { call_with_args(nine as *const () as usize, &args) };
         assert_eq!(
             SUM.load(Ordering::SeqCst),
             (1..=9).map(|i| i * i).sum::<usize>()
         );
-        unsafe { call_with_args(two as usize, &[7, 3]) };
+        unsafe { call_with_args(two as *const () as usize, &[7, 3]) };
         assert_eq!(SUM.load(Ordering::SeqCst), 703);
     }
 

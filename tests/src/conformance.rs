@@ -103,7 +103,7 @@ impl Spec {
     pub fn runs_with(&self, compiler: Compiler) -> bool {
         self.compilers
             .as_ref()
-            .map_or(true, |c| c.iter().any(|c| c == compiler.tag()))
+            .is_none_or(|c| c.iter().any(|c| c == compiler.tag()))
     }
 }
 
@@ -120,10 +120,7 @@ pub fn programs() -> Vec<PathBuf> {
             let path = entry.path();
             if path.is_dir() {
                 dirs.push(path);
-            } else if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("c" | "cpp")
-            ) {
+            } else if matches!(path.extension().and_then(|e| e.to_str()), Some("c" | "cpp")) {
                 found.push(path);
             }
         }
@@ -133,7 +130,9 @@ pub fn programs() -> Vec<PathBuf> {
 }
 
 fn exe_path(spec: &Spec, compiler: Compiler) -> PathBuf {
-    let dir = workspace_root().join("target/conformance").join(compiler.tag());
+    let dir = workspace_root()
+        .join("target/conformance")
+        .join(compiler.tag());
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(spec.name().replace(['/', '.'], "_"))
 }
@@ -170,7 +169,12 @@ pub fn run(spec: &Spec, exe: &Path, runtime: Runtime) -> Result<(), String> {
 }
 
 /// As [`run`], with the program started by a wrapper command (valgrind, say).
-pub fn run_under(spec: &Spec, exe: &Path, runtime: Runtime, wrapper: &[&str]) -> Result<(), String> {
+pub fn run_under(
+    spec: &Spec,
+    exe: &Path,
+    runtime: Runtime,
+    wrapper: &[&str],
+) -> Result<(), String> {
     let lib_dir = match runtime {
         Runtime::Ours => crate::lib_dir(),
         Runtime::Llvm19 => PathBuf::from(LLVM19_LIB_DIR),

@@ -26,8 +26,12 @@ fn conformance_expectations_hold_on_llvm_19() {
         "LLVM 19's runtime (libomp-19-dev) is the reference"
     );
     let programs = conformance::programs();
-    let outcomes =
-        conformance::check_all(&programs, &[tests::Compiler::Clang19], Runtime::Llvm19, JOBS);
+    let outcomes = conformance::check_all(
+        &programs,
+        &[tests::Compiler::Clang19],
+        Runtime::Llvm19,
+        JOBS,
+    );
     if let Some(report) = conformance::failures(&outcomes) {
         panic!("{report}");
     }

@@ -54,7 +54,9 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
     let bases = a.bases;
     // SAFETY: the compiler passes `arg_num` elements in each array.
     let map_args = unsafe {
-        read_map_args(a.arg_num, a.bases, a.args, a.sizes, a.types, a.names, a.mappers)
+        read_map_args(
+            a.arg_num, a.bases, a.args, a.sizes, a.types, a.names, a.mappers,
+        )
     };
     if crate::info::enabled(crate::info::KERNEL_ARGS) {
         crate::info::kernel_arguments(device.id, loc, op.region(nowait), &map_args);
@@ -96,11 +98,21 @@ macro_rules! data_entry_points {
             types: *const i64,
         ) {
             guard(stringify!($plain), (), || {
-                data_construct($op, false, std::ptr::null(), device_id, DataArgs {
-                    arg_num, bases, args, sizes, types,
-                    names: std::ptr::null(),
-                    mappers: std::ptr::null(),
-                })
+                data_construct(
+                    $op,
+                    false,
+                    std::ptr::null(),
+                    device_id,
+                    DataArgs {
+                        arg_num,
+                        bases,
+                        args,
+                        sizes,
+                        types,
+                        names: std::ptr::null(),
+                        mappers: std::ptr::null(),
+                    },
+                )
             })
         }
 
@@ -118,11 +130,21 @@ macro_rules! data_entry_points {
             _noalias: *mut c_void,
         ) {
             guard(stringify!($plain_nowait), (), || {
-                data_construct($op, true, std::ptr::null(), device_id, DataArgs {
-                    arg_num, bases, args, sizes, types,
-                    names: std::ptr::null(),
-                    mappers: std::ptr::null(),
-                })
+                data_construct(
+                    $op,
+                    true,
+                    std::ptr::null(),
+                    device_id,
+                    DataArgs {
+                        arg_num,
+                        bases,
+                        args,
+                        sizes,
+                        types,
+                        names: std::ptr::null(),
+                        mappers: std::ptr::null(),
+                    },
+                )
             })
         }
 
@@ -139,9 +161,21 @@ macro_rules! data_entry_points {
             mappers: *const *const c_void,
         ) {
             guard(stringify!($mapper), (), || {
-                data_construct($op, false, loc, device_id, DataArgs {
-                    arg_num, bases, args, sizes, types, names, mappers,
-                })
+                data_construct(
+                    $op,
+                    false,
+                    loc,
+                    device_id,
+                    DataArgs {
+                        arg_num,
+                        bases,
+                        args,
+                        sizes,
+                        types,
+                        names,
+                        mappers,
+                    },
+                )
             })
         }
 
@@ -163,9 +197,21 @@ macro_rules! data_entry_points {
             _noalias: *mut c_void,
         ) {
             guard(stringify!($mapper_nowait), (), || {
-                data_construct($op, true, loc, device_id, DataArgs {
-                    arg_num, bases, args, sizes, types, names, mappers,
-                })
+                data_construct(
+                    $op,
+                    true,
+                    loc,
+                    device_id,
+                    DataArgs {
+                        arg_num,
+                        bases,
+                        args,
+                        sizes,
+                        types,
+                        names,
+                        mappers,
+                    },
+                )
             })
         }
     };

@@ -561,11 +561,15 @@ unsafe fn copied(p: *const usize, n: usize) -> Vec<usize> {
 }
 
 /// Runs a device-memory routine as a task after the given dependences (`omp_depend_t`).
-fn spawn(api: &'static str, count: c_int, deps: *const *const c_void, work: impl FnOnce() + Send + 'static) -> c_int {
+fn spawn(
+    api: &'static str,
+    count: c_int,
+    deps: *const *const c_void,
+    work: impl FnOnce() + Send + 'static,
+) -> c_int {
     // SAFETY: the program passes `count` depend objects (OpenMP API contract).
-    let spawned = unsafe {
-        crate::host_openmp::spawn_with_dependences(Box::new(work), count, deps)
-    };
+    let spawned =
+        unsafe { crate::host_openmp::spawn_with_dependences(Box::new(work), count, deps) };
     if spawned {
         0
     } else {
@@ -591,17 +595,22 @@ pub extern "C" fn omp_target_memcpy_async(
             return -1;
         }
         let (dst, src) = (dst as usize, src as usize);
-        spawn("omp_target_memcpy_async", depobj_count, depobj_list, move || {
-            omp_target_memcpy(
-                dst as *mut c_void,
-                src as *const c_void,
-                length,
-                dst_offset,
-                src_offset,
-                dst_device,
-                src_device,
-            );
-        })
+        spawn(
+            "omp_target_memcpy_async",
+            depobj_count,
+            depobj_list,
+            move || {
+                omp_target_memcpy(
+                    dst as *mut c_void,
+                    src as *const c_void,
+                    length,
+                    dst_offset,
+                    src_offset,
+                    dst_device,
+                    src_device,
+                );
+            },
+        )
     })
 }
 
@@ -641,23 +650,34 @@ pub extern "C" fn omp_target_memcpy_rect_async(
             ]
         };
         let (dst, src) = (dst as usize, src as usize);
-        spawn("omp_target_memcpy_rect_async", depobj_count, depobj_list, move || {
-            let [v, dof, sof, dd, sd] = &arrays;
-            let null_if_empty = |a: &Vec<usize>| if a.len() == n { a.as_ptr() } else { ptr::null() };
-            omp_target_memcpy_rect(
-                dst as *mut c_void,
-                src as *const c_void,
-                element_size,
-                num_dims,
-                null_if_empty(v),
-                null_if_empty(dof),
-                null_if_empty(sof),
-                null_if_empty(dd),
-                null_if_empty(sd),
-                dst_device,
-                src_device,
-            );
-        })
+        spawn(
+            "omp_target_memcpy_rect_async",
+            depobj_count,
+            depobj_list,
+            move || {
+                let [v, dof, sof, dd, sd] = &arrays;
+                let null_if_empty = |a: &Vec<usize>| {
+                    if a.len() == n {
+                        a.as_ptr()
+                    } else {
+                        ptr::null()
+                    }
+                };
+                omp_target_memcpy_rect(
+                    dst as *mut c_void,
+                    src as *const c_void,
+                    element_size,
+                    num_dims,
+                    null_if_empty(v),
+                    null_if_empty(dof),
+                    null_if_empty(sof),
+                    null_if_empty(dd),
+                    null_if_empty(sd),
+                    dst_device,
+                    src_device,
+                );
+            },
+        )
     })
 }
 
@@ -675,9 +695,14 @@ pub extern "C" fn omp_target_memset_async(
             return ptr;
         }
         let address = ptr as usize;
-        spawn("omp_target_memset_async", depobj_count, depobj_list, move || {
-            omp_target_memset(address as *mut c_void, value, size, device_num);
-        });
+        spawn(
+            "omp_target_memset_async",
+            depobj_count,
+            depobj_list,
+            move || {
+                omp_target_memset(address as *mut c_void, value, size, device_num);
+            },
+        );
         ptr
     })
 }

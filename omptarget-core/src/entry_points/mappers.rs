@@ -36,12 +36,6 @@ pub extern "C" fn __tgt_push_mapper_component(
         // SAFETY: the handle is the `MapperComponents` the runtime passed to the mapper, used
         // by the one thread running that mapper.
         let components = unsafe { &mut *(handle as *mut MapperComponents) };
-        components.push(
-            base as usize,
-            begin as usize,
-            size,
-            map_type,
-            name as usize,
-        );
+        components.push(base as usize, begin as usize, size, map_type, name as usize);
     })
 }

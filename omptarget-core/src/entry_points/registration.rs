@@ -37,9 +37,11 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
         }
         warn_about_unusable_images(runtime, &images);
         // Clang 19 and later pass `requires` clauses as flagged entries.
-        for entry in description.host_entries.iter().filter(|e| {
-            e.flags & crate::abi::offload_entry::flags::REGISTER_REQUIRES != 0
-        }) {
+        for entry in description
+            .host_entries
+            .iter()
+            .filter(|e| e.flags & crate::abi::offload_entry::flags::REGISTER_REQUIRES != 0)
+        {
             runtime.add_requirements(entry.data as i64);
         }
         let library =

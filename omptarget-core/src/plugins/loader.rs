@@ -3,9 +3,9 @@
 use super::discovery::{self, Candidate};
 use super::library::PluginLibrary;
 use plugin_api::abi_stable::library::{lib_header_from_raw_library, RawLibrary};
-use std::sync::Mutex;
 use plugin_api::{AbiVersion, PluginModuleRef, ABI_VERSION, ABI_VERSION_SYMBOL};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PluginStatus {

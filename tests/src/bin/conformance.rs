@@ -21,7 +21,12 @@ fn main() {
                     _ => usage(),
                 }
             }
-            "-j" => jobs = args.next().and_then(|j| j.parse().ok()).unwrap_or_else(|| usage()),
+            "-j" => {
+                jobs = args
+                    .next()
+                    .and_then(|j| j.parse().ok())
+                    .unwrap_or_else(|| usage())
+            }
             "-h" | "--help" => usage(),
             path => paths.push(std::path::PathBuf::from(path)),
         }
