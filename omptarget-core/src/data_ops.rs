@@ -49,6 +49,8 @@ struct Placed {
     /// Device address of `begin`; 0 when nothing is mapped (an absent zero-length section).
     device_begin: usize,
     is_new: bool,
+    /// The data was sent when the mapping was created.
+    sent: bool,
     /// Unified shared memory: the device uses the host address itself.
     is_host: bool,
     /// Shadow pointers inside the range, to re-apply after data is sent again.
@@ -117,6 +119,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
         return Ok(Placed {
             device_begin,
             is_new: q.created_here(start),
+            sent: false,
             is_host: false,
             shadows,
         });
@@ -153,6 +156,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
             Ok(Placed {
                 device_begin: if r.size > 0 { r.begin } else { 0 },
                 is_new: false,
+                sent: false,
                 is_host: r.size > 0,
                 shadows: Vec::new(),
             })
@@ -166,11 +170,13 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
         Lookup::Absent if r.size == 0 => Ok(Placed {
             device_begin: 0,
             is_new: false,
+            sent: false,
             is_host: false,
             shadows: Vec::new(),
         }),
+        // The table stays locked until the new mapping holds its data, so that another thread
+        // can neither map the same data twice nor use the device copy before it is filled.
         Lookup::Absent => {
-            drop(table);
             let device_alloc = device
                 .alloc(r.size + r.padding as u64, r.begin, AllocKind::DEFAULT)
                 .map_err(|e| {
@@ -189,6 +195,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 owns_device_memory: true,
                 shadow_pointers: Vec::new(),
                 name: r.name,
+                ends_in_flight: 0,
             };
             if info::enabled(info::MAPPING_CHANGED) {
                 info::line(
@@ -206,11 +213,17 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                     ),
                 );
             }
-            device.mapping.lock().unwrap().insert(mapping);
+            table.insert(mapping);
+            let sent = t.has(TO) && r.size > 0;
+            if sent {
+                q.copy_to_device_named(device_begin, r.begin, r.size, Some(r.name))?;
+            }
+            drop(table);
             q.note_created(r.begin);
             Ok(Placed {
                 device_begin,
                 is_new: true,
+                sent,
                 is_host: false,
                 shadows: Vec::new(),
             })
@@ -317,7 +330,8 @@ fn begin_list(
         if placed.device_begin == 0 && (arg.size > 0 || t.has(PRESENT)) {
             return Err(null_target_pointer(t.has(PRESENT)));
         }
-        if t.has(TO) && (placed.is_new || t.has(ALWAYS)) && !placed.is_host && arg.size > 0 {
+        let needs_data = placed.is_new && !placed.sent || t.has(ALWAYS);
+        if t.has(TO) && needs_data && !placed.is_host && arg.size > 0 {
             send(q, placed.device_begin, &placed.shadows, arg.begin, arg.size)?;
         }
         if t.has(RETURN_PARAM) {
@@ -447,12 +461,13 @@ fn restore_host_pointers(q: &mut ConstructQueue<'_>, shadows: &[ShadowPointer]) 
 }
 
 /// Unmaps every argument at the end of a construct, in reverse order as LLVM does. Mappings
-/// whose counts reach zero are removed once every argument is processed, so later arguments of
-/// the same construct still see them (LLVM's deferred deletion).
+/// whose counts reach zero are removed after the construct's queue has completed, and only by
+/// the last construct still ending them, so neither later arguments of the construct nor other
+/// threads' copies back ever see freed memory (LLVM's deferred deletion).
 pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
-    let mut candidates = Vec::new();
-    let result = end_list(q, args, false, &mut candidates);
-    remove_unreferenced(q, &candidates);
+    let mut touched = Vec::new();
+    let result = end_list(q, args, false, &mut touched);
+    q.release_after_sync(touched);
     result
 }
 
@@ -460,7 +475,7 @@ fn end_list(
     q: &mut ConstructQueue<'_>,
     args: &[MapArg],
     from_mapper: bool,
-    candidates: &mut Vec<usize>,
+    touched: &mut Vec<(usize, bool)>,
 ) -> Result<()> {
     for (index, arg) in args.iter().enumerate().rev() {
         let t = arg.map_type;
@@ -469,7 +484,7 @@ fn end_list(
         }
         if arg.mapper != 0 {
             let components = mapper::expand(arg);
-            end_list(q, &components, true, candidates)?;
+            end_list(q, &components, true, touched)?;
             continue;
         }
         let update_refs =
@@ -485,6 +500,7 @@ fn end_list(
             start.map(|start| {
                 let m = table.get_mut(start).unwrap();
                 let is_last = release(m, hold, delete, update_refs);
+                m.ends_in_flight += 1;
                 if info::enabled(info::MAPPING_EXISTS) {
                     let action = match (update_refs, is_last, delete) {
                         (false, _, _) => " (update suppressed)",
@@ -535,9 +551,7 @@ fn end_list(
             restore_host_pointers(q, &shadows);
         }
         // A struct member never removes its parent's mapping; the parent's own entry does.
-        if t.member_of().is_none() || t.has(PTR_AND_OBJ) {
-            candidates.push(start);
-        }
+        touched.push((start, t.member_of().is_none() || t.has(PTR_AND_OBJ)));
     }
     Ok(())
 }
@@ -561,35 +575,6 @@ fn release(m: &mut Mapping, hold: bool, delete: bool, update_refs: bool) -> bool
         *this = this.saturating_sub(1);
     }
     is_last
-}
-
-/// Removes the mappings left without references, freeing their memory after synchronisation.
-fn remove_unreferenced(q: &mut ConstructQueue<'_>, candidates: &[usize]) {
-    for &start in candidates {
-        let removed = {
-            let mut table = q.device.mapping.lock().unwrap();
-            match table.get(start) {
-                Some(m) if m.total_refs() == 0 => table.remove(start),
-                _ => None,
-            }
-        };
-        let Some(m) = removed else { continue };
-        if info::enabled(info::MAPPING_CHANGED) {
-            info::line(
-                q.device.id,
-                format_args!(
-                    "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
-                    Ptr(m.host_begin),
-                    Ptr(m.device_begin),
-                    m.size(),
-                    info::name(m.name)
-                ),
-            );
-        }
-        if m.owns_device_memory {
-            q.free_after_sync(m.device_alloc);
-        }
-    }
 }
 
 /// `target update`: copies in the direction each argument names, for mapped data only.

@@ -34,6 +34,9 @@ pub struct Mapping {
     pub shadow_pointers: Vec<ShadowPointer>,
     /// The compiler's `map_var_info_t` string of the variable (0: unknown), for diagnostics.
     pub name: usize,
+    /// Constructs that are ending this mapping and have not completed yet: the last of them
+    /// removes it (LLVM's data-end thread count).
+    pub ends_in_flight: u32,
 }
 
 impl Mapping {
@@ -51,6 +54,7 @@ impl Mapping {
             owns_device_memory: false,
             shadow_pointers: Vec::new(),
             name: 0,
+            ends_in_flight: 0,
         }
     }
 
@@ -207,6 +211,7 @@ mod tests {
             owns_device_memory: true,
             shadow_pointers: Vec::new(),
             name: 0,
+            ends_in_flight: 0,
         }
     }
 

@@ -20,6 +20,9 @@ pub struct ConstructQueue<'d> {
     staged_bytes: Vec<Box<[u8]>>,
     host_writes: Vec<(usize, usize)>,
     frees: Vec<usize>,
+    /// Mappings this construct ended (host start, whether it may remove them), released once
+    /// its work has completed.
+    ended: Vec<(usize, bool)>,
     /// Host starts of the mappings this construct created: data mapped into them (struct
     /// members) is new to the device too.
     created: Vec<usize>,
@@ -37,6 +40,7 @@ impl<'d> ConstructQueue<'d> {
             staged_bytes: Vec::new(),
             host_writes: Vec::new(),
             frees: Vec::new(),
+            ended: Vec::new(),
             created: Vec::new(),
             finished: false,
         })
@@ -55,7 +59,7 @@ impl<'d> ConstructQueue<'d> {
 
     /// As `copy_to_device`, naming the variable for `LIBOMPTARGET_INFO` when the source is a
     /// staging buffer rather than the mapped host data.
-    fn copy_to_device_named(
+    pub fn copy_to_device_named(
         &mut self,
         device_dst: usize,
         host_src: usize,
@@ -174,6 +178,46 @@ impl<'d> ConstructQueue<'d> {
         self.created.contains(&host_begin)
     }
 
+    pub fn release_after_sync(&mut self, ended: Vec<(usize, bool)>) {
+        self.ended.extend(ended);
+    }
+
+    /// Removes the mappings this construct ended that nothing references any more, unless
+    /// another construct is still ending them (it will remove them).
+    fn remove_released_mappings(&mut self) {
+        let ended = std::mem::take(&mut self.ended);
+        for (start, may_remove) in ended {
+            let removed = {
+                let mut table = self.device.mapping.lock().unwrap();
+                let Some(m) = table.get_mut(start) else {
+                    continue;
+                };
+                m.ends_in_flight = m.ends_in_flight.saturating_sub(1);
+                if may_remove && m.total_refs() == 0 && m.ends_in_flight == 0 {
+                    table.remove(start)
+                } else {
+                    None
+                }
+            };
+            let Some(m) = removed else { continue };
+            if info::enabled(info::MAPPING_CHANGED) {
+                info::line(
+                    self.device.id,
+                    format_args!(
+                        "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
+                        info::Ptr(m.host_begin),
+                        info::Ptr(m.device_begin),
+                        m.size(),
+                        info::name(m.name)
+                    ),
+                );
+            }
+            if m.owns_device_memory {
+                self.frees.push(m.device_alloc);
+            }
+        }
+    }
+
     pub fn free_after_sync(&mut self, device_ptr: usize) {
         self.frees.push(device_ptr);
     }
@@ -213,6 +257,7 @@ impl<'d> ConstructQueue<'d> {
             .device
             .plugin
             .release_queue(self.device.local, self.handle);
+        self.remove_released_mappings();
         for ptr in std::mem::take(&mut self.frees) {
             if let Err(e) = self.device.free(ptr, AllocKind::DEFAULT) {
                 log::warn!("{e}");
