@@ -142,8 +142,19 @@ pub fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
+    // A just-written executable is briefly busy (ETXTBSY) while another test thread forks
+    // with its write descriptor still open: try again.
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Ok(output) => return output,
+            Err(e) if e.raw_os_error() == Some(26) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("cannot run {}: {e}", exe.display()),
+        }
+    }
 }
 
 pub fn text(bytes: &[u8]) -> String {
