@@ -75,14 +75,8 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
     let (hold, implicit, present) = (t.has(OMPX_HOLD), t.has(IMPLICIT), t.has(PRESENT));
     let device = q.device;
     let mut table = device.mapping.lock().unwrap();
-    let lookup = table.lookup(r.begin, r.size);
     // Implicit maps may extend an existing mapping: they use what is there.
-    let usable = match lookup {
-        Lookup::Contained(start) => Some(start),
-        Lookup::Extends(start) if implicit => Some(start),
-        _ => None,
-    };
-    if let Some(start) = usable {
+    if let Some(start) = table.serving(r.begin, r.size, implicit) {
         let m = table.get_mut(start).unwrap();
         let action = if r.update_refs {
             if !m.is_infinite() || hold {
@@ -96,23 +90,19 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
         } else {
             " (update suppressed)"
         };
-        let device_begin = m.device_address(r.begin);
         if info::enabled(info::MAPPING_EXISTS) {
-            let (dyn_action, hold_action) = if hold { ("", action) } else { (action, "") };
-            info::line(
+            info::mapping_exists(
                 device.id,
-                format_args!(
-                    "Mapping exists{} with HstPtrBegin={}, TgtPtrBegin={}, Size={}, DynRefCount={}{dyn_action}, HoldRefCount={}{hold_action}, Name={}",
-                    if implicit { " (implicit)" } else { "" },
-                    Ptr(r.begin),
-                    Ptr(device_begin),
-                    r.size,
-                    info::ref_count(m.dynamic_refs),
-                    info::ref_count(m.hold_refs),
-                    info::name(r.name)
-                ),
+                m,
+                r.begin,
+                r.size,
+                implicit,
+                hold,
+                action,
+                Some(r.name),
             );
         }
+        let device_begin = m.device_address(r.begin);
         let shadows = m.shadows_within(r.begin, r.size);
         drop(table);
         // Members of a struct this construct just mapped are new on the device too.
@@ -124,8 +114,8 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
             shadows,
         });
     }
-    match lookup {
-        Lookup::Contained(_) => unreachable!("contained lookups are handled above"),
+    match table.lookup(r.begin, r.size) {
+        Lookup::Contained(_) => unreachable!("served above"),
         Lookup::Extends(start) => {
             let m = table.get(start).unwrap();
             logging::message(&format!(
@@ -492,12 +482,7 @@ fn end_list(
         let (hold, delete, implicit) = (t.has(OMPX_HOLD), t.has(DELETE), t.has(IMPLICIT));
         let found = {
             let mut table = q.device.mapping.lock().unwrap();
-            let start = match table.lookup(arg.begin, arg.size) {
-                Lookup::Contained(start) => Some(start),
-                Lookup::Extends(start) if implicit => Some(start),
-                _ => None,
-            };
-            start.map(|start| {
+            table.serving(arg.begin, arg.size, implicit).map(|start| {
                 let m = table.get_mut(start).unwrap();
                 let is_last = release(m, hold, delete, update_refs);
                 m.ends_in_flight += 1;
@@ -508,17 +493,15 @@ fn end_list(
                         (true, true, false) => " (decremented, delayed deletion)",
                         (true, false, _) => " (decremented)",
                     };
-                    let (dyn_action, hold_action) = if hold { ("", action) } else { (action, "") };
-                    info::line(
+                    info::mapping_exists(
                         q.device.id,
-                        format_args!(
-                            "Mapping exists with HstPtrBegin={}, TgtPtrBegin={}, Size={}, DynRefCount={}{dyn_action}, HoldRefCount={}{hold_action}",
-                            Ptr(arg.begin),
-                            Ptr(m.device_address(arg.begin)),
-                            arg.size,
-                            info::ref_count(m.dynamic_refs),
-                            info::ref_count(m.hold_refs),
-                        ),
+                        m,
+                        arg.begin,
+                        arg.size,
+                        false,
+                        hold,
+                        action,
+                        None,
                     );
                 }
                 (
@@ -668,20 +651,11 @@ fn find_in_use(
     } else {
         table.find_overlapping(begin, size)
     }?;
-    let device_begin = m.device_address(begin);
     if info::enabled(info::MAPPING_EXISTS) {
-        info::line(
-            q.device.id,
-            format_args!(
-                "Mapping exists with HstPtrBegin={}, TgtPtrBegin={}, Size={size}, DynRefCount={} (update suppressed), HoldRefCount={}",
-                Ptr(begin),
-                Ptr(device_begin),
-                info::ref_count(m.dynamic_refs),
-                info::ref_count(m.hold_refs),
-            ),
-        );
+        let action = " (update suppressed)";
+        info::mapping_exists(q.device.id, m, begin, size, false, false, action, None);
     }
-    Some((device_begin, m.shadows_within(begin, size)))
+    Some((m.device_address(begin), m.shadows_within(begin, size)))
 }
 
 /// LLVM's lambda capture entries: by-reference captures inside a lambda object that was

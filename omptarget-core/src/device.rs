@@ -213,15 +213,8 @@ impl Device {
     fn read_device_word(&self, address: usize) -> usize {
         let mut value = 0usize;
         if crate::info::enabled(crate::info::DATA_TRANSFER) {
-            crate::info::line(
-                self.id,
-                format_args!(
-                    "Copying data from device to host, TgtPtr={}, HstPtr={}, Size={}, Name=unknown",
-                    crate::info::Ptr(address),
-                    crate::info::Ptr(&value as *const usize as usize),
-                    std::mem::size_of::<usize>()
-                ),
-            );
+            let local = &value as *const usize as usize;
+            crate::info::copy(self.id, false, local, address, 8, 0);
         }
         let result = self.plugin.copy_from_device(
             self.local,

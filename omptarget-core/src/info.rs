@@ -74,6 +74,58 @@ pub fn ref_count(count: u64) -> String {
     }
 }
 
+/// LLVM's "Mapping exists" line for a lookup of [begin, begin+size) in mapping `m`:
+/// `action` says what happened to the count in use (the hold count when `hold`), and lookups
+/// that may create a mapping also name the variable.
+#[allow(clippy::too_many_arguments)]
+pub fn mapping_exists(
+    device: i32,
+    m: &Mapping,
+    begin: usize,
+    size: u64,
+    implicit: bool,
+    hold: bool,
+    action: &str,
+    name: Option<usize>,
+) {
+    let (dyn_action, hold_action) = if hold { ("", action) } else { (action, "") };
+    let name = name
+        .map(|n| format!(", Name={}", self::name(n)))
+        .unwrap_or_default();
+    line(
+        device,
+        format_args!(
+            "Mapping exists{} with HstPtrBegin={}, TgtPtrBegin={}, Size={size}, DynRefCount={}{dyn_action}, HoldRefCount={}{hold_action}{name}",
+            if implicit { " (implicit)" } else { "" },
+            Ptr(begin),
+            Ptr(m.device_address(begin)),
+            ref_count(m.dynamic_refs),
+            ref_count(m.hold_refs),
+        ),
+    );
+}
+
+/// LLVM's data-transfer line; `name` is the mapped variable's `map_var_info_t` (0: unknown).
+pub fn copy(device: i32, to_device: bool, host: usize, target: usize, size: u64, name: usize) {
+    // LLVM names the source first.
+    let (from, to, first, second) = if to_device {
+        ("host", "device", ("Hst", host), ("Tgt", target))
+    } else {
+        ("device", "host", ("Tgt", target), ("Hst", host))
+    };
+    line(
+        device,
+        format_args!(
+            "Copying data from {from} to {to}, {}Ptr={}, {}Ptr={}, Size={size}, Name={}",
+            first.0,
+            Ptr(first.1),
+            second.0,
+            Ptr(second.1),
+            self::name(name)
+        ),
+    );
+}
+
 /// "Entering OpenMP kernel at file:line:col with N arguments:" and one line per argument.
 // `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]

@@ -166,13 +166,21 @@ impl MappingTable {
         }
     }
 
+    /// The start of the mapping that serves the range: the one containing it, or with
+    /// `allow_extension` (implicit maps, kernel arguments) also one it overlaps.
+    pub fn serving(&self, begin: usize, size: u64, allow_extension: bool) -> Option<usize> {
+        match self.lookup(begin, size) {
+            Lookup::Contained(start) => Some(start),
+            Lookup::Extends(start) if allow_extension => Some(start),
+            _ => None,
+        }
+    }
+
     /// The mapping containing or overlapping the range (LLVM's lookup without "must
     /// contain"), as kernel arguments and implicit maps use it.
     pub fn find_overlapping(&self, begin: usize, size: u64) -> Option<&Mapping> {
-        match self.lookup(begin, size) {
-            Lookup::Contained(start) | Lookup::Extends(start) => self.get(start),
-            Lookup::Absent => None,
-        }
+        self.serving(begin, size, true)
+            .and_then(|start| self.get(start))
     }
 
     pub fn insert(&mut self, mapping: Mapping) {

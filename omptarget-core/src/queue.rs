@@ -113,29 +113,7 @@ impl<'d> ConstructQueue<'d> {
                 .find(host, size)
                 .map_or(0, |m| m.name)
         });
-        // LLVM names the source first.
-        let (from, to, first, second) = if to_device {
-            (
-                "host",
-                "device",
-                format!("HstPtr={}", info::Ptr(host)),
-                format!("TgtPtr={}", info::Ptr(device)),
-            )
-        } else {
-            (
-                "device",
-                "host",
-                format!("TgtPtr={}", info::Ptr(device)),
-                format!("HstPtr={}", info::Ptr(host)),
-            )
-        };
-        info::line(
-            self.device.id,
-            format_args!(
-                "Copying data from {from} to {to}, {first}, {second}, Size={size}, Name={}",
-                info::name(name)
-            ),
-        );
+        info::copy(self.device.id, to_device, host, device, size, name);
     }
 
     /// Sends a buffer the runtime built (packed firstprivates); it lives until synchronisation.

@@ -252,7 +252,8 @@ fn run_with_timeout(
     cmd.stdout(Stdio::from(files(&out_path)?))
         .stderr(Stdio::from(files(&err_path)?))
         .stdin(Stdio::null());
-    let mut child = spawn_retrying(&mut cmd)?;
+    let mut child = crate::retry_while_busy(|| cmd.spawn())
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -270,22 +271,6 @@ fn run_with_timeout(
     let result = (status.code(), read(&out_path), read(&err_path));
     let _ = std::fs::remove_dir_all(&dir);
     Ok(result)
-}
-
-/// A just-written executable can be briefly busy (ETXTBSY) or unreadable (EACCES) while
-/// another thread forks.
-fn spawn_retrying(cmd: &mut Command) -> Result<std::process::Child, String> {
-    let mut tries = 0;
-    loop {
-        match cmd.spawn() {
-            Ok(child) => return Ok(child),
-            Err(e) if matches!(e.raw_os_error(), Some(26 | 13)) && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(format!("cannot run {:?}: {e}", cmd.get_program())),
-        }
-    }
 }
 
 fn tempdir() -> PathBuf {

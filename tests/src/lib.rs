@@ -142,17 +142,21 @@ pub fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    // A just-written executable is briefly busy (ETXTBSY) while another test thread forks
-    // with its write descriptor still open: try again.
+    retry_while_busy(|| cmd.output())
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
+}
+
+/// Starts a just-written executable: it can be briefly busy (ETXTBSY) or unreadable (EACCES)
+/// while another test thread forks with its write descriptor still open, so try again.
+pub fn retry_while_busy<T>(mut start: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
     let mut tries = 0;
     loop {
-        match cmd.output() {
-            Ok(output) => return output,
-            Err(e) if e.raw_os_error() == Some(26) && tries < 100 => {
+        match start() {
+            Err(e) if matches!(e.raw_os_error(), Some(26 | 13)) && tries < 100 => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            Err(e) => panic!("cannot run {}: {e}", exe.display()),
+            result => return result,
         }
     }
 }

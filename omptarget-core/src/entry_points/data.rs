@@ -97,23 +97,18 @@ macro_rules! data_entry_points {
             sizes: *const i64,
             types: *const i64,
         ) {
-            guard(stringify!($plain), (), || {
-                data_construct(
-                    $op,
-                    false,
-                    std::ptr::null(),
-                    device_id,
-                    DataArgs {
-                        arg_num,
-                        bases,
-                        args,
-                        sizes,
-                        types,
-                        names: std::ptr::null(),
-                        mappers: std::ptr::null(),
-                    },
-                )
-            })
+            // LLVM's plain forms are the mapper forms without names or mappers.
+            $mapper(
+                std::ptr::null(),
+                device_id,
+                arg_num,
+                bases,
+                args,
+                sizes,
+                types,
+                std::ptr::null(),
+                std::ptr::null(),
+            )
         }
 
         #[no_mangle]
@@ -124,28 +119,26 @@ macro_rules! data_entry_points {
             args: *mut *mut c_void,
             sizes: *const i64,
             types: *const i64,
-            _dep_num: i32,
-            _deps: *mut c_void,
-            _noalias_num: i32,
-            _noalias: *mut c_void,
+            dep_num: i32,
+            deps: *mut c_void,
+            noalias_num: i32,
+            noalias: *mut c_void,
         ) {
-            guard(stringify!($plain_nowait), (), || {
-                data_construct(
-                    $op,
-                    true,
-                    std::ptr::null(),
-                    device_id,
-                    DataArgs {
-                        arg_num,
-                        bases,
-                        args,
-                        sizes,
-                        types,
-                        names: std::ptr::null(),
-                        mappers: std::ptr::null(),
-                    },
-                )
-            })
+            $mapper_nowait(
+                std::ptr::null(),
+                device_id,
+                arg_num,
+                bases,
+                args,
+                sizes,
+                types,
+                std::ptr::null(),
+                std::ptr::null(),
+                dep_num,
+                deps,
+                noalias_num,
+                noalias,
+            )
         }
 
         #[no_mangle]
