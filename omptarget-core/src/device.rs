@@ -5,11 +5,12 @@
 use crate::error::{OffloadError, Result};
 use crate::mapping::{Mapping, MappingTable};
 use crate::memory_pool::{self, MemoryPool};
+use crate::ompt::{self, DataOp, DataOpKind};
 use crate::plugins::PluginLibrary;
 use crate::registry::{RegisteredLibrary, Registry};
-use plugin_api::{AllocKind, ImageHandle, KernelHandle};
+use plugin_api::{AllocKind, ImageHandle, KernelHandle, QueueHandle};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// What became of a registered library on this device.
@@ -42,6 +43,8 @@ pub struct Device {
     pub mapping: Mutex<MappingTable>,
     /// Reused small allocations of the default kind.
     pool: MemoryPool,
+    /// A tool was told this device initialised (and must be told when it finalises).
+    announced_to_tool: AtomicBool,
 }
 
 impl Device {
@@ -55,6 +58,7 @@ impl Device {
             kernels: RwLock::new(HashMap::new()),
             mapping: Mutex::new(MappingTable::new()),
             pool: MemoryPool::new(memory_pool::threshold_from_env()),
+            announced_to_tool: AtomicBool::new(false),
         }
     }
 
@@ -64,21 +68,7 @@ impl Device {
             return Ok(());
         }
         let mut state = self.state.lock().unwrap();
-        if !state.initialized {
-            self.plugin.init_device(self.local).map_err(|e| {
-                OffloadError::new(format!(
-                    "device {} failed to initialise: {}",
-                    self.id, e.message
-                ))
-            })?;
-            state.initialized = true;
-            log::debug!(
-                "device {} ({} device {}) initialised",
-                self.id,
-                self.plugin.name,
-                self.local
-            );
-        }
+        self.initialize_locked(&mut state)?;
         for library in registry.libraries() {
             state
                 .libraries
@@ -88,6 +78,61 @@ impl Device {
         self.synced_generation
             .store(registry.generation, Ordering::Release);
         Ok(())
+    }
+
+    /// Initialises the device without loading images. Devices normally initialise on first
+    /// use; with an OMPT tool attached they initialise when a library that can run on them is
+    /// registered, so that the tool sees `device_initialize` first, as with LLVM's runtime.
+    pub fn initialize(&self) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        self.initialize_locked(&mut state)
+    }
+
+    fn initialize_locked(&self, state: &mut DeviceState) -> Result<()> {
+        if !state.initialized {
+            self.plugin.init_device(self.local).map_err(|e| {
+                OffloadError::new(format!(
+                    "device {} failed to initialise: {}",
+                    self.id, e.message
+                ))
+            })?;
+            state.initialized = true;
+            self.announce_to_tool();
+            log::debug!(
+                "device {} ({} device {}) initialised",
+                self.id,
+                self.plugin.name,
+                self.local
+            );
+        }
+        Ok(())
+    }
+
+    /// OMPT `device_initialize`, naming the device's compute unit as the plugin reports it
+    /// (the `compute unit kind` info entry), else by its plugin.
+    fn announce_to_tool(&self) {
+        if ompt::tool().is_none() {
+            return;
+        }
+        let kind = self
+            .plugin
+            .device_info(self.local)
+            .ok()
+            .and_then(|info| {
+                info.into_iter()
+                    .find(|e| e.key.as_str() == "compute unit kind")
+                    .map(|e| e.value.to_string())
+            })
+            .unwrap_or_else(|| self.plugin.name.clone());
+        self.announced_to_tool.store(true, Ordering::Release);
+        ompt::events::device_initialized(self.id, &kind, self as *const Device as *const _);
+    }
+
+    /// OMPT `device_finalize`, at shutdown, for a device whose initialisation a tool saw.
+    pub fn finalize_for_tool(&self) {
+        if self.announced_to_tool.swap(false, Ordering::AcqRel) {
+            ompt::events::device_finalized(self.id);
+        }
     }
 
     fn load_library(&self, library: &RegisteredLibrary) -> LibraryState {
@@ -117,7 +162,10 @@ impl Device {
                 .plugin
                 .load_image(self.local, image.bytes, &image.triple, &image.arch)
             {
-                Ok(handle) => handle,
+                Ok(handle) => {
+                    ompt::events::image_loaded(self.id, image.bytes, library.id);
+                    handle
+                }
                 Err(e) => {
                     let why = format!(
                         "loading the image on device {} failed: {}",
@@ -257,6 +305,7 @@ impl Device {
             if let Err(e) = self.plugin.unload_image(self.local, image) {
                 log::warn!("device {}: unloading image failed: {}", self.id, e.message);
             }
+            ompt::events::image_unloaded(self.id, library.id);
         }
     }
 
@@ -299,7 +348,15 @@ impl Device {
         })
     }
 
+    /// Allocates device memory (reported to a tool as LLVM reports `allocData`).
     pub fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        let mut op = DataOp::alloc(self.id, host_ptr, size);
+        let block = self.alloc_quietly(size, host_ptr, kind)?;
+        op.allocated(block);
+        Ok(block)
+    }
+
+    fn alloc_quietly(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
         let class = (kind == AllocKind::DEFAULT)
             .then(|| self.pool.class_of(size))
             .flatten();
@@ -321,7 +378,13 @@ impl Device {
         Ok(block)
     }
 
+    /// Frees device memory (reported to a tool as LLVM reports `deleteData`).
     pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        let _op = DataOp::delete(self.id, ptr);
+        self.free_quietly(ptr, kind)
+    }
+
+    fn free_quietly(&self, ptr: usize, kind: AllocKind) -> Result<()> {
         if kind == AllocKind::DEFAULT && self.pool.give_back(ptr) {
             return Ok(());
         }
@@ -333,11 +396,56 @@ impl Device {
         })
     }
 
+    /// Copies host memory to the device on `queue`, reported to a tool as a transfer.
+    pub fn copy_to_device(
+        &self,
+        device_dst: usize,
+        host_src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let _op = DataOp::begin(
+            DataOpKind::TransferToDevice,
+            (host_src, ompt::events::HOST),
+            (device_dst, self.id),
+            size,
+        );
+        self.plugin
+            .copy_to_device(self.local, device_dst, host_src, size, queue)
+            .map_err(|e| self.plugin_error("copy to device", e))
+    }
+
+    /// Copies device memory to the host on `queue`, reported to a tool as a transfer.
+    pub fn copy_from_device(
+        &self,
+        host_dst: usize,
+        device_src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let _op = DataOp::begin(
+            DataOpKind::TransferFromDevice,
+            (device_src, self.id),
+            (host_dst, ompt::events::HOST),
+            size,
+        );
+        self.plugin
+            .copy_from_device(self.local, host_dst, device_src, size, queue)
+            .map_err(|e| self.plugin_error("copy from device", e))
+    }
+
+    fn plugin_error(&self, what: &str, e: plugin_api::PluginError) -> OffloadError {
+        OffloadError::new(format!(
+            "{what} on device {} failed: {}",
+            self.id, e.message
+        ))
+    }
+
     /// Frees every mapping the runtime allocated (at shutdown).
     pub fn release_mappings(&self) {
         let drained = self.mapping.lock().unwrap().drain();
         for m in drained.into_iter().filter(|m| m.owns_device_memory) {
-            let _ = self.free(m.device_alloc, AllocKind::DEFAULT);
+            let _ = self.free_quietly(m.device_alloc, AllocKind::DEFAULT);
         }
         for block in self.pool.drain() {
             let _ = self.plugin.free(self.local, block, AllocKind::DEFAULT);

@@ -6,6 +6,7 @@
 //! - `mapping` (the table) and `data_ops` (the rules): host-to-device data mapping;
 //!   `mapper` expands user-defined mappers; `memory_pool` reuses small device allocations.
 //! - `info`: `LIBOMPTARGET_INFO` lines in LLVM's wording.
+//! - `ompt`: events for OMPT tools.
 //! - `inventory`: what `omptarget-info` prints.
 
 pub mod abi;
@@ -22,6 +23,7 @@ pub mod mapper;
 pub mod mapping;
 pub mod memory_pool;
 pub mod offload_binary;
+pub mod ompt;
 pub mod plugins;
 pub mod queue;
 pub mod registry;

@@ -73,9 +73,7 @@ impl<'d> ConstructQueue<'d> {
             self.print_copy(true, host_src, device_dst, size, name);
         }
         self.device
-            .plugin
-            .copy_to_device(self.device.local, device_dst, host_src, size, self.handle)
-            .map_err(|e| self.plugin_error("copy to device", e))
+            .copy_to_device(device_dst, host_src, size, self.handle)
     }
 
     pub fn copy_from_device(
@@ -91,9 +89,7 @@ impl<'d> ConstructQueue<'d> {
             self.print_copy(false, host_dst, device_src, size, None);
         }
         self.device
-            .plugin
-            .copy_from_device(self.device.local, host_dst, device_src, size, self.handle)
-            .map_err(|e| self.plugin_error("copy from device", e))
+            .copy_from_device(host_dst, device_src, size, self.handle)
     }
 
     /// LLVM's data-transfer information line, naming the mapped variable when there is one.

@@ -244,6 +244,7 @@ impl Runtime {
     pub fn shut_down_devices(&self) {
         for device in &self.devices {
             device.release_mappings();
+            device.finalize_for_tool();
         }
     }
 }

@@ -37,6 +37,7 @@ pub struct PluginModule {
 
     pub init_device: extern "C" fn(device: i32) -> PluginResult<()>,
     pub deinit_device: extern "C" fn(device: i32) -> PluginResult<()>,
+    /// Key/value properties; the core reads `compute unit kind` (see `Plugin::device_info`).
     pub device_info: extern "C" fn(device: i32) -> PluginResult<DeviceInfo>,
 
     /// Loads an image; the plugin copies what it needs, the bytes are only borrowed.

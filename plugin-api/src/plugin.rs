@@ -25,6 +25,9 @@ pub trait Plugin: Sized + Send + Sync + 'static {
 
     fn init_device(&self, device: i32) -> Result<()>;
     fn deinit_device(&self, device: i32) -> Result<()>;
+    /// Properties shown by `omptarget-info`. Keys the core reads: `compute unit kind` (the
+    /// device's architecture as LLVM's plugins name it: `generic-64bit`, `sm_90`, `gfx90a`),
+    /// reported to OMPT tools at device initialisation.
     fn device_info(&self, device: i32) -> Result<Vec<InfoEntry>>;
 
     fn load_image(&self, device: i32, image: ImageRef<'_>) -> Result<ImageHandle>;

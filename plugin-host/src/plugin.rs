@@ -103,6 +103,8 @@ impl Plugin for HostPlugin {
         let mut info = vec![
             InfoEntry::new("name", "Host CPU (x86-64)"),
             InfoEntry::new("kind", "host"),
+            // What LLVM's host plugin calls its compute unit (OMPT `device_initialize`).
+            InfoEntry::new("compute unit kind", "generic-64bit"),
             InfoEntry::new("image format", "x86-64 ELF shared object"),
             InfoEntry::new("cores", cores),
             InfoEntry::new("loaded images", dev.image_count()),

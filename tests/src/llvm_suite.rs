@@ -191,6 +191,16 @@ pub fn expected_pass_file() -> PathBuf {
     workspace_root().join("tests/llvm-offload-suite/expected-pass.txt")
 }
 
+/// Tests that say `REQUIRES: gpu` although they run on the host offload target: run anyway.
+pub fn run_on_host_file() -> PathBuf {
+    workspace_root().join("tests/llvm-offload-suite/run-on-host.txt")
+}
+
+/// Tests LLVM 19's runtime fails here that ours passes: kept passing.
+pub fn beyond_llvm_file() -> PathBuf {
+    workspace_root().join("tests/llvm-offload-suite/beyond-llvm.txt")
+}
+
 /// The lit directives of one test file.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Directives {
@@ -693,6 +703,8 @@ pub struct Config {
     /// Put first in PATH: `FileCheck`, `not` and `ignored-command` (see install_helpers).
     pub bin_dir: PathBuf,
     pub timeout: Duration,
+    /// Tests of `run-on-host.txt`, whose `REQUIRES: gpu` is ignored.
+    pub run_on_host: Vec<String>,
 }
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -722,6 +734,7 @@ impl Config {
             tools,
             bin_dir,
             timeout: DEFAULT_TIMEOUT,
+            run_on_host: read_names(&run_on_host_file()).unwrap_or_default(),
         })
     }
 
@@ -730,7 +743,10 @@ impl Config {
         let paths = TestPaths::new(&self.suite, &self.exec_root, name);
         let source = fs::read(&paths.source)
             .map_err(|e| Outcome::Fail(format!("cannot read {}: {e}", paths.source.display())))?;
-        let directives = Directives::parse(&String::from_utf8_lossy(&source));
+        let mut directives = Directives::parse(&String::from_utf8_lossy(&source));
+        if self.run_on_host.iter().any(|n| n == name) {
+            directives.requires.retain(|r| r.trim() != "gpu");
+        }
         match directives.skip_reason() {
             Ok(None) => {}
             Ok(Some(why)) => return Err(Outcome::Skip(why)),

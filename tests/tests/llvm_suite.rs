@@ -38,6 +38,21 @@ fn llvm_offload_suite_passes_on_our_runtime() {
         names.len(),
         failures.join("\n")
     );
+    // Tests LLVM's runtime fails here and ours passes stay passing.
+    let beyond = llvm_suite::read_names(&llvm_suite::beyond_llvm_file()).unwrap_or_default();
+    let regressions: Vec<String> = config
+        .run_tests(&beyond, llvm_suite::default_jobs(), |r| {
+            eprintln!("(beyond LLVM) {}", r.line())
+        })
+        .iter()
+        .filter(|r| r.outcome != Outcome::Pass)
+        .map(|r| format!("{}\n{}", r.line(), r.output_tail(25)))
+        .collect();
+    assert!(
+        regressions.is_empty(),
+        "tests of beyond-llvm.txt fail on our runtime:\n{}",
+        regressions.join("\n")
+    );
     // A known gap that passes now must leave the list.
     let gap_names: Vec<String> = gaps.iter().map(|(n, _)| n.clone()).collect();
     let fixed: Vec<String> = config

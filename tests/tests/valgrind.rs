@@ -7,7 +7,7 @@ use tests::Compiler;
 
 /// One program per area of the runtime: mapping rules, pointers, structs, mappers, strided
 /// updates, the device API and its tasks, many constructs in flight, threads, C++ lambdas,
-/// and the information output.
+/// the information output, and OMPT events (which walk the stack for the call site).
 const SUBSET: &[&str] = &[
     "map_types/tofrom_default.c",
     "map_types/firstprivate_many.cpp",
@@ -24,6 +24,7 @@ const SUBSET: &[&str] = &[
     "cpp/lambda_by_ref.cpp",
     "info/all_bits.c",
     "errors/exit_unmapped.c",
+    "ompt/trace_constructs.c",
 ];
 
 /// libomp's idle threads spin for a while (KMP_BLOCKTIME); under valgrind, which runs one

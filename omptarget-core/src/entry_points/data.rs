@@ -6,6 +6,7 @@ use crate::abi::map_args::read_map_args;
 use crate::abi::source_location::Ident;
 use crate::data_ops;
 use crate::error::Result;
+use crate::ompt::{self, TargetKind};
 use crate::queue::ConstructQueue;
 use crate::runtime::{Runtime, Target};
 use std::ffi::c_void;
@@ -18,6 +19,15 @@ enum DataOp {
 }
 
 impl DataOp {
+    /// The construct as OMPT names it (`target data` reports as enter and exit data).
+    fn tool_kind(self) -> TargetKind {
+        match self {
+            DataOp::Begin => TargetKind::EnterData,
+            DataOp::End => TargetKind::ExitData,
+            DataOp::Update => TargetKind::Update,
+        }
+    }
+
     /// LLVM's `LIBOMPTARGET_INFO` wording for the construct.
     fn region(self, nowait: bool) -> &'static str {
         match (self, nowait) {
@@ -67,6 +77,7 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
         crate::abi::map_args::describe(&map_args)
     );
     let outcome: Result<()> = runtime.prepare(device).and_then(|_| {
+        let _construct = ompt::ConstructScope::begin(op.tool_kind(), device.id);
         let mut queue = ConstructQueue::new(device)?;
         match op {
             DataOp::Begin => {

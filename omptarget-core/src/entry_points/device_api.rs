@@ -7,6 +7,7 @@ use crate::device::Device;
 use crate::error::{OffloadError, Result};
 use crate::logging;
 use crate::mapping::{Lookup, Mapping};
+use crate::ompt::{self, DataOp, DataOpKind};
 use crate::runtime::Runtime;
 use plugin_api::{AllocKind, QueueHandle};
 use std::ffi::{c_int, c_void};
@@ -190,18 +191,26 @@ fn copy(
             unsafe { ptr::copy(src as *const u8, dst as *mut u8, len as usize) };
             Ok(())
         }
-        (None, Some(s)) => Ok(s.plugin.copy_from_device(s.local, dst, src, len, sync)?),
-        (Some(d), None) => Ok(d.plugin.copy_to_device(d.local, dst, src, len, sync)?),
-        (Some(d), Some(s)) if std::sync::Arc::ptr_eq(&d.plugin, &s.plugin) => Ok(s
-            .plugin
-            .copy_device_to_device(s.local, src, d.local, dst, len, sync)?),
+        (None, Some(s)) => s.copy_from_device(dst, src, len, sync),
+        (Some(d), None) => d.copy_to_device(dst, src, len, sync),
+        (Some(d), Some(s)) if std::sync::Arc::ptr_eq(&d.plugin, &s.plugin) => {
+            // Reported as LLVM reports a device-to-device exchange: "from device", with
+            // both device numbers.
+            let _op = DataOp::begin(
+                DataOpKind::TransferFromDevice,
+                (src, s.id),
+                (dst, d.id),
+                len,
+            );
+            Ok(s.plugin
+                .copy_device_to_device(s.local, src, d.local, dst, len, sync)?)
+        }
         (Some(d), Some(s)) => {
             // Devices of different plugins cannot exchange directly: go through the host.
             let mut staging = vec![0u8; len as usize];
             let buffer = staging.as_mut_ptr() as usize;
-            s.plugin.copy_from_device(s.local, buffer, src, len, sync)?;
-            d.plugin.copy_to_device(d.local, dst, buffer, len, sync)?;
-            Ok(())
+            s.copy_from_device(buffer, src, len, sync)?;
+            d.copy_to_device(dst, buffer, len, sync)
         }
     }
 }
@@ -352,8 +361,7 @@ pub extern "C" fn omp_target_memset(
                 None => unsafe { ptr::write_bytes(ptr as *mut u8, value as u8, size) },
                 Some(d) => {
                     let pattern = vec![value as u8; size];
-                    d.plugin.copy_to_device(
-                        d.local,
+                    d.copy_to_device(
                         ptr as usize,
                         pattern.as_ptr() as usize,
                         size as u64,
@@ -443,6 +451,13 @@ pub extern "C" fn omp_target_associate_ptr(
             return -1;
         }
         let result = runtime.device(device_num as i64).and_then(|d| {
+            // Reported before the association is made, with the device pointer as given.
+            drop(DataOp::begin(
+                DataOpKind::Associate,
+                (host_ptr as usize, ompt::events::HOST),
+                (device_ptr as usize, d.id),
+                size as u64,
+            ));
             let (host, dev) = (host_ptr as usize, device_ptr as usize + device_offset);
             let mut table = d.mapping.lock().unwrap();
             match table.get(host) {
@@ -483,6 +498,12 @@ pub extern "C" fn omp_target_disassociate_ptr(host_ptr: *const c_void, device_nu
             return -1;
         }
         let result = runtime.device(device_num as i64).and_then(|d| {
+            drop(DataOp::begin(
+                DataOpKind::Disassociate,
+                (host_ptr as usize, ompt::events::HOST),
+                (0, d.id),
+                0,
+            ));
             let host = host_ptr as usize;
             let mut table = d.mapping.lock().unwrap();
             match table.get(host) {

@@ -8,6 +8,7 @@
 pub mod data;
 pub mod device_api;
 pub mod mappers;
+pub mod ompt;
 pub mod queries;
 pub mod registration;
 pub mod target;

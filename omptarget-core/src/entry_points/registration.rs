@@ -13,6 +13,7 @@ use crate::runtime::Runtime;
 pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
     guard("__tgt_register_lib", (), || {
         let runtime = Runtime::get();
+        crate::ompt::connect();
         // SAFETY: clang passes its static descriptor, valid until __tgt_unregister_lib.
         let description = match unsafe { read_descriptor(desc) } {
             Ok(d) => d,
@@ -50,6 +51,21 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
                 .write()
                 .unwrap()
                 .add(desc as usize, images, description.host_entries);
+        if crate::ompt::tool().is_some() {
+            for device in &runtime.devices {
+                let usable = library.images.iter().any(|i| {
+                    device
+                        .plugin
+                        .check_image(device.local, i.bytes, &i.triple, &i.arch)
+                        .compatible
+                });
+                if usable {
+                    if let Err(e) = device.initialize() {
+                        log::warn!("{e}");
+                    }
+                }
+            }
+        }
         log::debug!(
             "registered library {} with {} image(s) ({}) and {} entries",
             library.id,
@@ -116,6 +132,7 @@ pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
 pub extern "C" fn __tgt_init_all_rtls() {
     guard("__tgt_init_all_rtls", (), || {
         Runtime::get();
+        crate::ompt::connect();
     })
 }
 
@@ -123,6 +140,7 @@ pub extern "C" fn __tgt_init_all_rtls() {
 pub extern "C" fn __tgt_rtl_init() {
     guard("__tgt_rtl_init", (), || {
         Runtime::get();
+        crate::ompt::connect();
     })
 }
 

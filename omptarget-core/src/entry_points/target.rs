@@ -6,6 +6,7 @@ use crate::abi::map_args::read_map_args;
 use crate::abi::source_location::Ident;
 use crate::data_ops;
 use crate::error::{OffloadError, Result};
+use crate::ompt::{self, TargetKind};
 use crate::queue::ConstructQueue;
 use crate::runtime::{Runtime, Target};
 use plugin_api::LaunchConfig;
@@ -25,6 +26,8 @@ fn launch(
     request: &KernelRequest,
 ) -> Result<()> {
     runtime.prepare(device)?;
+    // Reported to a tool from here to the end of the construct, whatever its outcome.
+    let _construct = ompt::ConstructScope::begin(TargetKind::Target, device.id);
     let kernel = device.kernel(region_id).ok_or_else(|| {
         let registry = runtime.registry.read().unwrap();
         OffloadError::new(device.missing_kernel_reason(&registry, region_id))
@@ -67,9 +70,12 @@ fn launch(
         kernel_args_version: request.version,
         flags: request.flags,
     };
-    queue
-        .launch(kernel, &values, &config)
-        .map_err(|e| e.with_context("Executing target region abort target."))?;
+    {
+        let _submit = ompt::Submit::begin(request.num_teams[0]);
+        queue
+            .launch(kernel, &values, &config)
+            .map_err(|e| e.with_context("Executing target region abort target."))?;
+    }
     data_ops::end(&mut queue, &args).map_err(|e| {
         e.with_context("Call to targetDataEnd failed, abort target.")
             .with_context("Failed to process data after launching the kernel.")

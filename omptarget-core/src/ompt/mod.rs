@@ -1,0 +1,19 @@
+//! OMPT, the OpenMP tools interface, for target constructs: tools (profilers, tracers) learn of
+//! device initialisation, image loads, target constructs, data operations and kernel submissions.
+//!
+//! - `abi`: the OMPT C types and callback signatures.
+//! - `connection`: binding the tool's callbacks through libomp, once.
+//! - `events`: what is reported, and the per-thread construct state.
+//! - `return_address`: the program's call site reported as `codeptr_ra`.
+//!
+//! Device-side tracing (`ompt_set_trace_ompt` and the buffer API) is not provided; LLVM 19 does
+//! not provide it either.
+
+pub mod abi;
+pub mod connection;
+pub mod events;
+pub mod return_address;
+
+pub use abi::{DataOpKind, TargetKind};
+pub use connection::{connect, tool};
+pub use events::{ConstructScope, DataOp, Submit};

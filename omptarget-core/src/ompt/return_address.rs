@@ -1,0 +1,70 @@
+//! `codeptr_ra` for tools: the return address in the program of the call into this runtime.
+//! LLVM takes `__builtin_return_address(0)` in each entry point; Rust has no such builtin, so
+//! the stack is walked (with the unwind tables Rust always emits) up to the first frame outside
+//! this library. It runs only while a tool is attached, once per construct.
+
+use std::ffi::{c_char, c_int, c_void};
+
+#[repr(C)]
+struct DlInfo {
+    fname: *const c_char,
+    fbase: *mut c_void,
+    sname: *const c_char,
+    saddr: *mut c_void,
+}
+
+type TraceFn = extern "C" fn(context: *mut c_void, arg: *mut c_void) -> c_int;
+
+extern "C" {
+    // libgcc_s's unwinder (Itanium ABI), which std already links.
+    fn _Unwind_Backtrace(trace: TraceFn, arg: *mut c_void) -> c_int;
+    fn _Unwind_GetIP(context: *mut c_void) -> usize;
+    fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
+}
+
+/// The load address of the object (shared library or executable) holding `address`.
+fn object_base(address: usize) -> Option<usize> {
+    let mut info = DlInfo {
+        fname: std::ptr::null(),
+        fbase: std::ptr::null_mut(),
+        sname: std::ptr::null(),
+        saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only reads the address and fills `info`.
+    let found = unsafe { dladdr(address as *const c_void, &mut info) };
+    (found != 0).then_some(info.fbase as usize)
+}
+
+struct Walk {
+    own_base: usize,
+    found: usize,
+}
+
+extern "C" fn visit(context: *mut c_void, arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Walk` that `caller_address` passed to _Unwind_Backtrace.
+    let walk = unsafe { &mut *(arg as *mut Walk) };
+    // SAFETY: `context` is the unwinder's context for the frame being visited.
+    let ip = unsafe { _Unwind_GetIP(context) };
+    if ip == 0 {
+        return 5; // _URC_END_OF_STACK
+    }
+    match object_base(ip) {
+        Some(base) if base == walk.own_base => 0, // _URC_NO_REASON: keep walking
+        _ => {
+            walk.found = ip;
+            4 // _URC_NORMAL_STOP
+        }
+    }
+}
+
+/// The address in the program that called into this runtime; 0 when it cannot be found.
+pub fn caller_address() -> usize {
+    let Some(own_base) = object_base(caller_address as *const () as usize) else {
+        return 0;
+    };
+    let mut walk = Walk { own_base, found: 0 };
+    // SAFETY: `visit` matches the unwinder's callback type and only touches `walk`, which
+    // outlives the call.
+    unsafe { _Unwind_Backtrace(visit, &mut walk as *mut Walk as *mut c_void) };
+    walk.found
+}
