@@ -1,0 +1,51 @@
+// N separate arrays entered with `target enter data`, found by `target` regions with
+// `present`, then exited: time per operation of each phase with N live mappings.
+#include "common.h"
+
+#define LEN 16
+
+int main(int argc, char **argv) {
+  long n = arg_or(argc, argv, 1, 10000);
+  long lookups = arg_or(argc, argv, 2, 20000);
+  int **arrays = malloc(n * sizeof *arrays);
+  for (long i = 0; i < n; i++) {
+    arrays[i] = malloc(LEN * sizeof(int));
+    for (int j = 0; j < LEN; j++) arrays[i][j] = j;
+  }
+  int warm = 0;
+#pragma omp target map(tofrom: warm) // loads the image before timing
+  warm = 1;
+
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) {
+    int *a = arrays[i];
+#pragma omp target enter data map(to: a[0:LEN])
+  }
+  double t1 = now_ns();
+  // Regions that find existing mappings, spread over the whole table.
+  unsigned long k = 12345;
+  for (long i = 0; i < lookups; i++) {
+    k = k * 6364136223846793005UL + 1442695040888963407UL;
+    int *a = arrays[(k >> 33) % n];
+#pragma omp target map(present, alloc: a[0:LEN])
+    a[0] += 1;
+  }
+  double t2 = now_ns();
+  for (long i = 0; i < n; i++) {
+    int *a = arrays[i];
+#pragma omp target exit data map(from: a[0:LEN])
+  }
+  double t3 = now_ns();
+  long sum = 0;
+  for (long i = 0; i < n; i++) sum += arrays[i][0], free(arrays[i]);
+  free(arrays);
+  if (sum != lookups) return 1;
+  char name[64];
+  snprintf(name, sizeof name, "enter_data_%ld", n);
+  result(name, (t1 - t0) / n, "ns/op");
+  snprintf(name, sizeof name, "present_lookup_%ld", n);
+  result(name, (t2 - t1) / lookups, "ns/op");
+  snprintf(name, sizeof name, "exit_data_%ld", n);
+  result(name, (t3 - t2) / n, "ns/op");
+  return 0;
+}

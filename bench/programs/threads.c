@@ -1,0 +1,44 @@
+// Host threads launching target regions that map their own data, at once: aggregate
+// throughput with 1 and with 2 threads.
+#include "common.h"
+#include <pthread.h>
+
+static long per_thread;
+
+static void *work(void *arg) {
+  int data[8] = {0};
+  for (long i = 0; i < per_thread; i++) {
+#pragma omp target map(tofrom: data)
+    data[i & 7]++;
+  }
+  long sum = 0;
+  for (int j = 0; j < 8; j++) sum += data[j];
+  return (void *)(sum == per_thread ? 0 : 1L);
+}
+
+static double run(int threads) {
+  pthread_t t[2];
+  double t0 = now_ns();
+  for (int i = 0; i < threads; i++) pthread_create(&t[i], 0, work, 0);
+  long bad = 0;
+  for (int i = 0; i < threads; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    bad += (long)r;
+  }
+  double t1 = now_ns();
+  if (bad) exit(1);
+  return threads * per_thread / ((t1 - t0) / 1e9);
+}
+
+int main(int argc, char **argv) {
+  per_thread = arg_or(argc, argv, 1, 50000);
+  int x = 0;
+#pragma omp target map(tofrom: x)
+  x = 1;
+  double one = run(1), two = run(2);
+  result("threads_1", one, "ops/s");
+  result("threads_2", two, "ops/s");
+  result("threads_scaling", two / one, "x");
+  return 0;
+}

@@ -1,0 +1,457 @@
+//! The benchmark suite: the programs of `bench/programs`, built once with clang-19, run against
+//! LLVM 19's `libomptarget.so.19.1` and ours in the same session, alternating, several times;
+//! prints medians, spread, our/LLVM ratios and whether each target of issue 6 is met.
+//!
+//! Usage: bench [--quick] [--runs N] [--out FILE] [--dist DIR]
+//!   --quick   small sizes, one run: proves the suite builds and runs (CI); no timing claims.
+
+mod footprint;
+mod process;
+mod stats;
+
+use stats::Samples;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const LLVM_LIB_DIR: &str = "/usr/lib/llvm-19/lib";
+
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Runtime {
+    Llvm,
+    Ours,
+}
+
+struct Options {
+    quick: bool,
+    runs: usize,
+    out: Option<PathBuf>,
+    dist: PathBuf,
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn parse_options() -> Result<Options, String> {
+    let root = workspace_root();
+    let mut o = Options {
+        quick: false,
+        runs: 5,
+        out: None,
+        dist: std::env::var_os("OMPTARGET_DIST")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("dist")),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--runs" => {
+                o.runs = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--runs takes a number")?
+            }
+            "--out" => o.out = Some(args.next().ok_or("--out takes a file")?.into()),
+            "--dist" => o.dist = args.next().ok_or("--dist takes a directory")?.into(),
+            _ => return Err(format!("unknown argument '{a}'\nusage: bench [--quick] [--runs N] [--out FILE] [--dist DIR]")),
+        }
+    }
+    if o.quick {
+        o.runs = 1;
+    }
+    Ok(o)
+}
+
+/// One program invocation of the suite.
+struct Case {
+    program: &'static str,
+    args: Vec<String>,
+}
+
+fn cases(quick: bool) -> Vec<Case> {
+    let case = |program, args: &[u64]| Case {
+        program,
+        args: args.iter().map(|a| a.to_string()).collect(),
+    };
+    if quick {
+        return vec![
+            case("startup", &[]),
+            case("empty_region", &[2000]),
+            case("mappings", &[1000, 1000]),
+            case("bandwidth", &[16]),
+            case("threads", &[2000]),
+        ];
+    }
+    vec![
+        case("startup", &[]),
+        case("empty_region", &[100_000]),
+        case("mappings", &[10_000, 20_000]),
+        case("mappings", &[100_000, 20_000]),
+        case("mappings", &[1_000_000, 20_000]),
+        case("bandwidth", &[1024]),
+        case("threads", &[50_000]),
+    ]
+}
+
+/// Builds each program once with clang-19 (the same binary runs on both runtimes).
+fn build(programs: &[&str], out_dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out_dir).map_err(|e| e.to_string())?;
+    let src = workspace_root().join("bench/programs");
+    for program in programs {
+        let status = Command::new("clang-19")
+            .args([
+                "-O2",
+                "-fopenmp",
+                "-fopenmp-targets=x86_64-pc-linux-gnu",
+                "-lpthread",
+            ])
+            .arg(src.join(format!("{program}.c")))
+            .arg("-o")
+            .arg(out_dir.join(program))
+            .status()
+            .map_err(|e| format!("cannot run clang-19: {e}"))?;
+        if !status.success() {
+            return Err(format!("clang-19 failed on {program}.c"));
+        }
+    }
+    Ok(())
+}
+
+type Measurements = BTreeMap<(String, Runtime), Samples>;
+
+fn lib_dir(runtime: Runtime, o: &Options) -> PathBuf {
+    match runtime {
+        Runtime::Llvm => PathBuf::from(LLVM_LIB_DIR),
+        Runtime::Ours => o.dist.join("lib"),
+    }
+}
+
+fn measure(o: &Options, bin_dir: &Path) -> Result<Measurements, String> {
+    let mut m = Measurements::new();
+    let cases = cases(o.quick);
+    for run in 0..o.runs {
+        // Alternate which runtime goes first, so drift in the machine's state hits both.
+        let order = if run % 2 == 0 {
+            [Runtime::Llvm, Runtime::Ours]
+        } else {
+            [Runtime::Ours, Runtime::Llvm]
+        };
+        for case in &cases {
+            for runtime in order {
+                let r = process::run(
+                    &bin_dir.join(case.program),
+                    &case.args,
+                    &lib_dir(runtime, o),
+                )?;
+                eprintln!(
+                    "run {}/{} {:?} {} {}: {:?}",
+                    run + 1,
+                    o.runs,
+                    runtime,
+                    case.program,
+                    case.args.join(" "),
+                    r.results
+                );
+                let mut add =
+                    |name: &str, v: f64| m.entry((name.to_string(), runtime)).or_default().push(v);
+                if case.program == "startup" {
+                    add("startup_wall", r.wall_seconds * 1e3);
+                    add("startup_peak_rss", r.peak_rss_kib as f64 / 1024.0);
+                }
+                for (name, v) in &r.results {
+                    add(name, *v);
+                }
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// How a metric is judged.
+enum Goal {
+    /// Ours at most this fraction of LLVM's (times, memory).
+    AtMostOfLlvm(f64),
+    /// Informational only.
+    None,
+}
+
+struct Row {
+    metric: String,
+    unit: &'static str,
+    goal: Goal,
+}
+
+fn rows(m: &Measurements) -> Vec<Row> {
+    let mut rows = vec![
+        Row {
+            metric: "startup_wall".into(),
+            unit: "ms",
+            goal: Goal::AtMostOfLlvm(0.25),
+        },
+        Row {
+            metric: "startup_peak_rss".into(),
+            unit: "MiB",
+            goal: Goal::AtMostOfLlvm(0.25),
+        },
+        Row {
+            metric: "empty_region".into(),
+            unit: "ns/op",
+            goal: Goal::AtMostOfLlvm(0.2),
+        },
+    ];
+    let mut sizes: Vec<u64> = m
+        .keys()
+        .filter_map(|(k, _)| k.strip_prefix("enter_data_").and_then(|n| n.parse().ok()))
+        .collect();
+    sizes.sort();
+    sizes.dedup();
+    for phase in ["enter_data", "present_lookup", "exit_data"] {
+        for n in &sizes {
+            rows.push(Row {
+                metric: format!("{phase}_{n}"),
+                unit: "ns/op",
+                goal: Goal::AtMostOfLlvm(0.2),
+            });
+        }
+    }
+    for (metric, unit) in [
+        ("memcpy_bandwidth", "GiB/s"),
+        ("mapped_bandwidth", "GiB/s"),
+        ("threads_1", "ops/s"),
+        ("threads_2", "ops/s"),
+        ("threads_scaling", "x"),
+    ] {
+        rows.push(Row {
+            metric: metric.into(),
+            unit,
+            goal: Goal::None,
+        });
+    }
+    rows
+}
+
+fn fmt(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v >= 1e4 => format!("{v:.0}"),
+        Some(v) if v >= 100.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.3}"),
+    }
+}
+
+fn median(m: &Measurements, metric: &str, runtime: Runtime) -> Option<f64> {
+    m.get(&(metric.to_string(), runtime))
+        .and_then(|s| s.median())
+}
+
+/// The table, the targets that are not simple ratios, and whether all were met.
+fn report(m: &Measurements, o: &Options) -> (String, bool) {
+    let mut t = String::new();
+    let mut all_met = true;
+    t += "| metric | unit | LLVM 19 median (spread) | ours median (spread) | ours / LLVM | target | met |\n";
+    t += "|---|---|---|---|---|---|---|\n";
+    for row in rows(m) {
+        let cell = |rt| {
+            let s = m.get(&(row.metric.clone(), rt));
+            format!(
+                "{} (±{}%)",
+                fmt(s.and_then(|s| s.median())),
+                s.and_then(|s| s.spread_percent())
+                    .map_or("-".into(), |p| format!("{p:.0}"))
+            )
+        };
+        let (l, ours) = (
+            median(m, &row.metric, Runtime::Llvm),
+            median(m, &row.metric, Runtime::Ours),
+        );
+        let ratio = l.zip(ours).map(|(l, ours)| ours / l);
+        let (target, met) = match row.goal {
+            Goal::AtMostOfLlvm(f) => {
+                let met = ratio.map(|r| r <= f);
+                (format!("≤ {f}"), met)
+            }
+            Goal::None => (String::new(), None),
+        };
+        if met == Some(false) {
+            all_met = false;
+        }
+        t += &format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            row.metric,
+            row.unit,
+            cell(Runtime::Llvm),
+            cell(Runtime::Ours),
+            fmt(ratio),
+            target,
+            met.map_or("", |m| if m { "yes" } else { "**no**" })
+        );
+    }
+    t += "\n| target | measured (ours) | met |\n|---|---|---|\n";
+    let mut check = |what: String, value: String, met: Option<bool>| {
+        if met == Some(false) {
+            all_met = false;
+        }
+        t += &format!(
+            "| {what} | {value} | {} |\n",
+            met.map_or("-", |m| if m { "yes" } else { "**no**" })
+        );
+    };
+    let sizes: Vec<u64> = {
+        let mut v: Vec<u64> = m
+            .keys()
+            .filter_map(|(k, _)| k.strip_prefix("enter_data_").and_then(|n| n.parse().ok()))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    if let (Some(small), Some(large)) = (sizes.first(), sizes.last()) {
+        if small != large {
+            for phase in ["enter_data", "present_lookup", "exit_data"] {
+                let a = median(m, &format!("{phase}_{small}"), Runtime::Ours);
+                let b = median(m, &format!("{phase}_{large}"), Runtime::Ours);
+                let growth = a.zip(b).map(|(a, b)| b / a);
+                check(
+                    format!("{phase}: cost at {large} mappings ≤ 2 × cost at {small}"),
+                    format!("{}x", fmt(growth)),
+                    growth.map(|g| g <= 2.0),
+                );
+            }
+        }
+    }
+    for rt in [Runtime::Ours, Runtime::Llvm] {
+        let share = median(m, "mapped_bandwidth", rt)
+            .zip(median(m, "memcpy_bandwidth", rt))
+            .map(|(a, b)| a / b);
+        let (what, met) = match rt {
+            Runtime::Ours => (
+                "mapped copy bandwidth ≥ 90% of memcpy (ours)",
+                share.map(|s| s >= 0.9),
+            ),
+            Runtime::Llvm => (
+                "mapped copy bandwidth / memcpy (LLVM 19, for reference)",
+                None,
+            ),
+        };
+        check(
+            what.into(),
+            share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
+            met,
+        );
+    }
+    let scaling = median(m, "threads_scaling", Runtime::Ours);
+    check(
+        "two threads ≥ 1.6 × one thread's throughput (ours)".into(),
+        format!(
+            "{}x (LLVM 19: {}x)",
+            fmt(scaling),
+            fmt(median(m, "threads_scaling", Runtime::Llvm))
+        ),
+        scaling.map(|s| s >= 1.6),
+    );
+    let ours = footprint::measure(&footprint::tree_files(&o.dist));
+    let llvm = footprint::measure(&[PathBuf::from(LLVM_LIB_DIR).join("libomptarget.so.19.1")]);
+    let allowed = [
+        "libc.so",
+        "libgcc_s.so",
+        "libm.so",
+        "ld-linux",
+        "libpthread.so",
+        "libdl.so",
+    ];
+    let extra: Vec<String> = ours
+        .needed
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|n| !allowed.iter().any(|a| n.starts_with(a)))
+        .collect();
+    let mb = |b: u64| format!("{:.2} MB", b as f64 / 1e6);
+    check(
+        "install tree < 10 MB".into(),
+        format!(
+            "{} ({} own files; LLVM 19's runtime with its libraries: {})",
+            mb(ours.own_bytes),
+            footprint::tree_files(&o.dist).len(),
+            mb(llvm.total_bytes())
+        ),
+        Some(ours.own_bytes < 10_000_000),
+    );
+    check(
+        "needs nothing beyond libc, libgcc_s and libm".into(),
+        if extra.is_empty() {
+            format!(
+                "{} libraries: {}",
+                ours.needed.len(),
+                ours.needed
+                    .iter()
+                    .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            format!("also {}", extra.join(", "))
+        },
+        Some(extra.is_empty()),
+    );
+    (t, all_met)
+}
+
+fn main() {
+    let o = match parse_options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if !o.dist.join("lib/libomptarget.so.19.1").exists() {
+        eprintln!(
+            "no install tree at {} (run scripts/build-dist.sh)",
+            o.dist.display()
+        );
+        std::process::exit(2);
+    }
+    if !Path::new(LLVM_LIB_DIR)
+        .join("libomptarget.so.19.1")
+        .exists()
+    {
+        eprintln!("LLVM 19's runtime is missing ({LLVM_LIB_DIR}; install libomp-19-dev)");
+        std::process::exit(2);
+    }
+    let bin_dir = workspace_root().join("target/bench");
+    let mut programs: Vec<&str> = cases(o.quick).iter().map(|c| c.program).collect();
+    programs.dedup();
+    let outcome = build(&programs, &bin_dir).and_then(|_| measure(&o, &bin_dir));
+    let m = match outcome {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("benchmark failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    let (table, all_met) = report(&m, &o);
+    println!("{table}");
+    if o.quick {
+        println!("(quick mode: sizes too small for the figures to mean anything)");
+    } else {
+        println!(
+            "{}",
+            if all_met {
+                "all targets met"
+            } else {
+                "some targets missed"
+            }
+        );
+    }
+    if let Some(out) = &o.out {
+        if let Err(e) = std::fs::write(out, &table) {
+            eprintln!("cannot write {}: {e}", out.display());
+            std::process::exit(1);
+        }
+    }
+}
