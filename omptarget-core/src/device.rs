@@ -2,6 +2,7 @@
 //! kernel table, the mapping table). Devices initialise on first use and load each registered
 //! library's image then, so a program that never offloads never touches its devices.
 
+use crate::address_map::AddressMap;
 use crate::error::{OffloadError, Result};
 use crate::mapping::{Mapping, MappingTable};
 use crate::memory_pool::{self, MemoryPool};
@@ -39,7 +40,7 @@ pub struct Device {
     state: Mutex<DeviceState>,
     /// Registry generation whose libraries are all loaded here (u64::MAX: none yet).
     synced_generation: AtomicU64,
-    kernels: RwLock<HashMap<usize, KernelHandle>>,
+    kernels: RwLock<AddressMap<usize, KernelHandle>>,
     pub mapping: Mutex<MappingTable>,
     /// Reused small allocations of the default kind.
     pool: MemoryPool,
@@ -55,11 +56,16 @@ impl Device {
             local,
             state: Mutex::new(DeviceState::default()),
             synced_generation: AtomicU64::new(u64::MAX),
-            kernels: RwLock::new(HashMap::new()),
+            kernels: RwLock::new(AddressMap::default()),
             mapping: Mutex::new(MappingTable::new()),
             pool: MemoryPool::new(memory_pool::threshold_from_env()),
             announced_to_tool: AtomicBool::new(false),
         }
+    }
+
+    /// Whether every library of registry generation `generation` is loaded here already.
+    pub fn is_ready_for(&self, generation: u64) -> bool {
+        self.synced_generation.load(Ordering::Acquire) == generation
     }
 
     /// Initialises the device and loads the images of libraries registered since the last call.

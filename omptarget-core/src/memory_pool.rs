@@ -2,7 +2,7 @@
 //! (LLVM's memory manager, `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`): targets come and go with
 //! every construct, and driver allocations are slow on real devices.
 
-use std::collections::HashMap;
+use crate::address_map::AddressMap;
 use std::sync::Mutex;
 
 /// LLVM's default threshold: 8 KiB.
@@ -25,9 +25,9 @@ pub fn threshold_from_env() -> u64 {
 #[derive(Default)]
 struct PoolState {
     /// Free blocks by size class (a power of two).
-    free: HashMap<u64, Vec<usize>>,
+    free: AddressMap<u64, Vec<usize>>,
     /// Every block the pool handed out or holds, with its class.
-    blocks: HashMap<usize, u64>,
+    blocks: AddressMap<usize, u64>,
 }
 
 pub struct MemoryPool {

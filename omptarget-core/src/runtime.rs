@@ -9,7 +9,7 @@ use crate::logging;
 use crate::plugins::{discovery, load_plugins, loader, PluginLibrary, PluginReport};
 use crate::registry::Registry;
 use once_cell::sync::OnceCell;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub struct Runtime {
@@ -19,6 +19,8 @@ pub struct Runtime {
     pub devices: Vec<Device>,
     pub registry: RwLock<Registry>,
     pub policy: OffloadPolicySetting,
+    /// `registry.generation`, readable without the lock (updated under the write lock).
+    pub registry_generation: AtomicU64,
     /// The program's `requires` clauses (LLVM's OMP_REQ_* bits).
     requirements: AtomicI64,
 }
@@ -69,6 +71,7 @@ impl Runtime {
             devices,
             registry: RwLock::new(Registry::default()),
             policy,
+            registry_generation: AtomicU64::new(0),
             requirements: AtomicI64::new(0),
         }
     }
@@ -172,6 +175,10 @@ impl Runtime {
 
     /// Initialises a device and loads pending images onto it.
     pub fn prepare(&self, device: &Device) -> Result<()> {
+        // Nothing registered since the device last loaded: no lock on the hot path.
+        if device.is_ready_for(self.registry_generation.load(Ordering::Acquire)) {
+            return Ok(());
+        }
         let registry = self.registry.read().unwrap();
         device.ensure_ready(&registry)
     }

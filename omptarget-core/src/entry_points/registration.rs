@@ -45,12 +45,14 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
         {
             runtime.add_requirements(entry.data as i64);
         }
-        let library =
+        let library = {
+            let mut registry = runtime.registry.write().unwrap();
+            let library = registry.add(desc as usize, images, description.host_entries);
             runtime
-                .registry
-                .write()
-                .unwrap()
-                .add(desc as usize, images, description.host_entries);
+                .registry_generation
+                .store(registry.generation, std::sync::atomic::Ordering::Release);
+            library
+        };
         if crate::ompt::tool().is_some() {
             for device in &runtime.devices {
                 let usable = library.images.iter().any(|i| {
@@ -114,6 +116,9 @@ pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
         let (removed, now_empty) = {
             let mut registry = runtime.registry.write().unwrap();
             let removed = registry.remove(desc as usize);
+            runtime
+                .registry_generation
+                .store(registry.generation, std::sync::atomic::Ordering::Release);
             (removed, registry.is_empty())
         };
         if let Some(library) = removed {
