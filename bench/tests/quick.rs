@@ -11,7 +11,10 @@ fn quick_mode_runs_every_benchmark_on_both_runtimes() {
         .expect("bench runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench --quick failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "bench --quick failed:\n{stdout}\n{stderr}"
+    );
     for metric in [
         "startup_wall",
         "startup_peak_rss",
