@@ -186,6 +186,17 @@ struct Row {
     goal: Goal,
 }
 
+/// The table sizes the mapping benchmark ran with, smallest first.
+fn mapping_sizes(m: &Measurements) -> Vec<u64> {
+    let mut sizes: Vec<u64> = m
+        .keys()
+        .filter_map(|(k, _)| k.strip_prefix("enter_data_").and_then(|n| n.parse().ok()))
+        .collect();
+    sizes.sort();
+    sizes.dedup();
+    sizes
+}
+
 fn rows(m: &Measurements) -> Vec<Row> {
     let mut rows = vec![
         Row {
@@ -204,12 +215,7 @@ fn rows(m: &Measurements) -> Vec<Row> {
             goal: Goal::AtMostOfLlvm(0.2),
         },
     ];
-    let mut sizes: Vec<u64> = m
-        .keys()
-        .filter_map(|(k, _)| k.strip_prefix("enter_data_").and_then(|n| n.parse().ok()))
-        .collect();
-    sizes.sort();
-    sizes.dedup();
+    let sizes = mapping_sizes(m);
     for phase in ["enter_data", "present_lookup", "exit_data"] {
         for n in &sizes {
             rows.push(Row {
@@ -301,15 +307,7 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
             met.map_or("-", |m| if m { "yes" } else { "**no**" })
         );
     };
-    let sizes: Vec<u64> = {
-        let mut v: Vec<u64> = m
-            .keys()
-            .filter_map(|(k, _)| k.strip_prefix("enter_data_").and_then(|n| n.parse().ok()))
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
+    let sizes = mapping_sizes(m);
     if let (Some(small), Some(large)) = (sizes.first(), sizes.last()) {
         if small != large {
             for phase in ["enter_data", "present_lookup", "exit_data"] {

@@ -345,12 +345,15 @@ impl Device {
 
     /// Whether any registered library has an image this device can run (asks the plugin).
     pub fn can_run_any(&self, registry: &Registry) -> bool {
-        registry.libraries().iter().any(|lib| {
-            lib.images.iter().any(|i| {
-                self.plugin
-                    .check_image(self.local, i.bytes, &i.triple, &i.arch)
-                    .compatible
-            })
+        registry.libraries().iter().any(|lib| self.can_run(lib))
+    }
+
+    /// Whether the library has an image this device can run (asks the plugin).
+    pub fn can_run(&self, library: &RegisteredLibrary) -> bool {
+        library.images.iter().any(|i| {
+            self.plugin
+                .check_image(self.local, i.bytes, &i.triple, &i.arch)
+                .compatible
         })
     }
 
@@ -440,7 +443,8 @@ impl Device {
             .map_err(|e| self.plugin_error("copy from device", e))
     }
 
-    fn plugin_error(&self, what: &str, e: plugin_api::PluginError) -> OffloadError {
+    /// A plugin call's failure, naming the operation and this device.
+    pub fn plugin_error(&self, what: &str, e: plugin_api::PluginError) -> OffloadError {
         OffloadError::new(format!(
             "{what} on device {} failed: {}",
             self.id, e.message

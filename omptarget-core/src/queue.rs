@@ -4,7 +4,7 @@
 //! a copy back) is deferred until then.
 
 use crate::device::Device;
-use crate::error::{OffloadError, Result};
+use crate::error::Result;
 use crate::info;
 use plugin_api::{AllocKind, QueueHandle};
 
@@ -44,13 +44,6 @@ impl<'d> ConstructQueue<'d> {
             created: Vec::new(),
             finished: false,
         })
-    }
-
-    fn plugin_error(&self, what: &str, e: plugin_api::PluginError) -> OffloadError {
-        OffloadError::new(format!(
-            "{what} on device {} failed: {}",
-            self.device.id, e.message
-        ))
     }
 
     pub fn copy_to_device(&mut self, device_dst: usize, host_src: usize, size: u64) -> Result<()> {
@@ -205,7 +198,7 @@ impl<'d> ConstructQueue<'d> {
         self.device
             .plugin
             .launch_kernel(self.device.local, kernel, args, config, self.handle)
-            .map_err(|e| self.plugin_error("kernel launch", e))
+            .map_err(|e| self.device.plugin_error("kernel launch", e))
     }
 
     /// Waits for everything queued, then runs the deferred work.
@@ -219,7 +212,7 @@ impl<'d> ConstructQueue<'d> {
             .device
             .plugin
             .synchronize(self.device.local, self.handle)
-            .map_err(|e| self.plugin_error("synchronisation", e));
+            .map_err(|e| self.device.plugin_error("synchronisation", e));
         if synced.is_ok() {
             for &(address, value) in &self.host_writes {
                 // SAFETY: the address is a pointer field inside mapped host data whose copy back

@@ -173,6 +173,15 @@ impl Runtime {
         }
     }
 
+    /// Changes the registry, publishing its new generation for `prepare`'s lock-free check.
+    pub fn change_registry<R>(&self, change: impl FnOnce(&mut Registry) -> R) -> R {
+        let mut registry = self.registry.write().unwrap();
+        let result = change(&mut registry);
+        self.registry_generation
+            .store(registry.generation, Ordering::Release);
+        result
+    }
+
     /// Initialises a device and loads pending images onto it.
     pub fn prepare(&self, device: &Device) -> Result<()> {
         // Nothing registered since the device last loaded: no lock on the hot path.

@@ -45,26 +45,12 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
         {
             runtime.add_requirements(entry.data as i64);
         }
-        let library = {
-            let mut registry = runtime.registry.write().unwrap();
-            let library = registry.add(desc as usize, images, description.host_entries);
-            runtime
-                .registry_generation
-                .store(registry.generation, std::sync::atomic::Ordering::Release);
-            library
-        };
+        let library =
+            runtime.change_registry(|r| r.add(desc as usize, images, description.host_entries));
         if crate::ompt::tool().is_some() {
-            for device in &runtime.devices {
-                let usable = library.images.iter().any(|i| {
-                    device
-                        .plugin
-                        .check_image(device.local, i.bytes, &i.triple, &i.arch)
-                        .compatible
-                });
-                if usable {
-                    if let Err(e) = device.initialize() {
-                        log::warn!("{e}");
-                    }
+            for device in runtime.devices.iter().filter(|d| d.can_run(&library)) {
+                if let Err(e) = device.initialize() {
+                    log::warn!("{e}");
                 }
             }
         }
@@ -113,14 +99,8 @@ fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage]) {
 pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
     guard("__tgt_unregister_lib", (), || {
         let runtime = Runtime::get();
-        let (removed, now_empty) = {
-            let mut registry = runtime.registry.write().unwrap();
-            let removed = registry.remove(desc as usize);
-            runtime
-                .registry_generation
-                .store(registry.generation, std::sync::atomic::Ordering::Release);
-            (removed, registry.is_empty())
-        };
+        let (removed, now_empty) =
+            runtime.change_registry(|r| (r.remove(desc as usize), r.is_empty()));
         if let Some(library) = removed {
             for device in &runtime.devices {
                 device.unload_library(&library);

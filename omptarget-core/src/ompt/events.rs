@@ -71,88 +71,69 @@ pub struct ConstructScope {
 
 impl ConstructScope {
     pub fn begin(kind: TargetKind, device_num: i32) -> ConstructScope {
-        let Some(tool) = tool() else {
-            return ConstructScope {
-                kind,
-                device_num,
-                tool: None,
-            };
+        let scope = ConstructScope {
+            kind,
+            device_num,
+            tool: tool(),
         };
+        let Some(tool) = scope.tool else { return scope };
         let codeptr = return_address::caller_address();
         CONSTRUCT.with(|c| {
             c.task_data.set(task_data(tool.get_task_data));
             c.target_task_data.set(task_data(tool.get_target_task_data));
-            c.target_data.set(0);
+            // Every construct gets its own id for non-EMI tools (LLVM leaves `enter data` at 0);
+            // EMI tools set their own.
+            let id = if tool.target_emi.is_none() && tool.target.is_some() {
+                new_id()
+            } else {
+                0
+            };
+            c.target_data.set(id);
             c.codeptr.set(codeptr);
+        });
+        scope.emit(tool, SCOPE_BEGIN);
+        scope
+    }
+
+    fn emit(&self, tool: &Tool, endpoint: c_int) {
+        CONSTRUCT.with(|c| {
+            let codeptr = c.codeptr.get() as *const c_void;
             if let Some(cb) = tool.target_emi {
                 // SAFETY: the tool's callback, with the arguments the specification defines;
                 // the data pointers are this thread's construct state, live for the construct.
                 unsafe {
                     cb(
-                        kind as c_int,
-                        SCOPE_BEGIN,
-                        device_num,
+                        self.kind as c_int,
+                        endpoint,
+                        self.device_num,
                         c.task_data.get(),
                         c.target_task_data.get(),
                         c.target_data.as_ptr(),
-                        codeptr as *const c_void,
+                        codeptr,
                     )
                 };
             } else if let Some(cb) = tool.target {
-                // Every construct gets its own id (LLVM leaves `enter data` at 0).
-                c.target_data.set(new_id());
                 // SAFETY: as above.
                 unsafe {
                     cb(
-                        kind as c_int,
-                        SCOPE_BEGIN,
-                        device_num,
+                        self.kind as c_int,
+                        endpoint,
+                        self.device_num,
                         c.task_data.get(),
                         c.target_data.get(),
-                        codeptr as *const c_void,
+                        codeptr,
                     )
                 };
             }
         });
-        ConstructScope {
-            kind,
-            device_num,
-            tool: Some(tool),
-        }
     }
 }
 
 impl Drop for ConstructScope {
     fn drop(&mut self) {
         let Some(tool) = self.tool else { return };
+        self.emit(tool, SCOPE_END);
         CONSTRUCT.with(|c| {
-            let codeptr = c.codeptr.get() as *const c_void;
-            if let Some(cb) = tool.target_emi {
-                // SAFETY: as in `begin`.
-                unsafe {
-                    cb(
-                        self.kind as c_int,
-                        SCOPE_END,
-                        self.device_num,
-                        c.task_data.get(),
-                        c.target_task_data.get(),
-                        c.target_data.as_ptr(),
-                        codeptr,
-                    )
-                };
-            } else if let Some(cb) = tool.target {
-                // SAFETY: as in `begin`.
-                unsafe {
-                    cb(
-                        self.kind as c_int,
-                        SCOPE_END,
-                        self.device_num,
-                        c.task_data.get(),
-                        c.target_data.get(),
-                        codeptr,
-                    )
-                };
-            }
             c.task_data.set(std::ptr::null_mut());
             c.target_task_data.set(std::ptr::null_mut());
             c.target_data.set(0);
