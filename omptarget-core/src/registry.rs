@@ -24,12 +24,56 @@ impl RegisteredLibrary {
     pub fn targets(&self) -> Vec<String> {
         self.images
             .iter()
-            .map(|i| match (i.triple.as_str(), i.arch.as_str()) {
-                ("", _) => "unknown".to_string(),
-                (t, "") => t.to_string(),
-                (t, a) => format!("{t} {a}"),
+            .map(|i| {
+                let arch = i.architecture();
+                match (i.triple.as_str(), arch.as_deref()) {
+                    ("", None) => "unknown".to_string(),
+                    ("", Some(a)) => a.to_string(),
+                    (t, None) => t.to_string(),
+                    (t, Some(a)) => format!("{t} {a}"),
+                }
             })
             .collect()
+    }
+
+    /// The images' GPU architectures, as LLVM lists them when no device can run the program.
+    pub fn architectures(&self) -> Vec<String> {
+        self.images
+            .iter()
+            .filter_map(|i| i.architecture())
+            .collect()
+    }
+}
+
+impl ProgramImage {
+    /// The architecture from the container, else from a GPU image's ELF header (clang
+    /// registers bare images, without the container's strings).
+    pub fn architecture(&self) -> Option<String> {
+        if !self.arch.is_empty() {
+            return Some(self.arch.clone());
+        }
+        elf_architecture(self.bytes)
+    }
+}
+
+/// `sm_NN` of a cubin, from its ELF flags (`EF_CUDA_SM`; bits 8-15 from ELF ABI version 8).
+fn elf_architecture(bytes: &[u8]) -> Option<String> {
+    const EM_CUDA: u16 = 190;
+    if bytes.len() < 64 || bytes[..4] != *b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+        return None;
+    }
+    let machine = u16::from_le_bytes([bytes[18], bytes[19]]);
+    let flags = u32::from_le_bytes(bytes[48..52].try_into().ok()?);
+    match machine {
+        EM_CUDA => {
+            let sm = if bytes[8] >= 8 {
+                (flags >> 8) & 0xff
+            } else {
+                flags & 0xff
+            };
+            Some(format!("sm_{sm}"))
+        }
+        _ => None,
     }
 }
 

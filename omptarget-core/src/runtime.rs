@@ -210,19 +210,21 @@ impl Runtime {
                 "Consult https://openmp.llvm.org/design/Runtimes.html for debugging options.",
             );
         }
-        if self.devices.is_empty() {
-            let registry = self.registry.read().unwrap();
-            let targets: Vec<String> = registry
+        let registry = self.registry.read().unwrap();
+        if !self.devices.iter().any(|d| d.can_run_any(&registry)) {
+            // LLVM's wording; it lists the architectures it can read from the images.
+            let archs: Vec<String> = registry
                 .libraries()
                 .iter()
-                .flat_map(|l| l.targets())
+                .flat_map(|l| l.architectures())
                 .collect();
             logging::failure_message(&format!(
                 "No images found compatible with the installed hardware. Found {} image(s): ({})",
-                targets.len(),
-                targets.join(", ")
+                archs.len(),
+                archs.join(",")
             ));
         }
+        drop(registry);
         // SAFETY: `loc` comes from the compiler: null or a valid ident_t.
         match unsafe { source_location::describe(loc) } {
             Some(place) => eprint!("{place}: "),

@@ -215,3 +215,55 @@ pub fn check_with_every_compiler(sources: &[&str]) {
         run_and_check(&exe, sources[0], &[]);
     }
 }
+
+/// Where the NVPTX toolchain is (ptxas, libdevice, one-cubin nvlink):
+/// `$NVPTX_CUDA_PATH`, else /opt/cuda-min (made by scripts/setup-nvptx-toolchain.sh).
+pub fn nvptx_cuda_path() -> PathBuf {
+    let dir = std::env::var_os("NVPTX_CUDA_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/opt/cuda-min".into());
+    assert!(
+        dir.join("bin/ptxas").exists(),
+        "no NVPTX toolchain at {}: run scripts/setup-nvptx-toolchain.sh {0} (.ci/install-deps.sh does)",
+        dir.display()
+    );
+    dir
+}
+
+/// Compiles one C source into a program with an NVPTX (`sm_arch`) device image, with clang-19.
+pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<Vec<PathBuf>>> = OnceLock::new();
+    let cuda = nvptx_cuda_path();
+    let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
+    let out = build_dir().join(format!("{stem}-{arch}"));
+    // Tests share programs: build each once per run, never while another test reads it.
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if built.contains(&out) {
+        return out;
+    }
+    let path = format!(
+        "{}:{}",
+        cuda.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("clang-19")
+        .args(["-O1", "-fopenmp", &format!("--offload-arch={arch}")])
+        .arg(format!("--cuda-path={}", cuda.display()))
+        .arg("--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib")
+        .arg(program(source))
+        .arg("-o")
+        .arg(&out)
+        .env("PATH", path)
+        .output()
+        .expect("cannot run clang-19");
+    assert!(
+        output.status.success(),
+        "compiling {source} for {arch} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    built.push(out.clone());
+    out
+}

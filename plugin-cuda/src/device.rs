@@ -1,0 +1,1060 @@
+//! One CUDA device: its primary context, stream and event pools, loaded images and kernels,
+//! memory, and what LLVM's device runtime expects from the host when an image is loaded and
+//! a kernel launched.
+
+use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
+use crate::image::{self, ImageKind, SmVersion, SymbolTable};
+use crate::launch::{GridValues, KernelEnvironment, KernelLimits, KERNEL_ENVIRONMENT_SIZE};
+use crate::resources::ResourcePool;
+use crate::settings::Settings;
+use plugin_api::{AllocKind, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
+use plugin_api::{EventHandle, ImageHandle, KernelHandle, QueueHandle};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use sys::CUdevice_attribute as Attr;
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+/// Turns a driver failure into a plugin error that says what was being done.
+pub fn failed(what: impl std::fmt::Display, e: DriverError) -> PluginError {
+    let code = if e.code == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32 {
+        ErrorCode::OUT_OF_MEMORY
+    } else {
+        ErrorCode::FAILED
+    };
+    PluginError::new(code, format!("{what}: {e}"))
+}
+
+/// What is known about a device before it is initialised (enough to check images).
+#[derive(Clone, Debug)]
+pub struct DeviceIdentity {
+    pub ordinal: i32,
+    pub handle: sys::CUdevice,
+    pub name: String,
+    pub sm: SmVersion,
+}
+
+impl DeviceIdentity {
+    pub fn query(driver: &Driver, ordinal: i32) -> driver::Result<DeviceIdentity> {
+        let handle = driver.device(ordinal)?;
+        let major = driver.attribute(handle, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = driver.attribute(handle, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok(DeviceIdentity {
+            ordinal,
+            handle,
+            name: driver.device_name(handle)?,
+            sm: SmVersion::from_capability(major, minor),
+        })
+    }
+}
+
+/// `DeviceEnvironmentTy` of LLVM's device runtime (`__omp_rtl_device_environment`).
+#[repr(C)]
+#[derive(Copy, Clone, Default)]
+struct DeviceEnvironment {
+    debug_kind: u32,
+    num_devices: u32,
+    device_num: u32,
+    dynamic_mem_size: u32,
+    clock_frequency: u64,
+    indirect_call_table: u64,
+    indirect_call_table_size: u64,
+    hardware_parallelism: u64,
+}
+
+/// `KernelLaunchEnvironmentTy`: passed to kernels whose reductions need a team buffer.
+#[repr(C)]
+#[derive(Copy, Clone)]
+struct KernelLaunchEnvironment {
+    reduction_count: u32,
+    reduction_iteration_count: u32,
+    reduction_buffer: u64,
+}
+
+/// What the device runtime reads for a kernel that needs no launch environment.
+const NO_LAUNCH_ENVIRONMENT: usize = usize::MAX;
+
+struct LoadedImage {
+    module: Module,
+    symbols: SymbolTable,
+    has_destructors: bool,
+}
+
+struct Kernel {
+    name: String,
+    function: Function,
+    limits: KernelLimits,
+}
+
+/// Work to do once a stream's operations have completed.
+enum Deferred {
+    DeviceMemory(u64),
+    /// Host memory an asynchronous copy reads; dropped, never read, once the copy is done.
+    HostCopy(#[allow(dead_code)] Box<KernelLaunchEnvironment>),
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum PeerAccess {
+    Unknown,
+    Enabled,
+    Unavailable,
+}
+
+pub struct CudaDevice {
+    driver: Arc<Driver>,
+    pub identity: DeviceIdentity,
+    context: Context,
+    grid: GridValues,
+    hardware_parallelism: u64,
+    plugin_devices: u32,
+    settings: Settings,
+    streams: ResourcePool<Stream>,
+    events: ResourcePool<Event>,
+    images: RwLock<Vec<Option<LoadedImage>>>,
+    kernels: RwLock<Vec<Kernel>>,
+    deferred: Mutex<HashMap<usize, Vec<Deferred>>>,
+    deferred_count: AtomicUsize,
+    /// Backing store for device-side malloc (`__omp_rtl_device_memory_pool`), shared by all
+    /// images of the device.
+    malloc_pool: Mutex<Option<(u64, u64)>>,
+    /// Host ranges this plugin page-locked, by start address.
+    pinned: Mutex<HashMap<usize, u64>>,
+    peers: Mutex<Vec<PeerAccess>>,
+    /// A stream for the stream-ordered allocator, apart from every queue.
+    allocation_stream: Mutex<Option<Stream>>,
+}
+
+fn attribute(driver: &Driver, device: sys::CUdevice, attribute: Attr) -> Result<u32> {
+    driver
+        .attribute(device, attribute)
+        .map(|v| v.max(0) as u32)
+        .map_err(|e| failed("reading a device attribute", e))
+}
+
+impl CudaDevice {
+    /// Retains the primary context and creates the pools (LLVM's `CUDADeviceTy::initImpl`).
+    pub fn initialize(
+        driver: Arc<Driver>,
+        identity: DeviceIdentity,
+        plugin_devices: u32,
+        settings: Settings,
+    ) -> Result<CudaDevice> {
+        let d = identity.handle;
+        let (flags, active) = driver
+            .primary_context_state(d)
+            .map_err(|e| failed("querying the primary context", e))?;
+        const SCHED_MASK: u32 = 0x7;
+        const SCHED_BLOCKING_SYNC: u32 = 0x4;
+        if active {
+            if flags & SCHED_MASK != SCHED_BLOCKING_SYNC {
+                log::debug!(
+                    "cuda device {}: primary context already active with flags {flags:#x}",
+                    identity.ordinal
+                );
+            }
+        } else {
+            // Blocking synchronisation: waiting threads sleep instead of spinning on a core
+            // the program's host threads need.
+            driver
+                .set_primary_context_flags(d, SCHED_BLOCKING_SYNC)
+                .map_err(|e| failed("setting the primary context's flags", e))?;
+        }
+        let context = driver
+            .retain_primary_context(d)
+            .map_err(|e| failed("retaining the primary context", e))?;
+        driver
+            .set_current(context)
+            .map_err(|e| failed("making the context current", e))?;
+        let setup = || -> Result<(GridValues, u64)> {
+            if let Some(bytes) = settings.stack_size {
+                driver
+                    .set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes)
+                    .map_err(|e| failed("setting LIBOMPTARGET_STACK_SIZE", e))?;
+            }
+            if let Some(bytes) = settings.heap_size {
+                driver
+                    .set_limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE, bytes)
+                    .map_err(|e| failed("setting LIBOMPTARGET_HEAP_SIZE", e))?;
+            }
+            let grid = GridValues {
+                max_teams: attribute(&driver, d, Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                max_threads: attribute(&driver, d, Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                warp_size: attribute(&driver, d, Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?.max(1),
+                min_threads_for_low_trip_count: settings.min_threads_for_low_trip_count,
+                reuse_blocks_for_high_trip_count: settings.reuse_blocks_for_high_trip_count,
+                ..GridValues::NVPTX
+            }
+            .limited_by(settings.num_teams, settings.teams_thread_limit);
+            let sms = attribute(&driver, d, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+            let per_sm = attribute(
+                &driver,
+                d,
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            )?;
+            Ok((grid, sms as u64 * (per_sm / grid.warp_size) as u64))
+        };
+        let (grid, hardware_parallelism) = match setup() {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = driver.release_primary_context(d);
+                return Err(e);
+            }
+        };
+        let streams = ResourcePool::new(&driver, settings.initial_streams)
+            .map_err(|e| failed("creating the stream pool", e))?;
+        let events = ResourcePool::new(&driver, settings.initial_events)
+            .map_err(|e| failed("creating the event pool", e))?;
+        log::debug!(
+            "cuda device {}: {} ({}), up to {} teams of {} threads",
+            identity.ordinal,
+            identity.name,
+            identity.sm,
+            grid.max_teams,
+            grid.max_threads
+        );
+        Ok(CudaDevice {
+            driver,
+            identity,
+            context,
+            grid,
+            hardware_parallelism,
+            plugin_devices,
+            settings,
+            streams,
+            events,
+            images: RwLock::new(Vec::new()),
+            kernels: RwLock::new(Vec::new()),
+            deferred: Mutex::new(HashMap::new()),
+            deferred_count: AtomicUsize::new(0),
+            malloc_pool: Mutex::new(None),
+            pinned: Mutex::new(HashMap::new()),
+            peers: Mutex::new(vec![PeerAccess::Unknown; plugin_devices as usize]),
+            allocation_stream: Mutex::new(None),
+        })
+    }
+
+    pub fn context(&self) -> Context {
+        self.context
+    }
+
+    /// Makes the device's context current on the calling thread (every entry point does:
+    /// the core calls from any thread).
+    fn activate(&self) -> Result<()> {
+        self.driver
+            .set_current(self.context)
+            .map_err(|e| failed("making the device's context current", e))
+    }
+
+    /// Runs `op` on the queue's stream, or, for `QueueHandle::SYNC`, on a pooled stream
+    /// that is synchronised before returning.
+    fn on_queue(&self, queue: QueueHandle, op: impl FnOnce(Stream) -> Result<()>) -> Result<()> {
+        self.activate()?;
+        if queue != QueueHandle::SYNC {
+            return op(stream_of(queue));
+        }
+        let stream = self
+            .streams
+            .take(&self.driver)
+            .map_err(|e| failed("taking a stream", e))?;
+        let result = op(stream).and_then(|_| self.finish(stream));
+        if result.is_err() {
+            // Drain whatever was queued before reusing the stream.
+            let _ = self.driver.synchronize(stream);
+            self.run_deferred(stream);
+        }
+        self.streams.give_back(stream);
+        result
+    }
+
+    /// Waits for a stream and runs its deferred work.
+    fn finish(&self, stream: Stream) -> Result<()> {
+        let result = self
+            .driver
+            .synchronize(stream)
+            .map_err(|e| failed("waiting for the device", e));
+        self.run_deferred(stream);
+        result
+    }
+
+    fn defer(&self, stream: Stream, work: Deferred) {
+        self.deferred
+            .lock()
+            .unwrap()
+            .entry(stream.0 as usize)
+            .or_default()
+            .push(work);
+        self.deferred_count.fetch_add(1, Ordering::Release);
+    }
+
+    fn run_deferred(&self, stream: Stream) {
+        if self.deferred_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let work = self.deferred.lock().unwrap().remove(&(stream.0 as usize));
+        for item in work.into_iter().flatten() {
+            self.deferred_count.fetch_sub(1, Ordering::Release);
+            if let Deferred::DeviceMemory(ptr) = item {
+                if let Err(e) = self.driver.free_device(ptr) {
+                    log::warn!("cuda device {}: {e}", self.identity.ordinal);
+                }
+            }
+        }
+    }
+
+    // ---- queues and events ----
+
+    pub fn create_queue(&self) -> Result<QueueHandle> {
+        self.activate()?;
+        let stream = self
+            .streams
+            .take(&self.driver)
+            .map_err(|e| failed("taking a stream", e))?;
+        Ok(QueueHandle(stream.0 as u64))
+    }
+
+    pub fn release_queue(&self, queue: QueueHandle) -> Result<()> {
+        if queue == QueueHandle::SYNC {
+            return Err(PluginError::invalid_argument(
+                "the synchronous queue is not released",
+            ));
+        }
+        self.streams.give_back(stream_of(queue));
+        Ok(())
+    }
+
+    pub fn synchronize(&self, queue: QueueHandle) -> Result<()> {
+        if queue == QueueHandle::SYNC {
+            return Ok(());
+        }
+        self.activate()?;
+        self.finish(stream_of(queue))
+    }
+
+    pub fn query(&self, queue: QueueHandle) -> Result<bool> {
+        if queue == QueueHandle::SYNC {
+            return Ok(true);
+        }
+        self.activate()?;
+        let stream = stream_of(queue);
+        let done = self
+            .driver
+            .query(stream)
+            .map_err(|e| failed("querying the device", e))?;
+        if done {
+            self.run_deferred(stream);
+        }
+        Ok(done)
+    }
+
+    pub fn create_event(&self) -> Result<EventHandle> {
+        self.activate()?;
+        let event = self
+            .events
+            .take(&self.driver)
+            .map_err(|e| failed("taking an event", e))?;
+        Ok(EventHandle(event.0 as u64))
+    }
+
+    pub fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.on_queue(queue, |stream| {
+            self.driver
+                .record_event(event_of(event), stream)
+                .map_err(|e| failed("recording an event", e))
+        })
+    }
+
+    pub fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.on_queue(queue, |stream| {
+            self.driver
+                .wait_event(stream, event_of(event))
+                .map_err(|e| failed("waiting for an event on a queue", e))
+        })
+    }
+
+    pub fn sync_event(&self, event: EventHandle) -> Result<()> {
+        self.activate()?;
+        self.driver
+            .sync_event(event_of(event))
+            .map_err(|e| failed("waiting for an event", e))
+    }
+
+    pub fn destroy_event(&self, event: EventHandle) -> Result<()> {
+        self.events.give_back(event_of(event));
+        Ok(())
+    }
+
+    // ---- memory ----
+
+    pub fn alloc(&self, size: u64, kind: AllocKind) -> Result<usize> {
+        self.activate()?;
+        let size = size.max(1);
+        let what = || format!("allocating {size} bytes of {} memory", kind.name());
+        let address = match kind {
+            AllocKind::DEFAULT | AllocKind::DEVICE => self.driver.alloc_device(size),
+            AllocKind::HOST => self.driver.alloc_host(size).map(|p| p as u64),
+            AllocKind::SHARED => self.driver.alloc_managed(size),
+            AllocKind::DEVICE_NON_BLOCKING => self.alloc_non_blocking(size),
+            _ => {
+                return Err(PluginError::invalid_argument(format!(
+                    "unknown allocation kind {}",
+                    kind.0
+                )))
+            }
+        };
+        address.map(|a| a as usize).map_err(|e| failed(what(), e))
+    }
+
+    /// Device memory from the stream-ordered allocator, on a stream of its own: it does not
+    /// wait for running kernels, so device-side malloc pools can grow while a kernel runs.
+    fn alloc_non_blocking(&self, size: u64) -> driver::Result<u64> {
+        if !self.driver.has_async_allocator() {
+            return self.driver.alloc_device(size);
+        }
+        let stream = self.allocation_stream()?;
+        let ptr = self.driver.alloc_async(size, stream)?;
+        self.driver.synchronize(stream)?;
+        Ok(ptr)
+    }
+
+    fn allocation_stream(&self) -> driver::Result<Stream> {
+        let mut slot = self.allocation_stream.lock().unwrap();
+        if let Some(s) = *slot {
+            return Ok(s);
+        }
+        let s = self.driver.create_stream()?;
+        *slot = Some(s);
+        Ok(s)
+    }
+
+    pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        self.activate()?;
+        let result = match kind {
+            AllocKind::HOST => self.driver.free_host(ptr),
+            AllocKind::DEVICE_NON_BLOCKING if self.driver.has_async_allocator() => {
+                self.allocation_stream().and_then(|s| {
+                    self.driver.free_async(ptr as u64, s)?;
+                    self.driver.synchronize(s)
+                })
+            }
+            _ => self.driver.free_device(ptr as u64),
+        };
+        result.map_err(|e| failed(format!("freeing {ptr:#x}"), e))
+    }
+
+    pub fn pin(&self, host: usize, size: u64) -> Result<usize> {
+        self.activate()?;
+        let ours = self
+            .driver
+            .register_host(host, size)
+            .map_err(|e| failed(format!("page-locking {size} bytes at {host:#x}"), e))?;
+        if ours {
+            self.pinned.lock().unwrap().insert(host, size);
+        }
+        // With unified addressing the device uses the host address itself.
+        Ok(host)
+    }
+
+    pub fn unpin(&self, host: usize) -> Result<()> {
+        if self.pinned.lock().unwrap().remove(&host).is_none() {
+            return Ok(()); // Locked by someone else, or never: nothing of ours to undo.
+        }
+        self.activate()?;
+        self.driver
+            .unregister_host(host)
+            .map_err(|e| failed(format!("unlocking {host:#x}"), e))
+    }
+
+    // ---- copies ----
+
+    pub fn copy_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.on_queue(queue, |s| {
+            self.driver
+                .copy_to_device(dst as u64, src, size, s)
+                .map_err(|e| failed(format!("copying {size} bytes to the device"), e))
+        })
+    }
+
+    pub fn copy_from_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.on_queue(queue, |s| {
+            self.driver
+                .copy_from_device(dst, src as u64, size, s)
+                .map_err(|e| failed(format!("copying {size} bytes from the device"), e))
+        })
+    }
+
+    /// Copies to `dst` on `peer` (or this device), through peer access where the devices
+    /// allow it.
+    pub fn copy_to_peer(
+        &self,
+        src: usize,
+        peer: &CudaDevice,
+        dst: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let direct = peer.identity.ordinal != self.identity.ordinal && self.peer_access(peer)?;
+        self.on_queue(queue, |s| {
+            let result = if direct {
+                self.driver
+                    .copy_peer(dst as u64, peer.context, src as u64, self.context, size, s)
+            } else {
+                self.driver.copy_on_device(dst as u64, src as u64, size, s)
+            };
+            result.map_err(|e| failed(format!("copying {size} bytes between devices"), e))
+        })
+    }
+
+    fn peer_access(&self, peer: &CudaDevice) -> Result<bool> {
+        let index = peer.identity.ordinal as usize;
+        let mut peers = self.peers.lock().unwrap();
+        match peers.get(index).copied() {
+            Some(PeerAccess::Enabled) => return Ok(true),
+            Some(PeerAccess::Unavailable) | None => return Ok(false),
+            Some(PeerAccess::Unknown) => {}
+        }
+        self.activate()?;
+        let can = self
+            .driver
+            .can_access_peer(self.identity.handle, peer.identity.handle)
+            .map_err(|e| failed("checking peer access", e))?;
+        let state = if !can {
+            PeerAccess::Unavailable
+        } else {
+            match self.driver.enable_peer_access(peer.context) {
+                Ok(()) => PeerAccess::Enabled,
+                Err(e) if e.code == driver::codes::TOO_MANY_PEERS => {
+                    log::debug!("cuda: too many peers, copying through the driver instead");
+                    PeerAccess::Unavailable
+                }
+                Err(e) => return Err(failed("enabling peer access", e)),
+            }
+        };
+        peers[index] = state;
+        Ok(state == PeerAccess::Enabled)
+    }
+
+    // ---- images ----
+
+    pub fn load_image(&self, bytes: &[u8]) -> Result<ImageHandle> {
+        let kind = image::classify(bytes).map_err(PluginError::invalid_argument)?;
+        image::compatible(&kind, self.identity.sm).map_err(|why| {
+            PluginError::unsupported(format!(
+                "device {} ({}, {}): {why}",
+                self.identity.ordinal, self.identity.name, self.identity.sm
+            ))
+        })?;
+        let symbols = SymbolTable::read(bytes).map_err(PluginError::invalid_argument)?;
+        self.activate()?;
+        let module = match kind {
+            ImageKind::Cubin { .. } => self.driver.load_module(bytes),
+            ImageKind::Ptx { .. } => {
+                let mut text = bytes.to_vec();
+                if text.last() != Some(&0) {
+                    text.push(0);
+                }
+                self.driver.load_module(&text)
+            }
+        }
+        .map_err(|e| {
+            failed(
+                format!("loading the image on cuda device {}", self.identity.ordinal),
+                e,
+            )
+        })?;
+        let loaded = LoadedImage {
+            module,
+            symbols,
+            has_destructors: false,
+        };
+        let prepared = self
+            .write_device_environment(&loaded)
+            .and_then(|_| self.provide_malloc_pool(&loaded))
+            .and_then(|_| self.run_global_constructors(&loaded, true));
+        let has_destructors = match prepared {
+            Ok(()) => self.has_symbol(&loaded, "nvptx$device$fini"),
+            Err(e) => {
+                let _ = self.driver.unload_module(module);
+                return Err(e);
+            }
+        };
+        let mut images = self.images.write().unwrap();
+        images.push(Some(LoadedImage {
+            has_destructors,
+            ..loaded
+        }));
+        Ok(ImageHandle(images.len() as u64))
+    }
+
+    pub fn unload_image(&self, handle: ImageHandle) -> Result<()> {
+        let loaded = {
+            let mut images = self.images.write().unwrap();
+            index_of(handle.0, images.len())
+                .and_then(|i| images[i].take())
+                .ok_or_else(|| invalid_handle("image", handle.0))?
+        };
+        self.activate()?;
+        let destructors = if loaded.has_destructors {
+            self.run_global_constructors(&loaded, false)
+        } else {
+            Ok(())
+        };
+        let unloaded = self
+            .driver
+            .unload_module(loaded.module)
+            .map_err(|e| failed("unloading an image", e));
+        destructors.and(unloaded)
+    }
+
+    fn with_image<T>(
+        &self,
+        handle: ImageHandle,
+        f: impl FnOnce(&LoadedImage) -> Result<T>,
+    ) -> Result<T> {
+        let images = self.images.read().unwrap();
+        let image = index_of(handle.0, images.len())
+            .and_then(|i| images[i].as_ref())
+            .ok_or_else(|| invalid_handle("image", handle.0))?;
+        f(image)
+    }
+
+    fn has_symbol(&self, image: &LoadedImage, name: &str) -> bool {
+        if !image.symbols.is_empty() {
+            return image.symbols.find(name).is_some();
+        }
+        // PTX: only the driver knows its names.
+        self.driver.global(image.module, name).is_ok()
+            || self.driver.function(image.module, name).is_ok()
+    }
+
+    /// Writes `bytes` into a global of the image; `Ok(false)` if the image has no such global.
+    fn write_global(&self, image: &LoadedImage, name: &str, bytes: &[u8]) -> Result<bool> {
+        if !image.symbols.is_empty() && image.symbols.find(name).is_none() {
+            return Ok(false);
+        }
+        let Ok((address, size)) = self.driver.global(image.module, name) else {
+            return Ok(false);
+        };
+        if size != bytes.len() as u64 {
+            return Err(PluginError::invalid_argument(format!(
+                "the image's '{name}' has {size} bytes, the runtime expects {}: the image was \
+                 built for another version of LLVM's device runtime",
+                bytes.len()
+            )));
+        }
+        self.copy_to_device(
+            address as usize,
+            bytes.as_ptr() as usize,
+            size,
+            QueueHandle::SYNC,
+        )?;
+        Ok(true)
+    }
+
+    fn read_device_word(&self, address: u64) -> Result<u64> {
+        let mut value = 0u64;
+        self.copy_from_device(
+            &mut value as *mut u64 as usize,
+            address as usize,
+            8,
+            QueueHandle::SYNC,
+        )?;
+        Ok(value)
+    }
+
+    fn write_device_environment(&self, image: &LoadedImage) -> Result<()> {
+        let env = DeviceEnvironment {
+            debug_kind: self.settings.device_debug_kind,
+            num_devices: self.plugin_devices,
+            device_num: self.identity.ordinal as u32,
+            dynamic_mem_size: self.settings.shared_memory_size,
+            // CUDA's device clock as LLVM reports it (omp_get_wtick on the device).
+            clock_frequency: 1_000_000_000,
+            indirect_call_table: 0,
+            indirect_call_table_size: 0,
+            hardware_parallelism: self.hardware_parallelism,
+        };
+        if !self.write_global(image, "__omp_rtl_device_environment", as_bytes(&env))? {
+            log::debug!("image has no __omp_rtl_device_environment; not an OpenMP image?");
+        }
+        Ok(())
+    }
+
+    /// Gives the image's device-side malloc its pool (LLVM: the heap-size limit's worth of
+    /// device memory). One pool per device, shared by its images.
+    fn provide_malloc_pool(&self, image: &LoadedImage) -> Result<()> {
+        if !self.has_symbol(image, "__omp_rtl_device_memory_pool_tracker") {
+            return Ok(());
+        }
+        let pool = {
+            let mut slot = self.malloc_pool.lock().unwrap();
+            match *slot {
+                Some(pool) => pool,
+                None => {
+                    let size = self
+                        .driver
+                        .limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE)
+                        .map_err(|e| failed("reading the device heap size", e))?;
+                    let ptr = match self.alloc(size, AllocKind::DEVICE) {
+                        Ok(p) => p as u64,
+                        Err(e) => {
+                            log::warn!("no device memory pool for device-side malloc: {e}");
+                            0
+                        }
+                    };
+                    let pool = (ptr, if ptr == 0 { 0 } else { size });
+                    *slot = Some(pool);
+                    pool
+                }
+            }
+        };
+        // {allocations, bytes, smallest, largest}
+        let tracker: [u64; 4] = [0, 0, u64::MAX, 0];
+        self.write_global(
+            image,
+            "__omp_rtl_device_memory_pool_tracker",
+            as_bytes(&tracker),
+        )?;
+        let pool: [u64; 2] = [pool.0, pool.1];
+        self.write_global(image, "__omp_rtl_device_memory_pool", as_bytes(&pool))?;
+        Ok(())
+    }
+
+    /// Runs the image's global constructors (or destructors): the NVPTX backend leaves
+    /// `__init_array_object_<name>_<priority>` pointers that the host gathers into the array
+    /// the `nvptx$device$init` kernel walks.
+    fn run_global_constructors(&self, image: &LoadedImage, constructors: bool) -> Result<()> {
+        let (kernel, prefix, start, end) = if constructors {
+            (
+                "nvptx$device$init",
+                "__init_array_object_",
+                "__init_array_start",
+                "__init_array_end",
+            )
+        } else {
+            (
+                "nvptx$device$fini",
+                "__fini_array_object_",
+                "__fini_array_start",
+                "__fini_array_end",
+            )
+        };
+        if !self.has_symbol(image, kernel) {
+            return Ok(());
+        }
+        let mut entries: Vec<(u32, &str)> = image
+            .symbols
+            .with_prefix(prefix)
+            .map(|s| {
+                let priority = s.name.rsplit('_').next().and_then(|p| p.parse().ok());
+                (priority.unwrap_or(u32::MAX), s.name.as_str())
+            })
+            .collect();
+        entries.sort();
+        let mut pointers = Vec::with_capacity(entries.len());
+        for (_, name) in &entries {
+            let (address, _) = self
+                .driver
+                .global(image.module, name)
+                .map_err(|e| failed(format!("finding '{name}'"), e))?;
+            pointers.push(self.read_device_word(address)?);
+        }
+        let bytes = (pointers.len().max(1) * 8) as u64;
+        let array = self.alloc(bytes, AllocKind::DEVICE)? as u64;
+        let run = || -> Result<()> {
+            if !pointers.is_empty() {
+                self.copy_to_device(
+                    array as usize,
+                    pointers.as_ptr() as usize,
+                    bytes,
+                    QueueHandle::SYNC,
+                )?;
+            }
+            let stop = array + pointers.len() as u64 * 8;
+            self.write_global(image, start, &array.to_le_bytes())?;
+            self.write_global(image, end, &stop.to_le_bytes())?;
+            let function = self
+                .driver
+                .function(image.module, kernel)
+                .map_err(|e| failed(format!("finding '{kernel}'"), e))?;
+            self.on_queue(QueueHandle::SYNC, |s| {
+                self.driver
+                    .launch(function, 1, 1, 0, s, &mut [])
+                    .map_err(|e| failed(format!("running '{kernel}'"), e))
+            })
+        };
+        let result = run();
+        let freed = self.free(array as usize, AllocKind::DEVICE);
+        result.and(freed)
+    }
+
+    // ---- kernels and globals ----
+
+    pub fn get_kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+        let kernel = self.with_image(image, |loaded| {
+            if !loaded.symbols.is_empty() && !loaded.symbols.functions().any(|f| f.name == name) {
+                return Err(PluginError::new(
+                    ErrorCode::NOT_FOUND,
+                    format!("the image has no kernel '{name}'"),
+                ));
+            }
+            self.activate()?;
+            let function = self
+                .driver
+                .function(loaded.module, name)
+                .map_err(|e| failed(format!("finding kernel '{name}'"), e))?;
+            let function_max = self
+                .driver
+                .function_attribute(
+                    function,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                )
+                .map_err(|e| failed(format!("reading the limits of '{name}'"), e))?;
+            let environment = self.kernel_environment(loaded, name)?;
+            if environment.is_none() {
+                log::debug!(
+                    "kernel '{name}' has no kernel environment: launching it as a bare kernel"
+                );
+            }
+            Ok(Kernel {
+                name: name.to_owned(),
+                function,
+                limits: KernelLimits::new(environment, &self.grid, function_max.max(1) as u32),
+            })
+        })?;
+        let mut kernels = self.kernels.write().unwrap();
+        kernels.push(kernel);
+        Ok(KernelHandle(kernels.len() as u64))
+    }
+
+    /// The kernel's `<name>_kernel_environment`, from the cubin's initial data as LLVM
+    /// reads it, or from the device for PTX (whose symbols only the driver knows).
+    fn kernel_environment(
+        &self,
+        image: &LoadedImage,
+        kernel: &str,
+    ) -> Result<Option<KernelEnvironment>> {
+        let global = format!("{kernel}_kernel_environment");
+        if !image.symbols.is_empty() {
+            let initial = image
+                .symbols
+                .find(&global)
+                .and_then(|s| s.initial.as_deref());
+            return Ok(initial.and_then(KernelEnvironment::parse));
+        }
+        let Ok((address, size)) = self.driver.global(image.module, &global) else {
+            return Ok(None);
+        };
+        let mut bytes = [0u8; KERNEL_ENVIRONMENT_SIZE];
+        let n = (size as usize).min(bytes.len());
+        self.copy_from_device(
+            bytes.as_mut_ptr() as usize,
+            address as usize,
+            n as u64,
+            QueueHandle::SYNC,
+        )?;
+        Ok(KernelEnvironment::parse(&bytes[..n]))
+    }
+
+    pub fn get_global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
+        self.with_image(image, |loaded| {
+            self.activate()?;
+            let (address, actual) = self
+                .driver
+                .global(loaded.module, name)
+                .map_err(|e| failed(format!("finding global '{name}'"), e))?;
+            if size != 0 && actual != size {
+                return Err(PluginError::invalid_argument(format!(
+                    "global '{name}' has {actual} bytes on the device and {size} on the host"
+                )));
+            }
+            Ok(GlobalInfo {
+                address: address as usize,
+                size: actual,
+            })
+        })
+    }
+
+    // ---- launch ----
+
+    pub fn launch(
+        &self,
+        handle: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let kernels = self.kernels.read().unwrap();
+        let kernel = index_of(handle.0, kernels.len())
+            .map(|i| &kernels[i])
+            .ok_or_else(|| invalid_handle("kernel", handle.0))?;
+        let (blocks, threads) = kernel.limits.geometry(&self.grid, config);
+        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            let mode = kernel
+                .limits
+                .environment
+                .map_or("SPMD", |e| e.exec_mode.name());
+            plugin_api::info::line(
+                self.identity.ordinal,
+                &format!(
+                    "Launching kernel {} with {blocks} blocks and {threads} threads in {mode} mode",
+                    kernel.name
+                ),
+            );
+        }
+        let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
+        self.on_queue(queue, |stream| {
+            let mut packed = Vec::with_capacity(args.len() + 1);
+            if config.kernel_args_version >= 3 {
+                packed.push(self.launch_environment(&kernel.limits, stream)?);
+            }
+            packed.extend_from_slice(args);
+            self.driver
+                .launch(
+                    kernel.function,
+                    blocks,
+                    threads,
+                    shared,
+                    stream,
+                    &mut packed,
+                )
+                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+        })
+    }
+
+    /// The implicit first kernel argument: a launch environment with a team-reduction
+    /// buffer for kernels that need one, freed once the stream is synchronised.
+    fn launch_environment(&self, limits: &KernelLimits, stream: Stream) -> Result<usize> {
+        let bytes = limits.environment.map_or(0, |e| e.reduction_buffer_bytes());
+        if bytes == 0 {
+            return Ok(NO_LAUNCH_ENVIRONMENT);
+        }
+        let buffer = self
+            .driver
+            .alloc_device(bytes)
+            .map_err(|e| failed("allocating a reduction buffer", e))?;
+        self.defer(stream, Deferred::DeviceMemory(buffer));
+        let env_size = std::mem::size_of::<KernelLaunchEnvironment>() as u64;
+        let device_env = self
+            .driver
+            .alloc_device(env_size)
+            .map_err(|e| failed("allocating a launch environment", e))?;
+        self.defer(stream, Deferred::DeviceMemory(device_env));
+        // The host copy must live until the asynchronous copy has read it.
+        let host = Box::new(KernelLaunchEnvironment {
+            reduction_count: 0,
+            reduction_iteration_count: 0,
+            reduction_buffer: buffer,
+        });
+        self.driver
+            .copy_to_device(device_env, &*host as *const _ as usize, env_size, stream)
+            .map_err(|e| failed("copying a launch environment", e))?;
+        self.defer(stream, Deferred::HostCopy(host));
+        Ok(device_env as usize)
+    }
+
+    // ---- description ----
+
+    pub fn info(&self) -> Vec<InfoEntry> {
+        let mut info = Vec::new();
+        let _ = self.activate();
+        if let Ok(v) = self.driver.limit(sys::CUlimit::CU_LIMIT_STACK_SIZE) {
+            info.push(InfoEntry::new("stack size bytes", v));
+        }
+        if let Ok(v) = self.driver.limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE) {
+            info.push(InfoEntry::new("heap size bytes", v));
+        }
+        if let Ok((free, _)) = self.driver.memory_info() {
+            info.push(InfoEntry::new("free memory bytes", free));
+        }
+        info.push(InfoEntry::new("max teams", self.grid.max_teams));
+        info.push(InfoEntry::new(
+            "max threads per team",
+            self.grid.max_threads,
+        ));
+        info.push(InfoEntry::new(
+            "hardware parallelism",
+            self.hardware_parallelism,
+        ));
+        info
+    }
+
+    /// Releases everything (LLVM's `deinitImpl`): runs pending destructors, unloads modules,
+    /// destroys pools and releases the primary context.
+    pub fn deinit(&self) -> Result<()> {
+        self.activate()?;
+        let handles: Vec<u64> = (1..=self.images.read().unwrap().len() as u64).collect();
+        let mut first_error = None;
+        for h in handles {
+            let present = self.images.read().unwrap()[h as usize - 1].is_some();
+            if present {
+                if let Err(e) = self.unload_image(ImageHandle(h)) {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some((ptr, _)) = self.malloc_pool.lock().unwrap().take() {
+            if ptr != 0 {
+                let _ = self.driver.free_device(ptr);
+            }
+        }
+        for (host, _) in std::mem::take(&mut *self.pinned.lock().unwrap()) {
+            let _ = self.driver.unregister_host(host);
+        }
+        if let Some(s) = self.allocation_stream.lock().unwrap().take() {
+            let _ = self.driver.destroy_stream(s);
+        }
+        let (busy_streams, e1) = self.streams.destroy_all(&self.driver);
+        let (busy_events, e2) = self.events.destroy_all(&self.driver);
+        if busy_streams + busy_events > 0 {
+            log::debug!(
+                "cuda device {}: {busy_streams} streams and {busy_events} events were still in use",
+                self.identity.ordinal
+            );
+        }
+        for e in [e1, e2].into_iter().flatten() {
+            first_error.get_or_insert(failed("destroying a pooled object", e));
+        }
+        if let Err(e) = self.driver.release_primary_context(self.identity.handle) {
+            first_error.get_or_insert(failed("releasing the primary context", e));
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+fn stream_of(queue: QueueHandle) -> Stream {
+    Stream(queue.0 as usize as sys::CUstream)
+}
+
+fn event_of(event: EventHandle) -> Event {
+    Event(event.0 as usize as sys::CUevent)
+}
+
+/// Handles are 1-based indexes so that 0 is never valid.
+fn index_of(handle: u64, len: usize) -> Option<usize> {
+    let i = usize::try_from(handle).ok()?.checked_sub(1)?;
+    (i < len).then_some(i)
+}
+
+fn invalid_handle(what: &str, value: u64) -> PluginError {
+    PluginError::invalid_argument(format!("no {what} with handle {value} on this device"))
+}
+
+fn as_bytes<T: Copy>(value: &T) -> &[u8] {
+    // SAFETY: `T` is a plain-old-data `repr(C)` struct or array of integers without padding
+    // that could be uninitialised (DeviceEnvironment's fields are all 4- or 8-byte aligned in
+    // order); the slice covers exactly the value and lives as long as the borrow.
+    unsafe { std::slice::from_raw_parts(value as *const T as *const u8, std::mem::size_of::<T>()) }
+}

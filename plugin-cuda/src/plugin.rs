@@ -1,0 +1,405 @@
+//! The [`Plugin`] implementation: finds the driver and the devices, checks arguments and
+//! dispatches to [`CudaDevice`]s.
+
+use crate::device::{CudaDevice, DeviceIdentity};
+use crate::driver::{sys, Driver};
+use crate::image;
+use crate::settings::Settings;
+use plugin_api::*;
+use std::sync::{Arc, OnceLock};
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+struct DeviceSlot {
+    identity: DeviceIdentity,
+    device: OnceLock<CudaDevice>,
+}
+
+pub struct CudaPlugin {
+    driver: Option<Arc<Driver>>,
+    devices: Vec<DeviceSlot>,
+    /// Why there are no devices, or the driver's version and location.
+    note: String,
+    settings: Settings,
+}
+
+impl CudaPlugin {
+    /// A plugin without devices, saying why (no driver, no GPU, a failing `cuInit`).
+    fn without_devices(why: String) -> CudaPlugin {
+        log::debug!("cuda plugin: 0 devices: {why}");
+        CudaPlugin {
+            driver: None,
+            devices: Vec::new(),
+            note: why,
+            settings: Settings::from_env(),
+        }
+    }
+
+    fn slot(&self, device: i32) -> Result<&DeviceSlot> {
+        usize::try_from(device)
+            .ok()
+            .and_then(|i| self.devices.get(i))
+            .ok_or_else(|| {
+                PluginError::new(
+                    ErrorCode::INVALID_DEVICE,
+                    format!(
+                        "cuda device {device} does not exist (there are {})",
+                        self.devices.len()
+                    ),
+                )
+            })
+    }
+
+    fn device(&self, device: i32) -> Result<&CudaDevice> {
+        self.slot(device)?.device.get().ok_or_else(|| {
+            PluginError::new(
+                ErrorCode::NOT_INITIALIZED,
+                format!("cuda device {device} is used before it was initialised"),
+            )
+        })
+    }
+}
+
+impl Plugin for CudaPlugin {
+    fn init() -> Result<Self> {
+        let driver = match Driver::open() {
+            Ok(d) => Arc::new(d),
+            Err(why) => return Ok(CudaPlugin::without_devices(why)),
+        };
+        let count = match driver.device_count() {
+            Ok(n) => n,
+            Err(e) => return Ok(CudaPlugin::without_devices(e.to_string())),
+        };
+        let mut devices = Vec::new();
+        for ordinal in 0..count {
+            match DeviceIdentity::query(&driver, ordinal) {
+                Ok(identity) => devices.push(DeviceSlot {
+                    identity,
+                    device: OnceLock::new(),
+                }),
+                Err(e) => log::warn!("cuda device {ordinal} is skipped: {e}"),
+            }
+        }
+        let version = driver.driver_version().unwrap_or(0);
+        let note = if devices.is_empty() {
+            format!(
+                "the driver ({}) reports no CUDA devices",
+                driver.path().display()
+            )
+        } else {
+            format!(
+                "CUDA driver {}.{} at {}",
+                version / 1000,
+                version % 1000 / 10,
+                driver.path().display()
+            )
+        };
+        log::debug!("cuda plugin: {} devices; {note}", devices.len());
+        Ok(CudaPlugin {
+            driver: Some(driver),
+            devices,
+            note,
+            settings: Settings::from_env(),
+        })
+    }
+
+    fn deinit(&self) -> Result<()> {
+        let mut first_error = Ok(());
+        for (i, slot) in self.devices.iter().enumerate() {
+            if slot.device.get().is_some() {
+                if let Err(e) = self.deinit_device(i as i32) {
+                    if first_error.is_ok() {
+                        first_error = Err(e);
+                    }
+                }
+            }
+        }
+        first_error
+    }
+
+    fn describe(&self) -> PluginDescription {
+        PluginDescription {
+            name: "cuda".into(),
+            num_devices: self.devices.len() as i32,
+            note: self.note.clone().into(),
+        }
+    }
+
+    fn num_devices(&self) -> i32 {
+        self.devices.len() as i32
+    }
+
+    fn check_image(&self, device: Option<i32>, image: ImageRef<'_>) -> ImageCompatibility {
+        let kind = match image::classify(image.bytes.as_slice()) {
+            Ok(kind) => kind,
+            Err(why) => return ImageCompatibility::no(format!("cuda: {why}")),
+        };
+        let Some(d) = device else {
+            return ImageCompatibility::yes();
+        };
+        match self.slot(d) {
+            Err(e) => ImageCompatibility::no(e.message.to_string()),
+            Ok(slot) => match image::compatible(&kind, slot.identity.sm) {
+                Ok(()) => ImageCompatibility::yes(),
+                Err(why) => ImageCompatibility::no(format!(
+                    "cuda device {d} ({}, {}): {why}",
+                    slot.identity.name, slot.identity.sm
+                )),
+            },
+        }
+    }
+
+    fn init_device(&self, device: i32) -> Result<()> {
+        let slot = self.slot(device)?;
+        if slot.device.get().is_some() {
+            return Ok(());
+        }
+        let driver = self.driver.clone().ok_or_else(|| {
+            PluginError::new(ErrorCode::NOT_INITIALIZED, "the CUDA driver is not loaded")
+        })?;
+        let ready = CudaDevice::initialize(
+            driver,
+            slot.identity.clone(),
+            self.devices.len() as u32,
+            self.settings.clone(),
+        )?;
+        if let Err(lost) = slot.device.set(ready) {
+            // Another thread initialised it first; give back what this one retained.
+            let _ = lost.deinit();
+        }
+        Ok(())
+    }
+
+    fn deinit_device(&self, device: i32) -> Result<()> {
+        self.device(device)?.deinit()
+    }
+
+    fn device_info(&self, device: i32) -> Result<Vec<InfoEntry>> {
+        let slot = self.slot(device)?;
+        let driver = self.driver.as_ref().ok_or_else(|| {
+            PluginError::new(ErrorCode::NOT_INITIALIZED, "the CUDA driver is not loaded")
+        })?;
+        let id = &slot.identity;
+        let mut info = vec![
+            InfoEntry::new("name", &id.name),
+            InfoEntry::new("kind", "gpu"),
+            InfoEntry::new("compute unit kind", id.sm),
+            InfoEntry::new(
+                "compute capability",
+                format!("{}.{}", id.sm.major(), id.sm.minor()),
+            ),
+            InfoEntry::new("image format", format!("cubin for {} (or PTX)", id.sm)),
+        ];
+        if let Ok(bytes) = driver.total_memory(id.handle) {
+            info.push(InfoEntry::new("memory bytes", bytes));
+        }
+        use sys::CUdevice_attribute as A;
+        let attributes = [
+            (
+                "multiprocessors",
+                A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            ),
+            ("clock rate kHz", A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+            (
+                "memory clock rate kHz",
+                A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+            ),
+            (
+                "memory bus width bits",
+                A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+            ),
+            ("L2 cache bytes", A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+            ("warp size", A::CU_DEVICE_ATTRIBUTE_WARP_SIZE),
+            (
+                "max threads per block",
+                A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            ),
+            (
+                "max threads per multiprocessor",
+                A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            ),
+            ("max block dim x", A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+            ("max grid dim x", A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+            (
+                "shared memory per block bytes",
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+            ),
+            (
+                "registers per block",
+                A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
+            ),
+            (
+                "constant memory bytes",
+                A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY,
+            ),
+            (
+                "concurrent kernels",
+                A::CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS,
+            ),
+            (
+                "async copy engines",
+                A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT,
+            ),
+            (
+                "unified addressing",
+                A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+            ),
+            ("managed memory", A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY),
+            ("ECC enabled", A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED),
+            ("PCI bus id", A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        ];
+        for (key, attribute) in attributes {
+            if let Ok(v) = driver.attribute(id.handle, attribute) {
+                info.push(InfoEntry::new(key, v));
+            }
+        }
+        if let Ok(v) = driver.driver_version() {
+            info.push(InfoEntry::new(
+                "driver version",
+                format!("{}.{}", v / 1000, v % 1000 / 10),
+            ));
+        }
+        if let Some(device) = slot.device.get() {
+            info.extend(device.info());
+        }
+        Ok(info)
+    }
+
+    fn load_image(&self, device: i32, image: ImageRef<'_>) -> Result<ImageHandle> {
+        self.device(device)?.load_image(image.bytes.as_slice())
+    }
+
+    fn unload_image(&self, device: i32, image: ImageHandle) -> Result<()> {
+        self.device(device)?.unload_image(image)
+    }
+
+    fn get_kernel(&self, device: i32, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+        self.device(device)?.get_kernel(image, name)
+    }
+
+    fn get_global(
+        &self,
+        device: i32,
+        image: ImageHandle,
+        name: &str,
+        size: u64,
+    ) -> Result<GlobalInfo> {
+        self.device(device)?.get_global(image, name, size)
+    }
+
+    fn alloc(&self, device: i32, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        self.device(device)?.alloc(size, kind)
+    }
+
+    fn free(&self, device: i32, ptr: usize, kind: AllocKind) -> Result<()> {
+        if ptr == 0 {
+            return Ok(());
+        }
+        self.device(device)?.free(ptr, kind)
+    }
+
+    fn create_queue(&self, device: i32) -> Result<QueueHandle> {
+        self.device(device)?.create_queue()
+    }
+
+    fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        self.device(device)?.release_queue(queue)
+    }
+
+    fn copy_to_device(
+        &self,
+        device: i32,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        self.device(device)?.copy_to_device(dst, src, size, queue)
+    }
+
+    fn copy_from_device(
+        &self,
+        device: i32,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        self.device(device)?.copy_from_device(dst, src, size, queue)
+    }
+
+    fn copy_device_to_device(
+        &self,
+        src_device: i32,
+        src: usize,
+        dst_device: i32,
+        dst: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let source = self.device(src_device)?;
+        let target = self.device(dst_device)?;
+        if size == 0 {
+            return Ok(());
+        }
+        source.copy_to_peer(src, target, dst, size, queue)
+    }
+
+    fn launch_kernel(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(device)?.launch(kernel, args, config, queue)
+    }
+
+    fn synchronize(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        self.device(device)?.synchronize(queue)
+    }
+
+    fn query_queue(&self, device: i32, queue: QueueHandle) -> Result<bool> {
+        self.device(device)?.query(queue)
+    }
+
+    fn create_event(&self, device: i32) -> Result<EventHandle> {
+        self.device(device)?.create_event()
+    }
+
+    fn record_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.device(device)?.record_event(event, queue)
+    }
+
+    fn wait_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.device(device)?.wait_event(event, queue)
+    }
+
+    fn sync_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        self.device(device)?.sync_event(event)
+    }
+
+    fn destroy_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        self.device(device)?.destroy_event(event)
+    }
+
+    fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
+        if host_ptr == 0 {
+            return Err(PluginError::invalid_argument(
+                "cannot page-lock a null pointer",
+            ));
+        }
+        self.device(device)?.pin(host_ptr, size)
+    }
+
+    fn unpin_memory(&self, device: i32, host_ptr: usize) -> Result<()> {
+        self.device(device)?.unpin(host_ptr)
+    }
+}
