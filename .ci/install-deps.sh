@@ -2,7 +2,8 @@
 # Installs what the build and tests need beyond Rust and gcc (Debian bookworm):
 # clang-19 with LLVM 19's libomp and libomptarget (the reference runtime), clang-22,
 # clang-22's omp.h from libomp-22-dev (unpacked aside: it conflicts with libomp-19-dev),
-# valgrind (memcheck runs), and FileCheck-19/not-19 from llvm-19-tools (LLVM's own test suite).
+# valgrind (memcheck runs), FileCheck-19/not-19 from llvm-19-tools (LLVM's own test suite), and
+# the NVPTX toolchain (ptxas and libdevice from NVIDIA's PyPI wheel) for the CUDA plugin's tests.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 need=""
@@ -19,4 +20,5 @@ if [ ! -e "$root/usr/lib/llvm-22/lib/clang/22/include/omp.h" ]; then
     (cd "$tmp" && apt-get download libomp-22-dev >/dev/null && $SUDO dpkg -x libomp-22-dev_*.deb "$root")
     rm -rf "$tmp"
 fi
+$SUDO bash "$(dirname "$0")/../scripts/setup-nvptx-toolchain.sh" "${NVPTX_CUDA_PATH:-/opt/cuda-min}"
 echo "dependencies ready"
