@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# The real-GPU run of the CUDA plugin, in two halves (docs/gpu-validation.md):
+#
+#   here, with clang-19 and no GPU:   scripts/gpu-run.sh bundle [DIR]   (default DIR: target/gpu-bundle)
+#   on the GPU machine:               bash DIR/run.sh
+#
+# The bundle holds everything the GPU machine lacks (it has the CUDA driver, bash and coreutils,
+# no toolkit, no clang): our dist/ (runtime, plugins, omptarget-info), LLVM 19's libomp.so.5,
+# the conformance programs and bench/gpu/ built for sm_90, and run.sh. With the device tool,
+# from the repository root (the bundle is under target/, which git ignores, hence the carry):
+#
+#   scripts/gpu-run.sh bundle target/gpu-bundle
+#   run: command "bash target/gpu-bundle/run.sh", carry ["target/gpu-bundle"]
+#
+# run.sh prints the machine, PASS/FAIL for each conformance program against our runtime with
+# LIBOMPTARGET_PLUGINS_TO_LOAD=cuda and OMP_TARGET_OFFLOAD=mandatory, then the benchmark table
+# (ours against the raw driver, beside the targets). Its report goes to $OUT/gpu-results.txt
+# (the device tool brings $OUT back), or DIR/results/ without $OUT.
+#
+# bundle's environment:
+#   DIST      install tree to ship; when unset, <repo>/dist, (re)built by scripts/build-dist.sh
+#             if missing, older than the sources, or lacking the CUDA plugin
+#   CUDA_MIN  NVPTX toolchain folder (default <repo>/target/nvptx-toolchain, made when missing
+#             by scripts/setup-nvptx-toolchain.sh, from /opt/cuda-min's ptxas when there is one)
+#   JOBS      parallel compiles (default: nproc)
+# run.sh's environment: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds
+#   for all programs, default 420, then the rest are skipped so the benchmarks still run within
+#   the device tool's 600 s), ONLY (run only programs whose name contains it), SKIP_CONFORMANCE=1,
+#   SKIP_BENCH=1.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+llvm_lib=/usr/lib/llvm-19/lib
+
+# One conformance program: compile it for sm_90 into $dir/conformance, or say why not in a
+# .fail/.skip note. Runs under xargs -P, so it never fails itself.
+compile_one() {
+    local src=$1 name bin spec flags=() cc=clang-19 compilers
+    name=${src#"$root/tests/conformance/"}
+    bin=${name//[\/.]/_}
+    # The directives, in the form tests/src/conformance.rs reads: "// KEY: value", trimmed.
+    spec=$(sed -n 's/^[[:space:]]*\(\/\/ [A-Z-]*: .*\)/\1/p' "$src" | sed 's/[[:space:]]*$//')
+    compilers=$(sed -n 's/^\/\/ COMPILERS: //p' <<<"$spec")
+    if [ -n "$compilers" ] && ! grep -qw clang19 <<<"$compilers"; then
+        echo "$name: not for clang-19 (COMPILERS: $compilers)" >"$dir/conformance/$bin.skip"
+        return 0
+    fi
+    read -ra flags <<<"$(sed -n 's/^\/\/ FLAGS: //p' <<<"$spec" | tr '\n' ' ')"
+    [[ $src == *.cpp ]] && cc=clang++-19
+    if PATH=$cuda_min/bin:$PATH $cc "${recipe[@]}" "${flags[@]}" "$src" \
+        -o "$dir/conformance/$bin" 2>"$dir/conformance/$bin.log"; then
+        printf '%s\n' "$spec" >"$dir/conformance/$bin.spec"
+        echo "$name $bin" >"$dir/conformance/$bin.ok"
+    else
+        # The first errors say why (host-only feature, two translation units, ...).
+        { printf '%s: ' "$name"
+          { grep -m 4 -iE 'error|undefined|cubin' "$dir/conformance/$bin.log" || tail -n 3 "$dir/conformance/$bin.log"; } |
+              tr '\n' ' '
+          echo; } >"$dir/conformance/$bin.fail"
+    fi
+    rm -f "$dir/conformance/$bin.log"
+}
+
+# -foffload-lto: the program's device code and LLVM's device runtime become one cubin, which is
+# all the stand-in nvlink can handle (see setup-nvptx-toolchain.sh).
+cuda_min=${CUDA_MIN:-$root/target/nvptx-toolchain}
+recipe=(-O2 -foffload-lto -fopenmp --offload-arch=sm_90 "--cuda-path=$cuda_min")
+
+if [ "${1:-}" = __compile ]; then # internal: one program, for xargs
+    dir=$2
+    compile_one "$3"
+    exit 0
+fi
+[ "${1:-}" = bundle ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2; }
+
+dir=${2:-$root/target/gpu-bundle}
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+# Start clean, but never wipe a folder that is not a bundle of ours.
+if [ -n "$(ls -A "$dir")" ] && [ ! -e "$dir/.gpu-bundle" ]; then
+    echo "gpu-run.sh: $dir is not empty and not a bundle; refusing to replace it" >&2
+    exit 1
+fi
+rm -rf "${dir:?}"/* "$dir/.gpu-bundle"
+touch "$dir/.gpu-bundle"
+
+for tool in clang-19 clang++-19; do
+    command -v $tool >/dev/null || { echo "gpu-run.sh: $tool not found" >&2; exit 1; }
+done
+[ -e "$llvm_lib/libomp.so.5" ] || { echo "gpu-run.sh: no $llvm_lib/libomp.so.5 (libomp-19-dev)" >&2; exit 1; }
+
+# The install tree. A given DIST is used as is; the default one is kept current, since a GPU
+# run on a stale runtime or one without the CUDA plugin would be wasted.
+if [ -n "${DIST:-}" ]; then
+    dist=$(cd "$DIST" && pwd)
+else
+    dist=$root/dist
+    stale=
+    if [ ! -e "$dist/lib/libomptarget.so.22.1" ]; then
+        stale="missing"
+    elif [ -d "$root/plugin-cuda" ] && [ ! -e "$dist/lib/libomptarget.rtl.cuda.so" ]; then
+        stale="no CUDA plugin"
+    elif [ -n "$(find "$root"/Cargo.toml "$root"/Cargo.lock "$root"/omptarget-core "$root"/plugin-* \
+        -newer "$dist/lib/libomptarget.so.22.1" -type f -print -quit 2>/dev/null)" ]; then
+        stale="older than the sources"
+    fi
+    if [ -n "$stale" ]; then
+        echo "dist: $stale; building it"
+        "$root/scripts/build-dist.sh" "$dist"
+    fi
+fi
+[ -e "$dist/lib/libomptarget.rtl.cuda.so" ] ||
+    echo "gpu-run.sh: WARNING: $dist has no libomptarget.rtl.cuda.so; run.sh will stop at once" >&2
+
+# Our recipe's toolchain: whole-program cubins (ET_EXEC, as nvlink makes), not the relocatable
+# ones a plain ptxas behind a copying nvlink gives (as an /opt/cuda-min made otherwise may).
+if [ ! -e "$cuda_min/bin/ptxas" ] && [ -x /opt/cuda-min/bin/ptxas ]; then
+    NVPTX_FROM=/opt/cuda-min "$root/scripts/setup-nvptx-toolchain.sh" "$cuda_min"
+else
+    "$root/scripts/setup-nvptx-toolchain.sh" "$cuda_min"
+fi
+grep -q 'Whole-program ptxas' "$cuda_min/bin/ptxas" ||
+    echo "gpu-run.sh: WARNING: $cuda_min makes relocatable cubins (not scripts/setup-nvptx-toolchain.sh's)" >&2
+
+mkdir -p "$dir/lib" "$dir/bin" "$dir/bench" "$dir/conformance"
+cp -a "$dist/lib/." "$dir/lib/"
+cp -L "$llvm_lib/libomp.so.5" "$dir/lib/"
+cp "$dist/bin/omptarget-info" "$dir/bin/"
+
+echo "building bench/gpu"
+clang-19 -O2 -o "$dir/bench/raw_driver" "$root/bench/gpu/raw_driver.c" -ldl
+PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -o "$dir/bench/omp_gpu" "$root/bench/gpu/omp_gpu.c"
+
+jobs=${JOBS:-$(nproc)}
+echo "building the conformance programs for sm_90 ($jobs at a time)"
+export CUDA_MIN=$cuda_min
+find "$root/tests/conformance" -type f \( -name '*.c' -o -name '*.cpp' \) | sort |
+    xargs -P "$jobs" -I{} bash "$0" __compile "$dir" {}
+( cd "$dir/conformance"
+  shopt -s nullglob
+  notes() { local files=(*."$1"); [ ${#files[@]} -eq 0 ] || cat -- "${files[@]}"; }
+  notes ok | sort >programs.txt
+  notes fail | sort >../compile-failures.txt
+  notes skip | sort >../skipped.txt
+  rm -f -- *.ok *.fail *.skip )
+
+{ echo "bundle made $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n)"
+  echo "source: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+       "($(git -C "$root" status --porcelain 2>/dev/null | wc -l) files changed since)"
+  echo "compiler: $(clang-19 --version | head -n 1); ptxas $(sed 's/CUDA Version //' "$cuda_min/version.txt")"
+  echo "dist: $dist"
+  (cd "$dir/lib" && ls -l --time-style=+%F.%R -- * | awk '{$1 = $2 = $3 = $4 = ""; print " " $0}')
+} >"$dir/BUILD-INFO"
+
+write_run_sh() {
+cat <<'RUN'
+#!/usr/bin/env bash
+# The GPU half of scripts/gpu-run.sh (made by `scripts/gpu-run.sh bundle`; docs/gpu-validation.md).
+# Runs every conformance program against our runtime on the CUDA plugin, then the benchmarks.
+# Env: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds in all, default 420),
+# ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1.
+# Report: $OUT/gpu-results.txt when $OUT is set, else <bundle>/results/ (written as it goes, so a
+# run cut short still leaves what it had).
+set -uo pipefail # no -e: one failing program must not end the run
+here=$(cd "$(dirname "$0")" && pwd)
+results=${OUT:-$here/results}
+mkdir -p "$results/logs"
+timeout_s=${TIMEOUT:-30} budget_s=${CONFORMANCE_BUDGET:-420}
+
+# Our runtime and LLVM's libomp from the bundle; only the CUDA plugin; and a region that cannot
+# run on the GPU is an error, never a silent host fallback.
+export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LIBOMPTARGET_PLUGINS_TO_LOAD=cuda OMP_TARGET_OFFLOAD=mandatory
+unset LIBOMPTARGET_DEBUG LIBOMPTARGET_INFO LIBOMPTARGET_PLUGIN_PATH
+
+with_timeout() {
+    if command -v timeout >/dev/null; then timeout -k 10 "$@"; else shift; "$@"; fi
+}
+
+machine() {
+    echo "== machine ($(date -u '+%Y-%m-%d %H:%M:%S UTC'))"
+    uname -srm; echo "cpus: $(nproc)"
+    if command -v nvidia-smi >/dev/null; then
+        with_timeout 30 nvidia-smi -L
+        with_timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max \
+            --format=csv,noheader
+    else
+        echo "nvidia-smi: not present"
+    fi
+    echo "libcuda.so.1: $( (/sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null) |
+        awk '/libcuda\.so\.1 /{print $NF; found = 1; exit} END {if (!found) print "not in the loader cache"}')"
+    echo "== bundle"; cat "$here/BUILD-INFO"
+    echo "== omptarget-info"; "$here/bin/omptarget-info" 2>&1
+}
+
+# One program, checked as tests/src/conformance.rs checks it: exit status (EXIT: fail inverts
+# it), each EXPECT line in stdout, each EXPECT-STDERR in stderr, no REJECT-STDERR.
+check() {
+    local name=$1 bin=$2 key value status problems=() env=() should_fail=0
+    local out=$results/logs/$bin.out err=$results/logs/$bin.err spec=$here/conformance/$bin.spec
+    while IFS= read -r line; do
+        key=${line#// }; key=${key%%: *}; value=${line#*: }
+        case $key in
+            ENV) env+=("$value") ;;
+            EXIT) should_fail=1 ;;
+        esac
+    done <"$spec"
+    (cd "$results/logs" && with_timeout "$timeout_s" env "${env[@]}" "$here/conformance/$bin") \
+        >"$out" 2>"$err" </dev/null
+    status=$?
+    if [ $status -eq 124 ] || [ $status -eq 137 ]; then
+        problems+=("timed out after ${timeout_s}s")
+    elif [ $should_fail = 1 ] && [ $status -eq 0 ]; then
+        problems+=("exited 0 but the program is expected to fail")
+    elif [ $should_fail = 0 ] && [ $status -ne 0 ]; then
+        problems+=("exited with $status$([ $status -gt 128 ] && echo " (signal $((status - 128)))")")
+    fi
+    while IFS= read -r line; do
+        key=${line#// }; key=${key%%: *}; value=${line#*: }
+        case $key in
+            EXPECT) grep -qxF -- "$value" "$out" || problems+=("stdout lacks the line '$value'") ;;
+            EXPECT-STDERR) grep -qF -- "$value" "$err" || problems+=("stderr lacks '$value'") ;;
+            REJECT-STDERR) grep -qF -- "$value" "$err" && problems+=("stderr has '$value'") ;;
+        esac
+    done <"$spec"
+    if [ ${#problems[@]} -eq 0 ]; then
+        echo "PASS $name"
+        rm -f "$out" "$err"
+        return 0
+    fi
+    printf 'FAIL %s: %s' "$name" "${problems[0]}"
+    for line in "${problems[@]:1}"; do printf '; %s' "$line"; done
+    echo
+    tail -n 4 "$err" | sed 's/^/       | /'
+    return 1
+}
+
+conformance() {
+    local name bin pass=0 fail=0 skip=0 failed=() start=$SECONDS
+    echo "== conformance (sm_90, LIBOMPTARGET_PLUGINS_TO_LOAD=cuda, OMP_TARGET_OFFLOAD=mandatory, timeout ${timeout_s}s)"
+    while read -r name bin; do
+        [[ $name == *"${ONLY:-}"* ]] || continue
+        if [ $((SECONDS - start)) -gt "$budget_s" ]; then
+            echo "SKIP $name (the ${budget_s}s conformance budget is spent)"
+            skip=$((skip + 1))
+        elif check "$name" "$bin"; then pass=$((pass + 1)); else fail=$((fail + 1)); failed+=("$name"); fi
+    done <"$here/conformance/programs.txt"
+    echo "-- conformance: $pass passed, $fail failed, $skip skipped for time ($((SECONDS - start))s);" \
+        "$(wc -l <"$here/compile-failures.txt") did not compile for sm_90 (compile-failures.txt)," \
+        "$(wc -l <"$here/skipped.txt") not for clang-19"
+    [ $fail -eq 0 ] || echo "   failed: ${failed[*]}"
+    sed 's/^/   no sm_90 build: /' "$here/compile-failures.txt"
+    [ $fail -eq 0 ] && [ $skip -eq 0 ]
+}
+
+# The raw driver and our runtime, the same figures; the table divides ours by the raw ones.
+bench() {
+    local ok=0 figures=$results/bench.txt
+    echo "== benchmarks (256 MiB copies; medians)"
+    with_timeout 120 "$here/bench/raw_driver" "$here/bench/omp_gpu" >"$figures" 2>"$results/logs/raw_driver.err" ||
+        { ok=1; echo "raw_driver failed:"; cat "$results/logs/raw_driver.err"; }
+    with_timeout 120 "$here/bench/omp_gpu" >>"$figures" 2>"$results/logs/omp_gpu.err" ||
+        { ok=1; echo "omp_gpu failed:"; tail -n 20 "$results/logs/omp_gpu.err"; }
+    cat "$figures"
+    echo
+    awk '
+        { v[$1 " " $2] = $3 }
+        function row(label, raw, omp, kind, target,   r, o, ratio, verdict) {
+            r = v["raw " raw]; o = v["omp " omp]
+            if (r == "" || o == "" || r + 0 == 0) { ratio = "-"; verdict = "no data" }
+            else {
+                ratio = sprintf("%.2f", o / r)
+                if (target == "") verdict = "-"
+                else if (kind == "lat") verdict = (o / r <= target) ? "met" : "MISSED"
+                else verdict = (o / r >= target) ? "met" : "MISSED"
+                if (verdict == "met") met++
+            }
+            if (target != "") { targets++; target = (kind == "lat" ? "<= " : ">= ") target }
+            printf "%-36s %10s %10s %8s  %-8s %s\n", label, (r == "" ? "-" : r), (o == "" ? "-" : o), ratio, target, verdict
+        }
+        END {
+            printf "%-36s %10s %10s %8s  %-8s %s\n", "figure", "raw", "omp", "omp/raw", "target", ""
+            row("launch latency (us)",            "launch_us",        "launch_us",             "lat", "1.5")
+            row("launch + scalar tofrom (us)",    "launch_copy_us",   "launch_map_us",         "lat", "")
+            row("H2D pageable, mapped (GB/s)",    "h2d_pageable_gbs", "h2d_pageable_gbs",      "bw",  "")
+            row("D2H pageable, mapped (GB/s)",    "d2h_pageable_gbs", "d2h_pageable_gbs",      "bw",  "")
+            row("H2D pinned, mapped (GB/s)",      "h2d_pinned_gbs",   "h2d_pinned_gbs",        "bw",  "0.90")
+            row("D2H pinned, mapped (GB/s)",      "d2h_pinned_gbs",   "d2h_pinned_gbs",        "bw",  "0.90")
+            row("H2D pinned, omp_target_memcpy",  "h2d_pinned_gbs",   "h2d_pinned_memcpy_gbs", "bw",  "0.90")
+            row("D2H pinned, omp_target_memcpy",  "d2h_pinned_gbs",   "d2h_pinned_memcpy_gbs", "bw",  "0.90")
+            printf "-- targets met: %d of %d\n", met, targets
+        }' "$figures"
+    return $ok
+}
+
+main() {
+    local status=0
+    machine
+    # Carried copies may lose symlinks; the programs ask for libomptarget.so.19.1.
+    for link in libomptarget.so.19.1 libomptarget.so; do
+        [ -e "$here/lib/$link" ] || ln -sf libomptarget.so.22.1 "$here/lib/$link"
+    done
+    if [ ! -e "$here/lib/libomptarget.rtl.cuda.so" ]; then
+        echo "FATAL: the bundle has no libomptarget.rtl.cuda.so; rebuild it with the CUDA plugin"
+        return 1
+    fi
+    if ldd "$here/bench/omp_gpu" | grep 'not found'; then
+        echo "FATAL: libraries missing (above)"
+        return 1
+    fi
+    [ -n "${SKIP_CONFORMANCE:-}" ] || conformance || status=1
+    [ -n "${SKIP_BENCH:-}" ] || bench || status=1
+    echo "== done: $([ $status -eq 0 ] && echo 'all ran clean' || echo 'failures above'); report in $results"
+    return $status
+}
+
+main 2>&1 | tee "$results/gpu-results.txt"
+exit "${PIPESTATUS[0]}"
+RUN
+}
+write_run_sh >"$dir/run.sh"
+chmod 755 "$dir/run.sh"
+
+size=$(du -sm "$dir" | cut -f1)
+echo "bundle: $dir (${size} MiB): $(wc -l <"$dir/conformance/programs.txt") programs built," \
+     "$(wc -l <"$dir/compile-failures.txt") failed to compile (compile-failures.txt)," \
+     "$(wc -l <"$dir/skipped.txt") not for clang-19"
+[ "$size" -lt 60 ] || echo "gpu-run.sh: WARNING: bundle over 60 MiB; the device tool carries 64 MiB at most" >&2
