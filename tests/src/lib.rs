@@ -250,7 +250,12 @@ pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
         std::env::var("PATH").unwrap_or_default()
     );
     let output = Command::new("clang-19")
-        .args(["-O1", "-foffload-lto", "-fopenmp", &format!("--offload-arch={arch}")])
+        .args([
+            "-O1",
+            "-foffload-lto",
+            "-fopenmp",
+            &format!("--offload-arch={arch}"),
+        ])
         .arg(format!("--cuda-path={}", cuda.display()))
         .arg("--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib")
         .arg(program(source))
