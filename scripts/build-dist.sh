@@ -4,7 +4,10 @@
 #   dist/lib/libomptarget.so.19.1 -> .22.1  the name clang-19 programs ask for
 #   dist/lib/libomptarget.so       -> .22.1  for linking (clang-22 links -lomptarget)
 #   dist/lib/libomptarget.rtl.host.so      the host plugin, a separate library
+#   dist/lib/libomptarget.rtl.cuda.so      the CUDA plugin (opens libcuda.so.1 at run time)
 #   dist/bin/omptarget-info                the device and plugin inventory
+#   dist/bin/omptarget-plugin-check        the plugin conformance checker, with the program
+#   dist/share/omptarget-rs/check_program.c  it takes as --image
 # Usage: scripts/build-dist.sh [DIST_DIR]   (default: ./dist)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,4 +35,6 @@ for plugin in "$target"/libomptarget_rtl_*.so; do
     install -m 755 "$plugin" "$dist/lib/libomptarget.rtl.$name.so"
 done
 install -m 755 "$target/omptarget-info" "$dist/bin/omptarget-info"
+install -m 755 "$target/omptarget-plugin-check" "$dist/bin/omptarget-plugin-check"
+install -D -m 644 plugin-check/check_program.c "$dist/share/omptarget-rs/check_program.c"
 echo "install tree: $dist"

@@ -166,6 +166,31 @@ impl PluginLibrary {
         (self.module.query_queue())(device, queue).into_result()
     }
 
+    pub fn create_event(&self, device: i32) -> Result<EventHandle> {
+        (self.module.create_event())(device).into_result()
+    }
+
+    pub fn record_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        (self.module.record_event())(device, event, queue).into_result()
+    }
+
+    pub fn wait_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        (self.module.wait_event())(device, event, queue).into_result()
+    }
+
+    pub fn sync_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        (self.module.sync_event())(device, event).into_result()
+    }
+
+    pub fn destroy_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        (self.module.destroy_event())(device, event).into_result()
+    }
+
+    /// Releases the whole plugin; no call may follow.
+    pub fn deinit(&self) -> Result<()> {
+        (self.module.deinit())().into_result()
+    }
+
     pub fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
         (self.module.pin_memory())(device, host_ptr, size).into_result()
     }

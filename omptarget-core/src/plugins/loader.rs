@@ -70,11 +70,16 @@ pub fn runtime_directory() -> Option<PathBuf> {
         .and_then(|f| f.to_str())
         .is_some_and(|f| f.contains(".so"));
     if is_library {
-        Some(dir)
-    } else {
-        let lib = dir.parent()?.join("lib");
-        lib.is_dir().then_some(lib)
+        return Some(dir);
     }
+    // An executable (omptarget-info, the plugin checker): the loader knows it by the name it was
+    // started with, which may be relative or a symlink (/usr/bin/omptarget-info into the
+    // package's tree), so ask the kernel for the real file instead.
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .unwrap_or(file);
+    let lib = exe.parent()?.parent()?.join("lib");
+    lib.is_dir().then_some(lib)
 }
 
 fn open(
@@ -114,7 +119,16 @@ fn open(
     let header = load_header(Path::new(&path))?;
     let module = header
         .init_root_module::<PluginModuleRef>()
-        .map_err(|e| format!("plugin interface layout does not match this runtime: {e}"))?;
+        .map_err(|e| {
+            let full = e.to_string();
+            log::debug!("layout check of {path} failed:\n{full}");
+            format!(
+                "plugin interface layout does not match this runtime: {} \
+                 (rebuild the plugin against plugin-api {}.x; LIBOMPTARGET_DEBUG=1 shows the full comparison)",
+                summarize_layout_error(&full),
+                ABI_VERSION.major
+            )
+        })?;
     // Plugins stay loaded for the life of the process, as with abi_stable.
     std::mem::forget(library);
     Ok(Opened {
@@ -122,6 +136,41 @@ fn open(
         abi_version: version,
         path,
     })
+}
+
+/// The gist of abi_stable's layout report, which runs to thousands of lines: each distinct
+/// error with its expected and found values.
+fn summarize_layout_error(report: &str) -> String {
+    let lines: Vec<&str> = report.lines().map(str::trim).collect();
+    let mut errors: Vec<String> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(kind) = line.strip_prefix("Error:") else {
+            continue;
+        };
+        let value_after = |label: &str| {
+            lines[i + 1..]
+                .iter()
+                .take(6)
+                .position(|l| *l == label)
+                .and_then(|at| lines.get(i + 2 + at))
+                .map(|v| v.to_string())
+        };
+        let mut text = kind.trim().to_string();
+        if let (Some(expected), Some(found)) = (value_after("Expected:"), value_after("Found:")) {
+            text.push_str(&format!(" (runtime: {expected}, plugin: {found})"));
+        }
+        if !errors.contains(&text) {
+            errors.push(text);
+        }
+    }
+    if errors.is_empty() {
+        return report
+            .lines()
+            .next()
+            .unwrap_or("unknown difference")
+            .to_string();
+    }
+    errors.join("; ")
 }
 
 /// Plugins stay loaded for the life of the process. Their handles are kept in a static, not
@@ -234,4 +283,19 @@ pub fn load_plugins(
         libraries.extend(library);
     }
     (reports, libraries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarize_layout_error;
+
+    #[test]
+    fn layout_reports_are_summarised() {
+        let report = "Compared <this>:\n  type:X\n\nError:incompatible package versions\nExpected:\n    1.0.0\nFound:\n    0.1.0\nmore\nError:incompatible package versions\nExpected:\n    1.0.0\nFound:\n    0.1.0\nError:field count differs\n";
+        assert_eq!(
+            summarize_layout_error(report),
+            "incompatible package versions (runtime: 1.0.0, plugin: 0.1.0); field count differs"
+        );
+        assert_eq!(summarize_layout_error("odd text\nsecond"), "odd text");
+    }
 }

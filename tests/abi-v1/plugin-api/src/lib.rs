@@ -1,0 +1,55 @@
+//! The ABI between the omptarget-rs core runtime (`libomptarget.so`) and its device plugins
+//! (`libomptarget.rtl.<name>.so`).
+//!
+//! A plugin is a shared library that exports two things:
+//! - [`ABI_VERSION_SYMBOL`]: a plain C static of type [`AbiVersion`]. The core reads it first, so a
+//!   plugin built for another major version is refused with a message naming both versions, before
+//!   any layout-dependent code runs.
+//! - an `abi_stable` root module of type [`PluginModule`], a prefix type: fields added in later minor
+//!   versions come after the last prefix field, so a newer core reads them as `None` from an older
+//!   plugin, and an older core ignores them in a newer plugin.
+//!
+//! Plugin authors implement the safe [`Plugin`] trait and call [`export_plugin!`]; the generated
+//! shims catch panics and turn them into [`PluginError`]s so none crosses the C boundary.
+//!
+//! Device numbers in this ABI are local to the plugin (0..num_devices); the core maps them to the
+//! global OpenMP device numbers.
+
+mod logging;
+mod module;
+mod plugin;
+mod shims;
+mod types;
+mod version;
+
+pub use abi_stable;
+pub use logging::{info, HostServices, LogLevel};
+pub use module::{PluginModule, PluginModuleRef};
+pub use plugin::{Plugin, PluginSlot, SlottedPlugin};
+pub use types::*;
+pub use version::{AbiVersion, ABI_VERSION, ABI_VERSION_SYMBOL};
+
+/// Exports a [`Plugin`] implementation as an omptarget plugin library.
+///
+/// Use it once, in the crate root of a `cdylib` named `omptarget_rtl_<name>`:
+/// `plugin_api::export_plugin!(MyPlugin);`
+#[macro_export]
+macro_rules! export_plugin {
+    ($plugin:ty) => {
+        impl $crate::SlottedPlugin for $plugin {
+            fn slot() -> &'static $crate::PluginSlot<Self> {
+                static SLOT: $crate::PluginSlot<$plugin> = $crate::PluginSlot::new();
+                &SLOT
+            }
+        }
+
+        /// Read by the core before anything else in this library.
+        #[no_mangle]
+        pub static omptarget_plugin_abi_version: $crate::AbiVersion = $crate::ABI_VERSION;
+
+        #[$crate::abi_stable::export_root_module]
+        pub fn omptarget_plugin_root_module() -> $crate::PluginModuleRef {
+            $crate::PluginModule::for_plugin::<$plugin>()
+        }
+    };
+}

@@ -1,0 +1,105 @@
+//! Plugins log through the core: each plugin library has its own copy of the `log` crate, so the
+//! core hands its logger over at `init` as a C callback.
+
+use abi_stable::std_types::RStr;
+use abi_stable::StableAbi;
+
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LogLevel(pub u32);
+
+impl LogLevel {
+    pub const OFF: LogLevel = LogLevel(0);
+    pub const ERROR: LogLevel = LogLevel(1);
+    pub const WARN: LogLevel = LogLevel(2);
+    pub const INFO: LogLevel = LogLevel(3);
+    pub const DEBUG: LogLevel = LogLevel(4);
+    pub const TRACE: LogLevel = LogLevel(5);
+
+    pub fn from_log(level: log::Level) -> Self {
+        LogLevel(level as u32)
+    }
+
+    pub fn to_log(self) -> Option<log::Level> {
+        match self.0 {
+            1 => Some(log::Level::Error),
+            2 => Some(log::Level::Warn),
+            3 => Some(log::Level::Info),
+            4 => Some(log::Level::Debug),
+            5.. => Some(log::Level::Trace),
+            _ => None,
+        }
+    }
+
+    fn to_filter(self) -> log::LevelFilter {
+        self.to_log()
+            .map_or(log::LevelFilter::Off, |l| l.to_level_filter())
+    }
+}
+
+/// Services the core offers to a plugin.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct HostServices {
+    /// Most verbose level the core will print; the plugin need not format messages above it.
+    pub max_level: LogLevel,
+    /// Prints one message through the core's logger.
+    pub log: extern "C" fn(level: LogLevel, target: RStr<'_>, message: RStr<'_>),
+    /// The current `LIBOMPTARGET_INFO` bits (they can change while the program runs).
+    pub info_flags: extern "C" fn() -> u32,
+    /// Prints one `LIBOMPTARGET_INFO` line for a device of the plugin, with LLVM's prefix.
+    pub info: extern "C" fn(device: i32, message: RStr<'_>),
+}
+
+/// `LIBOMPTARGET_INFO` for plugins: LLVM's bits, checked before formatting anything.
+pub mod info {
+    use super::HostServices;
+    use abi_stable::std_types::RStr;
+    use std::sync::OnceLock;
+
+    /// Kernel launch details (grid, threads, execution mode).
+    pub const PLUGIN_KERNEL: u32 = 0x10;
+
+    pub(crate) static SERVICES: OnceLock<HostServices> = OnceLock::new();
+
+    pub fn enabled(bit: u32) -> bool {
+        SERVICES.get().is_some_and(|s| (s.info_flags)() & bit != 0)
+    }
+
+    pub fn line(device: i32, text: &str) {
+        if let Some(s) = SERVICES.get() {
+            (s.info)(device, RStr::from_str(text));
+        }
+    }
+}
+
+struct ForwardingLogger {
+    services: HostServices,
+}
+
+impl log::Log for ForwardingLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        LogLevel::from_log(metadata.level()) <= self.services.max_level
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let message = record.args().to_string();
+            (self.services.log)(
+                LogLevel::from_log(record.level()),
+                RStr::from_str(record.target()),
+                RStr::from_str(&message),
+            );
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Routes this plugin library's `log` macros to the core. Only the first call has an effect.
+pub(crate) fn install(services: HostServices) {
+    let _ = info::SERVICES.set(services);
+    if log::set_boxed_logger(Box::new(ForwardingLogger { services })).is_ok() {
+        log::set_max_level(services.max_level.to_filter());
+    }
+}

@@ -1,0 +1,174 @@
+//! The vendor plugin kit: the conformance checker on our plugins, and ABI compatibility with a
+//! plugin built against the frozen ABI 1.0 interface (tests/abi-v1).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use tests::*;
+
+fn plugin_check(args: &[&Path]) -> Output {
+    let mut cmd = Command::new(dist().join("bin/omptarget-plugin-check"));
+    cmd.args(args).env_remove("LIBOMPTARGET_DEBUG");
+    cmd.output().expect("cannot run omptarget-plugin-check")
+}
+
+/// The checker's verdict: its exit status is success, no line fails, the summary is printed.
+fn assert_passes(out: &Output) -> String {
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success() && !stdout.contains("\nFAIL ") && stdout.contains(" 0 failed"),
+        "checker failed ({}):\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    stdout
+}
+
+const CHECK_PROGRAM: &str = "../../plugin-check/check_program.c";
+
+#[test]
+fn checker_passes_on_the_host_plugin_with_a_kernel() {
+    let image = compile(Compiler::Clang19, &[CHECK_PROGRAM], &[]);
+    // The program itself is correct on our runtime.
+    let run_out = run(&image, &[("OMP_TARGET_OFFLOAD", "mandatory")]);
+    assert_eq!(text(&run_out.stdout).trim(), "PASS", "{}", text(&run_out.stderr));
+
+    let plugin = lib_dir().join("libomptarget.rtl.host.so");
+    let stdout = assert_passes(&plugin_check(&[&plugin, Path::new("--image"), &image]));
+    for line in [
+        "PASS  image compatibility",
+        "PASS  device 0: alloc shared (managed)",
+        "PASS  device 0: copy host to device to host",
+        "PASS  device 3: copy to device 0",
+        "PASS  device 0: event orders two queues",
+        "PASS  device 0: find global",
+        "PASS  device 0: launch kernel (on a queue)",
+        "PASS  error: invalid device",
+        "PASS  error: invalid pointer",
+        "PASS  error: foreign image",
+        "PASS  error: unknown names and handles",
+        "PASS  device 0: concurrent use",
+    ] {
+        assert!(stdout.contains(line), "missing '{line}' in:\n{stdout}");
+    }
+    assert!(stdout.contains("a kernel launch, all correct"), "{stdout}");
+}
+
+#[test]
+fn checker_reports_zero_cuda_devices_as_passing() {
+    let image = compile_nvptx(CHECK_PROGRAM, "sm_90");
+    let plugin = lib_dir().join("libomptarget.rtl.cuda.so");
+    let out = plugin_check(&[&plugin, Path::new("--image"), &image]);
+    let stdout = text(&out.stdout);
+    if stdout.contains("PASS  device count                           0 devices") {
+        assert_passes(&out);
+        assert!(stdout.contains("SKIP  device checks"), "{stdout}");
+        assert!(stdout.contains("PASS  error: foreign image"), "{stdout}");
+    } else {
+        // A machine with an NVIDIA GPU and driver: everything must pass, the kernel included.
+        let stdout = assert_passes(&out);
+        assert!(stdout.contains("PASS  device 0: launch kernel (on a queue)"), "{stdout}");
+    }
+}
+
+#[test]
+fn checker_fails_on_libraries_that_are_not_usable_plugins() {
+    let not_a_plugin = lib_dir().join("libomptarget.so.22.1");
+    let out = plugin_check(&[&not_a_plugin]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("FAIL  load"), "{stdout}");
+    assert!(stdout.contains("not an omptarget plugin"), "{stdout}");
+    assert!(stdout.contains("1 checks: 0 passed, 1 failed"), "{stdout}");
+
+    let missing = build_dir().join("libomptarget.rtl.missing.so");
+    let out = plugin_check(&[&missing]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("cannot be opened"));
+
+    let usage = plugin_check(&[]);
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(text(&usage.stderr).contains("usage: omptarget-plugin-check"));
+}
+
+/// The plugin built against the frozen ABI 1.0 copy of the interface, under its plugin name.
+fn frozen_v1_plugin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = workspace_root();
+            let target = root.join("target/abi-v1");
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "--release", "--quiet", "--manifest-path"])
+                .arg(root.join("tests/abi-v1/Cargo.toml"))
+                .arg("--target-dir")
+                .arg(&target)
+                .status()
+                .expect("cannot run cargo");
+            assert!(status.success(), "building tests/abi-v1 failed");
+            let installed = build_dir().join("abi-v1/libomptarget.rtl.frozenv1.so");
+            std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+            std::fs::copy(target.join("release/libomptarget_rtl_frozen_v1.so"), &installed).unwrap();
+            installed
+        })
+        .clone()
+}
+
+#[test]
+fn the_frozen_v1_interface_is_still_the_current_one() {
+    // The frozen copy may differ from plugin-api in comments only; its code is the ABI.
+    let code = |path: &Path| -> String {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let root = workspace_root();
+    let frozen_dir = root.join("tests/abi-v1/plugin-api/src");
+    for entry in std::fs::read_dir(&frozen_dir).unwrap() {
+        let file = entry.unwrap().file_name();
+        let current = root.join("plugin-api/src").join(&file);
+        // Minor versions may add code after the 1.0 items; this check then moves to the
+        // module's field list. Until the first minor version the code is identical.
+        assert_eq!(
+            code(&frozen_dir.join(&file)),
+            code(&current),
+            "plugin-api/src/{} changed the released ABI 1.0 code; ABI changes go in a new minor \
+             version (new optional fields after the last prefix field), never into 1.0's items",
+            file.to_string_lossy()
+        );
+    }
+}
+
+#[test]
+fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
+    let plugin = frozen_v1_plugin();
+    let path = plugin.display().to_string();
+    let env = [
+        ("LIBOMPTARGET_PLUGIN_PATH", path.as_str()),
+        ("LIBOMPTARGET_PLUGINS_TO_LOAD", "frozenv1"),
+    ];
+    let listing = text(&info(&[], &env).stdout);
+    assert!(listing.contains("frozenv1 [loaded]"), "{listing}");
+    assert!(listing.contains("ABI:     1.0"), "{listing}");
+    assert!(listing.contains("built against the frozen plugin ABI 1.0"), "{listing}");
+
+    // A real program moves data through the plugin's device with the device-memory API.
+    let exe = compile(Compiler::Clang19, &["device_memory_api.c"], &[]);
+    let out = run(&exe, &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "devices 1 copies ok associated 1 present 1",
+        "{}",
+        text(&out.stderr)
+    );
+
+    // And every call of the ABI answers as the checker expects.
+    let stdout = assert_passes(&plugin_check(&[&plugin]));
+    assert!(stdout.contains("PASS  device 0: event orders two queues"), "{stdout}");
+    assert!(stdout.contains("SKIP  device 0: pin and unpin host memory"), "{stdout}");
+}
