@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the workspace and lays out the install tree a distribution would ship:
 #   dist/lib/libomptarget.so.22.1          the runtime (soname libomptarget.so.22.1)
-#   dist/lib/libomptarget.so.19.1 -> .22.1  the name clang-19 programs ask for
+#   dist/lib/libomptarget.so.19.1          the name clang-19 programs ask for: a stub needing .22.1
 #   dist/lib/libomptarget.so       -> .22.1  for linking (clang-22 links -lomptarget)
 #   dist/lib/libomptarget.rtl.host.so      the host plugin, a separate library
 #   dist/lib/libomptarget.rtl.cuda.so      the CUDA plugin (opens libcuda.so.1 at run time)
@@ -27,7 +27,19 @@ cc -shared -o "$dist/lib/libomptarget.so.22.1" \
    -Wl,-soname,libomptarget.so.22.1 -Wl,--version-script="$map" $undefined \
    -Wl,--gc-sections -Wl,--strip-debug -Wl,-z,relro -Wl,-z,now \
    "$target/libomptarget_core.a" -lgcc_s -lpthread -ldl -lm -lc
-ln -sf libomptarget.so.22.1 "$dist/lib/libomptarget.so.19.1"
+# clang-19 programs need libomptarget.so.19.1 with version VERS1.0. A symlink serves
+# LD_LIBRARY_PATH, but ldconfig caches libraries by soname, so for the loader's cache (the
+# omptarget-rs-default package) .19.1 must be a library of that soname: a stub that defines
+# VERS1.0 and needs .22.1, from which the program's symbols are then bound. One runtime is
+# loaded whichever name a program asks for.
+stub=$(mktemp -d)
+echo 'VERS1.0 { global: omptarget_rs_soname_alias; local: *; };' >"$stub/stub.map"
+echo 'const char omptarget_rs_soname_alias[] = "libomptarget.so.19.1 -> libomptarget.so.22.1";' >"$stub/stub.c"
+rm -f "$dist/lib/libomptarget.so.19.1"
+cc -shared -fPIC -o "$dist/lib/libomptarget.so.19.1" "$stub/stub.c" \
+   -Wl,-soname,libomptarget.so.19.1 -Wl,--version-script="$stub/stub.map" -Wl,--no-as-needed \
+   -Wl,-z,relro -Wl,-z,now -Wl,-rpath,'$ORIGIN' -L"$dist/lib" -l:libomptarget.so.22.1
+rm -rf "$stub"
 ln -sf libomptarget.so.22.1 "$dist/lib/libomptarget.so"
 
 for plugin in "$target"/libomptarget_rtl_*.so; do

@@ -2,9 +2,22 @@
 # Builds the install tree and runs every test: unit tests, the end-to-end tests and the
 # conformance suite that compile real OpenMP programs with clang-19 and clang-22 and run them
 # against dist/ (and LLVM 19's runtime), valgrind runs, and LLVM 19's own offload tests
-# (fetched once from Debian's source tarball into target/).
+# (fetched once from Debian's source tarball into target/), then the Debian packages (installed,
+# checked and purged: scripts/test-packages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-dist.sh
 scripts/fetch-llvm-offload-tests.sh >/dev/null
 cargo test --release --workspace --no-fail-fast
+
+# The Debian packages: built, installed with dpkg, checked and purged. This changes the
+# machine's packages, so it runs only where we may (root or sudo without a password) and is
+# required in CI.
+if [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; then
+    scripts/test-packages.sh
+elif [ -n "${CI:-}" ]; then
+    echo "test.sh: the package tests need root or passwordless sudo" >&2
+    exit 1
+else
+    echo "test.sh: skipping scripts/test-packages.sh (needs root or passwordless sudo)"
+fi
