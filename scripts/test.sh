@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 scripts/build-dist.sh
 scripts/fetch-llvm-offload-tests.sh >/dev/null
 cargo test --release --workspace --no-fail-fast
+# The example plugin is its own workspace, as a vendor's copy would be: its unit tests and a
+# real program run on it through dist/.
+cargo test --release --manifest-path examples/plugin-example/Cargo.toml
 
 # The Debian packages: built, installed with dpkg, checked and purged. This changes the
 # machine's packages, so it runs only where we may (root or sudo without a password) and is

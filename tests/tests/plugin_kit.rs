@@ -31,7 +31,12 @@ fn checker_passes_on_the_host_plugin_with_a_kernel() {
     let image = compile(Compiler::Clang19, &[CHECK_PROGRAM], &[]);
     // The program itself is correct on our runtime.
     let run_out = run(&image, &[("OMP_TARGET_OFFLOAD", "mandatory")]);
-    assert_eq!(text(&run_out.stdout).trim(), "PASS", "{}", text(&run_out.stderr));
+    assert_eq!(
+        text(&run_out.stdout).trim(),
+        "PASS",
+        "{}",
+        text(&run_out.stderr)
+    );
 
     let plugin = lib_dir().join("libomptarget.rtl.host.so");
     let stdout = assert_passes(&plugin_check(&[&plugin, Path::new("--image"), &image]));
@@ -67,7 +72,10 @@ fn checker_reports_zero_cuda_devices_as_passing() {
     } else {
         // A machine with an NVIDIA GPU and driver: everything must pass, the kernel included.
         let stdout = assert_passes(&out);
-        assert!(stdout.contains("PASS  device 0: launch kernel (on a queue)"), "{stdout}");
+        assert!(
+            stdout.contains("PASS  device 0: launch kernel (on a queue)"),
+            "{stdout}"
+        );
     }
 }
 
@@ -108,7 +116,11 @@ fn frozen_v1_plugin() -> PathBuf {
             assert!(status.success(), "building tests/abi-v1 failed");
             let installed = build_dir().join("abi-v1/libomptarget.rtl.frozenv1.so");
             std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
-            std::fs::copy(target.join("release/libomptarget_rtl_frozen_v1.so"), &installed).unwrap();
+            std::fs::copy(
+                target.join("release/libomptarget_rtl_frozen_v1.so"),
+                &installed,
+            )
+            .unwrap();
             installed
         })
         .clone()
@@ -154,7 +166,10 @@ fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
     let listing = text(&info(&[], &env).stdout);
     assert!(listing.contains("frozenv1 [loaded]"), "{listing}");
     assert!(listing.contains("ABI:     1.0"), "{listing}");
-    assert!(listing.contains("built against the frozen plugin ABI 1.0"), "{listing}");
+    assert!(
+        listing.contains("built against the frozen plugin ABI 1.0"),
+        "{listing}"
+    );
 
     // A real program moves data through the plugin's device with the device-memory API.
     let exe = compile(Compiler::Clang19, &["device_memory_api.c"], &[]);
@@ -169,6 +184,49 @@ fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
 
     // And every call of the ABI answers as the checker expects.
     let stdout = assert_passes(&plugin_check(&[&plugin]));
-    assert!(stdout.contains("PASS  device 0: event orders two queues"), "{stdout}");
-    assert!(stdout.contains("SKIP  device 0: pin and unpin host memory"), "{stdout}");
+    assert!(
+        stdout.contains("PASS  device 0: event orders two queues"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("SKIP  device 0: pin and unpin host memory"),
+        "{stdout}"
+    );
+}
+
+/// The example plugin vendors copy, built as a vendor would (its own workspace), installed under
+/// its plugin file name.
+fn example_plugin() -> PathBuf {
+    let manifest = workspace_root().join("examples/plugin-example/Cargo.toml");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .status()
+        .expect("cannot run cargo");
+    assert!(status.success(), "building examples/plugin-example failed");
+    let built =
+        workspace_root().join("examples/plugin-example/target/release/libomptarget_rtl_example.so");
+    let installed = build_dir().join("example-plugin/libomptarget.rtl.example.so");
+    std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    std::fs::copy(built, &installed).unwrap();
+    installed
+}
+
+#[test]
+fn the_example_plugin_passes_the_checker() {
+    let plugin = example_plugin();
+    let image = compile(Compiler::Clang19, &[CHECK_PROGRAM], &[]);
+    let mut cmd = Command::new(dist().join("bin/omptarget-plugin-check"));
+    cmd.arg(&plugin).arg("--image").arg(&image);
+    cmd.env("LIBOMPTARGET_EXAMPLE_NUM_DEVICES", "2");
+    let stdout = assert_passes(&cmd.output().unwrap());
+    for line in [
+        "PASS  device 1: copy to device 0",
+        "PASS  device 0: event orders two queues",
+        "PASS  device 1: launch kernel (on a queue)",
+        "PASS  device 0: concurrent use",
+        "PASS  error: invalid pointer",
+    ] {
+        assert!(stdout.contains(line), "missing '{line}' in:\n{stdout}");
+    }
 }
