@@ -13,7 +13,36 @@
 //! shims catch panics and turn them into [`PluginError`]s so none crosses the C boundary.
 //!
 //! Device numbers in this ABI are local to the plugin (0..num_devices); the core maps them to the
-//! global OpenMP device numbers.
+//! global OpenMP device numbers: plugins in load order, then each plugin's devices in its order.
+//!
+//! # Writing a plugin
+//!
+//! ```ignore
+//! // Crate `omptarget_rtl_mydev`, crate-type = ["cdylib"], built with panic = "unwind";
+//! // installed as `libomptarget.rtl.mydev.so` beside `libomptarget.so`.
+//! use plugin_api::*;
+//!
+//! pub struct MyPlugin { /* driver, devices */ }
+//!
+//! impl Plugin for MyPlugin {
+//!     fn init() -> Result<Self, PluginError> { /* ... */ }
+//!     // ... every other method of the trait
+//! }
+//!
+//! plugin_api::export_plugin!(MyPlugin);
+//! ```
+//!
+//! Rules that keep a plugin loadable:
+//! - Depend on a 1.x release of this crate, under its own name. abi_stable compares the crate
+//!   name and version of every type: any 1.y matches 1.x.
+//! - Use abi_stable only through the re-export [`abi_stable`] (0.11). A plugin built with
+//!   another abi_stable is refused.
+//! - Check device numbers and return [`ErrorCode::INVALID_DEVICE`]; write error messages for
+//!   users; copy borrowed data you keep.
+//!
+//! The guide for plugin authors, with the order of calls, threading, ownership and versioning
+//! rules, is `docs/plugin-abi.md` in the omptarget-rs repository. The example plugin is
+//! `examples/plugin-example/`, and the conformance checker is `omptarget-plugin-check`.
 
 mod logging;
 mod module;
@@ -33,6 +62,13 @@ pub use version::{AbiVersion, ABI_VERSION, ABI_VERSION_SYMBOL};
 ///
 /// Use it once, in the crate root of a `cdylib` named `omptarget_rtl_<name>`:
 /// `plugin_api::export_plugin!(MyPlugin);`
+///
+/// It generates:
+/// - the static [`PluginSlot`] that holds the single instance (created by the first `init`);
+/// - `omptarget_plugin_abi_version`, the plain C static [`ABI_VERSION`] that the core checks
+///   first;
+/// - the abi_stable root module function (exported under abi_stable's loader symbol), returning
+///   [`PluginModule::for_plugin`]: one panic-catching shim per [`Plugin`] method.
 #[macro_export]
 macro_rules! export_plugin {
     ($plugin:ty) => {
@@ -43,10 +79,12 @@ macro_rules! export_plugin {
             }
         }
 
-        /// Read by the core before anything else in this library.
+        /// The plugin ABI version this library was built for. Read by the core before anything
+        /// else in this library.
         #[no_mangle]
         pub static omptarget_plugin_abi_version: $crate::AbiVersion = $crate::ABI_VERSION;
 
+        /// The abi_stable root module of this plugin: the table of C functions.
         #[$crate::abi_stable::export_root_module]
         pub fn omptarget_plugin_root_module() -> $crate::PluginModuleRef {
             $crate::PluginModule::for_plugin::<$plugin>()

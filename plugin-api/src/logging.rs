@@ -1,14 +1,23 @@
 //! Plugins log through the core: each plugin library has its own copy of the `log` crate, so the
 //! core hands its logger over at `init` as a C callback.
+//!
+//! A plugin just uses the `log` macros (`log` 0.4, the version `plugin-api` uses). The `init`
+//! shim installs a logger that forwards records to [`HostServices::log`]. The core prints them
+//! on stderr as `PLUGIN --> <message>` when the record's target starts with `omptarget_rtl_`
+//! (the plugin crate's name). Warnings and errors are always shown; `debug` from
+//! `LIBOMPTARGET_DEBUG=1` on, `trace` above 1. For `LIBOMPTARGET_INFO` lines, see [`info`].
 
 use abi_stable::std_types::RStr;
 use abi_stable::StableAbi;
 
+/// A log level across the C boundary: `log::Level`'s numbering, with 0 for "off". An open set:
+/// values above 5 are read as `TRACE`.
 #[repr(transparent)]
 #[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LogLevel(pub u32);
 
 impl LogLevel {
+    /// Nothing is printed (only as `max_level`).
     pub const OFF: LogLevel = LogLevel(0);
     pub const ERROR: LogLevel = LogLevel(1);
     pub const WARN: LogLevel = LogLevel(2);
@@ -16,10 +25,12 @@ impl LogLevel {
     pub const DEBUG: LogLevel = LogLevel(4);
     pub const TRACE: LogLevel = LogLevel(5);
 
+    /// The level of a `log` record.
     pub fn from_log(level: log::Level) -> Self {
         LogLevel(level as u32)
     }
 
+    /// The `log` level, `None` for [`LogLevel::OFF`].
     pub fn to_log(self) -> Option<log::Level> {
         match self.0 {
             1 => Some(log::Level::Error),
@@ -37,7 +48,9 @@ impl LogLevel {
     }
 }
 
-/// Services the core offers to a plugin.
+/// Services the core offers to a plugin, passed to `init`. The shim keeps a copy; the function
+/// pointers stay valid for the life of the process. Plugins normally use them through the `log`
+/// macros and the [`info`] module rather than directly.
 #[repr(C)]
 #[derive(StableAbi, Copy, Clone)]
 pub struct HostServices {
@@ -47,25 +60,37 @@ pub struct HostServices {
     pub log: extern "C" fn(level: LogLevel, target: RStr<'_>, message: RStr<'_>),
     /// The current `LIBOMPTARGET_INFO` bits (they can change while the program runs).
     pub info_flags: extern "C" fn() -> u32,
-    /// Prints one `LIBOMPTARGET_INFO` line for a device of the plugin, with LLVM's prefix.
+    /// Prints one `LIBOMPTARGET_INFO` line for a device of the plugin (its local number), with
+    /// LLVM's prefix: `"PluginInterface" device <device> info: <message>`.
     pub info: extern "C" fn(device: i32, message: RStr<'_>),
 }
 
 /// `LIBOMPTARGET_INFO` for plugins: LLVM's bits, checked before formatting anything.
+///
+/// ```ignore
+/// if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+///     plugin_api::info::line(device, &format!(
+///         "Launching kernel {name} with {blocks} blocks and {threads} threads in SPMD mode"));
+/// }
+/// ```
 pub mod info {
     use super::HostServices;
     use abi_stable::std_types::RStr;
     use std::sync::OnceLock;
 
-    /// Kernel launch details (grid, threads, execution mode).
+    /// Kernel launch details (grid, threads, execution mode), in LLVM's wording: `Launching
+    /// kernel <name> with <B> blocks and <T> threads in <mode> mode`.
     pub const PLUGIN_KERNEL: u32 = 0x10;
 
     pub(crate) static SERVICES: OnceLock<HostServices> = OnceLock::new();
 
+    /// Whether `bit` is set in the current `LIBOMPTARGET_INFO` bits (they can change while the
+    /// program runs, so ask each time). False before `init`.
     pub fn enabled(bit: u32) -> bool {
         SERVICES.get().is_some_and(|s| (s.info_flags)() & bit != 0)
     }
 
+    /// Prints one information line for local device `device`; nothing before `init`.
     pub fn line(device: i32, text: &str) {
         if let Some(s) = SERVICES.get() {
             (s.info)(device, RStr::from_str(text));
@@ -73,6 +98,7 @@ pub mod info {
     }
 }
 
+/// The `log` implementation installed in each plugin library: forwards to the core.
 struct ForwardingLogger {
     services: HostServices,
 }

@@ -1,38 +1,82 @@
 //! The safe, Rust-side interface a plugin implements.
+//!
+//! Implement [`Plugin`] and call [`export_plugin!`](crate::export_plugin) once. The generated C
+//! functions (the fields of [`PluginModule`](crate::PluginModule)) look up the single instance in
+//! its [`PluginSlot`], call the method, catch panics and convert the result.
 
 use crate::types::*;
 use std::sync::OnceLock;
 
+/// What every fallible [`Plugin`] method returns; the shims convert it to [`PluginResult`].
 pub type Result<T> = std::result::Result<T, PluginError>;
 
-/// A device plugin. One instance per process, created by `init` on the core's first call.
+/// A device plugin. One instance per process, created by `init` on the core's first call, kept
+/// in a static and never dropped (do not rely on `Drop` at exit).
 ///
-/// Every method may be called concurrently from several threads. `device` is always in
-/// `0..num_devices()` when the core calls (the shims do not check it: plugins must, and return
-/// `ErrorCode::INVALID_DEVICE`). Addresses are plain integers: host addresses come from the
-/// program, device addresses from `alloc` or `get_global`.
+/// # Contract
+///
+/// - Every method may be called from any thread, concurrently.
+/// - `device` is a local device number. The core passes numbers in `0..num_devices()`, but the
+///   shims do not check it: a method must check it and return `ErrorCode::INVALID_DEVICE`.
+/// - Addresses are plain integers. Host addresses come from the program; device addresses come
+///   from `alloc`, `get_global` or `pin_memory`. The core adds offsets to device addresses
+///   (copies and kernel arguments may point inside an allocation).
+/// - Handles are opaque `u64`s the plugin chooses, valid on the device that made them.
+///   `QueueHandle(0)` is [`QueueHandle::SYNC`].
+/// - Borrowed arguments (image bytes, names, argument slices, the launch configuration) are only
+///   valid during the call: copy what you keep.
+/// - Error messages are shown to users: name what failed and why.
+/// - A panic is caught and reported as `ErrorCode::PANIC`, provided the library is built with
+///   `panic = "unwind"`.
+///
+/// The order in which the core calls the methods is described on
+/// [`PluginModule`](crate::PluginModule).
 pub trait Plugin: Sized + Send + Sync + 'static {
-    /// Loads the driver and discovers devices. Missing drivers are not an error: return a plugin
-    /// with zero devices and a note saying why.
+    /// Loads the driver and discovers devices. Missing drivers or devices are not an error:
+    /// return a plugin with zero devices and a note saying why. Keep it cheap: every program
+    /// that links the runtime pays for it, even one that never offloads. An error makes the core
+    /// skip the plugin.
+    ///
+    /// Called by the first `init` call, which also installs the logger (so `log` macros work
+    /// here). If two threads raced, one instance would be dropped; the core does not race.
     fn init() -> Result<Self>;
+    /// Releases everything; no call follows. Not called by the current core. The default does
+    /// nothing.
     fn deinit(&self) -> Result<()> {
         Ok(())
     }
+    /// The description `init` returns to the core. `num_devices` must equal
+    /// [`Plugin::num_devices`]. `name` is informative: the core names the plugin after its file.
     fn describe(&self) -> PluginDescription;
+    /// Number of devices, the same for the life of the process.
     fn num_devices(&self) -> i32;
-    /// `device` is `None` for "any device of this plugin".
+    /// Whether `device` (`None`: "any device of this plugin", a format check) can run `image`.
+    /// No side effects; must work before `init_device`. The reason is shown to users: name the
+    /// image's architecture and the device's. Answer "no" for an invalid device.
     fn check_image(&self, device: Option<i32>, image: ImageRef<'_>) -> ImageCompatibility;
 
+    /// Makes a device usable (context, pools). Called once per device before the calls that use
+    /// it, again after a failure; should be idempotent.
     fn init_device(&self, device: i32) -> Result<()>;
+    /// Undoes `init_device`. Not called by the current core.
     fn deinit_device(&self, device: i32) -> Result<()>;
-    /// Properties shown by `omptarget-info`. Keys the core reads: `compute unit kind` (the
-    /// device's architecture as LLVM's plugins name it: `generic-64bit`, `sm_90`, `gfx90a`),
-    /// reported to OMPT tools at device initialisation.
+    /// Properties shown by `omptarget-info` and `__tgt_print_device_info`; must work before
+    /// `init_device`. Keys the core reads: `compute unit kind` (the device's architecture as
+    /// LLVM's plugins name it: `generic-64bit`, `sm_90`, `gfx90a`), reported to OMPT tools at
+    /// device initialisation. The bundled plugins also give `name`, `kind` and `memory bytes`.
     fn device_info(&self, device: i32) -> Result<Vec<InfoEntry>>;
 
+    /// Loads an image on a device: copy what you keep (the bytes are borrowed), do the
+    /// device-side set-up the image needs, return a handle. Errors: `INVALID_ARGUMENT`
+    /// (malformed), `UNSUPPORTED` (another architecture), `OUT_OF_MEMORY`, `FAILED`.
     fn load_image(&self, device: i32, image: ImageRef<'_>) -> Result<ImageHandle>;
+    /// Unloads an image (running its device-side destructors). `INVALID_ARGUMENT` for an
+    /// unknown handle.
     fn unload_image(&self, device: i32, image: ImageHandle) -> Result<()>;
+    /// Finds a kernel by its offload-entry name; `NOT_FOUND` if the image has none.
     fn get_kernel(&self, device: i32, image: ImageHandle, name: &str) -> Result<KernelHandle>;
+    /// Finds a global variable: its device address and size. `size` is the host's size, 0 for
+    /// "don't check". `NOT_FOUND` if absent, `INVALID_ARGUMENT` if the sizes differ.
     fn get_global(
         &self,
         device: i32,
@@ -41,11 +85,19 @@ pub trait Plugin: Sized + Send + Sync + 'static {
         size: u64,
     ) -> Result<GlobalInfo>;
 
+    /// Allocates `size` bytes of `kind` and returns the address (never 0). `host_ptr` is a hint
+    /// (0 if none). `OUT_OF_MEMORY` when exhausted. For a kind you do not know, return an error:
+    /// later minor versions may add kinds.
     fn alloc(&self, device: i32, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize>;
+    /// Frees an address returned by `alloc`; `INVALID_ARGUMENT` for an unknown one.
     fn free(&self, device: i32, ptr: usize, kind: AllocKind) -> Result<()>;
 
+    /// Creates a queue (an ordered stream of work). Never returns [`QueueHandle::SYNC`].
     fn create_queue(&self, device: i32) -> Result<QueueHandle>;
+    /// Takes a queue back for reuse. The core synchronises it first and ignores the result.
     fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()>;
+    /// Copies `size` bytes from host `src` to device `dst` on `queue`. With a real queue, the
+    /// host buffer stays valid until the queue is synchronised.
     fn copy_to_device(
         &self,
         device: i32,
@@ -54,6 +106,8 @@ pub trait Plugin: Sized + Send + Sync + 'static {
         size: u64,
         queue: QueueHandle,
     ) -> Result<()>;
+    /// Copies `size` bytes from device `src` to host `dst` on `queue`. With a real queue, the
+    /// data is in `dst` once the queue is synchronised.
     fn copy_from_device(
         &self,
         device: i32,
@@ -62,6 +116,8 @@ pub trait Plugin: Sized + Send + Sync + 'static {
         size: u64,
         queue: QueueHandle,
     ) -> Result<()>;
+    /// Copies between two devices of this plugin (possibly the same one); `queue` belongs to
+    /// `src_device`.
     fn copy_device_to_device(
         &self,
         src_device: i32,
@@ -71,6 +127,9 @@ pub trait Plugin: Sized + Send + Sync + 'static {
         size: u64,
         queue: QueueHandle,
     ) -> Result<()>;
+    /// Launches `kernel` on `queue`, one pointer-sized value per argument. For
+    /// `config.kernel_args_version` >= 3, prepend the launch environment argument (see
+    /// [`LaunchConfig`]).
     fn launch_kernel(
         &self,
         device: i32,
@@ -79,31 +138,46 @@ pub trait Plugin: Sized + Send + Sync + 'static {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()>;
+    /// Waits until everything submitted to `queue` has completed; reports the failures of that
+    /// work. `SYNC`: `Ok` at once.
     fn synchronize(&self, device: i32, queue: QueueHandle) -> Result<()>;
+    /// Whether everything submitted to `queue` has completed, without waiting. `SYNC`: true.
     fn query_queue(&self, device: i32, queue: QueueHandle) -> Result<bool>;
 
+    /// Creates an event for use with this device's queues.
     fn create_event(&self, device: i32) -> Result<EventHandle>;
+    /// `event` completes when the work submitted to `queue` so far completes (`SYNC`: at once).
     fn record_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()>;
+    /// Later work on `queue` waits for `event`; the host does not block (`SYNC`: returns once
+    /// `event` has completed).
     fn wait_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()>;
+    /// Blocks the host until `event` completes.
     fn sync_event(&self, device: i32, event: EventHandle) -> Result<()>;
+    /// Destroys an event after its last use.
     fn destroy_event(&self, device: i32, event: EventHandle) -> Result<()>;
 
+    /// Page-locks `size` bytes of host memory; returns the address the device uses for it
+    /// (possibly `host_ptr` itself).
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize>;
+    /// Undoes `pin_memory` for the same `host_ptr`.
     fn unpin_memory(&self, device: i32, host_ptr: usize) -> Result<()>;
 }
 
-/// Where a plugin library keeps its one instance.
+/// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)
+/// declares it as a static; plugins do not use it directly.
 pub struct PluginSlot<P> {
     instance: OnceLock<P>,
 }
 
 impl<P: Plugin> PluginSlot<P> {
+    /// An empty slot, for a `static`.
     pub const fn new() -> Self {
         PluginSlot {
             instance: OnceLock::new(),
         }
     }
 
+    /// The instance, or `ErrorCode::NOT_INITIALIZED` before a successful `init`.
     pub fn get(&self) -> Result<&P> {
         self.instance.get().ok_or_else(|| {
             PluginError::new(
@@ -113,7 +187,8 @@ impl<P: Plugin> PluginSlot<P> {
         })
     }
 
-    /// Creates the instance on the first call; later calls return the same one.
+    /// Creates the instance with [`Plugin::init`] on the first call; later calls return the same
+    /// one. A failed `init` leaves the slot empty.
     pub fn get_or_init(&self) -> Result<&P> {
         if let Some(p) = self.instance.get() {
             return Ok(p);
@@ -132,5 +207,6 @@ impl<P: Plugin> Default for PluginSlot<P> {
 
 /// Implemented by [`export_plugin!`](crate::export_plugin): gives the shims the plugin's slot.
 pub trait SlottedPlugin: Plugin {
+    /// The plugin type's one static slot.
     fn slot() -> &'static PluginSlot<Self>;
 }

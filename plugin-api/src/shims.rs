@@ -1,5 +1,20 @@
 //! The C functions of [`PluginModule`](crate::PluginModule), generic over the plugin type.
 //! Each one catches panics, so no unwinding crosses the library boundary.
+//!
+//! What every shim does:
+//! - `init` installs the logging services, creates the instance on the first call (later calls
+//!   reuse it) and returns its description.
+//! - Every other shim fetches the instance. Before a successful `init` it fails with
+//!   `ErrorCode::NOT_INITIALIZED` ("plugin used before its init call").
+//! - It calls the [`Plugin`](crate::Plugin) method with Rust types (`&str`, `&[usize]`,
+//!   `Option<i32>` for `check_image`'s negative device) and converts the result to
+//!   [`PluginResult`].
+//! - A panic becomes `ErrorCode::PANIC` with the message `plugin panicked: <payload>`. Catching it
+//!   needs the plugin library to be built with `panic = "unwind"`.
+//! - The shims without an error channel map failures to a value: `num_devices` returns 0, and
+//!   `check_image` returns `compatible: false` with the error's message as the reason.
+//!
+//! The shims check nothing else (device numbers, handles): that is the plugin's job.
 
 use crate::logging::{self, HostServices};
 use crate::plugin::{Result, SlottedPlugin};
@@ -7,6 +22,7 @@ use crate::types::*;
 use abi_stable::std_types::{RResult, RSlice, RStr, RVec};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// The text of a panic payload (`&str` or `String`).
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
@@ -17,6 +33,7 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+/// Runs `f`, turning a panic into `ErrorCode::PANIC`.
 fn guarded<T>(f: impl FnOnce() -> Result<T>) -> PluginResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result.into(),
@@ -27,11 +44,14 @@ fn guarded<T>(f: impl FnOnce() -> Result<T>) -> PluginResult<T> {
     }
 }
 
-/// Runs `f` on the initialised plugin instance, with a panic guard.
+/// Runs `f` on the initialised plugin instance, with a panic guard (`NOT_INITIALIZED` before
+/// `init`).
 fn with<P: SlottedPlugin, T>(f: impl FnOnce(&P) -> Result<T>) -> PluginResult<T> {
     guarded(|| f(P::slot().get()?))
 }
 
+/// Installs the logger and `LIBOMPTARGET_INFO` services (first call only), creates the instance
+/// if there is none yet, and returns its description.
 pub extern "C" fn init<P: SlottedPlugin>(
     services: &HostServices,
 ) -> PluginResult<PluginDescription> {
@@ -46,10 +66,12 @@ pub extern "C" fn deinit<P: SlottedPlugin>() -> PluginResult<()> {
     with::<P, _>(|p| p.deinit())
 }
 
+/// The device count; 0 before `init` or if the plugin panics.
 pub extern "C" fn num_devices<P: SlottedPlugin>() -> i32 {
     with::<P, _>(|p| Ok(p.num_devices())).unwrap_or(0)
 }
 
+/// A negative `device` becomes `None`; a failure becomes "not compatible" with its message.
 pub extern "C" fn check_image<P: SlottedPlugin>(
     device: i32,
     image: ImageRef<'_>,

@@ -1,12 +1,21 @@
 //! Plain data exchanged across the plugin boundary. Every type is `#[repr(C)]` and `StableAbi`.
 //! Enumerations are newtypes over integers so that a value added later is not undefined behaviour
-//! in an older reader.
+//! in an older reader: readers must accept values they do not know.
+//!
+//! abi_stable checks the layout of each of these types when a plugin loads, so none of them can
+//! change within ABI major version 1. New constant values of the newtype enumerations are the
+//! only additions possible.
 
 use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
 use abi_stable::StableAbi;
 use std::fmt;
 
 /// Error returned by every fallible plugin call.
+///
+/// The core shows `message` to users in context, for example `omptarget error: allocation of
+/// 4096 bytes on device 2 failed: <message>`. Write one line that names the thing that failed
+/// and why (with the driver's error name); the core adds the operation and the global device
+/// number. `Display` prints `<message> (<code>)`.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]
 pub struct PluginError {
@@ -15,18 +24,22 @@ pub struct PluginError {
 }
 
 impl PluginError {
+    /// An error with any code.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         PluginError {
             code,
             message: RString::from(message.into()),
         }
     }
+    /// [`ErrorCode::INVALID_ARGUMENT`].
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::INVALID_ARGUMENT, message)
     }
+    /// [`ErrorCode::UNSUPPORTED`].
     pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::UNSUPPORTED, message)
     }
+    /// [`ErrorCode::FAILED`].
     pub fn failed(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::FAILED, message)
     }
@@ -40,22 +53,37 @@ impl fmt::Display for PluginError {
 
 impl std::error::Error for PluginError {}
 
-/// Result of a plugin call.
+/// Result of a plugin call, as it crosses the C boundary (`RResult`, abi_stable's FFI-safe
+/// `Result`; `.into_result()` converts it).
 pub type PluginResult<T> = RResult<T, PluginError>;
 
+/// What kind of failure a [`PluginError`] reports. An open set: a reader must accept values it
+/// does not know (`Display` prints them as `error code N`). The current core does not act on
+/// the code, only on the failure; tools such as the conformance checker and later cores do, so
+/// return the right one.
 #[repr(transparent)]
 #[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ErrorCode(pub i32);
 
 impl ErrorCode {
+    /// A driver or device failure not covered by another code.
     pub const FAILED: ErrorCode = ErrorCode(1);
+    /// An unknown handle or address, an unknown allocation kind, a malformed image, a size that
+    /// does not match.
     pub const INVALID_ARGUMENT: ErrorCode = ErrorCode(2);
+    /// A device number outside `0..num_devices`.
     pub const INVALID_DEVICE: ErrorCode = ErrorCode(3);
+    /// Device memory or another resource is exhausted.
     pub const OUT_OF_MEMORY: ErrorCode = ErrorCode(4);
+    /// A kernel or global name is not in the image.
     pub const NOT_FOUND: ErrorCode = ErrorCode(5);
+    /// A valid request this plugin or device cannot do (an image for another architecture, an
+    /// allocation kind it lacks).
     pub const UNSUPPORTED: ErrorCode = ErrorCode(6);
+    /// A device used before `init_device`, or no driver. The shims also return it for any call
+    /// made before a successful `init`.
     pub const NOT_INITIALIZED: ErrorCode = ErrorCode(7);
-    /// The plugin panicked; the call's effects are unknown.
+    /// The plugin panicked; the call's effects are unknown. Set by the shims only.
     pub const PANIC: ErrorCode = ErrorCode(100);
 }
 
@@ -76,23 +104,30 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// Kind of memory to allocate, with the values of LLVM's `TargetAllocTy` plus one.
+/// Kind of memory to allocate, with the values of LLVM's `TargetAllocTy` plus one. An open set:
+/// return an error for a value you do not know.
 #[repr(transparent)]
 #[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AllocKind(pub u32);
 
 impl AllocKind {
-    /// Memory on the device, not accessible from the host.
+    /// Memory on the device, not accessible from the host (`llvm_omp_target_alloc_device`).
     pub const DEVICE: AllocKind = AllocKind(0);
-    /// Pinned host memory the device can access.
+    /// Pinned host memory the device can access (`llvm_omp_target_alloc_host`).
     pub const HOST: AllocKind = AllocKind(1);
-    /// Memory migrated between host and device on demand (managed).
+    /// Memory migrated between host and device on demand (managed;
+    /// `llvm_omp_target_alloc_shared`).
     pub const SHARED: AllocKind = AllocKind(2);
-    /// What the runtime uses for mapped data: device memory unless the plugin prefers otherwise.
+    /// What the runtime uses for mapped data and `omp_target_alloc`: device memory unless the
+    /// plugin prefers otherwise. The core rounds small requests (up to
+    /// `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`, 8 KiB by default) up to a power of two and reuses
+    /// those blocks until shutdown.
     pub const DEFAULT: AllocKind = AllocKind(3);
     /// Device memory allocated without blocking running kernels (for device-side malloc pools).
+    /// Not requested by the current core.
     pub const DEVICE_NON_BLOCKING: AllocKind = AllocKind(4);
 
+    /// Lower-case name for messages (`unknown` for a value not listed here).
     pub fn name(self) -> &'static str {
         match self {
             AllocKind::DEVICE => "device",
@@ -107,6 +142,8 @@ impl AllocKind {
 
 /// A device image handed to a plugin: the executable bytes (already unwrapped from LLVM's
 /// offload-binary container) and what the container said about them.
+///
+/// Borrowed for the duration of the call only: copy what you keep.
 #[repr(C)]
 #[derive(StableAbi, Copy, Clone, Debug)]
 pub struct ImageRef<'a> {
@@ -122,17 +159,20 @@ pub struct ImageRef<'a> {
 #[derive(StableAbi, Clone, Debug, PartialEq)]
 pub struct ImageCompatibility {
     pub compatible: bool,
-    /// Why not, when `compatible` is false; may describe the image when true.
+    /// Why not, when `compatible` is false; may describe the image when true. Shown to users:
+    /// name the image's architecture and the device's.
     pub reason: RString,
 }
 
 impl ImageCompatibility {
+    /// Compatible, with no reason.
     pub fn yes() -> Self {
         ImageCompatibility {
             compatible: true,
             reason: RString::new(),
         }
     }
+    /// Not compatible, and why.
     pub fn no(reason: impl Into<String>) -> Self {
         ImageCompatibility {
             compatible: false,
@@ -151,28 +191,34 @@ macro_rules! handle_type {
 }
 
 handle_type!(
-    /// A device image loaded on one device.
+    /// A device image loaded on one device. Like every handle: an opaque value the plugin
+    /// chooses (an index, a pointer), meaningful only with the device that made it. Avoid 0, so
+    /// that a zero handle is always an error.
     ImageHandle
 );
 handle_type!(
-    /// A kernel of a loaded image.
+    /// A kernel of a loaded image, valid until the image is unloaded.
     KernelHandle
 );
 handle_type!(
-    /// An ordered stream of work on one device. [`QueueHandle::SYNC`] means "run synchronously".
+    /// An ordered stream of work on one device: operations on one queue execute in submission
+    /// order. [`QueueHandle::SYNC`] (0) means "run synchronously"; `create_queue` never returns
+    /// it.
     QueueHandle
 );
 handle_type!(
-    /// A point in a queue that other queues or the host can wait for.
+    /// A point in a queue that other queues of the same device or the host can wait for.
     EventHandle
 );
 
 impl QueueHandle {
-    /// Not a queue: the operation completes before the call returns.
+    /// Not a queue: the operation (a kernel launch included) completes before the call returns,
+    /// and its failure is the call's error.
     pub const SYNC: QueueHandle = QueueHandle(0);
 }
 
-/// Address and size of a global variable in a loaded image.
+/// Address and size of a global variable in a loaded image. The core maps the host variable to
+/// `address` for as long as the image is loaded.
 #[repr(C)]
 #[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
 pub struct GlobalInfo {
@@ -180,7 +226,8 @@ pub struct GlobalInfo {
     pub size: u64,
 }
 
-/// How to launch a kernel.
+/// How to launch a kernel, from the compiler's `KernelArgsTy` and the `num_teams`/`thread_limit`
+/// arguments of `__tgt_target_kernel`.
 #[repr(C)]
 #[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct LaunchConfig {
@@ -192,14 +239,19 @@ pub struct LaunchConfig {
     pub dyn_shared_mem: u32,
     /// Loop trip count of the distribute loop, 0 if unknown.
     pub tripcount: u64,
-    /// The compiler's `KernelArgsTy` version. From 3 on, kernels take the implicit launch
-    /// environment pointer as their first argument, which the plugin provides.
+    /// The compiler's `KernelArgsTy` version (the core passes at most 3). From 3 on, kernels
+    /// take the implicit launch environment pointer as their first argument. The plugin provides
+    /// it and prepends it to the arguments it was given. What the pointer must hold depends on
+    /// the device runtime. The host plugin passes 0. The CUDA plugin passes an environment with
+    /// a team-reduction buffer, or all ones when the kernel needs none.
     pub kernel_args_version: u32,
-    /// The `KernelArgsTy` flags word (bit 0: nowait).
+    /// The `KernelArgsTy` flags word (bit 0: nowait). Nowait needs no action from the plugin: the
+    /// core synchronises the construct's queue before returning anyway.
     pub flags: u64,
 }
 
-/// One property of a device, for inventories and `LIBOMPTARGET_INFO`.
+/// One property of a device, for inventories (`omptarget-info`, `__tgt_print_device_info`) and
+/// OMPT (the key `compute unit kind`).
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]
 pub struct InfoEntry {
@@ -208,6 +260,7 @@ pub struct InfoEntry {
 }
 
 impl InfoEntry {
+    /// An entry from any key and any displayable value.
     pub fn new(key: impl Into<String>, value: impl ToString) -> Self {
         InfoEntry {
             key: RString::from(key.into()),
@@ -216,12 +269,14 @@ impl InfoEntry {
     }
 }
 
-/// What a plugin says about itself after `init`.
+/// What a plugin says about itself after `init`. `omptarget-info` shows it.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]
 pub struct PluginDescription {
-    /// Short name, e.g. `host`, `cuda`.
+    /// Short name, e.g. `host`, `cuda`. Informative: the core names a plugin after its file
+    /// (`libomptarget.rtl.<name>.so`).
     pub name: RString,
+    /// Same value as `num_devices()`.
     pub num_devices: i32,
     /// Why there are no devices, or other notes (driver version, ...). May be empty.
     pub note: RString,

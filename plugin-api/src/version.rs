@@ -2,7 +2,12 @@ use abi_stable::StableAbi;
 use std::fmt;
 
 /// Version of the plugin ABI. A different `major` is incompatible; a higher `minor` only adds
-/// optional module fields.
+/// optional module fields (and new values of the newtype enumerations).
+///
+/// Every plugin exports one as the plain C static [`ABI_VERSION_SYMBOL`]. The core reads it
+/// before looking at anything else in the library, and refuses another major version with a
+/// message naming both, e.g. `plugin ABI version 2.0 is incompatible with this runtime's ABI
+/// version 1.0 (major versions differ); install a plugin built for ABI 1.x`.
 #[repr(C)]
 #[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
 pub struct AbiVersion {
@@ -10,14 +15,17 @@ pub struct AbiVersion {
     pub minor: u32,
 }
 
-/// The ABI version this crate implements.
+/// The ABI version this crate implements. The crate's own version has the same major number
+/// (`plugin-api` 1.x is ABI 1.x), because abi_stable's layout check compares crate versions.
 pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 0 };
 
-/// Name of the plain C symbol (type [`AbiVersion`]) every plugin exports.
+/// Name of the plain C symbol (type [`AbiVersion`]) every plugin exports;
+/// [`export_plugin!`](crate::export_plugin) defines it.
 pub const ABI_VERSION_SYMBOL: &str = "omptarget_plugin_abi_version";
 
 impl AbiVersion {
-    /// Whether a core implementing `self` can use a plugin built for `plugin`.
+    /// Whether a core implementing `self` can use a plugin built for `plugin`: the same major
+    /// version, any minor version.
     pub fn accepts(self, plugin: AbiVersion) -> bool {
         self.major == plugin.major
     }
