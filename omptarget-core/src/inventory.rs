@@ -12,6 +12,8 @@ pub struct PluginRow {
     pub status: String,
     pub reason: Option<String>,
     pub num_devices: Option<i32>,
+    /// The OpenMP device numbers its devices got (first, last), if it has any.
+    pub device_numbers: Option<(i32, i32)>,
     pub note: Option<String>,
 }
 
@@ -56,6 +58,10 @@ impl Inventory {
                     status,
                     reason,
                     num_devices: loaded.map(|p| p.num_devices()),
+                    device_numbers: loaded.and_then(|p| {
+                        let mine = || runtime.devices.iter().filter(|d| d.plugin.name == p.name);
+                        Some((mine().next()?.id, mine().last()?.id))
+                    }),
                     note: loaded
                         .map(|p| p.description.note.to_string())
                         .filter(|n| !n.is_empty()),
@@ -66,13 +72,20 @@ impl Inventory {
             .devices
             .iter()
             .map(|d| {
-                let properties = match d.plugin.device_info(d.local) {
+                let mut properties: Vec<(String, String)> = match d.plugin.device_info(d.local) {
                     Ok(info) => info
                         .into_iter()
                         .map(|e| (e.key.to_string(), e.value.to_string()))
                         .collect(),
                     Err(e) => vec![("error".to_string(), e.message.to_string())],
                 };
+                // ABI 1.1; plugins built for 1.0 (None) or without the figure say nothing.
+                if let Some(Ok(memory)) = d.plugin.memory_info(d.local) {
+                    properties.push((
+                        "memory free".into(),
+                        format!("{} of {} bytes", memory.free, memory.total),
+                    ));
+                }
                 DeviceRow {
                     id: d.id,
                     plugin: d.plugin.name.clone(),
@@ -103,7 +116,10 @@ impl Inventory {
         for (i, p) in self.search_path.iter().enumerate() {
             let _ = writeln!(s, "  {}. {}", i + 1, p);
         }
-        let _ = writeln!(s, "\nPlugins:");
+        let _ = writeln!(
+            s,
+            "\nPlugins (in load order, which is the order of device numbers):"
+        );
         for p in &self.plugins {
             let _ = writeln!(s, "  {} [{}]", p.name, p.status);
             let _ = writeln!(s, "      file:    {} ({})", p.file, p.origin);
@@ -113,8 +129,17 @@ impl Inventory {
             if let Some(r) = &p.reason {
                 let _ = writeln!(s, "      reason:  {r}");
             }
-            if let Some(n) = p.num_devices {
-                let _ = writeln!(s, "      devices: {n}");
+            match (p.num_devices, p.device_numbers) {
+                (Some(n), Some((first, last))) if first == last => {
+                    let _ = writeln!(s, "      devices: {n} (device number {first})");
+                }
+                (Some(n), Some((first, last))) => {
+                    let _ = writeln!(s, "      devices: {n} (device numbers {first} to {last})");
+                }
+                (Some(n), None) => {
+                    let _ = writeln!(s, "      devices: {n}");
+                }
+                _ => {}
             }
             if let Some(n) = &p.note {
                 let _ = writeln!(s, "      note:    {n}");

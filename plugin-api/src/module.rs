@@ -201,6 +201,12 @@ pub struct PluginModule {
     /// The last ABI 1.0 field: fields of later minor versions go after it.
     #[sabi(last_prefix_field)]
     pub unpin_memory: extern "C" fn(device: i32, host_ptr: usize) -> PluginResult<()>,
+
+    // ---- ABI 1.1: optional; a core reads it through `PluginModuleRef::memory_info()`, which
+    // is `None` for a plugin built for 1.0. ----
+    /// Free and total memory of a device. Plugins built with plugin-api 1.1 or later always
+    /// export it; one without the information answers `ErrorCode::UNSUPPORTED`.
+    pub memory_info: extern "C" fn(device: i32) -> PluginResult<MemoryInfo>,
 }
 
 impl RootModule for PluginModuleRef {
@@ -208,7 +214,7 @@ impl RootModule for PluginModuleRef {
     const BASE_NAME: &'static str = "omptarget_plugin";
     const NAME: &'static str = "omptarget_plugin";
     // abi_stable refuses a library whose major version differs; keep it equal to the ABI major.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.0.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.1.0");
 }
 
 impl PluginModule {
@@ -249,6 +255,7 @@ impl PluginModule {
             destroy_event: shims::destroy_event::<P>,
             pin_memory: shims::pin_memory::<P>,
             unpin_memory: shims::unpin_memory::<P>,
+            memory_info: shims::memory_info::<P>,
         }
         .leak_into_prefix()
     }

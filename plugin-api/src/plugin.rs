@@ -161,6 +161,16 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize>;
     /// Undoes `pin_memory` for the same `host_ptr`.
     fn unpin_memory(&self, device: i32, host_ptr: usize) -> Result<()>;
+
+    /// ABI 1.1: free and total memory of `device`, shown by `omptarget-info`. The default
+    /// answers `ErrorCode::UNSUPPORTED`.
+    fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
+        let _ = device;
+        Err(PluginError::new(
+            ErrorCode::UNSUPPORTED,
+            "this plugin does not report free memory",
+        ))
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

@@ -254,3 +254,7 @@ pub extern "C" fn pin_memory<P: SlottedPlugin>(
 pub extern "C" fn unpin_memory<P: SlottedPlugin>(device: i32, host_ptr: usize) -> PluginResult<()> {
     with::<P, _>(|p| p.unpin_memory(device, host_ptr))
 }
+
+pub extern "C" fn memory_info<P: SlottedPlugin>(device: i32) -> PluginResult<MemoryInfo> {
+    with::<P, _>(|p| p.memory_info(device))
+}

@@ -226,6 +226,16 @@ pub struct GlobalInfo {
     pub size: u64,
 }
 
+/// A device's memory, in bytes (ABI 1.1).
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct MemoryInfo {
+    /// Bytes the device could still allocate now.
+    pub free: u64,
+    /// Bytes of memory the device has.
+    pub total: u64,
+}
+
 /// How to launch a kernel, from the compiler's `KernelArgsTy` and the `num_teams`/`thread_limit`
 /// arguments of `__tgt_target_kernel`.
 #[repr(C)]

@@ -209,6 +209,23 @@ fn device_checks(
             },
         },
     );
+    let check = name("memory info (ABI 1.1)");
+    match plugin.memory_info(device) {
+        None => report.skip(
+            &check,
+            format!(
+                "the plugin is built for ABI {}, which lacks the call",
+                plugin.abi_version
+            ),
+        ),
+        Some(Err(e)) if e.code == plugin_api::ErrorCode::UNSUPPORTED => report.skip(&check, e),
+        Some(Err(e)) => report.fail(&check, e),
+        Some(Ok(m)) if m.total == 0 || m.free > m.total => report.fail(
+            &check,
+            format!("{} bytes free of {}: impossible", m.free, m.total),
+        ),
+        Some(Ok(m)) => report.pass(&check, format!("{} bytes free of {}", m.free, m.total)),
+    }
     checks::memory::run(report, plugin, device, count);
     checks::ordering::run(report, plugin, device);
     match image {

@@ -8,7 +8,7 @@ use crate::launch::{GridValues, KernelEnvironment, KernelLimits, KERNEL_ENVIRONM
 use crate::resources::ResourcePool;
 use crate::settings::Settings;
 use plugin_api::{AllocKind, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
-use plugin_api::{EventHandle, ImageHandle, KernelHandle, QueueHandle};
+use plugin_api::{EventHandle, ImageHandle, KernelHandle, MemoryInfo, QueueHandle};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -329,6 +329,15 @@ impl CudaDevice {
         }
         self.activate()?;
         self.finish(stream_of(queue))
+    }
+
+    pub fn memory_info(&self) -> Result<MemoryInfo> {
+        self.activate()?;
+        let (free, total) = self
+            .driver
+            .memory_info()
+            .map_err(|e| failed("asking for free memory", e))?;
+        Ok(MemoryInfo { free, total })
     }
 
     pub fn query(&self, queue: QueueHandle) -> Result<bool> {

@@ -390,6 +390,10 @@ impl Plugin for CudaPlugin {
         self.device(device)?.destroy_event(event)
     }
 
+    fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
+        self.device(device)?.memory_info()
+    }
+
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
         if host_ptr == 0 {
             return Err(PluginError::invalid_argument(

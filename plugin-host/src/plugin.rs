@@ -29,11 +29,18 @@ fn device_count_from_env() -> i32 {
     }
 }
 
-fn total_memory_bytes() -> Option<u64> {
+/// A `/proc/meminfo` figure (`MemTotal`, `MemAvailable`) in bytes.
+fn meminfo_bytes(field: &str) -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let line = meminfo
+        .lines()
+        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+fn total_memory_bytes() -> Option<u64> {
+    meminfo_bytes("MemTotal")
 }
 
 impl HostPlugin {
@@ -279,6 +286,18 @@ impl Plugin for HostPlugin {
 
     fn unpin_memory(&self, device: i32, _host_ptr: usize) -> Result<()> {
         self.device(device).map(|_| ())
+    }
+
+    fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
+        self.device(device)?;
+        // Host devices share the machine's memory: what the kernel says is available.
+        match (meminfo_bytes("MemAvailable"), total_memory_bytes()) {
+            (Some(free), Some(total)) => Ok(MemoryInfo { free, total }),
+            _ => Err(PluginError::new(
+                ErrorCode::UNSUPPORTED,
+                "/proc/meminfo is not readable",
+            )),
+        }
     }
 }
 

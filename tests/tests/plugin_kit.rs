@@ -126,33 +126,51 @@ fn frozen_v1_plugin() -> PathBuf {
         .clone()
 }
 
-#[test]
-fn the_frozen_v1_interface_is_still_the_current_one() {
-    // The frozen copy may differ from plugin-api in comments only; its code is the ABI.
-    let code = |path: &Path| -> String {
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let root = workspace_root();
-    let frozen_dir = root.join("tests/abi-v1/plugin-api/src");
-    for entry in std::fs::read_dir(&frozen_dir).unwrap() {
-        let file = entry.unwrap().file_name();
-        let current = root.join("plugin-api/src").join(&file);
-        // Minor versions may add code after the 1.0 items; this check then moves to the
-        // module's field list. Until the first minor version the code is identical.
-        assert_eq!(
-            code(&frozen_dir.join(&file)),
-            code(&current),
-            "plugin-api/src/{} changed the released ABI 1.0 code; ABI changes go in a new minor \
-             version (new optional fields after the last prefix field), never into 1.0's items",
-            file.to_string_lossy()
-        );
+/// FNV-1a of the frozen interface's sources, so an edit to them cannot pass unnoticed.
+fn fingerprint(dir: &Path) -> u64 {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut hash = 0xcbf29ce484222325u64;
+    for file in files {
+        for byte in std::fs::read(&file).unwrap() {
+            hash = (hash ^ byte as u64).wrapping_mul(0x100000001b3);
+        }
     }
+    hash
+}
+
+#[test]
+fn the_frozen_v1_interface_is_unchanged_and_older_than_the_current_one() {
+    let frozen = workspace_root().join("tests/abi-v1/plugin-api/src");
+    assert_eq!(
+        fingerprint(&frozen),
+        FROZEN_V1_FINGERPRINT,
+        "tests/abi-v1/plugin-api is the released ABI 1.0 interface and must never change"
+    );
+    let version = std::fs::read_to_string(frozen.join("version.rs")).unwrap();
+    assert!(
+        version.contains("AbiVersion { major: 1, minor: 0 }"),
+        "{version}"
+    );
+    // The runtime under test implements a later minor version, so loading the frozen plugin
+    // below really is a newer runtime loading an older plugin.
+    assert!(plugin_api_minor() > 0);
+}
+
+const FROZEN_V1_FINGERPRINT: u64 = 2254565288298003511;
+
+fn plugin_api_minor() -> u32 {
+    let version =
+        std::fs::read_to_string(workspace_root().join("plugin-api/src/version.rs")).unwrap();
+    let key = "AbiVersion { major: 1, minor: ";
+    let at = version
+        .find(key)
+        .expect("ABI_VERSION in plugin-api/src/version.rs");
+    let rest = &version[at + key.len()..];
+    rest[..rest.find(' ').unwrap()].parse().unwrap()
 }
 
 #[test]
@@ -166,6 +184,10 @@ fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
     let listing = text(&info(&[], &env).stdout);
     assert!(listing.contains("frozenv1 [loaded]"), "{listing}");
     assert!(listing.contains("ABI:     1.0"), "{listing}");
+    // The ABI 1.1 call it lacks is simply absent, while plugins of 1.1 answer it.
+    assert!(!listing.contains("memory free:"), "{listing}");
+    let current = text(&info(&[], &[]).stdout);
+    assert!(current.contains("memory free:"), "{current}");
     assert!(
         listing.contains("built against the frozen plugin ABI 1.0"),
         "{listing}"
@@ -190,6 +212,10 @@ fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
     );
     assert!(
         stdout.contains("SKIP  device 0: pin and unpin host memory"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the plugin is built for ABI 1.0, which lacks the call"),
         "{stdout}"
     );
 }
@@ -228,5 +254,50 @@ fn the_example_plugin_passes_the_checker() {
         "PASS  error: invalid pointer",
     ] {
         assert!(stdout.contains(line), "missing '{line}' in:\n{stdout}");
+    }
+}
+
+#[test]
+fn plugin_order_decides_device_numbers() {
+    let frozen = frozen_v1_plugin();
+    let path = format!(
+        "{}:{}",
+        frozen.display(),
+        lib_dir().join("libomptarget.rtl.host.so").display()
+    );
+    for (order, frozen_numbers, host_numbers) in [
+        (
+            "frozenv1,host",
+            "devices: 1 (device number 0)",
+            "devices: 4 (device numbers 1 to 4)",
+        ),
+        (
+            "host,frozenv1",
+            "devices: 1 (device number 4)",
+            "devices: 4 (device numbers 0 to 3)",
+        ),
+    ] {
+        let env = [
+            ("LIBOMPTARGET_PLUGIN_PATH", path.as_str()),
+            ("LIBOMPTARGET_PLUGINS_TO_LOAD", order),
+        ];
+        let listing = text(&info(&[], &env).stdout);
+        let first = order.split(',').next().unwrap();
+        let plugins = listing.split("Plugins (in load order").nth(1).unwrap();
+        assert!(
+            plugins
+                .trim_start_matches(|c| c != '\n')
+                .trim_start()
+                .starts_with(&format!("{first} [loaded]")),
+            "{listing}"
+        );
+        assert!(listing.contains(frozen_numbers), "{order}: {listing}");
+        assert!(listing.contains(host_numbers), "{order}: {listing}");
+        // Plugins not asked for come last, with the reason.
+        assert!(listing.contains("cuda [skipped]"), "{listing}");
+        assert!(
+            listing.contains("not listed in LIBOMPTARGET_PLUGINS_TO_LOAD"),
+            "{listing}"
+        );
     }
 }

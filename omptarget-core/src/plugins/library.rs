@@ -186,6 +186,13 @@ impl PluginLibrary {
         (self.module.destroy_event())(device, event).into_result()
     }
 
+    /// Free and total memory of a device; `None` for a plugin built for ABI 1.0, which lacks
+    /// the call.
+    pub fn memory_info(&self, device: i32) -> Option<Result<MemoryInfo>> {
+        let call = self.module.memory_info()?;
+        Some(call(device).into_result())
+    }
+
     /// Releases the whole plugin; no call may follow.
     pub fn deinit(&self) -> Result<()> {
         (self.module.deinit())().into_result()

@@ -2,7 +2,9 @@
 
 use super::discovery::{self, Candidate};
 use super::library::PluginLibrary;
-use plugin_api::abi_stable::library::{lib_header_from_raw_library, RawLibrary};
+use plugin_api::abi_stable::abi_stability::abi_checking::check_layout_compatibility;
+use plugin_api::abi_stable::library::{lib_header_from_raw_library, LibHeader, RawLibrary};
+use plugin_api::abi_stable::StableAbi;
 use plugin_api::{AbiVersion, PluginModuleRef, ABI_VERSION, ABI_VERSION_SYMBOL};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -117,18 +119,15 @@ fn open(
     // Headers are loaded per file: abi_stable's RootModule::load_from_file would cache one
     // module for all plugins, since they share the module type.
     let header = load_header(Path::new(&path))?;
-    let module = header
-        .init_root_module::<PluginModuleRef>()
-        .map_err(|e| {
-            let full = e.to_string();
-            log::debug!("layout check of {path} failed:\n{full}");
-            format!(
-                "plugin interface layout does not match this runtime: {} \
-                 (rebuild the plugin against plugin-api {}.x; LIBOMPTARGET_DEBUG=1 shows the full comparison)",
-                summarize_layout_error(&full),
-                ABI_VERSION.major
-            )
-        })?;
+    let module = init_module(header, version).map_err(|full| {
+        log::debug!("layout check of {path} failed:\n{full}");
+        format!(
+            "plugin interface layout does not match this runtime: {} \
+             (rebuild the plugin against plugin-api {}.x; LIBOMPTARGET_DEBUG=1 shows the full comparison)",
+            summarize_layout_error(&full),
+            ABI_VERSION.major
+        )
+    })?;
     // Plugins stay loaded for the life of the process, as with abi_stable.
     std::mem::forget(library);
     Ok(Opened {
@@ -136,6 +135,31 @@ fn open(
         abi_version: version,
         path,
     })
+}
+
+/// Checks the plugin's function table against ours and returns it.
+///
+/// abi_stable accepts a library whose prefix type has at least the loader's fields, i.e. a
+/// plugin of the same or a newer minor version. A plugin of an older minor version lacks the
+/// newer fields, which the table's accessors then report as `None`: for it the check runs the
+/// other way round (its table against ours must be a prefix of ours), and the module is taken
+/// without abi_stable's own check, which would refuse it.
+fn init_module(header: &LibHeader, plugin: AbiVersion) -> Result<PluginModuleRef, String> {
+    if plugin.minor >= ABI_VERSION.minor {
+        return header
+            .init_root_module::<PluginModuleRef>()
+            .map_err(|e| e.to_string());
+    }
+    let layout = header
+        .layout()
+        .ok_or("the plugin's root module carries no layout to check")?;
+    check_layout_compatibility(layout, <PluginModuleRef as StableAbi>::LAYOUT)
+        .map_err(|e| e.to_string())?;
+    // SAFETY: the plugin's layout was just checked to be a prefix of ours; the fields it lacks
+    // are only read through the prefix type's `Option` accessors, which consult the plugin's
+    // own field count.
+    unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
+        .map_err(|e| e.to_string())
 }
 
 /// The gist of abi_stable's layout report, which runs to thousands of lines: each distinct
@@ -251,12 +275,13 @@ pub fn load_plugins(
     candidates: &[Candidate],
     requested: &Option<Vec<String>>,
 ) -> (Vec<PluginReport>, Vec<PluginLibrary>) {
-    let mut reports = Vec::new();
+    // Reports of plugins not tried go last, so the list reads in load (= device number) order.
+    let mut not_tried = Vec::new();
     let mut wanted: Vec<(usize, &Candidate)> = Vec::new();
     for candidate in candidates {
         if let Some(first) = candidates.iter().find(|c| c.name == candidate.name) {
             if !std::ptr::eq(first, candidate) {
-                reports.push(PluginReport {
+                not_tried.push(PluginReport {
                     candidate: candidate.clone(),
                     resolved_path: None,
                     abi_version: None,
@@ -267,7 +292,7 @@ pub fn load_plugins(
         }
         match discovery::order_key(&candidate.name, requested) {
             Some(key) => wanted.push((key, candidate)),
-            None => reports.push(PluginReport {
+            None => not_tried.push(PluginReport {
                 candidate: candidate.clone(),
                 resolved_path: None,
                 abi_version: None,
@@ -276,12 +301,14 @@ pub fn load_plugins(
         }
     }
     wanted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.name.cmp(&b.1.name)));
+    let mut reports = Vec::new();
     let mut libraries = Vec::new();
     for (_, candidate) in wanted {
         let (report, library) = load_one(candidate);
         reports.push(report);
         libraries.extend(library);
     }
+    reports.extend(not_tried);
     (reports, libraries)
 }
 
