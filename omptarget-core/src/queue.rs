@@ -75,11 +75,23 @@ impl<'d> ConstructQueue<'d> {
         device_src: usize,
         size: u64,
     ) -> Result<()> {
+        self.copy_from_device_named(host_dst, device_src, size, None)
+    }
+
+    /// With `name` given the mapping table is not consulted, so callers holding its lock may
+    /// use it.
+    pub fn copy_from_device_named(
+        &mut self,
+        host_dst: usize,
+        device_src: usize,
+        size: u64,
+        name: Option<usize>,
+    ) -> Result<()> {
         if size == 0 {
             return Ok(());
         }
         if info::enabled(info::DATA_TRANSFER) {
-            self.print_copy(false, host_dst, device_src, size, None);
+            self.print_copy(false, host_dst, device_src, size, name);
         }
         self.device
             .copy_from_device(host_dst, device_src, size, self.handle)
