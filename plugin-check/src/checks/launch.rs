@@ -1,7 +1,7 @@
 //! Images and kernels: compatibility of the supplied images, loading one, finding the kernel and
 //! the global of `check_program.c` in it, launching the kernel and checking what it computed.
 
-use super::{failure, Outcome};
+use super::{failure, receive, send, Outcome};
 use crate::program_image::{DeviceImage, GLOBAL_NAME};
 use crate::report::Report;
 use omptarget_core::plugins::PluginLibrary;
@@ -153,21 +153,11 @@ pub fn launch_and_check(
         ..LaunchConfig::default()
     };
     let submitted = (|| {
-        plugin
-            .copy_to_device(device, array.address, input.as_ptr() as usize, bytes, queue)
-            .map_err(|e| failure("copy to device", e))?;
+        send(plugin, device, array.address, &input, queue)?;
         plugin
             .launch_kernel(device, kernel, &[array.address], &config, queue)
             .map_err(|e| failure("launch", e))?;
-        plugin
-            .copy_from_device(
-                device,
-                output.as_mut_ptr() as usize,
-                array.address,
-                bytes,
-                queue,
-            )
-            .map_err(|e| failure("copy from device", e))
+        receive(plugin, device, &mut output, array.address, queue)
     })();
     // Always wait before the buffers go away, even when a submission failed.
     let synced = plugin.synchronize(device, queue);

@@ -1,6 +1,9 @@
 //! Allocation of each kind, copies each way with their contents checked, pinning.
 
-use super::{failure, pattern, round_trip, same_content, DeviceBuffer, Outcome};
+use super::{
+    failure, pattern, receive, round_trip, same_content, send, write_and_read_back, DeviceBuffer,
+    Outcome,
+};
 use crate::report::Report;
 use omptarget_core::plugins::PluginLibrary;
 use plugin_api::{AllocKind, ErrorCode, QueueHandle};
@@ -68,26 +71,7 @@ fn use_allocation(
     host_accessible: bool,
 ) -> Outcome<String> {
     let data = pattern(1 << 20, 7);
-    plugin
-        .copy_to_device(
-            device,
-            buffer.address,
-            data.as_ptr() as usize,
-            data.len() as u64,
-            QueueHandle::SYNC,
-        )
-        .map_err(|e| failure("copy to device", e))?;
-    let mut back = vec![0u8; data.len()];
-    plugin
-        .copy_from_device(
-            device,
-            back.as_mut_ptr() as usize,
-            buffer.address,
-            data.len() as u64,
-            QueueHandle::SYNC,
-        )
-        .map_err(|e| failure("copy from device", e))?;
-    same_content("read back", &back, &data)?;
+    write_and_read_back(plugin, device, buffer.address, &data)?;
     if !host_accessible {
         return Ok(format!("1 MiB at {:#x}, copied in and out", buffer.address));
     }
@@ -108,15 +92,7 @@ fn device_to_device(plugin: &PluginLibrary, src_device: i32, dst_device: i32) ->
         .map_err(|e| failure("alloc source", e))?;
     let dst = DeviceBuffer::new(plugin, dst_device, size, AllocKind::DEVICE)
         .map_err(|e| failure("alloc destination", e))?;
-    plugin
-        .copy_to_device(
-            src_device,
-            src.address,
-            data.as_ptr() as usize,
-            size,
-            QueueHandle::SYNC,
-        )
-        .map_err(|e| failure("copy to device", e))?;
+    send(plugin, src_device, src.address, &data, QueueHandle::SYNC)?;
     plugin
         .copy_device_to_device(
             src_device,
@@ -128,15 +104,13 @@ fn device_to_device(plugin: &PluginLibrary, src_device: i32, dst_device: i32) ->
         )
         .map_err(|e| failure("copy device to device", e))?;
     let mut back = vec![0u8; data.len()];
-    plugin
-        .copy_from_device(
-            dst_device,
-            back.as_mut_ptr() as usize,
-            dst.address,
-            size,
-            QueueHandle::SYNC,
-        )
-        .map_err(|e| failure("copy from device", e))?;
+    receive(
+        plugin,
+        dst_device,
+        &mut back,
+        dst.address,
+        QueueHandle::SYNC,
+    )?;
     same_content("destination", &back, &data)?;
     Ok("1 MiB arrived intact".into())
 }

@@ -7,7 +7,7 @@ pub mod ordering;
 pub mod threads;
 
 use omptarget_core::plugins::PluginLibrary;
-use plugin_api::{AllocKind, ErrorCode, PluginError};
+use plugin_api::{AllocKind, ErrorCode, PluginError, QueueHandle};
 
 pub type Outcome<T> = Result<T, String>;
 
@@ -85,30 +85,51 @@ impl Drop for DeviceBuffer<'_> {
     }
 }
 
+/// Copies all of `data` to device memory at `address` on `queue`.
+pub fn send<T: Copy>(
+    plugin: &PluginLibrary,
+    device: i32,
+    address: usize,
+    data: &[T],
+    queue: QueueHandle,
+) -> Outcome<()> {
+    let size = std::mem::size_of_val(data) as u64;
+    plugin
+        .copy_to_device(device, address, data.as_ptr() as usize, size, queue)
+        .map_err(|e| failure("copy to device", e))
+}
+
+/// Fills all of `into` from device memory at `address` on `queue`.
+pub fn receive<T: Copy>(
+    plugin: &PluginLibrary,
+    device: i32,
+    into: &mut [T],
+    address: usize,
+    queue: QueueHandle,
+) -> Outcome<()> {
+    let size = std::mem::size_of_val(into) as u64;
+    plugin
+        .copy_from_device(device, into.as_mut_ptr() as usize, address, size, queue)
+        .map_err(|e| failure("copy from device", e))
+}
+
+/// Writes `data` to device memory at `address` and reads it back, synchronously.
+pub fn write_and_read_back(
+    plugin: &PluginLibrary,
+    device: i32,
+    address: usize,
+    data: &[u8],
+) -> Outcome<()> {
+    send(plugin, device, address, data, QueueHandle::SYNC)?;
+    let mut back = vec![0u8; data.len()];
+    receive(plugin, device, &mut back, address, QueueHandle::SYNC)?;
+    same_content("read back", &back, data)
+}
+
 /// Copies `data` to a fresh device buffer and back through the synchronous queue.
 pub fn round_trip(plugin: &PluginLibrary, device: i32, data: &[u8]) -> Outcome<()> {
-    let size = data.len() as u64;
-    let buffer = DeviceBuffer::new(plugin, device, size, AllocKind::DEVICE)
+    let buffer = DeviceBuffer::new(plugin, device, data.len() as u64, AllocKind::DEVICE)
         .map_err(|e| failure("alloc", e))?;
-    plugin
-        .copy_to_device(
-            device,
-            buffer.address,
-            data.as_ptr() as usize,
-            size,
-            plugin_api::QueueHandle::SYNC,
-        )
-        .map_err(|e| failure("copy to device", e))?;
-    let mut back = vec![0u8; data.len()];
-    plugin
-        .copy_from_device(
-            device,
-            back.as_mut_ptr() as usize,
-            buffer.address,
-            size,
-            plugin_api::QueueHandle::SYNC,
-        )
-        .map_err(|e| failure("copy from device", e))?;
-    same_content("read back", &back, data)?;
+    write_and_read_back(plugin, device, buffer.address, data)?;
     buffer.free().map_err(|e| failure("free", e))
 }

@@ -2,7 +2,7 @@
 //! queue orders work on another. Buffers are large so that a plugin which ignores the order
 //! is likely to be caught reading before the write has landed.
 
-use super::{failure, pattern, same_content, DeviceBuffer, Outcome};
+use super::{failure, pattern, receive, same_content, send, DeviceBuffer, Outcome};
 use crate::report::Report;
 use omptarget_core::plugins::PluginLibrary;
 use plugin_api::{AllocKind, QueueHandle};
@@ -65,25 +65,9 @@ fn one_queue(plugin: &PluginLibrary, device: i32) -> Outcome<String> {
         .map_err(|e| failure("alloc", e))?;
     let queue = Queue::new(plugin, device)?;
     for data in [&first, &second] {
-        plugin
-            .copy_to_device(
-                device,
-                buffer.address,
-                data.as_ptr() as usize,
-                SIZE as u64,
-                queue.handle,
-            )
-            .map_err(|e| failure("copy to device", e))?;
+        send(plugin, device, buffer.address, data, queue.handle)?;
     }
-    plugin
-        .copy_from_device(
-            device,
-            back.as_mut_ptr() as usize,
-            buffer.address,
-            SIZE as u64,
-            queue.handle,
-        )
-        .map_err(|e| failure("copy from device", e))?;
+    receive(plugin, device, &mut back, buffer.address, queue.handle)?;
     queue.synchronize()?;
     same_content("after two writes and a read on one queue", &back, &second)?;
     match plugin.query_queue(device, queue.handle) {
@@ -107,30 +91,14 @@ fn two_queues(plugin: &PluginLibrary, device: i32) -> Outcome<String> {
         .create_event(device)
         .map_err(|e| failure("create event", e))?;
     let result = (|| {
-        plugin
-            .copy_to_device(
-                device,
-                buffer.address,
-                data.as_ptr() as usize,
-                SIZE as u64,
-                writer.handle,
-            )
-            .map_err(|e| failure("copy to device", e))?;
+        send(plugin, device, buffer.address, &data, writer.handle)?;
         plugin
             .record_event(device, event, writer.handle)
             .map_err(|e| failure("record event", e))?;
         plugin
             .wait_event(device, event, reader.handle)
             .map_err(|e| failure("wait event", e))?;
-        plugin
-            .copy_from_device(
-                device,
-                back.as_mut_ptr() as usize,
-                buffer.address,
-                SIZE as u64,
-                reader.handle,
-            )
-            .map_err(|e| failure("copy from device", e))?;
+        receive(plugin, device, &mut back, buffer.address, reader.handle)?;
         reader.synchronize()?;
         same_content("read on the second queue after the event", &back, &data)?;
         plugin
