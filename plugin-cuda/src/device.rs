@@ -4,9 +4,11 @@
 
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
-use crate::launch::{GridValues, KernelEnvironment, KernelLimits, KERNEL_ENVIRONMENT_SIZE};
 use crate::resources::ResourcePool;
-use crate::settings::Settings;
+use plugin_api::gpu::{DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT};
+use plugin_api::gpu::{
+    GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
+};
 use plugin_api::{AllocKind, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
 use plugin_api::{EventHandle, ImageHandle, KernelHandle, MemoryInfo, QueueHandle};
 use std::collections::HashMap;
@@ -49,32 +51,6 @@ impl DeviceIdentity {
     }
 }
 
-/// `DeviceEnvironmentTy` of LLVM's device runtime (`__omp_rtl_device_environment`).
-#[repr(C)]
-#[derive(Copy, Clone, Default)]
-struct DeviceEnvironment {
-    debug_kind: u32,
-    num_devices: u32,
-    device_num: u32,
-    dynamic_mem_size: u32,
-    clock_frequency: u64,
-    indirect_call_table: u64,
-    indirect_call_table_size: u64,
-    hardware_parallelism: u64,
-}
-
-/// `KernelLaunchEnvironmentTy`: passed to kernels whose reductions need a team buffer.
-#[repr(C)]
-#[derive(Copy, Clone)]
-struct KernelLaunchEnvironment {
-    reduction_count: u32,
-    reduction_iteration_count: u32,
-    reduction_buffer: u64,
-}
-
-/// What the device runtime reads for a kernel that needs no launch environment.
-const NO_LAUNCH_ENVIRONMENT: usize = usize::MAX;
-
 struct LoadedImage {
     module: Module,
     symbols: SymbolTable,
@@ -91,7 +67,7 @@ struct Kernel {
 enum Deferred {
     DeviceMemory(u64),
     /// Host memory an asynchronous copy reads; dropped, never read, once the copy is done.
-    HostCopy(#[allow(dead_code)] Box<KernelLaunchEnvironment>),
+    HostCopy(#[allow(dead_code)] Box<[u8; KernelLaunchEnvironment::SIZE]>),
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -695,7 +671,7 @@ impl CudaDevice {
             indirect_call_table_size: 0,
             hardware_parallelism: self.hardware_parallelism,
         };
-        if !self.write_global(image, "__omp_rtl_device_environment", as_bytes(&env))? {
+        if !self.write_global(image, "__omp_rtl_device_environment", &env.to_bytes())? {
             log::debug!("image has no __omp_rtl_device_environment; not an OpenMP image?");
         }
         Ok(())
@@ -955,20 +931,23 @@ impl CudaDevice {
             .alloc_device(bytes)
             .map_err(|e| failed("allocating a reduction buffer", e))?;
         self.defer(stream, Deferred::DeviceMemory(buffer));
-        let env_size = std::mem::size_of::<KernelLaunchEnvironment>() as u64;
+        let env_size = KernelLaunchEnvironment::SIZE as u64;
         let device_env = self
             .driver
             .alloc_device(env_size)
             .map_err(|e| failed("allocating a launch environment", e))?;
         self.defer(stream, Deferred::DeviceMemory(device_env));
         // The host copy must live until the asynchronous copy has read it.
-        let host = Box::new(KernelLaunchEnvironment {
-            reduction_count: 0,
-            reduction_iteration_count: 0,
-            reduction_buffer: buffer,
-        });
+        let host = Box::new(
+            KernelLaunchEnvironment {
+                reduction_count: 0,
+                reduction_iteration_count: 0,
+                reduction_buffer: buffer,
+            }
+            .to_bytes(),
+        );
         self.driver
-            .copy_to_device(device_env, &*host as *const _ as usize, env_size, stream)
+            .copy_to_device(device_env, host.as_ptr() as usize, env_size, stream)
             .map_err(|e| failed("copying a launch environment", e))?;
         self.defer(stream, Deferred::HostCopy(host));
         Ok(device_env as usize)
@@ -1062,8 +1041,7 @@ fn invalid_handle(what: &str, value: u64) -> PluginError {
 }
 
 fn as_bytes<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: `T` is a plain-old-data `repr(C)` struct or array of integers without padding
-    // that could be uninitialised (DeviceEnvironment's fields are all 4- or 8-byte aligned in
-    // order); the slice covers exactly the value and lives as long as the borrow.
+    // SAFETY: `T` is an array of integers (no padding, every byte initialised); the slice
+    // covers exactly the value and lives as long as the borrow.
     unsafe { std::slice::from_raw_parts(value as *const T as *const u8, std::mem::size_of::<T>()) }
 }

@@ -4,7 +4,7 @@
 use crate::device::{CudaDevice, DeviceIdentity};
 use crate::driver::{sys, Driver};
 use crate::image;
-use crate::settings::Settings;
+use plugin_api::gpu::Settings;
 use plugin_api::*;
 use std::sync::{Arc, OnceLock};
 

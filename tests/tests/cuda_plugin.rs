@@ -3,7 +3,7 @@
 //! OMP_TARGET_OFFLOAD says, and real cubins built here are read correctly.
 
 use omptarget_rtl_cuda::image::{self, ImageKind, SmVersion, SymbolTable};
-use omptarget_rtl_cuda::launch::{ExecMode, KernelEnvironment};
+use plugin_api::gpu::{ExecMode, KernelEnvironment};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tests::*;

@@ -1,8 +1,8 @@
-//! How many blocks and threads a kernel launch gets: LLVM's rules (GenericKernelTy in
+//! How many teams (blocks) and threads a kernel launch gets: LLVM's rules (GenericKernelTy in
 //! `offload/plugins-nextgen/common/src/PluginInterface.cpp`), from the kernel environment the
 //! compiler emitted, the device's limits, the construct's clauses and the loop trip count.
 
-use plugin_api::LaunchConfig;
+use crate::LaunchConfig;
 
 /// A kernel's execution mode, from its kernel environment (`OMPTgtExecModeFlags`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -98,6 +98,24 @@ impl GridValues {
         default_threads: 128,
         min_threads_for_low_trip_count: 32,
         reuse_blocks_for_high_trip_count: true,
+    };
+
+    /// AMDGPU defaults for 64-wide wavefronts (`AMDGPUGridValues64`); the device's limits and
+    /// compute units replace most of them.
+    pub const AMDGPU_WAVE64: GridValues = GridValues {
+        warp_size: 64,
+        max_teams: 1 << 16,
+        max_threads: 1024,
+        default_teams: 440,
+        default_threads: 256,
+        min_threads_for_low_trip_count: 32,
+        reuse_blocks_for_high_trip_count: true,
+    };
+
+    /// AMDGPU defaults for 32-wide wavefronts (`AMDGPUGridValues32`, RDNA).
+    pub const AMDGPU_WAVE32: GridValues = GridValues {
+        warp_size: 32,
+        ..GridValues::AMDGPU_WAVE64
     };
 
     /// Applies `OMP_NUM_TEAMS` and `OMP_TEAMS_THREAD_LIMIT` (only ever lowering a limit).

@@ -1,5 +1,5 @@
-//! The environment variables that tune the CUDA plugin, with LLVM's names and defaults, read
-//! once when the plugin starts.
+//! The environment variables every GPU plugin honours (`GenericDeviceTy`), with LLVM's names
+//! and defaults, read once when the plugin starts.
 
 /// Values from the environment; `None` means "not set: leave the driver's default".
 #[derive(Clone, Debug, PartialEq, Eq)]
