@@ -1,0 +1,167 @@
+//! The HSA calls the stream, signal and event logic needs, behind one small trait.
+//!
+//! Why a seam: the ordering logic (streams as chains of slots, barrier packets, two-step copies,
+//! events) is the hardest part of the plugin and there is no AMD GPU where it is built and
+//! tested. The plugin runs it over [`crate::hsa_real::RealHsa`] (libhsa-runtime64); the unit
+//! tests run the same code over `crate::test_double::SoftwareHsa`, a test double that executes
+//! the calls on the CPU. Everything here mirrors an HSA call closely enough that the real
+//! implementation is a thin translation.
+//!
+//! Handles are plain integers, as in HSA (`hsa_signal_t`, `hsa_agent_t`, `hsa_amd_memory_pool_t`
+//! are structs of one `u64`; a queue is an `hsa_queue_t *`).
+
+use std::fmt;
+use std::time::Duration;
+
+/// An HSA signal (`hsa_signal_t`): a 64-bit value the device or host decrements on completion.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Signal(pub u64);
+
+/// An HSA queue (`hsa_queue_t *`) of AQL packets processed in order by one agent.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Queue(pub u64);
+
+/// An HSA agent (`hsa_agent_t`): a GPU or the host CPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Agent(pub u64);
+
+/// An AMD memory pool (`hsa_amd_memory_pool_t`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MemoryPool(pub u64);
+
+/// A failed HSA call: the `hsa_status_t` and a message naming the call and the status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HsaError {
+    /// The `hsa_status_t` value (0x1000 and up are errors); `STATUS_ERROR` when there is none.
+    pub status: u32,
+    pub message: String,
+}
+
+impl HsaError {
+    /// `HSA_STATUS_ERROR`, the generic failure.
+    pub const STATUS_ERROR: u32 = 0x1000;
+    /// `HSA_STATUS_ERROR_INVALID_ARGUMENT`.
+    pub const STATUS_INVALID_ARGUMENT: u32 = 0x1001;
+    /// `HSA_STATUS_ERROR_OUT_OF_RESOURCES`.
+    pub const STATUS_OUT_OF_RESOURCES: u32 = 0x1008;
+
+    pub fn new(status: u32, message: impl Into<String>) -> HsaError {
+        HsaError {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for HsaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for HsaError {}
+
+pub type HsaResult<T> = Result<T, HsaError>;
+
+/// The fields of an AQL kernel dispatch packet (`hsa_kernel_dispatch_packet_t`) that vary per
+/// launch; the implementation fills in the header, setup dimensions and completion signal.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct KernelDispatch {
+    /// The kernel's code handle (`HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT`: the address of
+    /// its `.kd` descriptor).
+    pub kernel_object: u64,
+    /// Address of the kernel argument buffer, in a kernarg pool.
+    pub kernarg_address: usize,
+    /// Work-items per work-group in each dimension.
+    pub workgroup_size: [u16; 3],
+    /// Work-items in the whole grid in each dimension (a multiple of the work-group size).
+    pub grid_size: [u32; 3],
+    /// LDS bytes: the kernel's fixed group segment size plus dynamic shared memory.
+    pub group_segment_size: u32,
+    /// Scratch bytes per work-item.
+    pub private_segment_size: u32,
+}
+
+/// Work a handler runs once a signal reaches zero (see [`HsaInterface::on_signal_zero`]).
+pub type SignalHandler = Box<dyn FnOnce() + Send + 'static>;
+
+/// The HSA calls streams, signals and events are built from. Implementations must be usable
+/// from any thread; every call mirrors the HSA function named in its documentation.
+pub trait HsaInterface: Send + Sync + 'static {
+    // --- Signals -------------------------------------------------------------------------
+
+    /// `hsa_amd_signal_create` (`hsa_signal_create`) with `initial` as the value.
+    fn create_signal(&self, initial: i64) -> HsaResult<Signal>;
+    /// `hsa_signal_destroy`.
+    fn destroy_signal(&self, signal: Signal) -> HsaResult<()>;
+    /// `hsa_signal_load_scacquire`.
+    fn signal_load(&self, signal: Signal) -> i64;
+    /// `hsa_signal_store_screlease`: sets the value and wakes waiters.
+    fn signal_store(&self, signal: Signal, value: i64);
+    /// `hsa_signal_subtract_screlease`: how the host completes work it did itself.
+    fn signal_subtract(&self, signal: Signal, value: i64);
+    /// `hsa_signal_wait_scacquire(signal, HSA_SIGNAL_CONDITION_EQ, 0, ...)` for at most
+    /// `timeout`; returns the value observed last (0 when the wait succeeded). May return early
+    /// (spuriously), as HSA's wait may.
+    fn wait_signal_zero(&self, signal: Signal, timeout: Duration) -> i64;
+    /// `hsa_amd_signal_async_handler(signal, HSA_SIGNAL_CONDITION_EQ, 0, ...)`: runs `handler`
+    /// once on a runtime thread after `signal` reaches 0 (at once if it is 0 already).
+    fn on_signal_zero(&self, signal: Signal, handler: SignalHandler) -> HsaResult<()>;
+
+    // --- Queues --------------------------------------------------------------------------
+
+    /// `hsa_queue_create` on `agent` with room for `size` packets (a power of two), of type
+    /// multi-producer. Errors HSA reports asynchronously for the queue are kept and returned by
+    /// [`HsaInterface::queue_error`].
+    fn create_queue(&self, agent: Agent, size: u32) -> HsaResult<Queue>;
+    /// `hsa_queue_destroy`.
+    fn destroy_queue(&self, queue: Queue) -> HsaResult<()>;
+    /// The first error HSA reported for `queue` through its error callback, if any. A queue in
+    /// error processes no further packets: signals it should complete never will, so waiters
+    /// check this instead of waiting forever.
+    fn queue_error(&self, queue: Queue) -> Option<HsaError>;
+    /// Writes a barrier-AND packet: later packets of `queue` start after every signal in `deps`
+    /// (at most 5, as the packet has 5 slots) reaches 0; then `completion` is decremented.
+    fn submit_barrier_and(
+        &self,
+        queue: Queue,
+        deps: &[Signal],
+        completion: Signal,
+    ) -> HsaResult<()>;
+    /// Writes a kernel dispatch packet; `completion` is decremented when the kernel finishes.
+    /// The packet has the barrier bit set, so it starts after the packets before it completed.
+    fn submit_kernel(
+        &self,
+        queue: Queue,
+        dispatch: &KernelDispatch,
+        completion: Signal,
+    ) -> HsaResult<()>;
+
+    // --- Memory --------------------------------------------------------------------------
+
+    /// `hsa_amd_memory_async_copy`: copies `size` bytes after every signal in `deps` reached 0,
+    /// then decrements `completion`. Both addresses must be device memory or host memory
+    /// locked/allocated for the agents (not plain host memory).
+    #[allow(clippy::too_many_arguments)]
+    fn async_copy(
+        &self,
+        dst: usize,
+        dst_agent: Agent,
+        src: usize,
+        src_agent: Agent,
+        size: usize,
+        deps: &[Signal],
+        completion: Signal,
+    ) -> HsaResult<()>;
+    /// `hsa_amd_memory_pool_allocate`.
+    fn allocate(&self, pool: MemoryPool, size: usize) -> HsaResult<usize>;
+    /// `hsa_amd_memory_pool_free`.
+    fn free(&self, ptr: usize) -> HsaResult<()>;
+    /// `hsa_amd_agents_allow_access`: lets `agents` access memory allocated from a pool.
+    fn allow_access(&self, agents: &[Agent], ptr: usize) -> HsaResult<()>;
+    /// `hsa_amd_memory_lock`: page-locks plain host memory for `agents`, returns the address
+    /// the agents use for it.
+    fn lock_host_memory(&self, ptr: usize, size: usize, agents: &[Agent]) -> HsaResult<usize>;
+    /// `hsa_amd_memory_unlock`.
+    fn unlock_host_memory(&self, ptr: usize) -> HsaResult<()>;
+}

@@ -1,0 +1,337 @@
+//! [`RealHsa`]: the [`HsaInterface`] seam over the real ROCm runtime.
+//!
+//! Each method is the HSA call its trait documentation names, translated: handles become the
+//! C structs of one `u64`, statuses become [`HsaError`]s naming the call. Queues are kept in a
+//! table so that their recorded errors and their packet lock can be found from the handle.
+//!
+//! Handles passed in must be ones this runtime returned and not yet destroyed: HSA uses
+//! signal handles and addresses as pointers without checking them, so a stale handle is
+//! undefined behaviour in the runtime, exactly as in C. Queue handles are checked (against the
+//! table).
+//!
+//! No hardware tests: no machine this was developed on has an AMD GPU. The stream logic above
+//! the seam is tested over the CPU double instead.
+
+use crate::hsa::packets::{barrier_and_packet, kernel_dispatch_packet, ReadyPacket};
+use crate::hsa::signals::{self, timeout_ticks, wait_state};
+use crate::hsa::{check, HsaQueue, HsaRuntime};
+use crate::hsa_interface::{
+    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, Signal,
+    SignalHandler,
+};
+use hsa_sys::*;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// The seam over libhsa-runtime64.
+pub struct RealHsa {
+    runtime: Arc<HsaRuntime>,
+    queues: RwLock<HashMap<u64, Arc<HsaQueue>>>,
+}
+
+impl RealHsa {
+    pub fn new(runtime: Arc<HsaRuntime>) -> RealHsa {
+        RealHsa {
+            runtime,
+            queues: RwLock::new(HashMap::new()),
+        }
+    }
+
+    pub fn runtime(&self) -> &Arc<HsaRuntime> {
+        &self.runtime
+    }
+
+    fn library(&self) -> &HsaLibrary {
+        self.runtime.library()
+    }
+
+    /// The queue behind `queue`, or `HSA_STATUS_ERROR_INVALID_QUEUE`.
+    fn queue(&self, queue: Queue) -> HsaResult<Arc<HsaQueue>> {
+        let queues = self.queues.read().unwrap_or_else(|p| p.into_inner());
+        queues
+            .get(&queue.0)
+            .cloned()
+            .ok_or_else(|| unknown_queue(queue))
+    }
+}
+
+fn unknown_queue(queue: Queue) -> HsaError {
+    HsaError::new(
+        HSA_STATUS_ERROR_INVALID_QUEUE,
+        format!("queue {:#x} is not a live queue of this runtime", queue.0),
+    )
+}
+
+fn raw_signal(signal: Signal) -> hsa_signal_t {
+    hsa_signal_t { handle: signal.0 }
+}
+
+fn raw_agents(agents: &[Agent]) -> Vec<hsa_agent_t> {
+    agents
+        .iter()
+        .map(|agent| hsa_agent_t { handle: agent.0 })
+        .collect()
+}
+
+fn raw_signals(signals: &[Signal]) -> Vec<hsa_signal_t> {
+    signals.iter().map(|&signal| raw_signal(signal)).collect()
+}
+
+/// A count of agents or signals as the `u32` HSA takes.
+fn count(len: usize, what: &str) -> HsaResult<u32> {
+    u32::try_from(len).map_err(|_| {
+        HsaError::new(
+            HSA_STATUS_ERROR_INVALID_ARGUMENT,
+            format!("{len} {what} is more than HSA accepts"),
+        )
+    })
+}
+
+impl HsaInterface for RealHsa {
+    // --- Signals -----------------------------------------------------------------------------
+
+    fn create_signal(&self, initial: i64) -> HsaResult<Signal> {
+        let mut signal = hsa_signal_t::default();
+        // SAFETY: no consumer list (any agent may wait), no attributes; `signal` is a valid
+        // out-parameter.
+        let status = unsafe {
+            (self.library().hsa_amd_signal_create)(initial, 0, std::ptr::null(), 0, &mut signal)
+        };
+        check("hsa_amd_signal_create", status)?;
+        Ok(Signal(signal.handle))
+    }
+
+    fn destroy_signal(&self, signal: Signal) -> HsaResult<()> {
+        // SAFETY: the seam's contract: `signal` came from create_signal and is destroyed once.
+        let status = unsafe { (self.library().hsa_signal_destroy)(raw_signal(signal)) };
+        check("hsa_signal_destroy", status)
+    }
+
+    fn signal_load(&self, signal: Signal) -> i64 {
+        // SAFETY: the seam's contract: a live signal of this runtime.
+        unsafe { (self.library().hsa_signal_load_scacquire)(raw_signal(signal)) }
+    }
+
+    fn signal_store(&self, signal: Signal, value: i64) {
+        // SAFETY: the seam's contract: a live signal of this runtime.
+        unsafe { (self.library().hsa_signal_store_screlease)(raw_signal(signal), value) }
+    }
+
+    fn signal_subtract(&self, signal: Signal, value: i64) {
+        // SAFETY: the seam's contract: a live signal of this runtime.
+        unsafe { (self.library().hsa_signal_subtract_screlease)(raw_signal(signal), value) }
+    }
+
+    fn wait_signal_zero(&self, signal: Signal, timeout: Duration) -> i64 {
+        let ticks = timeout_ticks(timeout, self.runtime.timestamp_frequency());
+        // SAFETY: the seam's contract: a live signal of this runtime. The timeout is a hint;
+        // the caller re-checks the value returned.
+        unsafe {
+            (self.library().hsa_signal_wait_scacquire)(
+                raw_signal(signal),
+                HSA_SIGNAL_CONDITION_EQ,
+                0,
+                ticks,
+                wait_state(timeout),
+            )
+        }
+    }
+
+    fn on_signal_zero(&self, signal: Signal, handler: SignalHandler) -> HsaResult<()> {
+        signals::on_signal_zero(self.library(), signal, handler)
+    }
+
+    // --- Queues ------------------------------------------------------------------------------
+
+    fn create_queue(&self, agent: Agent, size: u32) -> HsaResult<Queue> {
+        let queue = HsaQueue::create(self.runtime.library(), agent, size)?;
+        let handle = queue.handle();
+        let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
+        queues.insert(handle, Arc::new(queue));
+        Ok(Queue(handle))
+    }
+
+    fn destroy_queue(&self, queue: Queue) -> HsaResult<()> {
+        let removed = {
+            let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
+            queues.remove(&queue.0)
+        };
+        // A submission still holding the queue finishes first (destroy takes its lock), and
+        // any later one fails: the queue is marked destroyed.
+        removed.ok_or_else(|| unknown_queue(queue))?.destroy()
+    }
+
+    fn queue_error(&self, queue: Queue) -> Option<HsaError> {
+        self.queue(queue).ok()?.error()
+    }
+
+    fn submit_barrier_and(
+        &self,
+        queue: Queue,
+        deps: &[Signal],
+        completion: Signal,
+    ) -> HsaResult<()> {
+        let packet = ReadyPacket::from(barrier_and_packet(deps, completion)?);
+        self.queue(queue)?.submit(&packet)
+    }
+
+    fn submit_kernel(
+        &self,
+        queue: Queue,
+        dispatch: &KernelDispatch,
+        completion: Signal,
+    ) -> HsaResult<()> {
+        let packet = ReadyPacket::from(kernel_dispatch_packet(dispatch, completion)?);
+        self.queue(queue)?.submit(&packet)
+    }
+
+    // --- Memory ------------------------------------------------------------------------------
+
+    fn async_copy(
+        &self,
+        dst: usize,
+        dst_agent: Agent,
+        src: usize,
+        src_agent: Agent,
+        size: usize,
+        deps: &[Signal],
+        completion: Signal,
+    ) -> HsaResult<()> {
+        let deps = raw_signals(deps);
+        let dep_count = count(deps.len(), "dependency signals")?;
+        let dep_pointer = if deps.is_empty() {
+            std::ptr::null()
+        } else {
+            deps.as_ptr()
+        };
+        // SAFETY: the seam's contract: both ranges are device memory or host memory the
+        // agents may access, and the signals are live; `deps` outlives the call (the runtime
+        // copies the dependency list before returning).
+        let status = unsafe {
+            (self.library().hsa_amd_memory_async_copy)(
+                dst as *mut c_void,
+                hsa_agent_t {
+                    handle: dst_agent.0,
+                },
+                src as *const c_void,
+                hsa_agent_t {
+                    handle: src_agent.0,
+                },
+                size,
+                dep_count,
+                dep_pointer,
+                raw_signal(completion),
+            )
+        };
+        check("hsa_amd_memory_async_copy", status)
+    }
+
+    fn allocate(&self, pool: MemoryPool, size: usize) -> HsaResult<usize> {
+        let mut pointer: *mut c_void = std::ptr::null_mut();
+        // SAFETY: no flags; `pointer` is a valid out-parameter; an invalid pool is reported as
+        // HSA_STATUS_ERROR_INVALID_MEMORY_POOL.
+        let status = unsafe {
+            (self.library().hsa_amd_memory_pool_allocate)(
+                hsa_amd_memory_pool_t { handle: pool.0 },
+                size,
+                0,
+                &mut pointer,
+            )
+        };
+        check("hsa_amd_memory_pool_allocate", status)?;
+        Ok(pointer as usize)
+    }
+
+    fn free(&self, ptr: usize) -> HsaResult<()> {
+        // SAFETY: the seam's contract: `ptr` came from allocate and is freed once.
+        let status = unsafe { (self.library().hsa_amd_memory_pool_free)(ptr as *mut c_void) };
+        check("hsa_amd_memory_pool_free", status)
+    }
+
+    fn allow_access(&self, agents: &[Agent], ptr: usize) -> HsaResult<()> {
+        let agents = raw_agents(agents);
+        let agent_count = count(agents.len(), "agents")?;
+        // SAFETY: `agents` holds `agent_count` agents for the duration of the call; null
+        // flags are allowed; the runtime checks `ptr` is one of its allocations.
+        let status = unsafe {
+            (self.library().hsa_amd_agents_allow_access)(
+                agent_count,
+                agents.as_ptr(),
+                std::ptr::null(),
+                ptr as *const c_void,
+            )
+        };
+        check("hsa_amd_agents_allow_access", status)
+    }
+
+    fn lock_host_memory(&self, ptr: usize, size: usize, agents: &[Agent]) -> HsaResult<usize> {
+        let mut agents = raw_agents(agents);
+        let agent_count = count(agents.len(), "agents")?;
+        let agent_count = i32::try_from(agent_count).map_err(|_| {
+            HsaError::new(
+                HSA_STATUS_ERROR_INVALID_ARGUMENT,
+                "too many agents to lock for",
+            )
+        })?;
+        // No agents means all of them, as LLVM's plugin locks.
+        let agent_pointer = if agents.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            agents.as_mut_ptr()
+        };
+        let mut agent_address: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the seam's contract: `ptr..ptr+size` is host memory of this process;
+        // `agents` holds `agent_count` agents for the call; `agent_address` is a valid
+        // out-parameter.
+        let status = unsafe {
+            (self.library().hsa_amd_memory_lock)(
+                ptr as *mut c_void,
+                size,
+                agent_pointer,
+                agent_count,
+                &mut agent_address,
+            )
+        };
+        check("hsa_amd_memory_lock", status)?;
+        Ok(agent_address as usize)
+    }
+
+    fn unlock_host_memory(&self, ptr: usize) -> HsaResult<()> {
+        // SAFETY: the seam's contract: `ptr` was locked by lock_host_memory.
+        let status = unsafe { (self.library().hsa_amd_memory_unlock)(ptr as *mut c_void) };
+        check("hsa_amd_memory_unlock", status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_that_fit_pass_and_others_are_refused() {
+        assert_eq!(count(5, "agents"), Ok(5));
+        if usize::BITS > 32 {
+            let error = count(usize::MAX, "agents").unwrap_err();
+            assert_eq!(error.status, HSA_STATUS_ERROR_INVALID_ARGUMENT);
+        }
+    }
+
+    #[test]
+    fn handles_convert_one_to_one() {
+        assert_eq!(raw_signal(Signal(42)).handle, 42);
+        assert_eq!(
+            raw_agents(&[Agent(1), Agent(2)]),
+            [hsa_agent_t { handle: 1 }, hsa_agent_t { handle: 2 }]
+        );
+        assert_eq!(raw_signals(&[Signal(3)]), [hsa_signal_t { handle: 3 }]);
+    }
+
+    #[test]
+    fn unknown_queues_are_invalid_queues() {
+        let error = unknown_queue(Queue(0x1234));
+        assert_eq!(error.status, HSA_STATUS_ERROR_INVALID_QUEUE);
+        assert!(error.message.contains("0x1234"));
+    }
+}

@@ -1,0 +1,97 @@
+//! Kernel argument buffers: memory of the host's kernarg pool that GPUs read at dispatch.
+//! Allocating pool memory is a system call, and every launch needs a buffer that lives until
+//! the kernel completed, so freed buffers are kept by size class and reused (LLVM's
+//! `AMDGPUMemoryManagerTy` over the kernarg pool does the same).
+
+use crate::hsa_interface::{Agent, HsaInterface, HsaResult, MemoryPool};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Smallest buffer handed out: a code-object-v5 kernel with a few arguments fits.
+const MIN_BUFFER: usize = 512;
+/// Idle buffers kept per size class; more are freed.
+const KEEP_PER_CLASS: usize = 64;
+
+pub struct KernargPool<H: HsaInterface> {
+    hsa: Arc<H>,
+    pool: MemoryPool,
+    /// Agents given access to every buffer (the GPUs).
+    agents: Vec<Agent>,
+    idle: Mutex<HashMap<usize, Vec<usize>>>,
+}
+
+/// A buffer taken from a [`KernargPool`]; give it back with [`KernargPool::give_back`] once
+/// the kernel that reads it completed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct KernargBuffer {
+    pub address: usize,
+    pub capacity: usize,
+}
+
+impl<H: HsaInterface> KernargPool<H> {
+    pub fn new(hsa: Arc<H>, pool: MemoryPool, agents: Vec<Agent>) -> Self {
+        KernargPool {
+            hsa,
+            pool,
+            agents,
+            idle: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn class_of(size: usize) -> usize {
+        size.max(MIN_BUFFER).next_power_of_two()
+    }
+
+    /// A buffer of at least `size` bytes holding `bytes` at its start.
+    pub fn take(&self, bytes: &[u8]) -> HsaResult<KernargBuffer> {
+        let capacity = Self::class_of(bytes.len());
+        let reused = self
+            .idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&capacity)
+            .and_then(Vec::pop);
+        let address = match reused {
+            Some(address) => address,
+            None => {
+                let address = self.hsa.allocate(self.pool, capacity)?;
+                if let Err(e) = self.hsa.allow_access(&self.agents, address) {
+                    let _ = self.hsa.free(address);
+                    return Err(e);
+                }
+                address
+            }
+        };
+        write_bytes(address, bytes);
+        Ok(KernargBuffer { address, capacity })
+    }
+
+    /// Returns a buffer for reuse.
+    pub fn give_back(&self, buffer: KernargBuffer) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let list = idle.entry(buffer.capacity).or_default();
+        if list.len() < KEEP_PER_CLASS {
+            list.push(buffer.address);
+        } else if let Err(e) = self.hsa.free(buffer.address) {
+            log::warn!("amdgpu: freeing a kernel argument buffer: {e}");
+        }
+    }
+
+    /// Frees every idle buffer (at plugin shutdown).
+    pub fn release_idle(&self) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, list) in idle.drain() {
+            for address in list {
+                let _ = self.hsa.free(address);
+            }
+        }
+    }
+}
+
+/// Copies `bytes` into pool memory at `address`.
+fn write_bytes(address: usize, bytes: &[u8]) {
+    // SAFETY: `address` is the start of a live kernarg-pool buffer of at least `bytes.len()`
+    // bytes (its size class), host-accessible by the pool's definition, and no kernel reads it
+    // while it is being filled (it is taken, not yet dispatched).
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), address as *mut u8, bytes.len()) }
+}

@@ -1,0 +1,438 @@
+//! The [`Plugin`] implementation: opens the HSA runtime, finds the GPU agents and the host's
+//! pools, checks arguments and dispatches to [`AmdgpuDevice`]s.
+
+use crate::code_object::{self, TargetId};
+use crate::device::{AmdgpuDevice, HostMemory};
+use crate::hsa::{AgentInfo, HsaRuntime};
+use crate::hsa_real::RealHsa;
+use crate::kernarg_pool::KernargPool;
+use crate::settings::AmdgpuSettings;
+use plugin_api::gpu::Settings;
+use plugin_api::*;
+use std::sync::{Arc, OnceLock};
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+struct DeviceSlot {
+    agent: AgentInfo,
+    device: OnceLock<AmdgpuDevice>,
+}
+
+/// What exists once the runtime opened and has GPUs.
+struct Runtime {
+    hsa_runtime: Arc<HsaRuntime>,
+    hsa: Arc<RealHsa>,
+    host: Arc<HostMemory>,
+}
+
+pub struct AmdgpuPlugin {
+    runtime: Option<Runtime>,
+    devices: Vec<DeviceSlot>,
+    /// Why there are no devices, or the runtime's version and location.
+    note: String,
+    settings: Settings,
+    amd_settings: AmdgpuSettings,
+}
+
+impl AmdgpuPlugin {
+    /// A plugin without devices, saying why (no runtime, no GPU, a failing `hsa_init`).
+    fn without_devices(why: String) -> AmdgpuPlugin {
+        log::debug!("amdgpu plugin: 0 devices: {why}");
+        AmdgpuPlugin {
+            runtime: None,
+            devices: Vec::new(),
+            note: why,
+            settings: Settings::from_env(),
+            amd_settings: AmdgpuSettings::from_env(),
+        }
+    }
+
+    fn slot(&self, device: i32) -> Result<&DeviceSlot> {
+        usize::try_from(device)
+            .ok()
+            .and_then(|i| self.devices.get(i))
+            .ok_or_else(|| {
+                PluginError::new(
+                    ErrorCode::INVALID_DEVICE,
+                    format!(
+                        "amdgpu device {device} does not exist (there are {})",
+                        self.devices.len()
+                    ),
+                )
+            })
+    }
+
+    fn device(&self, device: i32) -> Result<&AmdgpuDevice> {
+        self.slot(device)?.device.get().ok_or_else(|| {
+            PluginError::new(
+                ErrorCode::NOT_INITIALIZED,
+                format!("amdgpu device {device} is used before it was initialised"),
+            )
+        })
+    }
+
+    /// The host agent's pools every GPU uses: fine-grained memory for staging buffers and
+    /// host allocations, and the kernarg pool.
+    fn host_memory(
+        hsa: &Arc<RealHsa>,
+        agents: &[AgentInfo],
+        gpus: &[AgentInfo],
+    ) -> std::result::Result<HostMemory, String> {
+        let cpu = agents
+            .iter()
+            .find(|a| !a.is_gpu && a.pools.iter().any(|p| p.kernarg && p.alloc_allowed))
+            .ok_or("the HSA runtime lists no CPU agent with a kernel-argument memory pool")?;
+        let fine = cpu
+            .pools
+            .iter()
+            .find(|p| p.is_global() && p.fine_grained && p.alloc_allowed && !p.kernarg)
+            .or_else(|| {
+                cpu.pools
+                    .iter()
+                    .find(|p| p.is_global() && p.fine_grained && p.alloc_allowed)
+            })
+            .ok_or("the CPU agent has no fine-grained memory pool")?;
+        let kernarg = cpu
+            .pools
+            .iter()
+            .find(|p| p.kernarg && p.alloc_allowed)
+            .ok_or("the CPU agent has no kernel-argument memory pool")?;
+        let gpu_agents: Vec<_> = gpus.iter().map(|a| a.agent).collect();
+        Ok(HostMemory {
+            agent: cpu.agent,
+            fine_pool: fine.pool,
+            kernargs: KernargPool::new(hsa.clone(), kernarg.pool, gpu_agents.clone()),
+            gpu_agents,
+        })
+    }
+}
+
+impl Plugin for AmdgpuPlugin {
+    fn init() -> Result<Self> {
+        let runtime = match HsaRuntime::open() {
+            Ok(r) => r,
+            Err(why) => return Ok(AmdgpuPlugin::without_devices(why)),
+        };
+        let agents = match runtime.agents() {
+            Ok(a) => a,
+            Err(e) => {
+                return Ok(AmdgpuPlugin::without_devices(format!(
+                    "listing the HSA agents failed: {e}"
+                )))
+            }
+        };
+        let location = match runtime.version() {
+            Some((major, minor)) => {
+                format!("HSA runtime {major}.{minor} at {}", runtime.library_path())
+            }
+            None => format!("HSA runtime at {}", runtime.library_path()),
+        };
+        let gpus: Vec<AgentInfo> = agents.iter().filter(|a| a.is_gpu).cloned().collect();
+        if gpus.is_empty() {
+            let _ = runtime.shut_down();
+            return Ok(AmdgpuPlugin::without_devices(format!(
+                "the {location} reports no GPU agents"
+            )));
+        }
+        let hsa = Arc::new(RealHsa::new(runtime.clone()));
+        let host = match Self::host_memory(&hsa, &agents, &gpus) {
+            Ok(h) => Arc::new(h),
+            Err(why) => return Ok(AmdgpuPlugin::without_devices(format!("{location}: {why}"))),
+        };
+        if let Err(e) = runtime.register_memory_fault_handler() {
+            log::warn!("amdgpu: memory faults will not be reported by name: {e}");
+        }
+        let note = format!("{location}, {} GPU agents", gpus.len());
+        log::debug!("amdgpu plugin: {note}");
+        Ok(AmdgpuPlugin {
+            runtime: Some(Runtime {
+                hsa_runtime: runtime,
+                hsa,
+                host,
+            }),
+            devices: gpus
+                .into_iter()
+                .map(|agent| DeviceSlot {
+                    agent,
+                    device: OnceLock::new(),
+                })
+                .collect(),
+            note,
+            settings: Settings::from_env(),
+            amd_settings: AmdgpuSettings::from_env(),
+        })
+    }
+
+    fn deinit(&self) -> Result<()> {
+        let mut first_error = Ok(());
+        for (i, slot) in self.devices.iter().enumerate() {
+            if slot.device.get().is_some() {
+                if let Err(e) = self.deinit_device(i as i32) {
+                    if first_error.is_ok() {
+                        first_error = Err(e);
+                    }
+                }
+            }
+        }
+        if let Some(runtime) = &self.runtime {
+            runtime.host.kernargs.release_idle();
+            if let Err(e) = runtime.hsa_runtime.shut_down() {
+                if first_error.is_ok() {
+                    first_error = Err(crate::device::failed("shutting down HSA", e));
+                }
+            }
+        }
+        first_error
+    }
+
+    fn describe(&self) -> PluginDescription {
+        PluginDescription {
+            name: "amdgpu".into(),
+            num_devices: self.devices.len() as i32,
+            note: self.note.clone().into(),
+        }
+    }
+
+    fn num_devices(&self) -> i32 {
+        self.devices.len() as i32
+    }
+
+    fn check_image(&self, device: Option<i32>, image: ImageRef<'_>) -> ImageCompatibility {
+        let target = match code_object::identify(image.bytes.as_slice()) {
+            Ok(t) => t,
+            Err(why) => return ImageCompatibility::no(format!("amdgpu: {why}")),
+        };
+        let Some(d) = device else {
+            return ImageCompatibility::yes();
+        };
+        match self.slot(d) {
+            Err(e) => ImageCompatibility::no(e.message.to_string()),
+            Ok(slot) => {
+                let isas: Vec<TargetId> = slot
+                    .agent
+                    .isa_names
+                    .iter()
+                    .filter_map(|n| TargetId::parse(n))
+                    .collect();
+                match code_object::check_compatibility(&target, &isas) {
+                    Ok(()) => ImageCompatibility::yes(),
+                    Err(why) => ImageCompatibility::no(format!(
+                        "amdgpu device {d} ({}): {why}",
+                        slot.agent.product_name
+                    )),
+                }
+            }
+        }
+    }
+
+    fn init_device(&self, device: i32) -> Result<()> {
+        let slot = self.slot(device)?;
+        if slot.device.get().is_some() {
+            return Ok(());
+        }
+        let runtime = self.runtime.as_ref().ok_or_else(|| {
+            PluginError::new(ErrorCode::NOT_INITIALIZED, "the HSA runtime is not loaded")
+        })?;
+        let ready = AmdgpuDevice::initialize(
+            runtime.hsa_runtime.clone(),
+            runtime.hsa.clone(),
+            device,
+            slot.agent.clone(),
+            runtime.host.clone(),
+            self.devices.len() as u32,
+            self.settings.clone(),
+            &self.amd_settings,
+        )?;
+        if let Err(lost) = slot.device.set(ready) {
+            // Another thread initialised it first; release this one's queues and signals.
+            let _ = lost.deinit();
+        }
+        Ok(())
+    }
+
+    fn deinit_device(&self, device: i32) -> Result<()> {
+        self.device(device)?.deinit()
+    }
+
+    fn device_info(&self, device: i32) -> Result<Vec<InfoEntry>> {
+        let slot = self.slot(device)?;
+        let a = &slot.agent;
+        let mut info = vec![
+            InfoEntry::new("name", &a.product_name),
+            InfoEntry::new("kind", "gpu"),
+            InfoEntry::new("compute unit kind", &a.name),
+            InfoEntry::new("vendor", &a.vendor),
+            InfoEntry::new("ISAs", a.isa_names.join(", ")),
+            InfoEntry::new("image format", format!("HSA code object for {}", a.name)),
+            InfoEntry::new("compute units", a.compute_units),
+            InfoEntry::new("wavefront size", a.wavefront_size),
+            InfoEntry::new("max work-group size", a.workgroup_max_size),
+            InfoEntry::new("max grid size", a.grid_max_size),
+            InfoEntry::new("max clock MHz", a.max_clock_mhz),
+            InfoEntry::new("HSA queues max", a.queues_max),
+            InfoEntry::new("HSA queue max packets", a.queue_max_size),
+        ];
+        let memory: u64 = a
+            .pools
+            .iter()
+            .filter(|p| p.is_global() && p.coarse_grained)
+            .map(|p| p.size)
+            .max()
+            .unwrap_or(0);
+        info.push(InfoEntry::new("memory bytes", memory));
+        if let Some(runtime) = &self.runtime {
+            if let Some((major, minor)) = runtime.hsa_runtime.version() {
+                info.push(InfoEntry::new(
+                    "HSA runtime version",
+                    format!("{major}.{minor}"),
+                ));
+            }
+        }
+        if let Some(device) = slot.device.get() {
+            info.extend(device.info());
+        }
+        Ok(info)
+    }
+
+    fn load_image(&self, device: i32, image: ImageRef<'_>) -> Result<ImageHandle> {
+        self.device(device)?.load_image(image.bytes.as_slice())
+    }
+
+    fn unload_image(&self, device: i32, image: ImageHandle) -> Result<()> {
+        self.device(device)?.unload_image(image)
+    }
+
+    fn get_kernel(&self, device: i32, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+        self.device(device)?.get_kernel(image, name)
+    }
+
+    fn get_global(
+        &self,
+        device: i32,
+        image: ImageHandle,
+        name: &str,
+        size: u64,
+    ) -> Result<GlobalInfo> {
+        self.device(device)?.get_global(image, name, size)
+    }
+
+    fn alloc(&self, device: i32, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        self.device(device)?.alloc(size, kind)
+    }
+
+    fn free(&self, device: i32, ptr: usize, kind: AllocKind) -> Result<()> {
+        if ptr == 0 {
+            return Ok(());
+        }
+        self.device(device)?.free(ptr, kind)
+    }
+
+    fn create_queue(&self, device: i32) -> Result<QueueHandle> {
+        self.device(device)?.create_queue()
+    }
+
+    fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        self.device(device)?.release_queue(queue)
+    }
+
+    fn copy_to_device(
+        &self,
+        device: i32,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        self.device(device)?.copy_to_device(dst, src, size, queue)
+    }
+
+    fn copy_from_device(
+        &self,
+        device: i32,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        self.device(device)?.copy_from_device(dst, src, size, queue)
+    }
+
+    fn copy_device_to_device(
+        &self,
+        src_device: i32,
+        src: usize,
+        dst_device: i32,
+        dst: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let source = self.device(src_device)?;
+        let target = self.slot(dst_device)?;
+        if size == 0 {
+            return Ok(());
+        }
+        source.copy_to_agent(src, dst, target.agent.agent, size, queue)
+    }
+
+    fn launch_kernel(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(device)?.launch(kernel, args, config, queue)
+    }
+
+    fn synchronize(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        self.device(device)?.synchronize(queue)
+    }
+
+    fn query_queue(&self, device: i32, queue: QueueHandle) -> Result<bool> {
+        self.device(device)?.query(queue)
+    }
+
+    fn create_event(&self, device: i32) -> Result<EventHandle> {
+        self.device(device)?.create_event()
+    }
+
+    fn record_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.device(device)?.record_event(event, queue)
+    }
+
+    fn wait_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.device(device)?.wait_event(event, queue)
+    }
+
+    fn sync_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        self.device(device)?.sync_event(event)
+    }
+
+    fn destroy_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        self.device(device)?.destroy_event(event)
+    }
+
+    fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
+        self.device(device)?.memory_info()
+    }
+
+    fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
+        if host_ptr == 0 {
+            return Err(PluginError::invalid_argument(
+                "cannot page-lock a null pointer",
+            ));
+        }
+        self.device(device)?.pin(host_ptr, size)
+    }
+
+    fn unpin_memory(&self, device: i32, host_ptr: usize) -> Result<()> {
+        self.device(device)?.unpin(host_ptr)
+    }
+}

@@ -1,0 +1,95 @@
+//! The environment variables that tune the AMDGPU plugin, with LLVM's names and defaults
+//! (`AMDGPUDeviceTy`), read once when the plugin starts. The ones every GPU plugin reads are in
+//! [`plugin_api::gpu::Settings`].
+
+/// AMDGPU-specific values from the environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AmdgpuSettings {
+    /// `LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES`: HSA queues per device, shared by streams.
+    pub num_queues: u32,
+    /// `LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE`: packets per HSA queue.
+    pub queue_size: u32,
+    /// `LIBOMPTARGET_AMDGPU_TEAMS_PER_CU`: default teams per compute unit.
+    pub teams_per_cu: u32,
+    /// `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES`: host copies of at least this many bytes
+    /// lock the host buffer instead of going through a staging buffer.
+    pub max_async_copy_bytes: u32,
+    /// `LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS`: signals created per device up front.
+    pub initial_signals: u32,
+}
+
+impl AmdgpuSettings {
+    pub fn from_env() -> AmdgpuSettings {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> AmdgpuSettings {
+        let number = |name: &str, default: u32| -> u32 {
+            let Some(text) = get(name) else {
+                return default;
+            };
+            match text.trim().parse::<u32>() {
+                Ok(v) => v,
+                Err(_) => {
+                    log::warn!("{name}='{text}' is not a non-negative number; using {default}");
+                    default
+                }
+            }
+        };
+        AmdgpuSettings {
+            num_queues: number("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", 4).max(1),
+            queue_size: number("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", 512).max(1),
+            teams_per_cu: number("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", 4).max(1),
+            max_async_copy_bytes: number("LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES", 1 << 20),
+            initial_signals: number("LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS", 64),
+        }
+    }
+
+    /// The queue count and size a device can have: at least one queue, no more than the agent
+    /// allows, and (HSA's rule) a power of two packets no larger than its maximum.
+    pub fn queues_for(&self, agent_max_queues: u32, agent_max_queue_size: u32) -> (u32, u32) {
+        let count = self.num_queues.min(agent_max_queues.max(1)).max(1);
+        let wanted = self.queue_size.min(agent_max_queue_size.max(1));
+        // Round down to a power of two: HSA refuses other sizes.
+        let size = 1u32 << (31 - wanted.leading_zeros());
+        (count, size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_llvms() {
+        let s = AmdgpuSettings::from_lookup(|_| None);
+        assert_eq!(s.num_queues, 4);
+        assert_eq!(s.queue_size, 512);
+        assert_eq!(s.teams_per_cu, 4);
+        assert_eq!(s.max_async_copy_bytes, 1 << 20);
+        assert_eq!(s.initial_signals, 64);
+    }
+
+    #[test]
+    fn values_and_limits() {
+        let s = AmdgpuSettings::from_lookup(|name| {
+            Some(
+                match name {
+                    "LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES" => "0",
+                    "LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE" => "1000",
+                    "LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES" => "4096",
+                    "LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS" => "many",
+                    _ => return None,
+                }
+                .to_string(),
+            )
+        });
+        assert_eq!(s.num_queues, 1);
+        assert_eq!(s.max_async_copy_bytes, 4096);
+        assert_eq!(s.initial_signals, 64);
+        // 1000 packets wanted, the agent allows 131072: rounded down to 512.
+        assert_eq!(s.queues_for(128, 131072), (1, 512));
+        let s = AmdgpuSettings::from_lookup(|_| None);
+        assert_eq!(s.queues_for(2, 256), (2, 256));
+    }
+}

@@ -1,0 +1,652 @@
+//! A stream: a chain of slots, each operation depending on the one before it.
+
+use super::event::{Event, Recorded};
+use super::host_copy::host_memcpy;
+use super::lock;
+use super::manager::Shared;
+use super::queue_pool::QueueHealth;
+use super::signal_pool::SignalRef;
+use super::slot::{finish_slots, run_release, QueueSet, Release, Slot};
+use super::wait::wait_zero;
+use crate::hsa_interface::{
+    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, Queue, Signal, SignalHandler,
+};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// Work the caller wants done once a kernel completed.
+type Callback = Box<dyn FnOnce() + Send>;
+
+/// An ordered sequence of kernels and copies on one device. `Send + Sync`; every method takes
+/// `&self` and locks internally. Created by [`super::StreamManager::create_stream`].
+///
+/// Host buffers named in pushes must stay valid until [`Stream::synchronize`] (or a `query`
+/// returning `true`) — also when the push returned an error, since part of it may have been
+/// submitted already.
+pub struct Stream<H: HsaInterface> {
+    shared: Arc<Shared<H>>,
+    /// The HSA queue, shared with other streams.
+    queue: Arc<QueueHealth<H>>,
+    id: u64,
+    state: Mutex<ChainState<H>>,
+}
+
+struct ChainState<H: HsaInterface> {
+    slots: Vec<Slot<H>>,
+    /// The queues the pending work went through (its packets', and those of events waited on).
+    watch: QueueSet<H>,
+    /// Slots of a chain whose wait failed and that had not completed: kept, not reused, and
+    /// finished if they complete after all.
+    abandoned: Vec<Slot<H>>,
+}
+
+impl<H: HsaInterface> ChainState<H> {
+    /// The last slot's signal, if that work may still be running.
+    fn pending_input(&self) -> Option<SignalRef<H>> {
+        self.slots
+            .last()
+            .filter(|slot| !slot.is_done())
+            .map(|slot| slot.signal.clone())
+    }
+
+    /// Moves completed slots (of the chain and of earlier failed chains) out; the incomplete
+    /// ones of the chain become abandoned. The chain is empty afterwards.
+    fn take_completed(&mut self) -> Vec<Slot<H>> {
+        self.watch.clear();
+        let mut finished = Vec::new();
+        let mut slots = std::mem::take(&mut self.slots);
+        let abandoned = std::mem::take(&mut self.abandoned);
+        for slot in slots.drain(..).chain(abandoned) {
+            if slot.is_done() {
+                finished.push(slot);
+            } else {
+                self.abandoned.push(slot);
+            }
+        }
+        // Keep the chain's allocation for the next cycle.
+        self.slots = slots;
+        finished
+    }
+}
+
+/// A copy as `hsa_amd_memory_async_copy` takes it.
+struct CopyOp {
+    dst: usize,
+    dst_agent: Agent,
+    src: usize,
+    src_agent: Agent,
+    size: usize,
+}
+
+impl<H: HsaInterface> Stream<H> {
+    pub(crate) fn new(shared: Arc<Shared<H>>, queue: Arc<QueueHealth<H>>) -> Self {
+        shared.live_streams.fetch_add(1, Ordering::AcqRel);
+        let id = shared.next_stream_id.fetch_add(1, Ordering::Relaxed);
+        Stream {
+            shared,
+            queue,
+            id,
+            state: Mutex::new(ChainState {
+                slots: Vec::new(),
+                watch: QueueSet::default(),
+                abandoned: Vec::new(),
+            }),
+        }
+    }
+
+    /// The HSA queue this stream's packets go to (shared with other streams).
+    pub fn hsa_queue(&self) -> Queue {
+        self.queue.queue()
+    }
+
+    fn state(&self) -> MutexGuard<'_, ChainState<H>> {
+        lock(&self.state)
+    }
+
+    fn hsa(&self) -> &H {
+        &self.shared.hsa
+    }
+
+    /// Refuses new work behind pending work that can never complete.
+    fn check_failed(&self, state: &ChainState<H>) -> HsaResult<()> {
+        if state.pending_input().is_none() {
+            return Ok(());
+        }
+        state.watch.failure().map_or(Ok(()), Err)
+    }
+
+    // --- Kernels -----------------------------------------------------------------------------
+
+    /// Launches a kernel after the stream's earlier work. `release` runs (on any thread) once
+    /// the kernel completed and the stream is synchronized or queried complete. On error the
+    /// kernel was not launched and `release` has already run.
+    pub fn push_kernel(
+        &self,
+        dispatch: &KernelDispatch,
+        release: Option<Box<dyn FnOnce() + Send>>,
+    ) -> HsaResult<()> {
+        let mut release = release;
+        let result = self.push_kernel_locked(&mut self.state(), dispatch, &mut release);
+        // Left over only if the kernel was never launched: nothing reads its arguments.
+        if let Some(action) = release {
+            action();
+        }
+        result
+    }
+
+    fn push_kernel_locked(
+        &self,
+        state: &mut ChainState<H>,
+        dispatch: &KernelDispatch,
+        release: &mut Option<Callback>,
+    ) -> HsaResult<()> {
+        let hsa = self.hsa();
+        let queue = self.queue.queue();
+        self.check_failed(state)?;
+        if let Some(err) = self.queue.failure() {
+            return Err(err);
+        }
+        let done = self.shared.signals.acquire()?;
+        let input = state.pending_input();
+        // The barrier bit orders the kernel after earlier packets of this queue; anything else
+        // pending (a copy, a host step) needs a barrier packet first.
+        let barrier = match (&input, state.slots.last()) {
+            (Some(_), Some(last)) => last.on_queue != Some(queue),
+            _ => false,
+        };
+        if barrier {
+            // The barrier and the kernel each decrement the kernel's signal once.
+            hsa.signal_store(done.signal(), 2);
+        }
+        let submitted = {
+            let _order = self.queue.submit_lock();
+            let barrier_submitted = match input.as_ref().filter(|_| barrier) {
+                Some(dep) => hsa.submit_barrier_and(queue, &[dep.signal()], done.signal()),
+                None => Ok(()),
+            };
+            if let Err(err) = barrier_submitted {
+                done.retire_unused();
+                return Err(err);
+            }
+            hsa.submit_kernel(queue, dispatch, done.signal())
+        };
+        let slot = Slot::new(done, Some(queue));
+        match submitted {
+            Ok(()) => {
+                let callback = release.take().map(Release::Callback);
+                state
+                    .slots
+                    .push(slot.with_deps(input, None).with_release(callback));
+                state.watch.insert(&self.queue);
+                Ok(())
+            }
+            Err(err) if barrier => {
+                // The barrier is in the queue and will decrement once: let that complete the
+                // slot, which stays in the chain as a plain barrier.
+                hsa.signal_subtract(slot.signal.signal(), 1);
+                state.slots.push(slot.with_deps(input, None));
+                state.watch.insert(&self.queue);
+                Err(err)
+            }
+            Err(err) => {
+                slot.signal.retire_unused();
+                Err(err)
+            }
+        }
+    }
+
+    // --- Copies ------------------------------------------------------------------------------
+
+    /// Copies `size` bytes from host `src` to device `dst` after the stream's earlier work.
+    /// `pinned_src` is the agent address of `src` when the user pinned it: one direct copy.
+    /// Otherwise copies of at least `max_async_copy_bytes` lock `src` for the copy, and smaller
+    /// ones go through a pinned staging buffer. `src` must stay valid until synchronize.
+    pub fn push_host_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: usize,
+        pinned_src: Option<usize>,
+    ) -> HsaResult<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        check_addresses(dst, pinned_src.unwrap_or(src))?;
+        let config = &self.shared.config;
+        let (gpu, host) = (config.agent, config.host_agent);
+        let mut state = self.state();
+        self.check_failed(&state)?;
+        if let Some(pinned) = pinned_src {
+            let op = CopyOp {
+                dst,
+                dst_agent: gpu,
+                src: pinned,
+                src_agent: host,
+                size,
+            };
+            return self.push_copy(&mut state, op, None);
+        }
+        if size >= config.max_async_copy_bytes {
+            let locked = self.hsa().lock_host_memory(src, size, &[gpu])?;
+            let op = CopyOp {
+                dst,
+                dst_agent: gpu,
+                src: locked,
+                src_agent: host,
+                size,
+            };
+            return self.push_copy(&mut state, op, Some(Release::Unlock(src)));
+        }
+        self.push_staged_to_device(&mut state, dst, src, size)
+    }
+
+    /// Copies `size` bytes from device `src` to host `dst` after the stream's earlier work;
+    /// `dst` holds the data once synchronize returns. The same three ways as
+    /// [`Stream::push_host_to_device`]; staged copies land in the staging buffer and a handler
+    /// copies them on to `dst`.
+    pub fn push_device_to_host(
+        &self,
+        dst: usize,
+        src: usize,
+        size: usize,
+        pinned_dst: Option<usize>,
+    ) -> HsaResult<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        check_addresses(pinned_dst.unwrap_or(dst), src)?;
+        let config = &self.shared.config;
+        let (gpu, host) = (config.agent, config.host_agent);
+        let mut state = self.state();
+        self.check_failed(&state)?;
+        if let Some(pinned) = pinned_dst {
+            let op = CopyOp {
+                dst: pinned,
+                dst_agent: host,
+                src,
+                src_agent: gpu,
+                size,
+            };
+            return self.push_copy(&mut state, op, None);
+        }
+        if size >= config.max_async_copy_bytes {
+            let locked = self.hsa().lock_host_memory(dst, size, &[gpu])?;
+            let op = CopyOp {
+                dst: locked,
+                dst_agent: host,
+                src,
+                src_agent: gpu,
+                size,
+            };
+            return self.push_copy(&mut state, op, Some(Release::Unlock(dst)));
+        }
+        self.push_staged_to_host(&mut state, dst, src, size)
+    }
+
+    /// Copies between device memory (of this or another GPU) after the stream's earlier work.
+    pub fn push_device_to_device(
+        &self,
+        dst: usize,
+        dst_agent: Agent,
+        src: usize,
+        src_agent: Agent,
+        size: usize,
+    ) -> HsaResult<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        check_addresses(dst, src)?;
+        let mut state = self.state();
+        self.check_failed(&state)?;
+        let op = CopyOp {
+            dst,
+            dst_agent,
+            src,
+            src_agent,
+            size,
+        };
+        self.push_copy(&mut state, op, None)
+    }
+
+    fn submit_copy(
+        &self,
+        op: &CopyOp,
+        after: Option<&SignalRef<H>>,
+        completion: Signal,
+    ) -> HsaResult<()> {
+        let dep;
+        let deps: &[Signal] = match after {
+            Some(signal) => {
+                dep = [signal.signal()];
+                &dep
+            }
+            None => &[],
+        };
+        self.hsa().async_copy(
+            op.dst,
+            op.dst_agent,
+            op.src,
+            op.src_agent,
+            op.size,
+            deps,
+            completion,
+        )
+    }
+
+    /// A one-step copy in one slot; `release` runs when it completes, or now if it fails.
+    fn push_copy(
+        &self,
+        state: &mut ChainState<H>,
+        op: CopyOp,
+        release: Option<Release>,
+    ) -> HsaResult<()> {
+        let done = match self.shared.signals.acquire() {
+            Ok(signal) => signal,
+            Err(err) => {
+                self.release_now(release);
+                return Err(err);
+            }
+        };
+        let input = state.pending_input();
+        if let Err(err) = self.submit_copy(&op, input.as_ref(), done.signal()) {
+            done.retire_unused();
+            self.release_now(release);
+            return Err(err);
+        }
+        let slot = Slot::new(done, None)
+            .with_deps(input, None)
+            .with_release(release);
+        state.slots.push(slot);
+        Ok(())
+    }
+
+    /// Host to device through a staging buffer: host memcpy into it, then the copy.
+    fn push_staged_to_device(
+        &self,
+        state: &mut ChainState<H>,
+        dst: usize,
+        src: usize,
+        size: usize,
+    ) -> HsaResult<()> {
+        let shared = &*self.shared;
+        let buffer = shared.staging.acquire(size)?;
+        let staged = buffer.ptr;
+        let to_device = CopyOp {
+            dst,
+            dst_agent: shared.config.agent,
+            src: staged,
+            src_agent: shared.config.host_agent,
+            size,
+        };
+        let Some(input) = state.pending_input() else {
+            // Everything before is done, so the host step can run right away.
+            // SAFETY: the buffer is ours until released and holds at least `size` bytes; the
+            // caller keeps `src` readable for `size` bytes.
+            unsafe { host_memcpy(staged, src, size) };
+            return self.push_copy(state, to_device, Some(Release::Staging(buffer)));
+        };
+        let (host_done, copied) = match self.acquire_two() {
+            Ok(pair) => pair,
+            Err(err) => {
+                self.release_now(Some(Release::Staging(buffer)));
+                return Err(err);
+            }
+        };
+        let hsa = Arc::downgrade(&shared.hsa);
+        let step = host_done.signal();
+        let handler: SignalHandler = Box::new(move || {
+            // SAFETY: the buffer stays ours until the slot after this step completes, which
+            // needs this handler to have run; the caller keeps `src` valid until synchronize.
+            unsafe { host_memcpy(staged, src, size) };
+            complete_host_step(&hsa, step);
+        });
+        if let Err(err) = shared.hsa.on_signal_zero(input.signal(), handler) {
+            host_done.retire_unused();
+            copied.retire_unused();
+            self.release_now(Some(Release::Staging(buffer)));
+            return Err(err);
+        }
+        let host_step = Slot::new(host_done.clone(), None).with_deps(Some(input), None);
+        if let Err(err) = self.submit_copy(&to_device, Some(&host_done), copied.signal()) {
+            // The handler will still fill the buffer: keep its slot, and the buffer until then.
+            let buffer = Some(Release::Staging(buffer));
+            state.slots.push(host_step.with_release(buffer));
+            copied.retire_unused();
+            return Err(err);
+        }
+        state.slots.push(host_step);
+        let copy_step = Slot::new(copied, None)
+            .with_deps(Some(host_done), None)
+            .with_release(Some(Release::Staging(buffer)));
+        state.slots.push(copy_step);
+        Ok(())
+    }
+
+    /// Device to host through a staging buffer: the copy into it, then a handler's memcpy.
+    fn push_staged_to_host(
+        &self,
+        state: &mut ChainState<H>,
+        dst: usize,
+        src: usize,
+        size: usize,
+    ) -> HsaResult<()> {
+        let shared = &*self.shared;
+        let buffer = shared.staging.acquire(size)?;
+        let staged = buffer.ptr;
+        let (device_done, copied) = match self.acquire_two() {
+            Ok(pair) => pair,
+            Err(err) => {
+                self.release_now(Some(Release::Staging(buffer)));
+                return Err(err);
+            }
+        };
+        let to_staging = CopyOp {
+            dst: staged,
+            dst_agent: shared.config.host_agent,
+            src,
+            src_agent: shared.config.agent,
+            size,
+        };
+        let input = state.pending_input();
+        if let Err(err) = self.submit_copy(&to_staging, input.as_ref(), device_done.signal()) {
+            device_done.retire_unused();
+            copied.retire_unused();
+            self.release_now(Some(Release::Staging(buffer)));
+            return Err(err);
+        }
+        let device_step = Slot::new(device_done.clone(), None).with_deps(input, None);
+        let hsa = Arc::downgrade(&shared.hsa);
+        let step = copied.signal();
+        let handler: SignalHandler = Box::new(move || {
+            // SAFETY: the buffer stays ours until this step's slot completes, which needs this
+            // handler to have run; the caller keeps `dst` valid until synchronize.
+            unsafe { host_memcpy(dst, staged, size) };
+            complete_host_step(&hsa, step);
+        });
+        if let Err(err) = shared.hsa.on_signal_zero(device_done.signal(), handler) {
+            // The copy into the buffer is submitted: keep its slot, and the buffer until it
+            // completed. `dst` is not written.
+            let buffer = Some(Release::Staging(buffer));
+            state.slots.push(device_step.with_release(buffer));
+            copied.retire_unused();
+            return Err(err);
+        }
+        state.slots.push(device_step);
+        let host_step = Slot::new(copied, None)
+            .with_deps(Some(device_done), None)
+            .with_release(Some(Release::Staging(buffer)));
+        state.slots.push(host_step);
+        Ok(())
+    }
+
+    fn acquire_two(&self) -> HsaResult<(SignalRef<H>, SignalRef<H>)> {
+        let first = self.shared.signals.acquire()?;
+        match self.shared.signals.acquire() {
+            Ok(second) => Ok((first, second)),
+            Err(err) => {
+                first.retire_unused();
+                Err(err)
+            }
+        }
+    }
+
+    /// Undoes what a push acquired for work that was never submitted.
+    fn release_now(&self, release: Option<Release>) {
+        if let Some(release) = release {
+            if let Err(err) = run_release(&self.shared, release) {
+                log::warn!("releasing resources of a failed push: {err}");
+            }
+        }
+    }
+
+    // --- Events ------------------------------------------------------------------------------
+
+    /// Makes `event` complete when this stream's work so far completes (at once if there is
+    /// none pending).
+    pub fn record(&self, event: &Event<H>) -> HsaResult<()> {
+        let recorded = {
+            let state = self.state();
+            state.pending_input().map(|signal| Recorded {
+                signal,
+                queues: state.watch.clone(),
+                stream: self.id,
+            })
+        };
+        event.set(recorded);
+        Ok(())
+    }
+
+    /// Makes this stream's later work wait for `event`: a barrier-AND packet on the recorded
+    /// signal, or nothing if that work already completed or was recorded on this stream.
+    /// Fails if the recorded work's queue failed.
+    pub fn wait_for(&self, event: &Event<H>) -> HsaResult<()> {
+        let Some(recorded) = event.pending() else {
+            return Ok(());
+        };
+        if recorded.stream == self.id {
+            return Ok(());
+        }
+        let hsa = self.hsa();
+        let queue = self.queue.queue();
+        let mut state = self.state();
+        self.check_failed(&state)?;
+        if let Some(err) = recorded.queues.failure() {
+            if !recorded.signal.is_done() {
+                return Err(err);
+            }
+        }
+        if let Some(err) = self.queue.failure() {
+            return Err(err);
+        }
+        let done = self.shared.signals.acquire()?;
+        let input = state.pending_input();
+        // The barrier also waits for this stream's previous slot, so that its completion
+        // implies everything before it, as every slot's must.
+        let deps = [
+            recorded.signal.signal(),
+            input.as_ref().map_or(Signal(0), SignalRef::signal),
+        ];
+        let deps = if input.is_some() {
+            &deps[..]
+        } else {
+            &deps[..1]
+        };
+        let submitted = {
+            let _order = self.queue.submit_lock();
+            hsa.submit_barrier_and(queue, deps, done.signal())
+        };
+        if let Err(err) = submitted {
+            done.retire_unused();
+            return Err(err);
+        }
+        // Should the awaited work die, this queue is blocked for good: let its users know.
+        self.queue.add_wait(&recorded.signal, &recorded.queues);
+        let slot = Slot::new(done, Some(queue)).with_deps(input, Some(recorded.signal));
+        state.slots.push(slot);
+        state.watch.insert(&self.queue);
+        state.watch.extend(&recorded.queues);
+        Ok(())
+    }
+
+    // --- Completion --------------------------------------------------------------------------
+
+    /// Waits for the stream's work, runs the release actions and recycles signals and staging
+    /// buffers. Returns the error of a queue the work went through, if one failed; that work is
+    /// then dropped from the stream (its resources kept aside) and the stream starts afresh.
+    pub fn synchronize(&self) -> HsaResult<()> {
+        let (finished, result) = {
+            let mut state = self.state();
+            let result = match state.slots.last() {
+                None => Ok(()),
+                Some(last) => wait_zero(self.hsa(), &state.watch, last.signal.signal()),
+            };
+            (state.take_completed(), result)
+        };
+        let released = finish_slots(&self.shared, finished);
+        result.and(released)
+    }
+
+    /// Whether the stream's work completed, without blocking; if so, completes it as
+    /// [`Stream::synchronize`] does. Fails (dropping the work) if a queue it went through failed.
+    pub fn query(&self) -> HsaResult<bool> {
+        let (finished, result) = {
+            let mut state = self.state();
+            let result = match state.slots.last() {
+                None => Ok(true),
+                Some(last) if last.is_done() => Ok(true),
+                Some(last) => match state.watch.failure() {
+                    Some(err) if !last.is_done() => Err(err),
+                    _ => Ok(last.is_done()),
+                },
+            };
+            let finished = match result {
+                Ok(false) => Vec::new(),
+                _ => state.take_completed(),
+            };
+            (finished, result)
+        };
+        let released = finish_slots(&self.shared, finished);
+        let done = result?;
+        released.map(|()| done)
+    }
+}
+
+impl<H: HsaInterface> std::fmt::Debug for Stream<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("id", &self.id)
+            .field("queue", &self.queue.queue())
+            .field("pending_slots", &self.state().slots.len())
+            .finish()
+    }
+}
+
+impl<H: HsaInterface> Drop for Stream<H> {
+    fn drop(&mut self) {
+        if let Err(err) = self.synchronize() {
+            log::warn!("stream dropped with failed work: {err}");
+        }
+        let abandoned = std::mem::take(&mut self.state().abandoned);
+        if !abandoned.is_empty() {
+            lock(&self.shared.graveyard).extend(abandoned);
+        }
+        self.shared.live_streams.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Completes a host step of a two-step copy; the runtime may already be gone at teardown.
+fn complete_host_step<H: HsaInterface>(hsa: &Weak<H>, signal: Signal) {
+    if let Some(hsa) = hsa.upgrade() {
+        hsa.signal_subtract(signal, 1);
+    }
+}
+
+fn check_addresses(dst: usize, src: usize) -> HsaResult<()> {
+    if dst == 0 || src == 0 {
+        return Err(HsaError::new(
+            HsaError::STATUS_INVALID_ARGUMENT,
+            format!("copy with a null address (dst {dst:#x}, src {src:#x})"),
+        ));
+    }
+    Ok(())
+}

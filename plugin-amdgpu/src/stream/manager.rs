@@ -1,0 +1,192 @@
+//! The per-device owner of queues, signals and staging buffers that streams draw from.
+
+use super::chain::Stream;
+use super::event::Event;
+use super::lock;
+use super::queue_pool::QueuePool;
+use super::signal_pool::SignalPool;
+use super::slot::{finish_slots, Slot};
+use super::staging::StagingPool;
+use super::StreamConfig;
+use crate::hsa_interface::{HsaError, HsaInterface, HsaResult};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What streams of one device share.
+pub(crate) struct Shared<H: HsaInterface> {
+    pub(crate) hsa: Arc<H>,
+    pub(crate) config: StreamConfig,
+    pub(crate) signals: SignalPool<H>,
+    pub(crate) queues: QueuePool<H>,
+    pub(crate) staging: StagingPool<H>,
+    /// Slots of dropped streams whose work failed and never completed; kept so their signals and
+    /// buffers are not reused while a dead barrier or copy may still refer to them.
+    pub(crate) graveyard: Mutex<Vec<Slot<H>>>,
+    pub(crate) live_streams: AtomicUsize,
+    pub(crate) next_stream_id: AtomicU64,
+    pub(crate) closed: AtomicBool,
+}
+
+impl<H: HsaInterface> Shared<H> {
+    /// Finishes the graveyard slots that completed after all.
+    pub(crate) fn reap_graveyard(&self) -> HsaResult<()> {
+        let done: Vec<Slot<H>> = {
+            let mut graveyard = lock(&self.graveyard);
+            if graveyard.is_empty() {
+                return Ok(());
+            }
+            let (done, stuck) = std::mem::take(&mut *graveyard)
+                .into_iter()
+                .partition(Slot::is_done);
+            *graveyard = stuck;
+            done
+        };
+        finish_slots(self, done)
+    }
+}
+
+/// Counts for diagnostics and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ManagerStats {
+    /// Signals created so far (initial ones included).
+    pub signals_created: usize,
+    /// Signals in the pool, ready for reuse.
+    pub signals_idle: usize,
+    /// Signals of failed work, never reused.
+    pub signals_parked: usize,
+    /// HSA queues created so far.
+    pub queues_created: usize,
+    /// Staging buffers in use.
+    pub staging_outstanding: usize,
+    /// Staging buffers kept for reuse.
+    pub staging_cached: usize,
+    /// Streams not dropped yet.
+    pub live_streams: usize,
+}
+
+/// Streams, events and their resources for one device. `Send + Sync`.
+pub struct StreamManager<H: HsaInterface> {
+    shared: Arc<Shared<H>>,
+}
+
+impl<H: HsaInterface> StreamManager<H> {
+    /// Creates the initial signals; queues are created when streams first need them.
+    pub fn new(hsa: Arc<H>, config: StreamConfig) -> HsaResult<Self> {
+        if config.num_queues == 0 {
+            return Err(HsaError::new(
+                HsaError::STATUS_INVALID_ARGUMENT,
+                "the number of HSA queues must be at least 1",
+            ));
+        }
+        let signals = SignalPool::new(Arc::clone(&hsa), config.initial_signals)?;
+        let queues = QueuePool::new(
+            Arc::clone(&hsa),
+            config.agent,
+            config.num_queues,
+            config.queue_size,
+        );
+        let staging = StagingPool::new(Arc::clone(&hsa), config.staging_pool, config.agent);
+        Ok(StreamManager {
+            shared: Arc::new(Shared {
+                hsa,
+                config,
+                signals,
+                queues,
+                staging,
+                graveyard: Mutex::new(Vec::new()),
+                live_streams: AtomicUsize::new(0),
+                next_stream_id: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// A stream on the next HSA queue in round-robin order (created now if needed).
+    pub fn create_stream(&self) -> HsaResult<Stream<H>> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(HsaError::new(
+                HsaError::STATUS_ERROR,
+                "stream requested after the stream manager shut down",
+            ));
+        }
+        // A convenient moment to give back what failed streams left behind.
+        if let Err(err) = self.shared.reap_graveyard() {
+            log::warn!("releasing resources of failed work: {err}");
+        }
+        let queue = self.shared.queues.assign()?;
+        Ok(Stream::new(Arc::clone(&self.shared), queue))
+    }
+
+    /// An event, recorded later with [`Stream::record`].
+    pub fn create_event(&self) -> Event<H> {
+        Event::new()
+    }
+
+    pub fn stats(&self) -> ManagerStats {
+        let shared = &self.shared;
+        ManagerStats {
+            signals_created: shared.signals.created_count(),
+            signals_idle: shared.signals.idle_count(),
+            signals_parked: shared.signals.parked_count(),
+            queues_created: shared.queues.created(),
+            staging_outstanding: shared.staging.outstanding(),
+            staging_cached: shared.staging.cached(),
+            live_streams: shared.live_streams.load(Ordering::Acquire),
+        }
+    }
+
+    /// Destroys queues, signals and staging buffers. Every stream must be dropped first (an
+    /// error otherwise, and nothing is destroyed). Later calls do nothing. Resources of work
+    /// that failed and never completed are left alone (logged): a dead packet may refer to them.
+    pub fn shutdown(&self) -> HsaResult<()> {
+        let shared = &self.shared;
+        let live = shared.live_streams.load(Ordering::Acquire);
+        if live > 0 {
+            return Err(HsaError::new(
+                HsaError::STATUS_ERROR,
+                format!("stream manager shut down with {live} streams still alive"),
+            ));
+        }
+        if shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let mut first_err = shared.reap_graveyard().err();
+        if let Err(err) = shared.queues.shutdown() {
+            first_err.get_or_insert(err);
+        }
+        let stuck = std::mem::take(&mut *lock(&shared.graveyard));
+        if !stuck.is_empty() {
+            log::warn!(
+                "{} operations of failed streams never completed; their buffers are not freed",
+                stuck.len()
+            );
+            // Dropping them parks their signals; their release actions are dropped unrun.
+            drop(stuck);
+        }
+        for result in [shared.signals.shutdown(), shared.staging.shutdown()] {
+            if let Err(err) = result {
+                first_err.get_or_insert(err);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl<H: HsaInterface> std::fmt::Debug for StreamManager<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamManager")
+            .field("config", &self.shared.config)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl<H: HsaInterface> Drop for StreamManager<H> {
+    fn drop(&mut self) {
+        // Best effort for a device layer that did not call shutdown; with live streams it
+        // refuses, and their resources stay with the streams.
+        if let Err(err) = self.shutdown() {
+            log::warn!("stream manager dropped without a clean shutdown: {err}");
+        }
+    }
+}

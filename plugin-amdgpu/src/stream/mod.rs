@@ -1,0 +1,125 @@
+//! Streams, signals and events of one AMD GPU, modelled on LLVM's NextGen AMDGPU plugin and built
+//! only on [`HsaInterface`](crate::hsa_interface::HsaInterface).
+//!
+//! # What the device layer calls
+//!
+//! ```text
+//! StreamConfig { agent, host_agent, staging_pool, num_queues, queue_size,
+//!                max_async_copy_bytes, initial_signals }        (StreamConfig::with_defaults)
+//! StreamManager::<H>::new(hsa: Arc<H>, config) -> HsaResult<StreamManager<H>>
+//!   .create_stream() -> HsaResult<Stream<H>>     (queue taken round-robin, created lazily)
+//!   .create_event() -> Event<H>
+//!   .stats() -> ManagerStats
+//!   .shutdown() -> HsaResult<()>                  (once every stream is dropped)
+//! Stream<H>  (Send + Sync, &self everywhere)
+//!   .push_kernel(&KernelDispatch, Option<Box<dyn FnOnce() + Send>>) -> HsaResult<()>
+//!   .push_host_to_device(dst, src, size, pinned_src: Option<usize>) -> HsaResult<()>
+//!   .push_device_to_host(dst, src, size, pinned_dst: Option<usize>) -> HsaResult<()>
+//!   .push_device_to_device(dst, dst_agent, src, src_agent, size) -> HsaResult<()>
+//!   .record(&Event<H>) / .wait_for(&Event<H>) -> HsaResult<()>
+//!   .synchronize() -> HsaResult<()>,  .query() -> HsaResult<bool>,  .hsa_queue() -> Queue
+//! Event<H>
+//!   .synchronize() -> HsaResult<()>,  .query() -> HsaResult<bool>
+//! ```
+//!
+//! # Design
+//!
+//! A stream is a chain of slots. Each operation takes a slot with a fresh output signal (from a
+//! recycling signal pool, set to 1) and depends on the previous slot's signal, so a slot's
+//! signal reaching 0 means every earlier slot of the chain is done too. Release actions (staging
+//! buffer, host unlock, kernarg callback) sit on the operation's last slot and run when the
+//! stream is synchronized or queried complete.
+//!
+//! Signals are reference counted instead of LLVM's sync-cycle counter: a slot holds its own
+//! signal and the signals its operation waits on, an event holds the signal it recorded. A
+//! signal goes back to the pool when the last holder lets go *and* its value is 0; one that
+//! never completed (its work died with a queue) is parked, never reused.
+//!
+//! Ordering on shared queues: streams share HSA queues round-robin, so a queue interleaves the
+//! packets of several streams. A kernel packet has the barrier bit and starts after every earlier
+//! packet of its queue, so it needs no barrier when the stream's previous slot was itself a packet
+//! on the same queue. Otherwise (a copy, a host step, or nothing known) a barrier-AND packet on
+//! the previous signal goes first, unless that signal is already 0. The barrier decrements the
+//! kernel's own signal, which then starts at 2, so no extra signal is spent on it.
+//!
+//! Nothing waits forever: every wait is a loop of short `wait_signal_zero` slices that checks
+//! the queues the awaited work went through (the stream's packets and those of the events it
+//! waited on). A queue has stopped if HSA reports `queue_error` for it, or if a barrier in it
+//! waits on work that went through a stopped queue: that barrier never passes and blocks every
+//! stream sharing the queue, so the queue pool tracks such barriers. A stopped queue ends the
+//! wait with the original error. The failed work is then dropped from the stream (its signals
+//! and buffers kept aside, never reused) and the stream goes on; kernels on a stopped queue are
+//! refused with the same error, copies still work.
+//!
+//! Failure of a push part-way leaves the chain consistent: whatever was never submitted is
+//! undone (signals completed and recycled, staging buffers and locks released), whatever was
+//! submitted stays in the chain as a valid link, and the push returns the error.
+
+mod chain;
+mod event;
+mod host_copy;
+mod manager;
+mod queue_pool;
+mod signal_pool;
+mod slot;
+mod staging;
+mod wait;
+
+#[cfg(test)]
+mod tests;
+
+pub use chain::Stream;
+pub use event::Event;
+pub use manager::{ManagerStats, StreamManager};
+
+use crate::hsa_interface::{Agent, MemoryPool};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Default of `LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES`.
+pub const DEFAULT_NUM_QUEUES: u32 = 4;
+/// Default of `LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE`.
+pub const DEFAULT_QUEUE_SIZE: u32 = 512;
+/// Default of `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES`.
+pub const DEFAULT_MAX_ASYNC_COPY_BYTES: usize = 1 << 20;
+/// Default of `LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS`.
+pub const DEFAULT_INITIAL_SIGNALS: u32 = 64;
+
+/// How one device's streams are set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamConfig {
+    /// The GPU.
+    pub agent: Agent,
+    /// The CPU agent, named for the host side of copies to and from host memory.
+    pub host_agent: Agent,
+    /// Fine-grained host pool the pinned staging buffers come from.
+    pub staging_pool: MemoryPool,
+    /// HSA queues, created lazily and shared round-robin by streams (at least 1).
+    pub num_queues: u32,
+    /// Packets per HSA queue (a power of two).
+    pub queue_size: u32,
+    /// Host copies of at least this many bytes lock the host buffer instead of staging.
+    pub max_async_copy_bytes: usize,
+    /// Signals created up front and recycled.
+    pub initial_signals: u32,
+}
+
+impl StreamConfig {
+    /// The configuration with LLVM's defaults for everything but the agents and the pool.
+    pub fn with_defaults(agent: Agent, host_agent: Agent, staging_pool: MemoryPool) -> Self {
+        StreamConfig {
+            agent,
+            host_agent,
+            staging_pool,
+            num_queues: DEFAULT_NUM_QUEUES,
+            queue_size: DEFAULT_QUEUE_SIZE,
+            max_async_copy_bytes: DEFAULT_MAX_ASYNC_COPY_BYTES,
+            initial_signals: DEFAULT_INITIAL_SIGNALS,
+        }
+    }
+}
+
+/// Locks `mutex`, going on with the data if a panicking thread poisoned it: every critical
+/// section here leaves its data consistent, and library paths must not panic.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

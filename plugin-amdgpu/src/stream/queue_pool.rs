@@ -1,0 +1,182 @@
+//! The HSA queues of one device: created lazily, handed to streams round-robin, destroyed at
+//! shutdown; and whether each one can still make progress.
+//!
+//! A queue stops for good in two ways: HSA reports an error for it (a kernel faulted), or a
+//! barrier packet in it waits for another stream's work that went through a stopped queue.
+//! The second is invisible to HSA, yet it blocks every later packet of every stream sharing the
+//! queue; [`QueueHealth::failure`] reports both.
+
+use super::lock;
+use super::signal_pool::{SignalRef, WeakSignalRef};
+use super::slot::QueueSet;
+use crate::hsa_interface::{Agent, HsaError, HsaInterface, HsaResult, Queue};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+pub(crate) struct QueuePool<H: HsaInterface> {
+    hsa: Arc<H>,
+    agent: Agent,
+    size: u32,
+    entries: Vec<Entry<H>>,
+    next: AtomicUsize,
+}
+
+struct Entry<H: HsaInterface> {
+    health: OnceLock<Arc<QueueHealth<H>>>,
+    /// Serialises creation, so two streams do not both create the same queue.
+    create: Mutex<()>,
+}
+
+impl<H: HsaInterface> QueuePool<H> {
+    pub(crate) fn new(hsa: Arc<H>, agent: Agent, count: u32, size: u32) -> Self {
+        let entries = (0..count)
+            .map(|_| Entry {
+                health: OnceLock::new(),
+                create: Mutex::new(()),
+            })
+            .collect();
+        QueuePool {
+            hsa,
+            agent,
+            size,
+            entries,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// The next queue in round-robin order, created if it does not exist yet.
+    pub(crate) fn assign(&self) -> HsaResult<Arc<QueueHealth<H>>> {
+        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.entries.len().max(1);
+        let entry = self.entries.get(index).ok_or_else(|| {
+            HsaError::new(
+                HsaError::STATUS_INVALID_ARGUMENT,
+                "the stream manager has no HSA queues (num_queues is 0)",
+            )
+        })?;
+        if let Some(health) = entry.health.get() {
+            return Ok(Arc::clone(health));
+        }
+        let _guard = lock(&entry.create);
+        if let Some(health) = entry.health.get() {
+            return Ok(Arc::clone(health));
+        }
+        let queue = self.hsa.create_queue(self.agent, self.size)?;
+        let health = Arc::new(QueueHealth {
+            hsa: Arc::clone(&self.hsa),
+            queue,
+            waits: Mutex::new(Vec::new()),
+            submit: Mutex::new(()),
+        });
+        // Cannot be set already: creation is serialised by the guard.
+        let _ = entry.health.set(Arc::clone(&health));
+        Ok(health)
+    }
+
+    pub(crate) fn created(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|entry| entry.health.get().is_some())
+            .count()
+    }
+
+    /// Destroys every queue created. Streams must be gone.
+    pub(crate) fn shutdown(&self) -> HsaResult<()> {
+        let mut first_err = None;
+        for entry in &self.entries {
+            let _guard = lock(&entry.create);
+            if let Some(health) = entry.health.get() {
+                lock(&health.waits).clear();
+                if let Err(err) = self.hsa.destroy_queue(health.queue) {
+                    first_err.get_or_insert(err);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// One HSA queue and the barriers in it that wait on other streams' work.
+pub(crate) struct QueueHealth<H: HsaInterface> {
+    hsa: Arc<H>,
+    queue: Queue,
+    waits: Mutex<Vec<CrossWait<H>>>,
+    /// Held while a barrier and its kernel are written, so no other packet comes between them
+    /// (not needed for correctness: it keeps other streams from queueing behind our barrier).
+    submit: Mutex<()>,
+}
+
+/// A barrier in the queue waiting on `signal`, whose work went through `queues`.
+struct CrossWait<H: HsaInterface> {
+    /// Weak: once the waiting slot and the event let go, the barrier is done with it.
+    signal: WeakSignalRef<H>,
+    queues: Vec<Weak<QueueHealth<H>>>,
+}
+
+impl<H: HsaInterface> QueueHealth<H> {
+    pub(crate) fn queue(&self) -> Queue {
+        self.queue
+    }
+
+    pub(crate) fn submit_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        lock(&self.submit)
+    }
+
+    /// Notes a barrier just written to this queue that waits on `signal`, produced by work
+    /// that went through `queues`.
+    pub(crate) fn add_wait(&self, signal: &SignalRef<H>, queues: &QueueSet<H>) {
+        let wait = CrossWait {
+            signal: signal.downgrade(),
+            queues: queues.iter().map(Arc::downgrade).collect(),
+        };
+        let mut waits = lock(&self.waits);
+        waits.retain(|wait| wait.pending().is_some());
+        waits.push(wait);
+    }
+
+    /// Why this queue cannot make progress, if it cannot.
+    pub(crate) fn failure(self: &Arc<Self>) -> Option<HsaError> {
+        self.failure_seen(&mut Vec::new())
+    }
+
+    fn failure_seen(self: &Arc<Self>, seen: &mut Vec<*const Self>) -> Option<HsaError> {
+        // Waits between queues may form cycles (streams ping-ponging events).
+        let me = Arc::as_ptr(self);
+        if seen.contains(&me) {
+            return None;
+        }
+        seen.push(me);
+        if let Some(err) = self.hsa.queue_error(self.queue) {
+            return Some(HsaError::new(
+                err.status,
+                format!("HSA queue {:#x} failed: {}", self.queue.0, err.message),
+            ));
+        }
+        // Copied out so no lock is held while other queues are asked (they may ask us).
+        let blocking: Vec<Vec<Arc<Self>>> = {
+            let mut waits = lock(&self.waits);
+            waits.retain(|wait| wait.pending().is_some());
+            waits
+                .iter()
+                .map(|wait| wait.queues.iter().filter_map(Weak::upgrade).collect())
+                .collect()
+        };
+        blocking.iter().flatten().find_map(|other| {
+            other.failure_seen(seen).map(|err| {
+                HsaError::new(
+                    err.status,
+                    format!(
+                        "HSA queue {:#x} is blocked by a barrier on failed work: {}",
+                        self.queue.0, err.message
+                    ),
+                )
+            })
+        })
+    }
+}
+
+impl<H: HsaInterface> CrossWait<H> {
+    /// The awaited signal while the barrier may still wait on it.
+    fn pending(&self) -> Option<SignalRef<H>> {
+        self.signal.upgrade().filter(|signal| !signal.is_done())
+    }
+}
