@@ -2,17 +2,24 @@
 # Installs what the build and tests need beyond Rust and gcc (Debian bookworm):
 # clang-19 with LLVM 19's libomp and libomptarget (the reference runtime), clang-22,
 # clang-22's omp.h from libomp-22-dev (unpacked aside: it conflicts with libomp-19-dev),
-# valgrind (memcheck runs), FileCheck-19/not-19 from llvm-19-tools (LLVM's own test suite), and
+# valgrind (memcheck runs), FileCheck-19/not-19 from llvm-19-tools (LLVM's own test suite),
+# lld-19 and rocm-device-libs (AMDGPU code objects; clang-tools-19's clang-offload-packager and
+# llvm-19's llvm-readelf take them apart in the tests), Debian's HSA runtime libhsa-runtime64-1
+# (the AMDGPU plugin loads it; without /dev/kfd its hsa_init fails), and
 # the NVPTX toolchain (ptxas and libdevice from NVIDIA's PyPI wheel) for the CUDA plugin's tests.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 need=""
-for cmd in clang-19 clang-22 valgrind FileCheck-19 not-19; do command -v $cmd >/dev/null || need=1; done
+for cmd in clang-19 clang-22 valgrind FileCheck-19 not-19 ld.lld-19 clang-offload-packager-19; do command -v $cmd >/dev/null || need=1; done
 [ -e /usr/lib/llvm-19/lib/libomptarget.so.19.1 ] || need=1
+[ -e /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ockl.bc ] || need=1
+[ -e /usr/lib/llvm-19/bin/llvm-readelf ] || need=1
+[ -e /usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1 ] || need=1
 if [ -n "$need" ]; then
     $SUDO apt-get update -q
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        clang-19 libomp-19-dev clang-22 valgrind llvm-19-tools
+        clang-19 libomp-19-dev clang-22 valgrind llvm-19-tools \
+        lld-19 rocm-device-libs libhsa-runtime64-1 clang-tools-19 llvm-19
 fi
 root=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}
 if [ ! -e "$root/usr/lib/llvm-22/lib/clang/22/include/omp.h" ]; then

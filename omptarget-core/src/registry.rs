@@ -56,9 +56,12 @@ impl ProgramImage {
     }
 }
 
-/// `sm_NN` of a cubin, from its ELF flags (`EF_CUDA_SM`; bits 8-15 from ELF ABI version 8).
+/// The processor a GPU image is built for, from its ELF header as LLVM's `tryGetCPUName`
+/// reads it: `sm_NN` of a cubin (`EF_CUDA_SM`; bits 8-15 from ELF ABI version 8), `gfxNNN` of
+/// an AMDGPU code object (`EF_AMDGPU_MACH`).
 fn elf_architecture(bytes: &[u8]) -> Option<String> {
     const EM_CUDA: u16 = 190;
+    const EM_AMDGPU: u16 = 224;
     if bytes.len() < 64 || bytes[..4] != *b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
         return None;
     }
@@ -72,6 +75,10 @@ fn elf_architecture(bytes: &[u8]) -> Option<String> {
                 flags & 0xff
             };
             Some(format!("sm_{sm}"))
+        }
+        EM_AMDGPU => {
+            let processor = plugin_api::gpu::amdgpu_processors::processor_by_mach(flags & 0xff);
+            Some(processor.map_or("unknown", |p| p.name).to_string())
         }
         _ => None,
     }

@@ -232,10 +232,53 @@ pub fn nvptx_cuda_path() -> PathBuf {
 
 /// Compiles one C source into a program with an NVPTX (`sm_arch`) device image, with clang-19.
 pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
-    static BUILT: OnceLock<std::sync::Mutex<Vec<PathBuf>>> = OnceLock::new();
     let cuda = nvptx_cuda_path();
+    let path = format!(
+        "{}:{}",
+        cuda.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    compile_device(
+        source,
+        arch,
+        &[
+            "-O1".into(),
+            "-foffload-lto".into(),
+            format!("--cuda-path={}", cuda.display()),
+            "--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib".into(),
+        ],
+        &path,
+    )
+}
+
+/// Where rocm-device-libs puts the AMDGPU device libraries (ocml, ockl, oclc_*).
+pub const ROCM_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+
+/// Compiles one C source into a program with AMDGPU code objects for `archs` (comma-separated
+/// target IDs such as `gfx90a,gfx1030`), with clang-19, lld-19 and rocm-device-libs.
+pub fn compile_amdgpu(source: &str, archs: &str) -> PathBuf {
+    assert!(
+        Path::new(ROCM_DEVICE_LIBS).join("ockl.bc").exists(),
+        "no AMDGPU device libraries at {ROCM_DEVICE_LIBS}: install lld-19 and rocm-device-libs (.ci/install-deps.sh does)"
+    );
+    compile_device(
+        source,
+        archs,
+        // -O2: clang-19's AMDGPU back end crashes ("Function register usage analysis") on
+        // team reductions at -O0 and -O1.
+        &[
+            "-O2".into(),
+            format!("--rocm-device-lib-path={ROCM_DEVICE_LIBS}"),
+        ],
+        &std::env::var("PATH").unwrap_or_default(),
+    )
+}
+
+/// Builds `source` with clang-19 for the offload architectures `archs`, once per test run.
+fn compile_device(source: &str, archs: &str, flags: &[String], path: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<Vec<PathBuf>>> = OnceLock::new();
     let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
-    let out = build_dir().join(format!("{stem}-{arch}"));
+    let out = build_dir().join(format!("{stem}-{}", archs.replace([',', ':'], "_")));
     // Tests share programs: build each once per run, never while another test reads it.
     let mut built = BUILT
         .get_or_init(Default::default)
@@ -244,20 +287,10 @@ pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
     if built.contains(&out) {
         return out;
     }
-    let path = format!(
-        "{}:{}",
-        cuda.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     let output = Command::new("clang-19")
-        .args([
-            "-O1",
-            "-foffload-lto",
-            "-fopenmp",
-            &format!("--offload-arch={arch}"),
-        ])
-        .arg(format!("--cuda-path={}", cuda.display()))
-        .arg("--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib")
+        .arg("-fopenmp")
+        .args(archs.split(',').map(|a| format!("--offload-arch={a}")))
+        .args(flags)
         .arg(program(source))
         .arg("-o")
         .arg(&out)
@@ -266,7 +299,7 @@ pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
         .expect("cannot run clang-19");
     assert!(
         output.status.success(),
-        "compiling {source} for {arch} failed:\n{}",
+        "compiling {source} for {archs} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     built.push(out.clone());

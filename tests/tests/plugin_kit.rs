@@ -80,6 +80,21 @@ fn checker_reports_zero_cuda_devices_as_passing() {
 }
 
 #[test]
+fn checker_reports_zero_amdgpu_devices_as_passing() {
+    let image = compile_amdgpu(CHECK_PROGRAM, "gfx90a");
+    let plugin = lib_dir().join("libomptarget.rtl.amdgpu.so");
+    let out = plugin_check(&[&plugin, Path::new("--image"), &image]);
+    let stdout = assert_passes(&out);
+    // No AMD GPU anywhere here: HSA fails to start or is missing, the plugin has no devices.
+    assert!(
+        stdout.contains("PASS  device count                           0 devices"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("SKIP  device checks"), "{stdout}");
+    assert!(stdout.contains("PASS  error: foreign image"), "{stdout}");
+}
+
+#[test]
 fn checker_fails_on_libraries_that_are_not_usable_plugins() {
     let not_a_plugin = lib_dir().join("libomptarget.so.22.1");
     let out = plugin_check(&[&not_a_plugin]);
