@@ -724,24 +724,41 @@ impl AmdgpuDevice {
         self.on_queue(
             queue,
             |stream| {
-                let mut values = Vec::with_capacity(args.len() + 1);
-                let mut launch_memory = Vec::new();
-                if config.kernel_args_version >= 3 {
-                    values.push(self.launch_environment(
-                        &kernel.limits,
-                        stream,
-                        &mut launch_memory,
-                    )?);
-                }
-                values.extend_from_slice(args);
                 let shape = LaunchShape {
                     blocks,
                     threads,
                     dynamic_lds,
                 };
-                let segment = kernel_args::build(&kernel.metadata, &values, shape)
-                    .map_err(|m| HsaError::new(HsaError::STATUS_INVALID_ARGUMENT, m))?;
-                let buffer = self.host.kernargs.take(&segment)?;
+                let build = |values: &[usize]| {
+                    kernel_args::build(&kernel.metadata, values, shape)
+                        .map_err(|m| HsaError::new(HsaError::STATUS_INVALID_ARGUMENT, m))
+                };
+                let mut values = Vec::with_capacity(args.len() + 1);
+                if config.kernel_args_version >= 3 {
+                    values.push(NO_LAUNCH_ENVIRONMENT);
+                }
+                values.extend_from_slice(args);
+                // Check the arguments against the kernel before anything is allocated or queued.
+                let mut segment = build(&values)?;
+                let mut launch_memory = Vec::new();
+                let prepared = (|| {
+                    if config.kernel_args_version >= 3 {
+                        let env =
+                            self.launch_environment(&kernel.limits, stream, &mut launch_memory)?;
+                        if env != NO_LAUNCH_ENVIRONMENT {
+                            values[0] = env;
+                            segment = build(&values)?;
+                        }
+                    }
+                    self.host.kernargs.take(&segment)
+                })();
+                let buffer = match prepared {
+                    Ok(buffer) => buffer,
+                    Err(e) => {
+                        self.discard_launch_memory(stream, launch_memory);
+                        return Err(e);
+                    }
+                };
                 let dispatch = KernelDispatch {
                     kernel_object: kernel.kernel_object,
                     kernarg_address: buffer.address,
@@ -750,11 +767,27 @@ impl AmdgpuDevice {
                     group_segment_size: kernel.group_segment_size + dynamic_lds,
                     private_segment_size: private,
                 };
+                // The stream runs `release` when the kernel completed, or at once if it could
+                // not be queued.
                 let release = self.after_kernel(buffer, launch_memory);
                 stream.push_kernel(&dispatch, Some(release))
             },
             &what,
         )
+    }
+
+    /// Frees the launch memory of a launch that failed before its kernel was queued. A copy
+    /// of the launch environment may have been queued: wait for it before freeing what it
+    /// touches.
+    fn discard_launch_memory(&self, stream: &Stream<RealHsa>, memory: Vec<LaunchMemory>) {
+        if memory.iter().any(|m| matches!(m, LaunchMemory::Host(_))) {
+            let _ = stream.synchronize();
+        }
+        for m in memory {
+            if let LaunchMemory::Device(ptr) = m {
+                let _ = self.hsa.free(ptr);
+            }
+        }
     }
 
     /// What to release once a kernel completed: its argument buffer and launch memory.
@@ -805,8 +838,10 @@ impl AmdgpuDevice {
             }
             .to_bytes(),
         );
-        stream.push_host_to_device(device_env, host.as_ptr() as usize, host.len(), None)?;
+        let (source, size) = (host.as_ptr() as usize, host.len());
+        // Kept before the push: a failed push may have queued part of the copy.
         memory.push(LaunchMemory::Host(host));
+        stream.push_host_to_device(device_env, source, size, None)?;
         Ok(device_env)
     }
 

@@ -95,3 +95,32 @@ fn write_bytes(address: usize, bytes: &[u8]) {
     // while it is being filled (it is taken, not yet dispatched).
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), address as *mut u8, bytes.len()) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_double::SoftwareHsa;
+
+    #[test]
+    fn buffers_hold_the_arguments_and_are_reused_by_size_class() {
+        let hsa = Arc::new(SoftwareHsa::new());
+        let pool = KernargPool::new(hsa.clone(), hsa.host_pool(), vec![hsa.gpu_agent()]);
+        let args: Vec<u8> = (0..100).collect();
+        let first = pool.take(&args).unwrap();
+        assert_eq!(first.capacity, MIN_BUFFER);
+        // SAFETY: the buffer is live pool memory of `capacity` bytes and nothing else uses it.
+        let written = unsafe { std::slice::from_raw_parts(first.address as *const u8, 100) };
+        assert_eq!(written, &args[..]);
+        let second = pool.take(&args).unwrap();
+        assert_ne!(first.address, second.address);
+        let address = first.address;
+        pool.give_back(first);
+        // The same size class comes back; a larger one is a new buffer.
+        assert_eq!(pool.take(&[1; 300]).unwrap().address, address);
+        assert_eq!(pool.take(&[1; 4000]).unwrap().capacity, 4096);
+        let allocated = hsa.stats().host_live;
+        pool.give_back(second);
+        pool.release_idle();
+        assert_eq!(hsa.stats().host_live, allocated - 1);
+    }
+}

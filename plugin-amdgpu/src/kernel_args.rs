@@ -80,3 +80,85 @@ fn put(segment: &mut [u8], offset: u32, size: u32, value: u64, kernel: &str) -> 
     slot.copy_from_slice(&value.to_le_bytes()[..size]);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code_object::tests::{images, kernel_named};
+
+    fn word<const N: usize>(segment: &[u8], at: u32) -> [u8; N] {
+        segment[at as usize..at as usize + N].try_into().unwrap()
+    }
+
+    /// The saxpy kernel of real code objects (v5 and v4): explicit arguments where the
+    /// metadata puts them, hidden ones set from the launch.
+    #[test]
+    fn segments_of_real_kernels() {
+        let shape = LaunchShape {
+            blocks: 120,
+            threads: 256,
+            dynamic_lds: 64,
+        };
+        for label in ["gfx90a", "v4:gfx90a:sramecc+:xnack-"] {
+            let code = images().code_object(label);
+            let kernel = kernel_named(&code, "saxpy");
+            let explicit: Vec<_> = kernel.args.iter().filter(|a| !a.is_hidden()).collect();
+            let values: Vec<usize> = (0..explicit.len()).map(|i| 0x1000 + i).collect();
+            let segment = build(kernel, &values, shape).unwrap();
+            assert_eq!(
+                segment.len(),
+                kernel.kernarg_segment_size as usize,
+                "{label}"
+            );
+            for (arg, value) in explicit.iter().zip(&values) {
+                let mut bytes = [0u8; 8];
+                bytes[..arg.size as usize]
+                    .copy_from_slice(&segment[arg.offset as usize..][..arg.size as usize]);
+                assert_eq!(u64::from_le_bytes(bytes), *value as u64, "{label}");
+            }
+            if let Some(a) = kernel.arg("hidden_block_count_x") {
+                assert_eq!(u32::from_le_bytes(word(&segment, a.offset)), 120);
+                let y = kernel.arg("hidden_block_count_y").unwrap();
+                assert_eq!(u32::from_le_bytes(word(&segment, y.offset)), 1);
+                let g = kernel.arg("hidden_group_size_x").unwrap();
+                assert_eq!(u16::from_le_bytes(word(&segment, g.offset)), 256);
+                let d = kernel.arg("hidden_grid_dims").unwrap();
+                assert_eq!(u16::from_le_bytes(word(&segment, d.offset)), 1);
+            } else {
+                assert!(label.starts_with("v4"), "a v5 kernel without block counts");
+            }
+            // Too few or too many values: refused, naming the kernel.
+            let why = build(kernel, &values[1..], shape).unwrap_err();
+            assert!(
+                why.contains(&kernel.name) && why.contains("arguments"),
+                "{why}"
+            );
+        }
+    }
+
+    #[test]
+    fn arguments_outside_the_segment_are_refused() {
+        let kernel = KernelMetadata {
+            name: "k".into(),
+            kernarg_segment_size: 8,
+            args: vec![crate::code_object::KernelArgument {
+                offset: 4,
+                size: 8,
+                value_kind: "by_value".into(),
+                name: None,
+            }],
+            ..Default::default()
+        };
+        let why = build(
+            &kernel,
+            &[1],
+            LaunchShape {
+                blocks: 1,
+                threads: 1,
+                dynamic_lds: 0,
+            },
+        )
+        .unwrap_err();
+        assert!(why.contains("outside its argument segment"), "{why}");
+    }
+}

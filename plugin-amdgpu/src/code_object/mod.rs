@@ -50,7 +50,7 @@ pub mod symbols;
 pub mod target_id;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use metadata::{KernelArgument, KernelMetadata};
 pub use symbols::SymbolInfo;

@@ -50,7 +50,7 @@ __kernel void scale(__global float *out, __global const float *in, float factor,
 /// Images by label: the `--offload-arch` of the OpenMP ones, `v4:gfx90a:sramecc+:xnack-`
 /// for the code object v4 build, `ocl:gfx10-3-generic` (v6) and `rel` (an unlinked
 /// object), and `host` (the host executable of the first build).
-struct Images {
+pub(crate) struct Images {
     images: HashMap<String, Vec<u8>>,
     /// llvm-readelf-19 `--notes --dyn-syms` output per label.
     readelf: HashMap<String, String>,
@@ -62,7 +62,7 @@ impl Images {
             .get(label)
             .unwrap_or_else(|| panic!("no image {label} was built"))
     }
-    fn code_object(&self, label: &str) -> CodeObject {
+    pub(crate) fn code_object(&self, label: &str) -> CodeObject {
         CodeObject::parse(self.get(label))
             .unwrap_or_else(|e| panic!("image {label} does not parse: {e}"))
     }
@@ -79,7 +79,8 @@ const OPENMP_LABELS: &[&str] = &[
     "v4:gfx90a:sramecc+:xnack-",
 ];
 
-fn images() -> &'static Images {
+/// The images, built on first use (shared with other modules' tests).
+pub(crate) fn images() -> &'static Images {
     static IMAGES: OnceLock<Result<Images, String>> = OnceLock::new();
     match IMAGES.get_or_init(build_images) {
         Ok(images) => images,
@@ -278,7 +279,7 @@ fn tid(text: &str) -> TargetId {
 }
 
 /// The kernel of `co` whose name contains `part` (OpenMP kernel names carry file IDs).
-fn kernel_named<'a>(co: &'a CodeObject, part: &str) -> &'a KernelMetadata {
+pub(crate) fn kernel_named<'a>(co: &'a CodeObject, part: &str) -> &'a KernelMetadata {
     co.kernels()
         .iter()
         .find(|k| k.name.contains(part))
