@@ -3,7 +3,7 @@
 # distribution ships separately:
 #   omptarget-rs                  the runtime, the host plugin and omptarget-info
 #   omptarget-rs-default          /etc/ld.so.conf.d entry: programs use this runtime by default
-#   omptarget-rs-plugin-<name>    each other plugin in dist/lib (cuda, and amdgpu once built)
+#   omptarget-rs-plugin-<name>    each other plugin in dist/lib (cuda, amdgpu)
 #   omptarget-rs-plugin-dev       the vendor plugin kit: omptarget-plugin-check, plugin-api's
 #                                 sources, the example plugin, the ABI guide
 # Everything lives under /usr/lib/<multiarch>/omptarget-rs/{lib,bin}, the same shape as dist/,

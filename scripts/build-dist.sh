@@ -5,6 +5,7 @@
 #   dist/lib/libomptarget.so       -> .22.1  for linking (clang-22 links -lomptarget)
 #   dist/lib/libomptarget.rtl.host.so      the host plugin, a separate library
 #   dist/lib/libomptarget.rtl.cuda.so      the CUDA plugin (opens libcuda.so.1 at run time)
+#   dist/lib/libomptarget.rtl.amdgpu.so    the AMDGPU plugin (opens libhsa-runtime64.so.1 at run time)
 #   dist/bin/omptarget-info                the device and plugin inventory
 #   dist/bin/omptarget-plugin-check        the plugin conformance checker, with the program
 #   dist/share/omptarget-rs/check_program.c  it takes as --image
