@@ -105,9 +105,14 @@ for plugin in "$dist"/lib/libomptarget.rtl.*.so; do
     name=$(basename "$plugin" .so)
     name=${name#libomptarget.rtl.}
     [ "$name" = host ] && continue
+    # The driver is opened at run time, so it is only suggested: the plugin installs and loads
+    # (with zero devices) where the vendor's driver is absent.
+    suggests=()
     case $name in
-    cuda) about="NVIDIA GPUs through the CUDA driver (libcuda.so.1, opened at run time)" ;;
-    amdgpu) about="AMD GPUs through ROCm's HSA runtime (libhsa-runtime64.so.1, opened at run time)" ;;
+    cuda) about="NVIDIA GPUs through the CUDA driver (libcuda.so.1, opened at run time)"
+          suggests=("Suggests: libcuda1") ;;
+    amdgpu) about="AMD GPUs through ROCm's HSA runtime (libhsa-runtime64.so.1, opened at run time)"
+          suggests=("Suggests: libhsa-runtime64-1") ;;
     *) about="the $name devices" ;;
     esac
     dir=$(new_package "omptarget-rs-plugin-$name")
@@ -117,7 +122,7 @@ for plugin in "$dist"/lib/libomptarget.rtl.*.so; do
  The $name plugin of omptarget-rs, found by the runtime in its own directory.
  Without the vendor's driver it reports zero devices. Removing this package
  leaves the runtime working with its other plugins." \
-        "Depends: omptarget-plugin-abi-$abi_major"
+        "Depends: omptarget-plugin-abi-$abi_major" "${suggests[@]}"
 done
 
 # The vendor kit: the checker, plugin-api's sources as a standalone crate, the example plugin

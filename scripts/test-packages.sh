@@ -45,7 +45,7 @@ bare ldd "$work/saxpy" | grep -q "libomptarget.so.19.1 => $prefix/lib/" || fail 
 
 step "omptarget-info lists the installed plugins"
 info=$(bare omptarget-info) || fail "omptarget-info failed"
-for want in "  1. $prefix/lib" "host [loaded]" "cuda [loaded]" \
+for want in "  1. $prefix/lib" "host [loaded]" "cuda [loaded]" "amdgpu [loaded]" \
     "file:    $prefix/lib/libomptarget.rtl.host.so (runtime directory)" "Devices: 4"; do
     grep -qF -- "$want" <<<"$info" || fail "omptarget-info lacks '$want':"$'\n'"$info"
 done
