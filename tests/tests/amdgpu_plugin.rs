@@ -1,5 +1,6 @@
 //! The AMDGPU plugin without an AMD GPU: it loads, reports zero devices with the reason when
-//! there is no HSA runtime or when Debian's runtime fails to start (no /dev/kfd), and programs
+//! there is no HSA runtime, when Debian's runtime fails to start (no /dev/kfd), or when it is
+//! not started at all for want of /dev/kfd, and programs
 //! with gfx code objects fall back or fail as OMP_TARGET_OFFLOAD says. Reading code objects is
 //! tested in the plugin's own unit tests, on images built with clang-19.
 
@@ -54,9 +55,27 @@ fn debians_hsa_runtime_fails_to_start_here_and_the_plugin_says_so() {
         amdgpu.contains("hsa_init failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES"),
         "{amdgpu}"
     );
-    // The default search finds the same library by its soname.
-    let amdgpu = amdgpu_note(&info(&[], &[]));
-    assert!(amdgpu.contains("hsa_init failed"), "{amdgpu}");
+}
+
+#[test]
+fn without_dev_kfd_the_runtime_is_not_started_unless_named() {
+    assert!(
+        !Path::new("/dev/kfd").exists(),
+        "this machine has /dev/kfd (an AMD GPU driver): this test expects none"
+    );
+    // Nothing named: hsa_init could not succeed, so the library is not even loaded (it would
+    // cost every program's start-up); the reason says so and how to start it anyway.
+    let out = info(&[], &[]);
+    let amdgpu = amdgpu_note(&out);
+    assert!(amdgpu.contains("amdgpu [loaded]"), "{amdgpu}");
+    assert!(amdgpu.contains("devices: 0"), "{amdgpu}");
+    assert!(
+        amdgpu.contains("no /dev/kfd") && amdgpu.contains("set HSA_RUNTIME_LIB"),
+        "{amdgpu}"
+    );
+    // An empty HSA_RUNTIME_LIB names nothing.
+    let amdgpu = amdgpu_note(&info(&[], &[("HSA_RUNTIME_LIB", "")]));
+    assert!(amdgpu.contains("is not started"), "{amdgpu}");
 }
 
 #[test]
@@ -70,7 +89,17 @@ fn gfx_programs_fall_back_or_fail_as_the_offload_policy_says() {
     let out = run(&exe, &[("LIBOMPTARGET_DEBUG", "1")]);
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("amdgpu plugin: 0 devices: ") && stderr.contains("hsa_init failed"),
+        stderr.contains("amdgpu plugin: 0 devices: no /dev/kfd"),
+        "{stderr}"
+    );
+    let out = run(
+        &exe,
+        &[("LIBOMPTARGET_DEBUG", "1"), ("HSA_RUNTIME_LIB", DEBIAN_HSA)],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("amdgpu plugin: 0 devices: hsa_init failed"),
         "{stderr}"
     );
     // Mandatory: LLVM's messages, naming the images' architectures.

@@ -28,7 +28,16 @@ impl HsaRuntime {
     /// Loads the runtime (`HSA_RUNTIME_LIB`, else `libhsa-runtime64.so.1`) and initialises it.
     /// `Err` says in words why there is no usable runtime: the library is missing, or
     /// `hsa_init` failed (typically: no AMD GPU, no `/dev/kfd`).
+    ///
+    /// Without `/dev/kfd`, and unless `HSA_RUNTIME_LIB` names a runtime, the library is not
+    /// loaded at all: `hsa_init` cannot succeed without the kernel driver, and loading
+    /// libhsa-runtime64 (its static initialisers and dependencies) costs 10-20 ms of the
+    /// start-up of every program that links the offload runtime.
     pub fn open() -> Result<Arc<HsaRuntime>, String> {
+        let named = std::env::var_os(LIBRARY_ENV).is_some_and(|v| !v.is_empty());
+        if !named && !Path::new(KFD_DEVICE).exists() {
+            return Err(not_started_message());
+        }
         HsaRuntime::initialise(HsaLibrary::load())
     }
 
@@ -124,6 +133,15 @@ fn kfd_state() -> KfdState {
         Ok(_) => KfdState::Accessible,
         Err(e) => KfdState::NotAccessible(e.to_string()),
     }
+}
+
+/// Why the runtime was not started on a machine without the kernel driver.
+fn not_started_message() -> String {
+    format!(
+        "no {KFD_DEVICE}: there is no AMD GPU, or the amdgpu kernel driver is not loaded; \
+         the HSA runtime ({DEFAULT_LIBRARY}) is not started without it (set {LIBRARY_ENV} to \
+         its path to start it anyway)"
+    )
 }
 
 /// Why `hsa_init` failed, in words: the status, the likely cause, and which runtime said so.
