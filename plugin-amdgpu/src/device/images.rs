@@ -1,0 +1,240 @@
+//! Images on a device: loading code objects into executables, the globals LLVM's device
+//! runtime expects the host to fill in, global constructors and destructors, kernel and global
+//! lookup.
+
+use super::{failed, invalid_handle, AmdgpuDevice, Kernel, LoadedImage, Result, DEFAULT_HEAP_SIZE};
+use crate::code_object::{self, CodeObject};
+use plugin_api::gpu::{
+    DeviceEnvironment, KernelEnvironment, KernelLimits, KERNEL_ENVIRONMENT_SIZE,
+};
+use plugin_api::{AllocKind, ErrorCode, GlobalInfo, ImageHandle, KernelHandle, LaunchConfig};
+use plugin_api::{PluginError, QueueHandle};
+use std::sync::{Arc, Mutex};
+
+impl AmdgpuDevice {
+    // ---- images ----
+
+    pub fn load_image(&self, bytes: &[u8]) -> Result<ImageHandle> {
+        let code = CodeObject::parse(bytes).map_err(PluginError::invalid_argument)?;
+        code_object::check_compatibility(code.target(), &self.targets)
+            .map_err(PluginError::unsupported)?;
+        let executable = self
+            .runtime
+            .load_executable(self.agent.agent, code.bytes())
+            .map_err(|e| failed("loading the code object", e))?;
+        let image = LoadedImage {
+            executable: Mutex::new(Some(executable)),
+            code,
+        };
+        let setup = || -> Result<()> {
+            self.write_device_environment(&image)?;
+            self.provide_malloc_pool(&image)?;
+            self.run_init_kernel(&image, "amdgcn.device.init")
+        };
+        if let Err(e) = setup() {
+            if let Some(executable) = image
+                .executable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+            {
+                let _ = executable.destroy();
+            }
+            return Err(e);
+        }
+        Ok(ImageHandle(self.images.insert(image)))
+    }
+
+    pub fn unload_image(&self, handle: ImageHandle) -> Result<()> {
+        let image = self
+            .images
+            .remove(handle.0)
+            .ok_or_else(|| invalid_handle("image", handle.0))?;
+        let destructors = self.run_init_kernel(&image, "amdgcn.device.fini");
+        let executable = image
+            .executable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let destroyed = match executable {
+            Some(e) => e
+                .destroy()
+                .map_err(|e| failed("destroying the executable", e)),
+            None => Ok(()),
+        };
+        destructors.and(destroyed)
+    }
+
+    fn image(&self, handle: ImageHandle) -> Result<Arc<LoadedImage>> {
+        self.images
+            .get(handle.0)
+            .ok_or_else(|| invalid_handle("image", handle.0))
+    }
+
+    /// The device address and size of a global of `image`.
+    fn variable(&self, image: &LoadedImage, name: &str) -> Result<(usize, u64)> {
+        let executable = image.executable.lock().unwrap_or_else(|e| e.into_inner());
+        let executable = executable
+            .as_ref()
+            .ok_or_else(|| PluginError::invalid_argument("the image was unloaded"))?;
+        executable
+            .variable(self.agent.agent, name)
+            .map_err(|e| failed(format!("finding global '{name}'"), e))
+    }
+
+    /// Copies `bytes` into the global `name` if the image has it; false if it does not.
+    fn write_global(&self, image: &LoadedImage, name: &str, bytes: &[u8]) -> Result<bool> {
+        if image.code.symbol(name).is_none() {
+            return Ok(false);
+        }
+        let (address, size) = self.variable(image, name)?;
+        let n = bytes.len().min(size as usize);
+        self.copy_to_device(
+            address,
+            bytes.as_ptr() as usize,
+            n as u64,
+            QueueHandle::SYNC,
+        )?;
+        Ok(true)
+    }
+
+    fn write_device_environment(&self, image: &LoadedImage) -> Result<()> {
+        let env = DeviceEnvironment {
+            debug_kind: self.settings.device_debug_kind,
+            num_devices: self.plugin_devices,
+            device_num: self.ordinal as u32,
+            dynamic_mem_size: self.settings.shared_memory_size,
+            clock_frequency: self.agent.timestamp_frequency,
+            indirect_call_table: 0,
+            indirect_call_table_size: 0,
+            hardware_parallelism: self.hardware_parallelism,
+        };
+        if !self.write_global(image, "__omp_rtl_device_environment", &env.to_bytes())? {
+            log::debug!("image has no __omp_rtl_device_environment; not an OpenMP image?");
+        }
+        Ok(())
+    }
+
+    /// Gives the image's device-side malloc its pool (`LIBOMPTARGET_HEAP_SIZE`, 512 MiB by
+    /// default, as LLVM's AMDGPU plugin). One pool per device, shared by its images.
+    fn provide_malloc_pool(&self, image: &LoadedImage) -> Result<()> {
+        if image.code.symbol("__omp_rtl_device_memory_pool").is_none() {
+            return Ok(());
+        }
+        let (ptr, size) = {
+            let mut slot = self.malloc_pool.lock().unwrap_or_else(|e| e.into_inner());
+            match *slot {
+                Some(pool) => pool,
+                None => {
+                    let size = self.settings.heap_size.unwrap_or(DEFAULT_HEAP_SIZE);
+                    let pool = match self.alloc(size, AllocKind::DEVICE) {
+                        Ok(p) => (p, size),
+                        Err(e) => {
+                            log::warn!("no device memory pool for device-side malloc: {e}");
+                            (0, 0)
+                        }
+                    };
+                    *slot = Some(pool);
+                    pool
+                }
+            }
+        };
+        // {allocations, bytes, smallest, largest}
+        let mut tracker = Vec::with_capacity(32);
+        for v in [0u64, 0, u64::MAX, 0] {
+            tracker.extend_from_slice(&v.to_le_bytes());
+        }
+        self.write_global(image, "__omp_rtl_device_memory_pool_tracker", &tracker)?;
+        let mut pool = Vec::with_capacity(16);
+        pool.extend_from_slice(&(ptr as u64).to_le_bytes());
+        pool.extend_from_slice(&size.to_le_bytes());
+        self.write_global(image, "__omp_rtl_device_memory_pool", &pool)?;
+        Ok(())
+    }
+
+    /// Runs the constructor (`amdgcn.device.init`) or destructor (`amdgcn.device.fini`) kernel
+    /// the compiler made for the image's globals, if it has one, on one thread.
+    fn run_init_kernel(&self, image: &LoadedImage, name: &str) -> Result<()> {
+        if image.code.kernel(name).is_none() {
+            return Ok(());
+        }
+        let kernel = self.make_kernel(image, name)?;
+        let config = LaunchConfig {
+            num_teams: [1, 1, 1],
+            thread_limit: [1, 1, 1],
+            ..Default::default()
+        };
+        self.launch_kernel(&kernel, &[], 1, 1, &config, QueueHandle::SYNC)
+    }
+
+    // ---- kernels and globals ----
+
+    pub fn get_kernel(&self, handle: ImageHandle, name: &str) -> Result<KernelHandle> {
+        let image = self.image(handle)?;
+        let kernel = self.make_kernel(&image, name)?;
+        Ok(KernelHandle(self.kernels.insert(kernel)))
+    }
+
+    fn make_kernel(&self, image: &LoadedImage, name: &str) -> Result<Kernel> {
+        let metadata = image.code.kernel(name).cloned().ok_or_else(|| {
+            PluginError::new(
+                ErrorCode::NOT_FOUND,
+                format!("the image has no kernel '{name}'"),
+            )
+        })?;
+        let symbol = {
+            let executable = image.executable.lock().unwrap_or_else(|e| e.into_inner());
+            let executable = executable
+                .as_ref()
+                .ok_or_else(|| PluginError::invalid_argument("the image was unloaded"))?;
+            executable
+                .kernel(self.agent.agent, &format!("{name}.kd"))
+                .map_err(|e| failed(format!("finding kernel '{name}'"), e))?
+        };
+        let environment = Self::kernel_environment(image, name);
+        if environment.is_none() {
+            log::debug!("kernel '{name}' has no kernel environment: launching it as a bare kernel");
+        }
+        Ok(Kernel {
+            name: name.to_owned(),
+            kernel_object: symbol.kernel_object,
+            group_segment_size: symbol.group_segment_size,
+            private_segment_size: symbol.private_segment_size,
+            limits: KernelLimits::new(
+                environment,
+                &self.grid,
+                metadata.max_flat_workgroup_size.max(1),
+            ),
+            metadata,
+        })
+    }
+
+    /// The kernel's `<name>_kernel_environment`: its initial bytes in the code object, as LLVM
+    /// reads them (the launch-relevant part holds no relocated addresses).
+    fn kernel_environment(image: &LoadedImage, kernel: &str) -> Option<KernelEnvironment> {
+        let bytes = image
+            .code
+            .symbol_bytes(&format!("{kernel}_kernel_environment"))?;
+        KernelEnvironment::parse(&bytes[..bytes.len().min(KERNEL_ENVIRONMENT_SIZE)])
+    }
+
+    pub fn get_global(&self, handle: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
+        let image = self.image(handle)?;
+        if image.code.symbol(name).is_none() {
+            return Err(PluginError::new(
+                ErrorCode::NOT_FOUND,
+                format!("the image has no global '{name}'"),
+            ));
+        }
+        let (address, actual) = self.variable(&image, name)?;
+        if size != 0 && actual != size {
+            return Err(PluginError::invalid_argument(format!(
+                "global '{name}' has {actual} bytes on the device and {size} on the host"
+            )));
+        }
+        Ok(GlobalInfo {
+            address,
+            size: actual,
+        })
+    }
+}

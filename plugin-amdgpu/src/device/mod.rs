@@ -1,0 +1,501 @@
+//! One AMD GPU (an HSA agent): its memory pools, streams and events, memory and copies
+//! (`AMDGPUDeviceTy` in LLVM). Images and kernels are in `images`, launches in `launch`.
+
+mod images;
+mod launch;
+
+use crate::code_object::{CodeObject, KernelMetadata, TargetId};
+use crate::handles::HandleTable;
+use crate::hsa::{AgentInfo, Executable, HsaRuntime};
+use crate::hsa_interface::{Agent, HsaError, HsaInterface, MemoryPool};
+use crate::hsa_real::RealHsa;
+use crate::kernarg_pool::KernargPool;
+use crate::settings::AmdgpuSettings;
+use crate::stream::{Event, Stream, StreamConfig, StreamManager};
+use plugin_api::gpu::{GridValues, KernelLimits, Settings};
+use plugin_api::{AllocKind, ErrorCode, InfoEntry, PluginError};
+use plugin_api::{EventHandle, MemoryInfo, QueueHandle};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+/// Turns an HSA failure into a plugin error that says what was being done.
+pub fn failed(what: impl std::fmt::Display, e: HsaError) -> PluginError {
+    let code = match e.status {
+        HsaError::STATUS_OUT_OF_RESOURCES => ErrorCode::OUT_OF_MEMORY,
+        HsaError::STATUS_INVALID_ARGUMENT => ErrorCode::INVALID_ARGUMENT,
+        _ => ErrorCode::FAILED,
+    };
+    PluginError::new(code, format!("{what}: {e}"))
+}
+
+/// LLVM's default device stack: 16 KiB per work-item for kernels with a dynamic call stack.
+const DEFAULT_STACK_SIZE: u64 = 16 * 1024;
+/// LLVM's default device-side malloc pool: 512 MiB.
+const DEFAULT_HEAP_SIZE: u64 = 512 << 20;
+
+/// What the host side of every GPU shares: the CPU agent and its pools.
+pub struct HostMemory {
+    pub agent: Agent,
+    /// Fine-grained system memory: staging buffers and `llvm_omp_target_alloc_host`.
+    pub fine_pool: MemoryPool,
+    /// Kernel argument buffers.
+    pub kernargs: KernargPool<RealHsa>,
+    /// Every GPU agent, given access to host allocations.
+    pub gpu_agents: Vec<Agent>,
+}
+
+struct LoadedImage {
+    executable: Mutex<Option<Executable>>,
+    code: CodeObject,
+}
+
+struct Kernel {
+    name: String,
+    kernel_object: u64,
+    metadata: KernelMetadata,
+    group_segment_size: u32,
+    private_segment_size: u32,
+    limits: KernelLimits,
+}
+
+pub struct AmdgpuDevice {
+    hsa: Arc<RealHsa>,
+    runtime: Arc<HsaRuntime>,
+    ordinal: i32,
+    pub agent: AgentInfo,
+    pub targets: Vec<TargetId>,
+    host: Arc<HostMemory>,
+    device_pool: MemoryPool,
+    grid: GridValues,
+    hardware_parallelism: u64,
+    plugin_devices: u32,
+    settings: Settings,
+    streams: StreamManager<RealHsa>,
+    /// Streams not bound to a queue handle, reused by synchronous operations and new queues.
+    idle_streams: Mutex<Vec<Stream<RealHsa>>>,
+    queues: HandleTable<Stream<RealHsa>>,
+    events: HandleTable<Event<RealHsa>>,
+    images: HandleTable<LoadedImage>,
+    kernels: HandleTable<Kernel>,
+    /// Host ranges the user pinned: start -> (device-visible address, bytes).
+    pinned: Mutex<HashMap<usize, (usize, u64)>>,
+    /// The device-side malloc pool (address, bytes), shared by the device's images.
+    malloc_pool: Mutex<Option<(usize, u64)>>,
+}
+
+impl AmdgpuDevice {
+    /// Sets up the device's pools, streams and limits (LLVM's `AMDGPUDeviceTy::initImpl`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn initialize(
+        runtime: Arc<HsaRuntime>,
+        hsa: Arc<RealHsa>,
+        ordinal: i32,
+        agent: AgentInfo,
+        host: Arc<HostMemory>,
+        plugin_devices: u32,
+        settings: Settings,
+        amd: &AmdgpuSettings,
+    ) -> Result<AmdgpuDevice> {
+        let device_pool = agent
+            .pools
+            .iter()
+            .find(|p| p.is_global() && p.coarse_grained && p.alloc_allowed)
+            .map(|p| p.pool)
+            .ok_or_else(|| {
+                PluginError::failed(format!(
+                    "amdgpu device {ordinal} ({}) has no coarse-grained memory pool to allocate from",
+                    agent.name
+                ))
+            })?;
+        let base = if agent.wavefront_size == 32 {
+            GridValues::AMDGPU_WAVE32
+        } else {
+            GridValues::AMDGPU_WAVE64
+        };
+        let max_threads = (agent.workgroup_max_dim[0] as u32).max(1);
+        let grid = GridValues {
+            max_threads,
+            max_teams: (agent.grid_max_dim[0] / max_threads).max(1),
+            default_teams: (agent.compute_units * amd.teams_per_cu).max(1),
+            min_threads_for_low_trip_count: settings.min_threads_for_low_trip_count,
+            reuse_blocks_for_high_trip_count: settings.reuse_blocks_for_high_trip_count,
+            ..base
+        }
+        .limited_by(settings.num_teams, settings.teams_thread_limit);
+        let (num_queues, queue_size) = amd.queues_for(agent.queues_max, agent.queue_max_size);
+        let streams = StreamManager::new(
+            hsa.clone(),
+            StreamConfig {
+                agent: agent.agent,
+                host_agent: host.agent,
+                staging_pool: host.fine_pool,
+                num_queues,
+                queue_size,
+                max_async_copy_bytes: amd.max_async_copy_bytes as usize,
+                initial_signals: amd.initial_signals,
+            },
+        )
+        .map_err(|e| failed("creating the device's streams", e))?;
+        let targets = agent
+            .isa_names
+            .iter()
+            .filter_map(|isa| TargetId::parse(isa))
+            .collect();
+        log::debug!(
+            "amdgpu device {ordinal}: {} ({}), up to {} teams of {} threads, {num_queues} queues of {queue_size} packets",
+            agent.name,
+            agent.product_name,
+            grid.max_teams,
+            grid.max_threads
+        );
+        Ok(AmdgpuDevice {
+            hardware_parallelism: agent.compute_units as u64 * agent.max_waves_per_cu.max(1) as u64,
+            hsa,
+            runtime,
+            ordinal,
+            agent,
+            targets,
+            host,
+            device_pool,
+            grid,
+            plugin_devices,
+            settings,
+            streams,
+            idle_streams: Mutex::new(Vec::new()),
+            queues: HandleTable::new(),
+            events: HandleTable::new(),
+            images: HandleTable::new(),
+            kernels: HandleTable::new(),
+            pinned: Mutex::new(HashMap::new()),
+            malloc_pool: Mutex::new(None),
+        })
+    }
+
+    // ---- streams ----
+
+    fn take_stream(&self) -> Result<Stream<RealHsa>> {
+        let idle = self
+            .idle_streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        match idle {
+            Some(s) => Ok(s),
+            None => self
+                .streams
+                .create_stream()
+                .map_err(|e| failed("creating a stream", e)),
+        }
+    }
+
+    fn give_back_stream(&self, stream: Stream<RealHsa>) {
+        self.idle_streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(stream);
+    }
+
+    /// Runs `op` on the queue's stream, or, for `QueueHandle::SYNC`, on an idle stream that is
+    /// synchronised before returning.
+    fn on_queue(
+        &self,
+        queue: QueueHandle,
+        op: impl FnOnce(&Stream<RealHsa>) -> std::result::Result<(), HsaError>,
+        what: &dyn Fn() -> String,
+    ) -> Result<()> {
+        if queue != QueueHandle::SYNC {
+            let stream = self
+                .queues
+                .get(queue.0)
+                .ok_or_else(|| invalid_handle("queue", queue.0))?;
+            return op(&stream).map_err(|e| failed(what(), e));
+        }
+        let stream = self.take_stream()?;
+        let result = op(&stream).map_err(|e| failed(what(), e));
+        // Wait even after a failed push: it may have queued earlier work.
+        let synced = stream
+            .synchronize()
+            .map_err(|e| failed(format!("{} (waiting for the device)", what()), e));
+        self.give_back_stream(stream);
+        result.and(synced)
+    }
+
+    pub fn create_queue(&self) -> Result<QueueHandle> {
+        let stream = self.take_stream()?;
+        Ok(QueueHandle(self.queues.insert(stream)))
+    }
+
+    pub fn release_queue(&self, queue: QueueHandle) -> Result<()> {
+        let stream = self
+            .queues
+            .remove(queue.0)
+            .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        // The core synchronised the queue; a stream still shared elsewhere is simply dropped.
+        if let Ok(stream) = Arc::try_unwrap(stream) {
+            self.give_back_stream(stream);
+        }
+        Ok(())
+    }
+
+    pub fn synchronize(&self, queue: QueueHandle) -> Result<()> {
+        if queue == QueueHandle::SYNC {
+            return Ok(());
+        }
+        let stream = self
+            .queues
+            .get(queue.0)
+            .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        stream
+            .synchronize()
+            .map_err(|e| failed("waiting for the device", e))
+    }
+
+    pub fn query(&self, queue: QueueHandle) -> Result<bool> {
+        if queue == QueueHandle::SYNC {
+            return Ok(true);
+        }
+        let stream = self
+            .queues
+            .get(queue.0)
+            .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        stream.query().map_err(|e| failed("querying the device", e))
+    }
+
+    // ---- events ----
+
+    pub fn create_event(&self) -> Result<EventHandle> {
+        Ok(EventHandle(self.events.insert(self.streams.create_event())))
+    }
+
+    fn event(&self, event: EventHandle) -> Result<Arc<Event<RealHsa>>> {
+        self.events
+            .get(event.0)
+            .ok_or_else(|| invalid_handle("event", event.0))
+    }
+
+    pub fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        let event = self.event(event)?;
+        if queue == QueueHandle::SYNC {
+            // Synchronous work has completed already: nothing to record.
+            return Ok(());
+        }
+        self.on_queue(queue, |s| s.record(&event), &|| "recording an event".into())
+    }
+
+    pub fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        let event = self.event(event)?;
+        if queue == QueueHandle::SYNC {
+            return event
+                .synchronize()
+                .map_err(|e| failed("waiting for an event", e));
+        }
+        self.on_queue(queue, |s| s.wait_for(&event), &|| {
+            "waiting for an event".into()
+        })
+    }
+
+    pub fn sync_event(&self, event: EventHandle) -> Result<()> {
+        self.event(event)?
+            .synchronize()
+            .map_err(|e| failed("waiting for an event", e))
+    }
+
+    pub fn destroy_event(&self, event: EventHandle) -> Result<()> {
+        self.events
+            .remove(event.0)
+            .map(drop)
+            .ok_or_else(|| invalid_handle("event", event.0))
+    }
+
+    // ---- memory ----
+
+    pub fn alloc(&self, size: u64, kind: AllocKind) -> Result<usize> {
+        let size = usize::try_from(size.max(1))
+            .map_err(|_| PluginError::new(ErrorCode::OUT_OF_MEMORY, "allocation too large"))?;
+        let what = || format!("allocating {size} bytes of {} memory", kind.name());
+        match kind {
+            AllocKind::DEFAULT | AllocKind::DEVICE | AllocKind::DEVICE_NON_BLOCKING => self
+                .hsa
+                .allocate(self.device_pool, size)
+                .map_err(|e| failed(what(), e)),
+            // Fine-grained host memory the GPUs may access (LLVM uses it for shared memory
+            // too: without XNACK there is no migration).
+            AllocKind::HOST | AllocKind::SHARED => {
+                let ptr = self
+                    .hsa
+                    .allocate(self.host.fine_pool, size)
+                    .map_err(|e| failed(what(), e))?;
+                if let Err(e) = self.hsa.allow_access(&self.host.gpu_agents, ptr) {
+                    let _ = self.hsa.free(ptr);
+                    return Err(failed(what(), e));
+                }
+                Ok(ptr)
+            }
+            _ => Err(PluginError::invalid_argument(format!(
+                "unknown allocation kind {}",
+                kind.0
+            ))),
+        }
+    }
+
+    pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        self.hsa
+            .free(ptr)
+            .map_err(|e| failed(format!("freeing {} memory at {ptr:#x}", kind.name()), e))
+    }
+
+    pub fn pin(&self, host: usize, size: u64) -> Result<usize> {
+        let device = self
+            .hsa
+            .lock_host_memory(host, size as usize, &self.host.gpu_agents)
+            .map_err(|e| failed(format!("page-locking {size} bytes at {host:#x}"), e))?;
+        self.pinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(host, (device, size));
+        Ok(device)
+    }
+
+    pub fn unpin(&self, host: usize) -> Result<()> {
+        let entry = self
+            .pinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&host);
+        if entry.is_none() {
+            return Err(PluginError::invalid_argument(format!(
+                "host memory at {host:#x} was not pinned"
+            )));
+        }
+        self.hsa
+            .unlock_host_memory(host)
+            .map_err(|e| failed(format!("unlocking host memory at {host:#x}"), e))
+    }
+
+    /// The device-visible address of pinned host memory covering `[host, host + size)`.
+    fn pinned_address(&self, host: usize, size: u64) -> Option<usize> {
+        let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        if pinned.is_empty() {
+            return None;
+        }
+        pinned.iter().find_map(|(&start, &(device, bytes))| {
+            let end = start as u64 + bytes;
+            (host >= start && host as u64 + size <= end).then(|| device + (host - start))
+        })
+    }
+
+    pub fn memory_info(&self) -> Result<MemoryInfo> {
+        let memory = self
+            .runtime
+            .memory_info(self.agent.agent)
+            .map_err(|e| failed("asking for free memory", e))?;
+        Ok(MemoryInfo {
+            free: memory.free_or_total(),
+            total: memory.total,
+        })
+    }
+
+    pub fn copy_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let pinned = self.pinned_address(src, size);
+        self.on_queue(
+            queue,
+            |s| s.push_host_to_device(dst, src, size as usize, pinned),
+            &|| format!("copying {size} bytes from host {src:#x} to device {dst:#x}"),
+        )
+    }
+
+    pub fn copy_from_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let pinned = self.pinned_address(dst, size);
+        self.on_queue(
+            queue,
+            |s| s.push_device_to_host(dst, src, size as usize, pinned),
+            &|| format!("copying {size} bytes from device {src:#x} to host {dst:#x}"),
+        )
+    }
+
+    /// Copies from this device to `dst_agent`'s memory (possibly this device's) on `queue`.
+    pub fn copy_to_agent(
+        &self,
+        src: usize,
+        dst: usize,
+        dst_agent: Agent,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.on_queue(
+            queue,
+            |s| s.push_device_to_device(dst, dst_agent, src, self.agent.agent, size as usize),
+            &|| format!("copying {size} bytes from device {src:#x} to device {dst:#x}"),
+        )
+    }
+
+    // ---- description ----
+
+    pub fn info(&self) -> Vec<InfoEntry> {
+        let mut info = vec![
+            InfoEntry::new("max teams", self.grid.max_teams),
+            InfoEntry::new("max threads per team", self.grid.max_threads),
+            InfoEntry::new("default teams", self.grid.default_teams),
+            InfoEntry::new("hardware parallelism", self.hardware_parallelism),
+        ];
+        if let Ok(m) = self.memory_info() {
+            info.push(InfoEntry::new("free memory bytes", m.free));
+        }
+        info
+    }
+
+    /// Releases the device's streams, events, executables and memory (no call follows).
+    pub fn deinit(&self) -> Result<()> {
+        self.queues.drain();
+        self.events.drain();
+        self.idle_streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        let mut result = Ok(());
+        for image in self.images.drain() {
+            let executable = image
+                .executable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(e) = executable {
+                if let Err(e) = e.destroy() {
+                    result = Err(failed("destroying an executable", e));
+                }
+            }
+        }
+        if let Some((ptr, _)) = self
+            .malloc_pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            if ptr != 0 {
+                let _ = self.hsa.free(ptr);
+            }
+        }
+        if let Err(e) = self.streams.shutdown() {
+            result = Err(failed("shutting down the device's streams", e));
+        }
+        result
+    }
+}
+
+fn invalid_handle(what: &str, value: u64) -> PluginError {
+    PluginError::invalid_argument(format!("no {what} with handle {value} on this device"))
+}
