@@ -8,8 +8,14 @@ use crate::info::{self, Ptr};
 use crate::logging;
 use crate::mapper;
 use crate::mapping::{Lookup, Mapping, ShadowPointer};
-use crate::queue::ConstructQueue;
+use crate::queue::{ConstructQueue, Ended};
 use plugin_api::AllocKind;
+use smallvec::{smallvec, SmallVec};
+
+/// Arguments (by index) whose device base address `target data` returns to the program.
+pub type DeviceBases = SmallVec<[(usize, usize); 4]>;
+/// The values a kernel receives, one per kernel argument.
+pub type KernelValues = SmallVec<[usize; 8]>;
 
 const POINTER_SIZE: u64 = std::mem::size_of::<usize>() as u64;
 /// Struct pieces are padded on the device to keep up to this alignment (LLVM's MaxAlignment).
@@ -239,7 +245,7 @@ fn send(
 
 /// Maps every argument on entry to a construct. Returns, for `return_param` arguments
 /// (`use_device_ptr`), the device base address to hand back to the program.
-pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<Vec<(usize, usize)>> {
+pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<DeviceBases> {
     let returned = begin_list(q, args, false)?;
     // ATTACH entries (clang 22+) come after every other map of the construct. PRIVATE|ATTACH
     // ones initialise a private pointer and are handled with the kernel's private arguments.
@@ -256,8 +262,8 @@ fn begin_list(
     q: &mut ConstructQueue<'_>,
     args: &[MapArg],
     from_mapper: bool,
-) -> Result<Vec<(usize, usize)>> {
-    let mut returned = Vec::new();
+) -> Result<DeviceBases> {
+    let mut returned = DeviceBases::new();
     for (index, arg) in args.iter().enumerate() {
         let t = arg.map_type;
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
@@ -455,7 +461,7 @@ fn restore_host_pointers(q: &mut ConstructQueue<'_>, shadows: &[ShadowPointer]) 
 /// the last construct still ending them, so neither later arguments of the construct nor other
 /// threads' copies back ever see freed memory (LLVM's deferred deletion).
 pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
-    let mut touched = Vec::new();
+    let mut touched = Ended::new();
     let result = end_list(q, args, false, &mut touched);
     q.release_after_sync(touched);
     result
@@ -465,7 +471,7 @@ fn end_list(
     q: &mut ConstructQueue<'_>,
     args: &[MapArg],
     from_mapper: bool,
-    touched: &mut Vec<(usize, bool)>,
+    touched: &mut Ended,
 ) -> Result<()> {
     for (index, arg) in args.iter().enumerate().rev() {
         let t = arg.map_type;
@@ -683,10 +689,10 @@ struct PackedPrivate {
 /// The values a kernel receives for its arguments: by-value literals, private copies, and the
 /// device addresses of mapped data (translated from each argument's base), as LLVM's
 /// `processDataBefore`.
-pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<Vec<usize>> {
-    let mut values = Vec::with_capacity(args.len());
-    let mut positions = vec![usize::MAX; args.len()];
-    let mut packed: Vec<PackedPrivate> = Vec::new();
+pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<KernelValues> {
+    let mut values = KernelValues::with_capacity(args.len());
+    let mut positions: SmallVec<[usize; 8]> = smallvec![usize::MAX; args.len()];
+    let mut packed: SmallVec<[PackedPrivate; 4]> = SmallVec::new();
     let mut packed_size = 0usize;
     let mut packed_alignment = MAX_ALIGNMENT;
     for (index, arg) in args.iter().enumerate() {

@@ -7,6 +7,11 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::info;
 use plugin_api::{AllocKind, QueueHandle};
+use smallvec::SmallVec;
+
+/// Mappings a construct ended: (host start, whether it may remove them). Inline, as the lists
+/// below: constructs touch a few mappings, and the hot path allocates nothing.
+pub type Ended = SmallVec<[(usize, bool); 4]>;
 
 pub struct ConstructQueue<'d> {
     pub device: &'d Device,
@@ -18,14 +23,14 @@ pub struct ConstructQueue<'d> {
     #[allow(clippy::vec_box)]
     staged: Vec<Box<usize>>,
     staged_bytes: Vec<Box<[u8]>>,
-    host_writes: Vec<(usize, usize)>,
-    frees: Vec<usize>,
+    host_writes: SmallVec<[(usize, usize); 2]>,
+    frees: SmallVec<[usize; 2]>,
     /// Mappings this construct ended (host start, whether it may remove them), released once
     /// its work has completed.
-    ended: Vec<(usize, bool)>,
+    ended: Ended,
     /// Host starts of the mappings this construct created: data mapped into them (struct
     /// members) is new to the device too.
-    created: Vec<usize>,
+    created: SmallVec<[usize; 4]>,
     finished: bool,
 }
 
@@ -38,10 +43,10 @@ impl<'d> ConstructQueue<'d> {
             handle,
             staged: Vec::new(),
             staged_bytes: Vec::new(),
-            host_writes: Vec::new(),
-            frees: Vec::new(),
-            ended: Vec::new(),
-            created: Vec::new(),
+            host_writes: SmallVec::new(),
+            frees: SmallVec::new(),
+            ended: Ended::new(),
+            created: SmallVec::new(),
             finished: false,
         })
     }
@@ -157,7 +162,7 @@ impl<'d> ConstructQueue<'d> {
         self.created.contains(&host_begin)
     }
 
-    pub fn release_after_sync(&mut self, ended: Vec<(usize, bool)>) {
+    pub fn release_after_sync(&mut self, ended: Ended) {
         self.ended.extend(ended);
     }
 

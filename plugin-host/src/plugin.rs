@@ -240,7 +240,9 @@ impl Plugin for HostPlugin {
         }
         // From KernelArgsTy version 3 on, kernels take the launch environment first. Host kernels
         // do not read it (LLVM passes no environment for them either), so it is null.
-        let mut full_args = Vec::with_capacity(args.len() + 1);
+        // Inline for the usual few arguments: no allocation per launch.
+        let mut full_args: smallvec::SmallVec<[usize; 16]> =
+            smallvec::SmallVec::with_capacity(args.len() + 1);
         if config.kernel_args_version >= 3 {
             full_args.push(0);
         }

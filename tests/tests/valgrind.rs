@@ -68,3 +68,29 @@ fn representative_programs_are_clean_under_memcheck() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The per-construct path allocates no heap memory once warm: valgrind's count of heap
+/// allocations is the same for 50 and 250 empty target regions.
+#[test]
+fn target_regions_allocate_nothing_per_construct() {
+    let exe = tests::compile(Compiler::Clang19, &["region_loop.c"], &[]);
+    let allocations = |n: &str| -> String {
+        let out = std::process::Command::new(VALGRIND[2])
+            .args(["--fair-sched=yes"])
+            .arg(&exe)
+            .arg(n)
+            .env("KMP_BLOCKTIME", "0")
+            .env("LD_LIBRARY_PATH", tests::lib_dir())
+            .output()
+            .expect("cannot run valgrind");
+        let stderr = tests::text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        stderr
+            .lines()
+            .find_map(|l| l.split("total heap usage: ").nth(1))
+            .and_then(|rest| rest.split(" allocs").next())
+            .unwrap_or_else(|| panic!("no heap summary in:\n{stderr}"))
+            .to_string()
+    };
+    assert_eq!(allocations("50"), allocations("250"));
+}

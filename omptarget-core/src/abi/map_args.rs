@@ -23,6 +23,9 @@ pub struct MapArg {
 ///
 /// # Safety
 /// Each non-null array must hold `count` elements.
+/// A construct's map arguments; most constructs have a few, kept inline (no allocation).
+pub type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
+
 pub unsafe fn read_map_args(
     count: i32,
     bases: *const *mut c_void,
@@ -31,7 +34,7 @@ pub unsafe fn read_map_args(
     types: *const i64,
     names: *const *const c_void,
     mappers: *const *const c_void,
-) -> Vec<MapArg> {
+) -> MapArgs {
     let count = count.max(0) as usize;
     // SAFETY (all reads): index < count and the arrays hold `count` elements (caller's promise).
     let at = |p: *const i64, i: usize| if p.is_null() { 0 } else { unsafe { *p.add(i) } };
