@@ -19,13 +19,13 @@ pub struct MapArg {
     pub mapper: usize,
 }
 
+/// A construct's map arguments; most constructs have a few, kept inline (no allocation).
+pub type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
+
 /// Reads `count` mapping arguments; null arrays read as zeros.
 ///
 /// # Safety
 /// Each non-null array must hold `count` elements.
-/// A construct's map arguments; most constructs have a few, kept inline (no allocation).
-pub type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
-
 pub unsafe fn read_map_args(
     count: i32,
     bases: *const *mut c_void,
