@@ -1,14 +1,15 @@
 // Host threads launching target regions that map their own data, at once: aggregate
-// throughput with 1 and with 2 threads.
+// throughput with 1 and with 2 threads on one device, and with 2 threads on two devices.
 #include "common.h"
 #include <pthread.h>
 
 static long per_thread;
 
 static void *work(void *arg) {
+  int device = (int)(long)arg;
   int data[8] = {0};
   for (long i = 0; i < per_thread; i++) {
-#pragma omp target map(tofrom: data)
+#pragma omp target map(tofrom: data) device(device)
     data[i & 7]++;
   }
   long sum = 0;
@@ -16,10 +17,13 @@ static void *work(void *arg) {
   return (void *)(sum == per_thread ? 0 : 1L);
 }
 
-static double run(int threads) {
+// `threads` threads on device 0, or each on its own device (`separate`): the second shares
+// nothing per device, which shows what the shared per-device state costs.
+static double run(int threads, int separate) {
   pthread_t t[2];
   double t0 = now_ns();
-  for (int i = 0; i < threads; i++) pthread_create(&t[i], 0, work, 0);
+  for (int i = 0; i < threads; i++)
+    pthread_create(&t[i], 0, work, (void *)(long)(separate ? i : 0));
   long bad = 0;
   for (int i = 0; i < threads; i++) {
     void *r;
@@ -36,9 +40,10 @@ int main(int argc, char **argv) {
   int x = 0;
 #pragma omp target map(tofrom: x)
   x = 1;
-  double one = run(1), two = run(2);
+  double one = run(1, 0), two = run(2, 0), apart = run(2, 1);
   result("threads_1", one, "ops/s");
   result("threads_2", two, "ops/s");
   result("threads_scaling", two / one, "x");
+  result("threads_2_devices_scaling", apart / one, "x");
   return 0;
 }

@@ -231,6 +231,7 @@ fn rows(m: &Measurements) -> Vec<Row> {
         ("threads_1", "ops/s"),
         ("threads_2", "ops/s"),
         ("threads_scaling", "x"),
+        ("threads_2_devices_scaling", "x"),
     ] {
         rows.push(Row {
             metric: metric.into(),
@@ -351,6 +352,15 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
             fmt(median(m, "threads_scaling", Runtime::Llvm))
         ),
         scaling.map(|s| s >= 1.6),
+    );
+    check(
+        "two threads on two devices, for reference (nothing per device shared)".into(),
+        format!(
+            "{}x (LLVM 19: {}x)",
+            fmt(median(m, "threads_2_devices_scaling", Runtime::Ours)),
+            fmt(median(m, "threads_2_devices_scaling", Runtime::Llvm))
+        ),
+        None,
     );
     let ours = footprint::measure(&footprint::tree_files(&o.dist));
     let llvm = footprint::measure(&[PathBuf::from(LLVM_LIB_DIR).join("libomptarget.so.19.1")]);
