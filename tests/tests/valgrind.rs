@@ -70,11 +70,13 @@ fn representative_programs_are_clean_under_memcheck() {
 }
 
 /// The per-construct path allocates no heap memory once warm: valgrind's count of heap
-/// allocations is the same for 50 and 250 empty target regions.
+/// allocations barely differs between 50 and 550 empty target regions. (libomp's threads
+/// sometimes make a few allocations more or less in a run, whatever the number of regions;
+/// one allocation per region would add 500.)
 #[test]
 fn target_regions_allocate_nothing_per_construct() {
     let exe = tests::compile(Compiler::Clang19, &["region_loop.c"], &[]);
-    let allocations = |n: &str| -> String {
+    let allocations = |n: &str| -> i64 {
         let out = std::process::Command::new(VALGRIND[2])
             .args(["--fair-sched=yes"])
             .arg(&exe)
@@ -89,8 +91,12 @@ fn target_regions_allocate_nothing_per_construct() {
             .lines()
             .find_map(|l| l.split("total heap usage: ").nth(1))
             .and_then(|rest| rest.split(" allocs").next())
+            .and_then(|count| count.replace(',', "").parse().ok())
             .unwrap_or_else(|| panic!("no heap summary in:\n{stderr}"))
-            .to_string()
     };
-    assert_eq!(allocations("50"), allocations("250"));
+    let (few, many) = (allocations("50"), allocations("550"));
+    assert!(
+        (many - few).abs() < 50,
+        "{few} heap allocations for 50 regions, {many} for 550"
+    );
 }
