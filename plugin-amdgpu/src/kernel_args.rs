@@ -71,9 +71,14 @@ pub fn build(
 /// Writes the low `size` bytes of `value` at `offset`.
 fn put(segment: &mut [u8], offset: u32, size: u32, value: u64, kernel: &str) -> Result<(), String> {
     let (offset, size) = (offset as usize, size as usize);
+    if size > 8 {
+        return Err(format!(
+            "kernel '{kernel}' has an argument of {size} bytes at offset {offset}; the runtime \
+             passes pointer-sized values only"
+        ));
+    }
     let slot = segment
         .get_mut(offset..offset.saturating_add(size))
-        .filter(|_| size <= 8)
         .ok_or_else(|| {
             format!("kernel '{kernel}' has an argument of {size} bytes at offset {offset}, outside its argument segment")
         })?;

@@ -15,6 +15,8 @@ type Result<T> = std::result::Result<T, PluginError>;
 
 struct DeviceSlot {
     agent: AgentInfo,
+    /// The agent's ISA names as target IDs, read once.
+    targets: Vec<TargetId>,
     device: OnceLock<AmdgpuDevice>,
 }
 
@@ -153,6 +155,11 @@ impl Plugin for AmdgpuPlugin {
             devices: gpus
                 .into_iter()
                 .map(|agent| DeviceSlot {
+                    targets: agent
+                        .isa_names
+                        .iter()
+                        .filter_map(|isa| TargetId::parse(isa))
+                        .collect(),
                     agent,
                     device: OnceLock::new(),
                 })
@@ -207,21 +214,13 @@ impl Plugin for AmdgpuPlugin {
         };
         match self.slot(d) {
             Err(e) => ImageCompatibility::no(e.message.to_string()),
-            Ok(slot) => {
-                let isas: Vec<TargetId> = slot
-                    .agent
-                    .isa_names
-                    .iter()
-                    .filter_map(|n| TargetId::parse(n))
-                    .collect();
-                match code_object::check_compatibility(&target, &isas) {
-                    Ok(()) => ImageCompatibility::yes(),
-                    Err(why) => ImageCompatibility::no(format!(
-                        "amdgpu device {d} ({}): {why}",
-                        slot.agent.product_name
-                    )),
-                }
-            }
+            Ok(slot) => match code_object::check_compatibility(&target, &slot.targets) {
+                Ok(()) => ImageCompatibility::yes(),
+                Err(why) => ImageCompatibility::no(format!(
+                    "amdgpu device {d} ({}): {why}",
+                    slot.agent.product_name
+                )),
+            },
         }
     }
 
@@ -238,6 +237,7 @@ impl Plugin for AmdgpuPlugin {
             runtime.hsa.clone(),
             device,
             slot.agent.clone(),
+            slot.targets.clone(),
             runtime.host.clone(),
             self.devices.len() as u32,
             self.settings.clone(),

@@ -2,6 +2,17 @@
 //! (`AMDGPUDeviceTy`), read once when the plugin starts. The ones every GPU plugin reads are in
 //! [`plugin_api::gpu::Settings`].
 
+/// LLVM's default of `LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES`.
+pub const DEFAULT_NUM_QUEUES: u32 = 4;
+/// LLVM's default of `LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE`.
+pub const DEFAULT_QUEUE_SIZE: u32 = 512;
+/// LLVM's default of `LIBOMPTARGET_AMDGPU_TEAMS_PER_CU`.
+pub const DEFAULT_TEAMS_PER_CU: u32 = 4;
+/// LLVM's default of `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES`.
+pub const DEFAULT_MAX_ASYNC_COPY_BYTES: u32 = 1 << 20;
+/// LLVM's default of `LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS`.
+pub const DEFAULT_INITIAL_SIGNALS: u32 = 64;
+
 /// AMDGPU-specific values from the environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AmdgpuSettings {
@@ -37,11 +48,17 @@ impl AmdgpuSettings {
             }
         };
         AmdgpuSettings {
-            num_queues: number("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", 4).max(1),
-            queue_size: number("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", 512).max(1),
-            teams_per_cu: number("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", 4).max(1),
-            max_async_copy_bytes: number("LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES", 1 << 20),
-            initial_signals: number("LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS", 64),
+            num_queues: number("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", DEFAULT_NUM_QUEUES).max(1),
+            queue_size: number("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", DEFAULT_QUEUE_SIZE).max(1),
+            teams_per_cu: number("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", DEFAULT_TEAMS_PER_CU).max(1),
+            max_async_copy_bytes: number(
+                "LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES",
+                DEFAULT_MAX_ASYNC_COPY_BYTES,
+            ),
+            initial_signals: number(
+                "LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS",
+                DEFAULT_INITIAL_SIGNALS,
+            ),
         }
     }
 

@@ -93,6 +93,7 @@ impl AmdgpuDevice {
         hsa: Arc<RealHsa>,
         ordinal: i32,
         agent: AgentInfo,
+        targets: Vec<TargetId>,
         host: Arc<HostMemory>,
         plugin_devices: u32,
         settings: Settings,
@@ -138,11 +139,6 @@ impl AmdgpuDevice {
             },
         )
         .map_err(|e| failed("creating the device's streams", e))?;
-        let targets = agent
-            .isa_names
-            .iter()
-            .filter_map(|isa| TargetId::parse(isa))
-            .collect();
         log::debug!(
             "amdgpu device {ordinal}: {} ({}), up to {} teams of {} threads, {num_queues} queues of {queue_size} packets",
             agent.name,

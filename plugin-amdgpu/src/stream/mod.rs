@@ -75,14 +75,9 @@ pub use manager::{ManagerStats, StreamManager};
 use crate::hsa_interface::{Agent, MemoryPool};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// Default of `LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES`.
-pub const DEFAULT_NUM_QUEUES: u32 = 4;
-/// Default of `LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE`.
-pub const DEFAULT_QUEUE_SIZE: u32 = 512;
-/// Default of `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES`.
-pub const DEFAULT_MAX_ASYNC_COPY_BYTES: usize = 1 << 20;
-/// Default of `LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS`.
-pub const DEFAULT_INITIAL_SIGNALS: u32 = 64;
+use crate::settings::{
+    DEFAULT_INITIAL_SIGNALS, DEFAULT_MAX_ASYNC_COPY_BYTES, DEFAULT_NUM_QUEUES, DEFAULT_QUEUE_SIZE,
+};
 
 /// How one device's streams are set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,7 +107,7 @@ impl StreamConfig {
             staging_pool,
             num_queues: DEFAULT_NUM_QUEUES,
             queue_size: DEFAULT_QUEUE_SIZE,
-            max_async_copy_bytes: DEFAULT_MAX_ASYNC_COPY_BYTES,
+            max_async_copy_bytes: DEFAULT_MAX_ASYNC_COPY_BYTES as usize,
             initial_signals: DEFAULT_INITIAL_SIGNALS,
         }
     }
