@@ -80,10 +80,10 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
     let t = r.map_type;
     let (hold, implicit, present) = (t.has(OMPX_HOLD), t.has(IMPLICIT), t.has(PRESENT));
     let device = q.device;
-    let mut table = device.mapping.lock().unwrap();
+    let mut table = device.mapping.view(r.begin, r.size, r.base);
     // Implicit maps may extend an existing mapping: they use what is there.
-    if let Some(start) = table.serving(r.begin, r.size, implicit) {
-        let m = table.get_mut(start).unwrap();
+    if let Some(key) = table.serving(r.begin, r.size, implicit) {
+        let mut m = table.get_mut(key).unwrap();
         let action = if r.update_refs {
             if !m.is_infinite() || hold {
                 if hold {
@@ -99,7 +99,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
         if info::enabled(info::MAPPING_EXISTS) {
             info::mapping_exists(
                 device.id,
-                m,
+                &m,
                 r.begin,
                 r.size,
                 implicit,
@@ -110,11 +110,12 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
         }
         let device_begin = m.device_address(r.begin);
         let shadows = m.shadows_within(r.begin, r.size);
+        drop(m);
         drop(table);
         // Members of a struct this construct just mapped are new on the device too.
         return Ok(Placed {
             device_begin,
-            is_new: q.created_here(start),
+            is_new: q.created_here(key.start),
             sent: false,
             is_host: false,
             shadows,
@@ -122,8 +123,8 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
     }
     match table.lookup(r.begin, r.size) {
         Lookup::Contained(_) => unreachable!("served above"),
-        Lookup::Extends(start) => {
-            let m = table.get(start).unwrap();
+        Lookup::Extends(key) => {
+            let m = table.get_mut(key).unwrap();
             logging::message(&format!(
                 "explicit extension not allowed: host address specified is {} ({} bytes), but device allocation maps to host at {} ({} bytes)",
                 Ptr(r.begin),
@@ -131,6 +132,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 Ptr(m.host_begin),
                 m.size()
             ));
+            drop(m);
             drop(table);
             if present {
                 present_message(r.begin, r.size, "map type");
@@ -372,16 +374,15 @@ fn begin_list(
 /// pointer's size. When both are mapped, the device pointer is made to point at the device
 /// pointee; when either is not, there is nothing to attach.
 fn attach_after_mapping(q: &mut ConstructQueue<'_>, arg: &MapArg) -> Result<()> {
-    let (pointer_device, pointee_device) = {
-        let table = q.device.mapping.lock().unwrap();
-        let pointer = table
-            .find(arg.base, arg.size)
-            .map(|m| m.device_address(arg.base));
-        let pointee = table
-            .find(arg.begin, 0)
-            .map(|m| m.device_address(arg.begin));
-        (pointer, pointee)
-    };
+    let mapping = &q.device.mapping;
+    let pointer_device = mapping
+        .view(arg.base, arg.size, arg.base)
+        .find(arg.base, arg.size)
+        .map(|m| m.device_address(arg.base));
+    let pointee_device = mapping
+        .view(arg.begin, 0, arg.begin)
+        .find(arg.begin, 0)
+        .map(|m| m.device_address(arg.begin));
     let (Some(pointer_device), Some(pointee_device)) = (pointer_device, pointee_device) else {
         log::debug!(
             "attach {:#x} -> {:#x}: pointer or pointee not mapped; skipped",
@@ -405,13 +406,15 @@ fn attach(
     device_value: usize,
 ) -> Result<()> {
     let name = {
-        let mut table = q.device.mapping.lock().unwrap();
-        let Lookup::Contained(start) = table.lookup(host_address, POINTER_SIZE) else {
+        let mut table = q
+            .device
+            .mapping
+            .view(host_address, POINTER_SIZE, host_address);
+        let Some(mut m) = table.find(host_address, POINTER_SIZE) else {
             return Err(OffloadError::new(format!(
                 "attached pointer at {host_address:#x} is not mapped"
             )));
         };
-        let m = table.get_mut(start).unwrap();
         if let Some(s) = m
             .shadow_pointers
             .iter_mut()
@@ -487,11 +490,11 @@ fn end_list(
             (t.member_of().is_none() || t.has(PTR_AND_OBJ)) && !(from_mapper && index == 0);
         let (hold, delete, implicit) = (t.has(OMPX_HOLD), t.has(DELETE), t.has(IMPLICIT));
         let device = q.device;
-        let mut table = device.mapping.lock().unwrap();
+        let mut table = device.mapping.view(arg.begin, arg.size, arg.begin);
         let found = {
-            table.serving(arg.begin, arg.size, implicit).map(|start| {
-                let m = table.get_mut(start).unwrap();
-                let is_last = release(m, hold, delete, update_refs);
+            table.serving(arg.begin, arg.size, implicit).map(|key| {
+                let mut m = table.get_mut(key).unwrap();
+                let is_last = release(&mut m, hold, delete, update_refs);
                 m.ends_in_flight += 1;
                 if info::enabled(info::MAPPING_EXISTS) {
                     let action = match (update_refs, is_last, delete) {
@@ -502,7 +505,7 @@ fn end_list(
                     };
                     info::mapping_exists(
                         q.device.id,
-                        m,
+                        &m,
                         arg.begin,
                         arg.size,
                         false,
@@ -512,7 +515,7 @@ fn end_list(
                     );
                 }
                 (
-                    start,
+                    key,
                     m.device_address(arg.begin),
                     is_last,
                     m.shadows_within(arg.begin, arg.size),
@@ -520,7 +523,7 @@ fn end_list(
                 )
             })
         };
-        let Some((start, device_begin, is_last, shadows, name)) = found else {
+        let Some((key, device_begin, is_last, shadows, name)) = found else {
             drop(table);
             if q.unified_shared_memory {
                 continue; // the host data itself was used
@@ -547,7 +550,7 @@ fn end_list(
             restore_host_pointers(q, &shadows);
         }
         // A struct member never removes its parent's mapping; the parent's own entry does.
-        touched.push((start, t.member_of().is_none() || t.has(PTR_AND_OBJ)));
+        touched.push((key, t.member_of().is_none() || t.has(PTR_AND_OBJ)));
     }
     Ok(())
 }
@@ -658,7 +661,7 @@ fn find_in_use(
     size: u64,
     must_contain: bool,
 ) -> Option<(usize, Vec<ShadowPointer>)> {
-    let table = q.device.mapping.lock().unwrap();
+    let mut table = q.device.mapping.view(begin, size, begin);
     let m = if must_contain {
         table.find(begin, size)
     } else {
@@ -666,7 +669,7 @@ fn find_in_use(
     }?;
     if info::enabled(info::MAPPING_EXISTS) {
         let action = " (update suppressed)";
-        info::mapping_exists(q.device.id, m, begin, size, false, false, action, None);
+        info::mapping_exists(q.device.id, &m, begin, size, false, false, action, None);
     }
     Some((m.device_address(begin), m.shadows_within(begin, size)))
 }

@@ -2,8 +2,8 @@
 //! kernel table, the mapping table). Devices initialise on first use and load each registered
 //! library's image then, so a program that never offloads never touches its devices.
 
-use crate::address_map::AddressMap;
 use crate::error::{OffloadError, Result};
+use crate::kernel_table::KernelTable;
 use crate::mapping::{Mapping, MappingTable};
 use crate::memory_pool::{self, MemoryPool};
 use crate::ompt::{self, DataOp, DataOpKind};
@@ -12,7 +12,7 @@ use crate::registry::{RegisteredLibrary, Registry};
 use plugin_api::{AllocKind, ImageHandle, KernelHandle, QueueHandle};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 /// What became of a registered library on this device.
 enum LibraryState {
@@ -40,8 +40,8 @@ pub struct Device {
     state: Mutex<DeviceState>,
     /// Registry generation whose libraries are all loaded here (u64::MAX: none yet).
     synced_generation: AtomicU64,
-    kernels: RwLock<AddressMap<usize, KernelHandle>>,
-    pub mapping: Mutex<MappingTable>,
+    kernels: KernelTable,
+    pub mapping: MappingTable,
     /// Reused small allocations of the default kind.
     pool: MemoryPool,
     /// A tool was told this device initialised (and must be told when it finalises).
@@ -56,8 +56,8 @@ impl Device {
             local,
             state: Mutex::new(DeviceState::default()),
             synced_generation: AtomicU64::new(u64::MAX),
-            kernels: RwLock::new(AddressMap::default()),
-            mapping: Mutex::new(MappingTable::new()),
+            kernels: KernelTable::default(),
+            mapping: MappingTable::new(),
             pool: MemoryPool::new(memory_pool::threshold_from_env()),
             announced_to_tool: AtomicBool::new(false),
         }
@@ -182,11 +182,12 @@ impl Device {
                 }
             };
         let (mut kernels, mut globals) = (Vec::new(), Vec::new());
+        let mut found_kernels = Vec::new();
         for entry in &library.entries {
             if entry.is_kernel() {
                 match self.plugin.get_kernel(self.local, handle, &entry.name) {
                     Ok(kernel) => {
-                        self.kernels.write().unwrap().insert(entry.address, kernel);
+                        found_kernels.push((entry.address, kernel));
                         kernels.push(entry.address);
                     }
                     Err(e) => log::warn!(
@@ -233,7 +234,7 @@ impl Device {
                         let mut mapping =
                             Mapping::permanent(entry.address, entry.size, device_address);
                         mapping.name = entry.name_address;
-                        let mut table = self.mapping.lock().unwrap();
+                        let mut table = self.mapping.view(entry.address, entry.size, entry.address);
                         // Weak symbols may repeat across libraries: the first mapping stays.
                         if table.find(entry.address, entry.size).is_none() {
                             table.insert(mapping);
@@ -249,6 +250,7 @@ impl Device {
                 }
             }
         }
+        self.kernels.change(|table| table.extend(found_kernels));
         log::debug!(
             "device {}: loaded image for library {} ({} kernels, {} globals)",
             self.id,
@@ -296,16 +298,17 @@ impl Device {
             globals,
         }) = removed
         {
-            {
-                let mut table = self.kernels.write().unwrap();
+            self.kernels.change(|table| {
                 for address in kernels {
                     table.remove(&address);
                 }
-            }
+            });
             {
-                let mut mapping = self.mapping.lock().unwrap();
+                let mut mapping = self.mapping.view_all();
                 for address in globals {
-                    mapping.remove(address);
+                    if let Some(key) = mapping.key_at(address) {
+                        mapping.remove(key);
+                    }
                 }
             }
             if let Err(e) = self.plugin.unload_image(self.local, image) {
@@ -316,7 +319,7 @@ impl Device {
     }
 
     pub fn kernel(&self, region_id: usize) -> Option<KernelHandle> {
-        self.kernels.read().unwrap().get(&region_id).copied()
+        self.kernels.get(region_id)
     }
 
     /// Why no kernel exists here for the region, for the error message.
@@ -453,7 +456,7 @@ impl Device {
 
     /// Frees every mapping the runtime allocated (at shutdown).
     pub fn release_mappings(&self) {
-        let drained = self.mapping.lock().unwrap().drain();
+        let drained = self.mapping.view_all().drain();
         for m in drained.into_iter().filter(|m| m.owns_device_memory) {
             let _ = self.free_quietly(m.device_alloc, AllocKind::DEFAULT);
         }

@@ -5,7 +5,7 @@
 use crate::abi::map_args::MapArg;
 use crate::abi::map_type::*;
 use crate::abi::source_location::{self, Ident};
-use crate::mapping::{Mapping, MappingTable};
+use crate::mapping::Mapping;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -162,7 +162,7 @@ pub fn kernel_arguments(device: i32, loc: *const Ident, region: &str, args: &[Ma
 }
 
 /// The mapping table after a construct (bit 4), or for `ompx_dump_mapping_tables` on stdout.
-pub fn dump_table(device: i32, loc_text: &str, table: &MappingTable, to_stdout: bool) {
+pub fn dump_table(device: i32, loc_text: &str, table: &[Mapping], to_stdout: bool) {
     let mut out: Box<dyn Write> = if to_stdout {
         Box::new(std::io::stdout().lock())
     } else {

@@ -4,7 +4,8 @@
 //! - `abi`: the C data layouts those calls receive.
 //! - `runtime`, `device`, `registry`: process state; `plugins`: finding and calling plugins.
 //! - `mapping` (the table) and `data_ops` (the rules): host-to-device data mapping;
-//!   `mapper` expands user-defined mappers; `memory_pool` reuses small device allocations.
+//!   `mapper` expands user-defined mappers; `memory_pool` reuses small device allocations;
+//!   `kernel_table` finds a region's kernel without locks.
 //! - `info`: `LIBOMPTARGET_INFO` lines in LLVM's wording.
 //! - `ompt`: events for OMPT tools.
 //! - `inventory`: what `omptarget-info` prints.
@@ -19,6 +20,7 @@ pub mod error;
 pub mod host_openmp;
 pub mod info;
 pub mod inventory;
+pub mod kernel_table;
 pub mod logging;
 pub mod mapper;
 pub mod mapping;

@@ -6,12 +6,13 @@
 use crate::device::Device;
 use crate::error::Result;
 use crate::info;
+use crate::mapping::MappingKey;
 use plugin_api::{AllocKind, QueueHandle};
 use smallvec::SmallVec;
 
 /// Mappings a construct ended: (host start, whether it may remove them). Inline, as the lists
 /// below: constructs touch a few mappings, and the hot path allocates nothing.
-pub type Ended = SmallVec<[(usize, bool); 4]>;
+pub type Ended = SmallVec<[(MappingKey, bool); 4]>;
 
 pub struct ConstructQueue<'d> {
     pub device: &'d Device,
@@ -112,12 +113,8 @@ impl<'d> ConstructQueue<'d> {
         name: Option<usize>,
     ) {
         let name = name.unwrap_or_else(|| {
-            self.device
-                .mapping
-                .lock()
-                .unwrap()
-                .find(host, size)
-                .map_or(0, |m| m.name)
+            let mut table = self.device.mapping.view(host, size, host);
+            table.find(host, size).map_or(0, |m| m.name)
         });
         info::copy(self.device.id, to_device, host, device, size, name);
     }
@@ -170,18 +167,27 @@ impl<'d> ConstructQueue<'d> {
     /// another construct is still ending them (it will remove them).
     fn remove_released_mappings(&mut self) {
         let ended = std::mem::take(&mut self.ended);
-        for (start, may_remove) in ended {
-            let removed = {
-                let mut table = self.device.mapping.lock().unwrap();
-                let Some(m) = table.get_mut(start) else {
-                    continue;
-                };
-                m.ends_in_flight = m.ends_in_flight.saturating_sub(1);
-                if may_remove && m.total_refs() == 0 && m.ends_in_flight == 0 {
-                    table.remove(start)
-                } else {
-                    None
-                }
+        let mapping = &self.device.mapping;
+        for (key, may_remove) in ended {
+            let mut table = mapping.view_of(key);
+            let Some(mut m) = table.get_mut(key) else {
+                continue;
+            };
+            m.ends_in_flight = m.ends_in_flight.saturating_sub(1);
+            let unused = |m: &crate::mapping::Mapping| m.total_refs() == 0 && m.ends_in_flight == 0;
+            if !(may_remove && unused(&m)) {
+                continue;
+            }
+            drop(m);
+            let removed = if table.can_remove(key) {
+                table.remove(key)
+            } else {
+                // A mapping spanning blocks is removed with the whole table locked; another
+                // construct may have mapped it again meanwhile.
+                drop(table);
+                let mut table = mapping.view_all();
+                let still_unused = table.get_mut(key).is_some_and(|m| unused(&m));
+                still_unused.then(|| table.remove(key)).flatten()
             };
             let Some(m) = removed else { continue };
             if info::enabled(info::MAPPING_CHANGED) {

@@ -253,8 +253,8 @@ impl Runtime {
         // SAFETY: `loc` comes from the compiler: null or a valid ident_t.
         let at = unsafe { source_location::describe_or_unknown(loc) };
         for device in &self.devices {
-            let table = device.mapping.lock().unwrap();
-            crate::info::dump_table(device.id, &at, &table, false);
+            let mappings = device.mapping.view_all().snapshot();
+            crate::info::dump_table(device.id, &at, &mappings, false);
         }
     }
 

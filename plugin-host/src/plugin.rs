@@ -9,6 +9,9 @@ type Result<T> = std::result::Result<T, PluginError>;
 
 /// Devices LLVM's host plugin exposes; ours too unless the variable below says otherwise.
 const DEFAULT_DEVICES: i32 = 4;
+/// The queue of every construct: host work runs synchronously (never `QueueHandle::SYNC`,
+/// which `create_queue` must not return).
+const HOST_QUEUE: QueueHandle = QueueHandle(1);
 /// Overrides the number of host devices (1 to 64).
 pub const NUM_DEVICES_VAR: &str = "LIBOMPTARGET_HOST_NUM_DEVICES";
 
@@ -168,7 +171,9 @@ impl Plugin for HostPlugin {
     }
 
     fn create_queue(&self, device: i32) -> Result<QueueHandle> {
-        Ok(QueueHandle(self.device(device)?.new_handle()))
+        // Work on a host device completes when it is submitted, so every queue is the same
+        // one; handing out a shared constant keeps threads off a shared counter per construct.
+        self.device(device).map(|_| HOST_QUEUE)
     }
 
     fn release_queue(&self, device: i32, _queue: QueueHandle) -> Result<()> {

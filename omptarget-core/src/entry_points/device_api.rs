@@ -385,7 +385,11 @@ pub extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -
         match device_or_host(runtime, device_num) {
             Ok(None) => 1,
             // One byte, as LLVM: the storage the pointer refers to, not a zero-length section.
-            Ok(Some(d)) => d.mapping.lock().unwrap().find(ptr as usize, 1).is_some() as c_int,
+            Ok(Some(d)) => {
+                let at = ptr as usize;
+                let found = d.mapping.view(at, 1, at).find(at, 1).is_some();
+                found as c_int
+            }
             Err(e) => report("omp_target_is_present", 0, Err(e)),
         }
     })
@@ -417,14 +421,13 @@ pub extern "C" fn omp_get_mapped_ptr(ptr: *const c_void, device_num: c_int) -> *
         }
         match device_or_host(runtime, device_num) {
             Ok(None) => ptr as *mut c_void,
-            Ok(Some(d)) => d
-                .mapping
-                .lock()
-                .unwrap()
-                .find(ptr as usize, 1)
-                .map_or(ptr::null_mut(), |m| {
-                    m.device_address(ptr as usize) as *mut c_void
-                }),
+            Ok(Some(d)) => {
+                let at = ptr as usize;
+                let mut table = d.mapping.view(at, 1, at);
+                table
+                    .find(at, 1)
+                    .map_or(ptr::null_mut(), |m| m.device_address(at) as *mut c_void)
+            }
             Err(e) => report("omp_get_mapped_ptr", ptr::null_mut(), Err(e)),
         }
     })
@@ -459,10 +462,13 @@ pub extern "C" fn omp_target_associate_ptr(
                 size as u64,
             ));
             let (host, dev) = (host_ptr as usize, device_ptr as usize + device_offset);
-            let mut table = d.mapping.lock().unwrap();
-            match table.get(host) {
-                Some(m) if m.host_end == host + size && m.device_begin == dev => Ok(0),
-                Some(_) => Err(OffloadError::new(
+            let mut table = d.mapping.view(host, size as u64, host);
+            let existing = table
+                .get_at(host)
+                .map(|m| m.host_end == host + size && m.device_begin == dev);
+            match existing {
+                Some(true) => Ok(0),
+                Some(false) => Err(OffloadError::new(
                     "Not allowed to re-associate a different device ptr+offset with the same host ptr",
                 )),
                 None if table.lookup(host, size as u64) != Lookup::Absent => {
@@ -505,14 +511,19 @@ pub extern "C" fn omp_target_disassociate_ptr(host_ptr: *const c_void, device_nu
                 0,
             ));
             let host = host_ptr as usize;
-            let mut table = d.mapping.lock().unwrap();
-            match table.get(host) {
+            let mut table = d.mapping.view_all();
+            let found = table
+                .get_at(host)
+                .map(|m| (m.hold_refs, m.is_infinite() && !m.owns_device_memory));
+            match found {
                 None => Err(OffloadError::new("Association not found")),
-                Some(m) if m.hold_refs != 0 => Err(OffloadError::new(
+                Some((hold, _)) if hold != 0 => Err(OffloadError::new(
                     "Trying to disassociate a pointer with a non-zero hold reference count",
                 )),
-                Some(m) if m.is_infinite() && !m.owns_device_memory => {
-                    table.remove(host);
+                Some((_, true)) => {
+                    if let Some(key) = table.key_at(host) {
+                        table.remove(key);
+                    }
                     Ok(0)
                 }
                 Some(_) => Err(OffloadError::new(
@@ -563,8 +574,8 @@ pub extern "C" fn llvm_omp_target_unlock_mem(ptr: *mut c_void, device_num: c_int
 pub extern "C" fn ompx_dump_mapping_tables() {
     guard("ompx_dump_mapping_tables", (), || {
         for device in &Runtime::get().devices {
-            let table = device.mapping.lock().unwrap();
-            crate::info::dump_table(device.id, "libomptarget:0:0", &table, true);
+            let mappings = device.mapping.view_all().snapshot();
+            crate::info::dump_table(device.id, "libomptarget:0:0", &mappings, true);
         }
     })
 }

@@ -1,0 +1,66 @@
+//! Target region → kernel, read on every launch by every host thread and changed only when
+//! images load or unload. Readers take no lock and write nothing shared: they read the current
+//! table through one atomic pointer; a change publishes a new table. Replaced tables are kept
+//! until the device goes away, since a reader may still hold one (images load a few times per
+//! program, so little is kept).
+
+use crate::address_map::AddressMap;
+use plugin_api::KernelHandle;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+type Table = AddressMap<usize, KernelHandle>;
+
+pub struct KernelTable {
+    current: AtomicPtr<Table>,
+    /// Every table ever published (the current one last), owned here; changes lock it.
+    published: Mutex<Vec<Box<Table>>>,
+}
+
+impl Default for KernelTable {
+    fn default() -> Self {
+        let mut first = Box::<Table>::default();
+        KernelTable {
+            current: AtomicPtr::new(&mut *first),
+            published: Mutex::new(vec![first]),
+        }
+    }
+}
+
+impl KernelTable {
+    pub fn get(&self, region_id: usize) -> Option<KernelHandle> {
+        let table = self.current.load(Ordering::Acquire);
+        // SAFETY: `current` always points at a table boxed in `published`, which never drops or
+        // changes a table while `self` lives; the Acquire load pairs with the Release store
+        // that published it, so its contents are visible.
+        unsafe { &*table }.get(&region_id).copied()
+    }
+
+    /// Publishes a copy of the current table with `change` applied.
+    pub fn change(&self, change: impl FnOnce(&mut Table)) {
+        let mut published = self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut next = Box::new(published.last().map(|t| (**t).clone()).unwrap_or_default());
+        change(&mut next);
+        self.current.store(&mut *next, Ordering::Release);
+        published.push(next);
+    }
+}
+
+#[test]
+fn changes_are_published_whole() {
+    let table = KernelTable::default();
+    assert_eq!(table.get(1), None);
+    table.change(|t| {
+        t.insert(1, KernelHandle(10));
+        t.insert(2, KernelHandle(20));
+    });
+    assert_eq!(table.get(2), Some(KernelHandle(20)));
+    table.change(|t| {
+        t.remove(&1);
+    });
+    assert_eq!(table.get(1), None);
+    assert_eq!(table.get(2), Some(KernelHandle(20)));
+}

@@ -1,0 +1,94 @@
+//! The host-to-device mapping table of one device: which host ranges have device copies, with
+//! their reference counts (OpenMP's dynamic count, and the `ompx_hold` count beside it).
+//!
+//! [`Mapping`] is one entry; [`sorted::SortedMappings`] answers range lookups over a set of
+//! entries; [`table::MappingTable`] is the device's table, split by host address so that host
+//! threads mapping their own data do not wait for each other.
+
+mod sorted;
+mod table;
+
+pub use sorted::Lookup;
+pub use table::{EntryMut, MappingKey, MappingTable, TableView};
+
+/// Reference count of data that is never unmapped (`declare target` globals).
+pub const INFINITE: u64 = u64::MAX;
+
+/// A pointer inside mapped data that was rewritten on the device to point at device memory
+/// (`ptr_and_obj`), with both values, so either side can be restored after a copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShadowPointer {
+    pub host_address: usize,
+    pub host_value: usize,
+    pub device_address: usize,
+    pub device_value: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    /// The base of the mapped list item (the array, for a section of it): zero-length
+    /// sections between base and begin still find this mapping, as the spec requires.
+    pub host_base: usize,
+    pub host_begin: usize,
+    pub host_end: usize,
+    pub device_begin: usize,
+    /// Start of the device allocation: before `device_begin` when padding keeps a struct
+    /// member's alignment.
+    pub device_alloc: usize,
+    pub dynamic_refs: u64,
+    pub hold_refs: u64,
+    /// Whether the runtime allocated the device memory (and so frees it on removal).
+    pub owns_device_memory: bool,
+    pub shadow_pointers: Vec<ShadowPointer>,
+    /// The compiler's `map_var_info_t` string of the variable (0: unknown), for diagnostics.
+    pub name: usize,
+    /// Constructs that are ending this mapping and have not completed yet: the last of them
+    /// removes it (LLVM's data-end thread count).
+    pub ends_in_flight: u32,
+}
+
+impl Mapping {
+    /// A mapping of memory the runtime does not own (globals, associated pointers), never
+    /// unmapped by reference counting.
+    pub fn permanent(host_begin: usize, size: u64, device_begin: usize) -> Mapping {
+        Mapping {
+            host_base: host_begin,
+            host_begin,
+            host_end: host_begin + size as usize,
+            device_begin,
+            device_alloc: device_begin,
+            dynamic_refs: INFINITE,
+            hold_refs: 0,
+            owns_device_memory: false,
+            shadow_pointers: Vec::new(),
+            name: 0,
+            ends_in_flight: 0,
+        }
+    }
+
+    pub fn size(&self) -> u64 {
+        (self.host_end - self.host_begin) as u64
+    }
+    /// Device address of a host address inside this mapping.
+    /// Also for addresses just outside it, which implicit maps that extend a mapping use.
+    pub fn device_address(&self, host: usize) -> usize {
+        self.device_begin
+            .wrapping_add(host.wrapping_sub(self.host_begin))
+    }
+    pub fn total_refs(&self) -> u64 {
+        self.dynamic_refs.saturating_add(self.hold_refs)
+    }
+    pub fn is_infinite(&self) -> bool {
+        self.dynamic_refs == INFINITE
+    }
+    /// The attached pointers stored inside [begin, begin+size): those a copy of that range
+    /// overwrites and must restore.
+    pub fn shadows_within(&self, begin: usize, size: u64) -> Vec<ShadowPointer> {
+        let end = begin + size as usize;
+        self.shadow_pointers
+            .iter()
+            .filter(|s| s.host_address >= begin && s.host_address < end)
+            .cloned()
+            .collect()
+    }
+}

@@ -1,0 +1,193 @@
+//! Range lookups over a set of non-overlapping mappings ordered by host start address.
+
+use super::Mapping;
+use std::collections::BTreeMap;
+
+/// The host range an entry covers, and the base of its list item (zero-length sections
+/// between base and begin find the entry too). Fixed for the entry's life.
+pub trait Extent {
+    fn base(&self) -> usize;
+    fn begin(&self) -> usize;
+    fn end(&self) -> usize;
+}
+
+impl Extent for Mapping {
+    fn base(&self) -> usize {
+        self.host_base
+    }
+    fn begin(&self) -> usize {
+        self.host_begin
+    }
+    fn end(&self) -> usize {
+        self.host_end
+    }
+}
+
+/// The answer to "is [begin, begin+size) mapped?", naming mappings by `K`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup<K = usize> {
+    /// Entirely inside this mapping.
+    Contained(K),
+    /// Overlaps this mapping without being inside it (an "explicit extension").
+    Extends(K),
+    Absent,
+}
+
+impl<K> Lookup<K> {
+    pub fn map<L>(self, f: impl FnOnce(K) -> L) -> Lookup<L> {
+        match self {
+            Lookup::Contained(k) => Lookup::Contained(f(k)),
+            Lookup::Extends(k) => Lookup::Extends(f(k)),
+            Lookup::Absent => Lookup::Absent,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct SortedMappings<V> {
+    by_host_begin: BTreeMap<usize, V>,
+}
+
+impl<V> Default for SortedMappings<V> {
+    fn default() -> Self {
+        SortedMappings {
+            by_host_begin: BTreeMap::new(),
+        }
+    }
+}
+
+impl<V: Extent> SortedMappings<V> {
+    pub fn is_empty(&self) -> bool {
+        self.by_host_begin.is_empty()
+    }
+
+    pub fn lookup(&self, begin: usize, size: u64) -> Lookup {
+        if size == 0 {
+            return self.lookup_address(begin);
+        }
+        let end = begin.saturating_add(size as usize);
+        // The mapping that starts at or before `begin` is the only one that can contain it.
+        if let Some((&start, m)) = self.by_host_begin.range(..=begin).next_back() {
+            if begin < m.end() {
+                return if end <= m.end() {
+                    Lookup::Contained(start)
+                } else {
+                    Lookup::Extends(start)
+                };
+            }
+        }
+        if let Some((&start, _)) = self.by_host_begin.range(begin..end).next() {
+            return Lookup::Extends(start);
+        }
+        Lookup::Absent
+    }
+
+    /// A zero-length section (OpenMP 5.1 "pointer initialization"): found in the mapping that
+    /// holds the address, or whose list item's base..end range holds it.
+    fn lookup_address(&self, address: usize) -> Lookup {
+        if let Some((&start, m)) = self.by_host_begin.range(..=address).next_back() {
+            if address < m.end() || address < m.base() || address == m.begin() {
+                return Lookup::Contained(start);
+            }
+        }
+        if let Some((&start, m)) = self.by_host_begin.range(address + 1..).next() {
+            if address >= m.base() {
+                return Lookup::Contained(start);
+            }
+        }
+        Lookup::Absent
+    }
+
+    /// A mapping overlapping [begin, end), if any.
+    pub fn first_overlapping(&self, begin: usize, end: usize) -> Option<usize> {
+        if let Some((&start, m)) = self.by_host_begin.range(..=begin).next_back() {
+            if begin < m.end() {
+                return Some(start);
+            }
+        }
+        self.by_host_begin
+            .range(begin..end)
+            .next()
+            .map(|(&start, _)| start)
+    }
+
+    pub fn get(&self, host_begin: usize) -> Option<&V> {
+        self.by_host_begin.get(&host_begin)
+    }
+
+    pub fn get_mut(&mut self, host_begin: usize) -> Option<&mut V> {
+        self.by_host_begin.get_mut(&host_begin)
+    }
+
+    pub fn insert(&mut self, entry: V) {
+        self.by_host_begin.insert(entry.begin(), entry);
+    }
+
+    pub fn remove(&mut self, host_begin: usize) -> Option<V> {
+        self.by_host_begin.remove(&host_begin)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.by_host_begin.values()
+    }
+
+    /// Removes and returns every entry.
+    pub fn drain(&mut self) -> impl Iterator<Item = V> {
+        std::mem::take(&mut self.by_host_begin).into_values()
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    pub fn mapping(begin: usize, size: usize) -> Mapping {
+        Mapping {
+            host_base: begin,
+            host_begin: begin,
+            host_end: begin + size,
+            device_begin: 0x10_0000 + begin,
+            device_alloc: 0x10_0000 + begin,
+            dynamic_refs: 1,
+            hold_refs: 0,
+            owns_device_memory: true,
+            shadow_pointers: Vec::new(),
+            name: 0,
+            ends_in_flight: 0,
+        }
+    }
+
+    #[test]
+    fn containment_and_extension() {
+        let mut t = SortedMappings::default();
+        t.insert(mapping(1000, 100));
+        assert_eq!(t.lookup(1000, 100), Lookup::Contained(1000));
+        assert_eq!(t.lookup(1050, 10), Lookup::Contained(1000));
+        assert_eq!(t.lookup(1050, 0), Lookup::Contained(1000));
+        assert_eq!(t.lookup(1050, 100), Lookup::Extends(1000));
+        assert_eq!(t.lookup(990, 20), Lookup::Extends(1000));
+        assert_eq!(t.lookup(900, 100), Lookup::Absent);
+        assert_eq!(t.lookup(1100, 4), Lookup::Absent);
+        assert_eq!(t.first_overlapping(900, 1001), Some(1000));
+        assert_eq!(t.first_overlapping(1099, 1200), Some(1000));
+        assert_eq!(t.first_overlapping(1100, 1200), None);
+        assert_eq!(t.get(1000).unwrap().device_address(1010), 0x10_0000 + 1010);
+    }
+
+    #[test]
+    fn zero_sized_mappings_are_found_at_their_start() {
+        let mut t = SortedMappings::default();
+        t.insert(mapping(2000, 0));
+        assert_eq!(t.lookup(2000, 0), Lookup::Contained(2000));
+        assert_eq!(t.lookup(2001, 0), Lookup::Absent);
+        // A section's base before its begin: zero-length sections from the base find it.
+        let mut m = mapping(3000, 8);
+        m.host_base = 2990;
+        t.insert(m);
+        assert_eq!(t.lookup(2995, 0), Lookup::Contained(3000));
+        assert_eq!(t.lookup(2989, 0), Lookup::Absent);
+        assert_eq!(t.remove(2000).unwrap().size(), 0);
+        assert_eq!(t.remove(3000).unwrap().size(), 8);
+        assert!(t.is_empty());
+    }
+}

@@ -1,0 +1,514 @@
+//! The mapping table of one device, shared by every host thread that offloads to it.
+//!
+//! One lock for the whole table made host threads that map their own data wait for each other
+//! on every construct. The table is split instead: host memory is cut into blocks of 2 MiB and
+//! each block belongs to one of [`SHARDS`] shards, each with its own lock.
+//! - A *narrow* mapping (whose reach, base to end, lies in one block) lives in its block's
+//!   shard. Threads whose data lie in different blocks (their own stacks, their own heap
+//!   arenas) take different locks.
+//! - A *wide* mapping (spanning blocks: large arrays) lives in a separate set that changes only
+//!   with every shard locked, so holding any one shard's lock is enough to read it; its
+//!   reference counts and attached pointers sit behind a lock of their own.
+//!
+//! A [`TableView`] holds the locks an operation needs: its block's shard for data inside one
+//! block or inside a wide mapping, every shard (in order, so no two views deadlock) otherwise.
+
+use super::sorted::{Extent, Lookup, SortedMappings};
+use super::Mapping;
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+const BLOCK_SHIFT: u32 = 21;
+const SHARD_BITS: u32 = 5;
+/// Number of independently locked parts of the table.
+pub const SHARDS: usize = 1 << SHARD_BITS;
+
+fn block(address: usize) -> usize {
+    address >> BLOCK_SHIFT
+}
+
+/// The shard of the block holding `address`; neighbouring blocks (and thread stacks a few
+/// blocks apart) spread over the shards by a multiplicative hash.
+fn shard_of(address: usize) -> usize {
+    ((block(address) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SHARD_BITS)) as usize
+}
+
+/// The host range lookups can find a mapping from: its list item's base to its end (one byte
+/// at least, so a zero-length mapping is found at its start).
+fn reach(base: usize, begin: usize, size: u64) -> (usize, usize) {
+    let end = begin
+        .saturating_add(size as usize)
+        .max(begin.saturating_add(1));
+    (base.min(begin), end)
+}
+
+fn within_one_block((low, high): (usize, usize)) -> bool {
+    block(low) == block(high - 1)
+}
+
+/// A lock whose data stays usable after a panic elsewhere: the table's invariants hold between
+/// any two statements that can panic, and a runtime must keep serving other threads.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One shard, on its own cache line so that threads locking different shards do not contend.
+#[repr(align(64))]
+#[derive(Default)]
+struct Shard(Mutex<SortedMappings<Mapping>>);
+
+/// A mapping spanning blocks: its extent outside the lock (it never changes), the rest inside.
+struct WideEntry {
+    base: usize,
+    begin: usize,
+    end: usize,
+    mapping: Mutex<Mapping>,
+}
+
+impl Extent for WideEntry {
+    fn base(&self) -> usize {
+        self.base
+    }
+    fn begin(&self) -> usize {
+        self.begin
+    }
+    fn end(&self) -> usize {
+        self.end
+    }
+}
+
+/// Names one mapping of the table: its host start, and which part of the table holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MappingKey {
+    pub start: usize,
+    wide: bool,
+}
+
+impl MappingKey {
+    fn narrow(start: usize) -> Self {
+        MappingKey { start, wide: false }
+    }
+    fn wide(start: usize) -> Self {
+        MappingKey { start, wide: true }
+    }
+}
+
+pub struct MappingTable {
+    shards: [Shard; SHARDS],
+    /// Changed only through a view holding every shard; read through any view.
+    wide: UnsafeCell<SortedMappings<WideEntry>>,
+}
+
+// SAFETY: the shards are mutexes; `wide` is reached only through a `TableView`, which reads it
+// while holding at least one shard lock and changes it only while holding all of them, so no
+// read overlaps a change. Its entries' mutable parts are behind their own mutexes.
+unsafe impl Sync for MappingTable {}
+
+impl Default for MappingTable {
+    fn default() -> Self {
+        MappingTable {
+            shards: std::array::from_fn(|_| Shard::default()),
+            wide: UnsafeCell::new(SortedMappings::default()),
+        }
+    }
+}
+
+impl MappingTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A view for looking up [begin, begin+size) and for creating a mapping of it whose list
+    /// item starts at `base` (pass `begin` when only looking up).
+    pub fn view(&self, begin: usize, size: u64, base: usize) -> TableView<'_> {
+        let shard = shard_of(begin);
+        let view = TableView {
+            table: self,
+            locks: Locks::One(shard, lock(&self.shards[shard].0)),
+        };
+        if within_one_block(reach(base, begin, size)) {
+            return view;
+        }
+        // Data spanning blocks can be answered from one shard only when a wide mapping holds
+        // all of it (then nothing else overlaps it, and nothing is created).
+        if size > 0 && matches!(view.wide().lookup(begin, size), Lookup::Contained(_)) {
+            return view;
+        }
+        drop(view);
+        self.view_all()
+    }
+
+    /// A view of one known mapping (enough to change its counts; removing a wide one needs
+    /// [`MappingTable::view_all`]).
+    pub fn view_of(&self, key: MappingKey) -> TableView<'_> {
+        let shard = shard_of(key.start);
+        TableView {
+            table: self,
+            locks: Locks::One(shard, lock(&self.shards[shard].0)),
+        }
+    }
+
+    /// A view of the whole table (every shard locked, in order).
+    pub fn view_all(&self) -> TableView<'_> {
+        TableView {
+            table: self,
+            locks: Locks::All(self.shards.iter().map(|s| lock(&s.0)).collect()),
+        }
+    }
+}
+
+enum Locks<'t> {
+    One(usize, MutexGuard<'t, SortedMappings<Mapping>>),
+    All(Vec<MutexGuard<'t, SortedMappings<Mapping>>>),
+}
+
+/// Access to the part of a [`MappingTable`] whose locks it holds.
+pub struct TableView<'t> {
+    table: &'t MappingTable,
+    locks: Locks<'t>,
+}
+
+/// One mapping, changeable while the view that found it is held.
+pub enum EntryMut<'v> {
+    Narrow(&'v mut Mapping),
+    Wide(MutexGuard<'v, Mapping>),
+}
+
+impl Deref for EntryMut<'_> {
+    type Target = Mapping;
+    fn deref(&self) -> &Mapping {
+        match self {
+            EntryMut::Narrow(m) => m,
+            EntryMut::Wide(m) => m,
+        }
+    }
+}
+
+impl DerefMut for EntryMut<'_> {
+    fn deref_mut(&mut self) -> &mut Mapping {
+        match self {
+            EntryMut::Narrow(m) => m,
+            EntryMut::Wide(m) => m,
+        }
+    }
+}
+
+/// A view used outside the range it was made for: a bug in the runtime, reported as such.
+fn not_locked(shard: usize) -> ! {
+    panic!("mapping table shard {shard} used without its lock (internal error)")
+}
+
+impl<'t> TableView<'t> {
+    fn wide(&self) -> &SortedMappings<WideEntry> {
+        // SAFETY: this view holds at least one shard lock, and `wide` changes only under all of
+        // them (see `MappingTable`'s Sync), so nothing changes it while this borrow lives.
+        unsafe { &*self.table.wide.get() }
+    }
+
+    fn wide_mut(&mut self) -> Option<&mut SortedMappings<WideEntry>> {
+        match self.locks {
+            // SAFETY: every shard lock is held by this view, so no other view exists to read
+            // `wide`, and `&mut self` excludes this view's own borrows of it.
+            Locks::All(_) => Some(unsafe { &mut *self.table.wide.get() }),
+            Locks::One(..) => None,
+        }
+    }
+
+    fn narrow(&self, shard: usize) -> &SortedMappings<Mapping> {
+        match &self.locks {
+            Locks::One(s, guard) if *s == shard => guard,
+            Locks::All(guards) => &guards[shard],
+            Locks::One(..) => not_locked(shard),
+        }
+    }
+
+    fn narrow_mut(&mut self, shard: usize) -> &mut SortedMappings<Mapping> {
+        match &mut self.locks {
+            Locks::One(s, guard) if *s == shard => guard,
+            Locks::All(guards) => &mut guards[shard],
+            Locks::One(..) => not_locked(shard),
+        }
+    }
+
+    /// Is [begin, begin+size) mapped? (`size` 0: OpenMP's zero-length section rules.)
+    pub fn lookup(&self, begin: usize, size: u64) -> Lookup<MappingKey> {
+        let wide = self.wide();
+        let in_wide = if wide.is_empty() {
+            Lookup::Absent
+        } else {
+            wide.lookup(begin, size).map(MappingKey::wide)
+        };
+        if let Lookup::Contained(_) = in_wide {
+            return in_wide;
+        }
+        let end = begin.saturating_add(size as usize);
+        let in_narrow = if size == 0 || block(begin) == block(end - 1) {
+            self.narrow(shard_of(begin))
+                .lookup(begin, size)
+                .map(MappingKey::narrow)
+        } else {
+            // Narrow mappings lie in one block each, so none can hold data spanning blocks.
+            self.overlapping_narrow(begin, end)
+                .map_or(Lookup::Absent, |start| {
+                    Lookup::Extends(MappingKey::narrow(start))
+                })
+        };
+        match (in_narrow, in_wide) {
+            (Lookup::Contained(k), _) => Lookup::Contained(k),
+            (Lookup::Extends(k), _) | (_, Lookup::Extends(k)) => Lookup::Extends(k),
+            _ => Lookup::Absent,
+        }
+    }
+
+    /// A narrow mapping overlapping [begin, end), which spans blocks.
+    fn overlapping_narrow(&self, begin: usize, end: usize) -> Option<usize> {
+        let (first, last) = (block(begin), block(end - 1));
+        let check = |shard: usize| self.narrow(shard).first_overlapping(begin, end);
+        if last - first + 1 >= SHARDS {
+            (0..SHARDS).find_map(check)
+        } else {
+            (first..=last).find_map(|b| check(shard_of(b << BLOCK_SHIFT)))
+        }
+    }
+
+    /// The mapping that serves the range: the one containing it, or with `allow_extension`
+    /// (implicit maps, kernel arguments) also one it overlaps.
+    pub fn serving(&self, begin: usize, size: u64, allow_extension: bool) -> Option<MappingKey> {
+        match self.lookup(begin, size) {
+            Lookup::Contained(key) => Some(key),
+            Lookup::Extends(key) if allow_extension => Some(key),
+            _ => None,
+        }
+    }
+
+    pub fn get_mut(&mut self, key: MappingKey) -> Option<EntryMut<'_>> {
+        if key.wide {
+            let entry = self.wide().get(key.start)?;
+            Some(EntryMut::Wide(lock(&entry.mapping)))
+        } else {
+            self.narrow_mut(shard_of(key.start))
+                .get_mut(key.start)
+                .map(EntryMut::Narrow)
+        }
+    }
+
+    /// The mapping starting exactly at `start`, if any.
+    pub fn key_at(&self, start: usize) -> Option<MappingKey> {
+        if self.wide().get(start).is_some() {
+            Some(MappingKey::wide(start))
+        } else {
+            let narrow = self.narrow(shard_of(start)).get(start).is_some();
+            narrow.then_some(MappingKey::narrow(start))
+        }
+    }
+
+    /// The mapping starting exactly at `start`.
+    pub fn get_at(&mut self, start: usize) -> Option<EntryMut<'_>> {
+        let key = self.key_at(start)?;
+        self.get_mut(key)
+    }
+
+    /// The mapping containing the range, if any.
+    pub fn find(&mut self, begin: usize, size: u64) -> Option<EntryMut<'_>> {
+        match self.lookup(begin, size) {
+            Lookup::Contained(key) => self.get_mut(key),
+            _ => None,
+        }
+    }
+
+    /// The mapping containing or overlapping the range (LLVM's lookup without "must
+    /// contain"), as kernel arguments and implicit maps use it.
+    pub fn find_overlapping(&mut self, begin: usize, size: u64) -> Option<EntryMut<'_>> {
+        let key = self.serving(begin, size, true)?;
+        self.get_mut(key)
+    }
+
+    /// Adds a mapping the view was made for (see [`MappingTable::view`]); it must not overlap
+    /// any other.
+    pub fn insert(&mut self, mapping: Mapping) -> MappingKey {
+        let start = mapping.host_begin;
+        if within_one_block(reach(mapping.host_base, start, mapping.size())) {
+            self.narrow_mut(shard_of(start)).insert(mapping);
+            MappingKey::narrow(start)
+        } else {
+            let entry = WideEntry {
+                base: mapping.host_base,
+                begin: start,
+                end: mapping.host_end,
+                mapping: Mutex::new(mapping),
+            };
+            match self.wide_mut() {
+                Some(wide) => wide.insert(entry),
+                None => panic!("a mapping spanning blocks created without the whole table locked (internal error)"),
+            }
+            MappingKey::wide(start)
+        }
+    }
+
+    /// Whether this view may remove the mapping (a wide one needs the whole table).
+    pub fn can_remove(&self, key: MappingKey) -> bool {
+        !key.wide || matches!(self.locks, Locks::All(_))
+    }
+
+    pub fn remove(&mut self, key: MappingKey) -> Option<Mapping> {
+        if key.wide {
+            let wide = self
+                .wide_mut()
+                .expect("removing a wide mapping needs the whole table");
+            wide.remove(key.start).map(|e| {
+                e.mapping
+                    .into_inner()
+                    .unwrap_or_else(PoisonError::into_inner)
+            })
+        } else {
+            self.narrow_mut(shard_of(key.start)).remove(key.start)
+        }
+    }
+
+    /// Every mapping, by host address (a view of the whole table).
+    pub fn snapshot(&self) -> Vec<Mapping> {
+        let Locks::All(guards) = &self.locks else {
+            not_locked(SHARDS)
+        };
+        let mut all: Vec<Mapping> = guards
+            .iter()
+            .flat_map(|g| g.values().cloned())
+            .chain(self.wide().values().map(|e| lock(&e.mapping).clone()))
+            .collect();
+        all.sort_by_key(|m| m.host_begin);
+        all
+    }
+
+    /// Removes and returns every mapping (a view of the whole table; device teardown).
+    pub fn drain(&mut self) -> Vec<Mapping> {
+        let mut all: Vec<Mapping> = match &mut self.locks {
+            Locks::All(guards) => guards.iter_mut().flat_map(|g| g.drain()).collect(),
+            Locks::One(..) => not_locked(SHARDS),
+        };
+        if let Some(wide) = self.wide_mut() {
+            all.extend(wide.drain().map(|e| {
+                e.mapping
+                    .into_inner()
+                    .unwrap_or_else(PoisonError::into_inner)
+            }));
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sorted::tests::mapping;
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+    /// A block-aligned address, away from zero.
+    const AT: usize = 0x7f00_0000_0000;
+
+    #[test]
+    fn narrow_mappings_are_found_through_their_shard() {
+        let t = MappingTable::new();
+        let key = t.view(AT + 100, 64, AT + 100).insert(mapping(AT + 100, 64));
+        assert!(!key.wide);
+        let mut v = t.view(AT + 120, 8, AT + 120);
+        assert_eq!(v.lookup(AT + 120, 8), Lookup::Contained(key));
+        assert_eq!(v.lookup(AT + 150, 100), Lookup::Extends(key));
+        assert_eq!(v.find(AT + 100, 64).unwrap().dynamic_refs, 1);
+        drop(v);
+        assert_eq!(
+            t.view(AT + 4 * MIB, 8, AT + 4 * MIB)
+                .lookup(AT + 4 * MIB, 8),
+            Lookup::Absent
+        );
+    }
+
+    #[test]
+    fn wide_mappings_are_found_from_any_block_they_span() {
+        let t = MappingTable::new();
+        let (begin, size) = (AT + MIB, 8 * MIB);
+        let mut all = t.view(begin, size as u64, begin);
+        assert!(matches!(all.locks, Locks::All(_)));
+        let key = all.insert(mapping(begin, size));
+        assert!(key.wide);
+        drop(all);
+        for at in [begin, begin + 3 * MIB + 5, begin + size - 1] {
+            let v = t.view(at, 1, at);
+            assert!(
+                matches!(v.locks, Locks::One(..)),
+                "one shard serves {at:#x}"
+            );
+            assert_eq!(v.lookup(at, 1), Lookup::Contained(key));
+        }
+        // A lookup spanning the whole mapping holds one shard only.
+        let mut v = t.view(begin, size as u64, begin);
+        assert!(matches!(v.locks, Locks::One(..)));
+        v.get_mut(key).unwrap().dynamic_refs += 1;
+        assert!(!v.can_remove(key));
+        drop(v);
+        // Overlapping its end from outside is an extension.
+        let v = t.view(begin + size - 8, 16, begin + size - 8);
+        assert_eq!(v.lookup(begin + size - 8, 16), Lookup::Extends(key));
+        drop(v);
+        let mut all = t.view_all();
+        assert_eq!(all.remove(key).unwrap().dynamic_refs, 2);
+        assert!(all.snapshot().is_empty());
+    }
+
+    #[test]
+    fn data_spanning_blocks_sees_narrow_mappings_in_each() {
+        let t = MappingTable::new();
+        let inside = AT + 5 * MIB + 64;
+        let key = t.view(inside, 32, inside).insert(mapping(inside, 32));
+        let (begin, size) = (AT + MIB, 16 * MIB as u64);
+        let v = t.view(begin, size, begin);
+        assert!(matches!(v.locks, Locks::All(_)));
+        assert_eq!(v.lookup(begin, size), Lookup::Extends(key));
+        drop(v);
+        // Reaching far back to its base makes a small section a wide mapping.
+        let member = AT + 40 * MIB;
+        let mut m = mapping(member, 16);
+        m.host_base = AT + 30 * MIB;
+        let mut v = t.view(member, 16, m.host_base);
+        let wide = v.insert(m);
+        assert!(wide.wide);
+        drop(v);
+        let v = t.view(AT + 35 * MIB, 0, AT + 35 * MIB);
+        assert_eq!(v.lookup(AT + 35 * MIB, 0), Lookup::Contained(wide));
+        drop(v);
+        let mut all = t.view_all();
+        let starts: Vec<usize> = all.snapshot().iter().map(|m| m.host_begin).collect();
+        assert_eq!(starts, vec![inside, member]);
+        assert_eq!(all.drain().len(), 2);
+    }
+
+    #[test]
+    fn threads_on_their_own_data_and_on_shared_data() {
+        let t = MappingTable::new();
+        let shared = AT + 64 * MIB;
+        t.view(shared, 4 * MIB as u64, shared)
+            .insert(mapping(shared, 4 * MIB));
+        std::thread::scope(|s| {
+            for thread in 0..4usize {
+                let t = &t;
+                s.spawn(move || {
+                    let own = AT + thread * 8 * MIB + 4096;
+                    for i in 0..2000 {
+                        let begin = own + (i % 7) * 256;
+                        let mut v = t.view(begin, 64, begin);
+                        assert_eq!(v.lookup(begin, 64), Lookup::Absent);
+                        let key = v.insert(mapping(begin, 64));
+                        drop(v);
+                        let mut v = t.view(shared + i, 8, shared + i);
+                        v.find(shared + i, 8).unwrap().dynamic_refs += 1;
+                        drop(v);
+                        assert!(t.view_of(key).remove(key).is_some());
+                    }
+                });
+            }
+        });
+        let all = t.view_all().snapshot();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].dynamic_refs, 1 + 4 * 2000);
+    }
+}
