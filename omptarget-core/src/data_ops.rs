@@ -328,6 +328,9 @@ fn begin_list(
         if placed.device_begin == 0 && (arg.size > 0 || t.has(PRESENT)) {
             return Err(null_target_pointer(t.has(PRESENT)));
         }
+        if !from_mapper && t.has(TARGET_PARAM) && placed.device_begin != 0 {
+            q.note_placed(index, placed.device_begin);
+        }
         let needs_data = placed.is_new && !placed.sent || t.has(ALWAYS);
         if t.has(TO) && needs_data && !placed.is_host && arg.size > 0 {
             send(q, placed.device_begin, &placed.shadows, arg.begin, arg.size)?;
@@ -753,8 +756,11 @@ pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<K
             } else {
                 arg.base
             };
-            let device_begin = find_in_use(q, arg.begin, arg.size, false)
-                .map(|(device_begin, _)| device_begin)
+            let device_begin = q
+                .placed_at(index)
+                .or_else(|| {
+                    find_in_use(q, arg.begin, arg.size, false).map(|(device_begin, _)| device_begin)
+                })
                 // Unmapped data keeps its host address (firstprivate semantics, as LLVM).
                 .unwrap_or(arg.begin);
             values.push(device_begin.wrapping_add(host_base.wrapping_sub(arg.begin)));

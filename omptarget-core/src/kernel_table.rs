@@ -13,7 +13,9 @@ type Table = AddressMap<usize, KernelHandle>;
 
 pub struct KernelTable {
     current: AtomicPtr<Table>,
-    /// Every table ever published (the current one last), owned here; changes lock it.
+    /// Every table ever published (the current one last), owned here; changes lock it. Boxed:
+    /// `current` points into them, so they must not move when the vector grows.
+    #[allow(clippy::vec_box)]
     published: Mutex<Vec<Box<Table>>>,
 }
 

@@ -6,7 +6,7 @@
 use crate::device::Device;
 use crate::error::Result;
 use crate::info;
-use crate::mapping::MappingKey;
+use crate::mapping::{Changed, Mapping, MappingKey};
 use plugin_api::{AllocKind, QueueHandle};
 use smallvec::SmallVec;
 
@@ -32,6 +32,9 @@ pub struct ConstructQueue<'d> {
     /// Host starts of the mappings this construct created: data mapped into them (struct
     /// members) is new to the device too.
     created: SmallVec<[usize; 4]>,
+    /// Device address each argument (by index) was placed at on entry, for the kernel's
+    /// arguments: they need not be looked up again.
+    placed: SmallVec<[(usize, usize); 4]>,
     finished: bool,
 }
 
@@ -48,6 +51,7 @@ impl<'d> ConstructQueue<'d> {
             frees: SmallVec::new(),
             ended: Ended::new(),
             created: SmallVec::new(),
+            placed: SmallVec::new(),
             finished: false,
         })
     }
@@ -155,6 +159,18 @@ impl<'d> ConstructQueue<'d> {
         self.created.push(host_begin);
     }
 
+    pub fn note_placed(&mut self, arg_index: usize, device_begin: usize) {
+        self.placed.push((arg_index, device_begin));
+    }
+
+    /// Where argument `arg_index` was placed on entry, if it was.
+    pub fn placed_at(&self, arg_index: usize) -> Option<usize> {
+        self.placed
+            .iter()
+            .find(|&&(i, _)| i == arg_index)
+            .map(|&(_, address)| address)
+    }
+
     pub fn created_here(&self, host_begin: usize) -> bool {
         self.created.contains(&host_begin)
     }
@@ -169,25 +185,20 @@ impl<'d> ConstructQueue<'d> {
         let ended = std::mem::take(&mut self.ended);
         let mapping = &self.device.mapping;
         for (key, may_remove) in ended {
-            let mut table = mapping.view_of(key);
-            let Some(mut m) = table.get_mut(key) else {
-                continue;
-            };
-            m.ends_in_flight = m.ends_in_flight.saturating_sub(1);
-            let unused = |m: &crate::mapping::Mapping| m.total_refs() == 0 && m.ends_in_flight == 0;
-            if !(may_remove && unused(&m)) {
-                continue;
-            }
-            drop(m);
-            let removed = if table.can_remove(key) {
-                table.remove(key)
-            } else {
-                // A mapping spanning blocks is removed with the whole table locked; another
-                // construct may have mapped it again meanwhile.
-                drop(table);
-                let mut table = mapping.view_all();
-                let still_unused = table.get_mut(key).is_some_and(|m| unused(&m));
-                still_unused.then(|| table.remove(key)).flatten()
+            let unused = |m: &Mapping| m.total_refs() == 0 && m.ends_in_flight == 0;
+            let changed = mapping.view_of(key).change_or_remove(key, |m| {
+                m.ends_in_flight = m.ends_in_flight.saturating_sub(1);
+                may_remove && unused(m)
+            });
+            let removed = match changed {
+                Changed::Missing | Changed::Kept => None,
+                Changed::Removed(m) => Some(m),
+                Changed::NeedsWholeTable => {
+                    // Another construct may have mapped it again meanwhile.
+                    let mut table = mapping.view_all();
+                    let still_unused = table.get_mut(key).is_some_and(|m| unused(&m));
+                    still_unused.then(|| table.remove(key)).flatten()
+                }
             };
             let Some(m) = removed else { continue };
             if info::enabled(info::MAPPING_CHANGED) {

@@ -9,7 +9,7 @@ mod sorted;
 mod table;
 
 pub use sorted::Lookup;
-pub use table::{EntryMut, MappingKey, MappingTable, TableView};
+pub use table::{Changed, EntryMut, MappingKey, MappingTable, TableView};
 
 /// Reference count of data that is never unmapped (`declare target` globals).
 pub const INFINITE: u64 = u64::MAX;

@@ -123,6 +123,20 @@ impl<V: Extent> SortedMappings<V> {
         self.by_host_begin.insert(entry.begin(), entry);
     }
 
+    /// Changes the entry starting at `host_begin`, removing it when `change` returns true,
+    /// with one search: `None` when there is no such entry, else the removed entry if any.
+    pub fn change_or_remove(
+        &mut self,
+        host_begin: usize,
+        change: impl FnOnce(&mut V) -> bool,
+    ) -> Option<Option<V>> {
+        use std::collections::btree_map::Entry;
+        match self.by_host_begin.entry(host_begin) {
+            Entry::Vacant(_) => None,
+            Entry::Occupied(mut entry) => Some(change(entry.get_mut()).then(|| entry.remove())),
+        }
+    }
+
     pub fn remove(&mut self, host_begin: usize) -> Option<V> {
         self.by_host_begin.remove(&host_begin)
     }

@@ -169,6 +169,15 @@ pub struct TableView<'t> {
     locks: Locks<'t>,
 }
 
+/// What [`TableView::change_or_remove`] did.
+pub enum Changed {
+    Missing,
+    Kept,
+    Removed(Mapping),
+    /// Changed, and to be removed, which needs a view of the whole table.
+    NeedsWholeTable,
+}
+
 /// One mapping, changeable while the view that found it is held.
 pub enum EntryMut<'v> {
     Narrow(&'v mut Mapping),
@@ -234,6 +243,15 @@ impl<'t> TableView<'t> {
     /// Is [begin, begin+size) mapped? (`size` 0: OpenMP's zero-length section rules.)
     pub fn lookup(&self, begin: usize, size: u64) -> Lookup<MappingKey> {
         let wide = self.wide();
+        let end = begin.saturating_add(size as usize);
+        let one_block = size == 0 || block(begin) == block(end - 1);
+        if wide.is_empty() && one_block {
+            // The usual case: only the block's shard can answer.
+            return self
+                .narrow(shard_of(begin))
+                .lookup(begin, size)
+                .map(MappingKey::narrow);
+        }
         let in_wide = if wide.is_empty() {
             Lookup::Absent
         } else {
@@ -242,8 +260,7 @@ impl<'t> TableView<'t> {
         if let Lookup::Contained(_) = in_wide {
             return in_wide;
         }
-        let end = begin.saturating_add(size as usize);
-        let in_narrow = if size == 0 || block(begin) == block(end - 1) {
+        let in_narrow = if one_block {
             self.narrow(shard_of(begin))
                 .lookup(begin, size)
                 .map(MappingKey::narrow)
@@ -343,6 +360,37 @@ impl<'t> TableView<'t> {
                 None => panic!("a mapping spanning blocks created without the whole table locked (internal error)"),
             }
             MappingKey::wide(start)
+        }
+    }
+
+    /// Changes a mapping and removes it when `change` returns true, as one step for a narrow
+    /// mapping. A wide one cannot be removed through a view of one shard: the answer says so
+    /// and the caller retries with [`MappingTable::view_all`].
+    pub fn change_or_remove(
+        &mut self,
+        key: MappingKey,
+        change: impl FnOnce(&mut Mapping) -> bool,
+    ) -> Changed {
+        if key.wide {
+            let Some(mut m) = self.get_mut(key) else {
+                return Changed::Missing;
+            };
+            if !change(&mut m) {
+                return Changed::Kept;
+            }
+            drop(m);
+            if !self.can_remove(key) {
+                return Changed::NeedsWholeTable;
+            }
+            return self.remove(key).map_or(Changed::Missing, Changed::Removed);
+        }
+        match self
+            .narrow_mut(shard_of(key.start))
+            .change_or_remove(key.start, change)
+        {
+            None => Changed::Missing,
+            Some(None) => Changed::Kept,
+            Some(Some(m)) => Changed::Removed(m),
         }
     }
 
@@ -452,6 +500,37 @@ mod tests {
         drop(v);
         let mut all = t.view_all();
         assert_eq!(all.remove(key).unwrap().dynamic_refs, 2);
+        assert!(all.snapshot().is_empty());
+    }
+
+    #[test]
+    fn releasing_removes_narrow_mappings_at_once_and_wide_ones_with_the_whole_table() {
+        let t = MappingTable::new();
+        let narrow = t.view(AT + 64, 8, AT + 64).insert(mapping(AT + 64, 8));
+        let wide = t
+            .view(AT + MIB, 4 * MIB as u64, AT + MIB)
+            .insert(mapping(AT + MIB, 4 * MIB));
+        let release = |m: &mut Mapping| {
+            m.dynamic_refs -= 1;
+            m.dynamic_refs == 0
+        };
+        assert!(matches!(
+            t.view_of(narrow).change_or_remove(narrow, release),
+            Changed::Removed(_)
+        ));
+        assert!(matches!(
+            t.view_of(narrow).change_or_remove(narrow, release),
+            Changed::Missing
+        ));
+        assert!(matches!(
+            t.view_of(wide).change_or_remove(wide, release),
+            Changed::NeedsWholeTable
+        ));
+        let mut all = t.view_all();
+        assert!(matches!(
+            all.change_or_remove(wide, |_| true),
+            Changed::Removed(_)
+        ));
         assert!(all.snapshot().is_empty());
     }
 
