@@ -27,6 +27,18 @@ pub fn offload_policy() -> OffloadPolicySetting {
     }
 }
 
+/// `LIBOMPTARGET_MAP_FORCE_ATOMIC` (default true, as LLVM): data a construct transfers for a
+/// mapping is complete before another construct's work on another queue uses it.
+pub fn map_force_atomic() -> bool {
+    match env::var("LIBOMPTARGET_MAP_FORCE_ATOMIC") {
+        Ok(v) => !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "0" | "false" | "off" | "no"
+        ),
+        Err(_) => true,
+    }
+}
+
 /// Parses a number as LLVM's runtime does for these variables: decimal, or hex with `0x`.
 pub fn parse_number(text: &str) -> Option<i64> {
     let t = text.trim();

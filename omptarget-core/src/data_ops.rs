@@ -9,7 +9,7 @@ use crate::logging;
 use crate::mapper;
 use crate::mapping::{Lookup, Mapping, ShadowPointer};
 use crate::queue::{ConstructQueue, Ended};
-use plugin_api::AllocKind;
+use plugin_api::{AllocKind, EventHandle};
 use smallvec::{smallvec, SmallVec};
 
 /// Arguments (by index) whose device base address `target data` returns to the program.
@@ -61,6 +61,8 @@ struct Placed {
     is_host: bool,
     /// Shadow pointers inside the range, to re-apply after data is sent again.
     shadows: Vec<ShadowPointer>,
+    /// The existing mapping's last transfer, which this construct's use of it waits for.
+    event: Option<EventHandle>,
 }
 
 /// The flags of one `place` request.
@@ -110,6 +112,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
         }
         let device_begin = m.device_address(r.begin);
         let shadows = m.shadows_within(r.begin, r.size);
+        let event = m.event;
         drop(m);
         drop(table);
         // Members of a struct this construct just mapped are new on the device too.
@@ -119,6 +122,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
             sent: false,
             is_host: false,
             shadows,
+            event,
         });
     }
     match table.lookup(r.begin, r.size) {
@@ -157,6 +161,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 sent: false,
                 is_host: r.size > 0,
                 shadows: Vec::new(),
+                event: None,
             })
         }
         Lookup::Absent if present => {
@@ -171,6 +176,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
             sent: false,
             is_host: false,
             shadows: Vec::new(),
+            event: None,
         }),
         // The table stays locked until the new mapping holds its data, so that another thread
         // can neither map the same data twice nor use the device copy before it is filled.
@@ -194,6 +200,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 shadow_pointers: Vec::new(),
                 name: r.name,
                 ends_in_flight: 0,
+                event: None,
             };
             if info::enabled(info::MAPPING_CHANGED) {
                 info::line(
@@ -211,10 +218,15 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                     ),
                 );
             }
-            table.insert(mapping);
+            let key = table.insert(mapping);
             let sent = t.has(TO) && r.size > 0;
             if sent {
                 q.copy_to_device_named(device_begin, r.begin, r.size, Some(r.name))?;
+                if let Some(event) = q.transfer_event(None)? {
+                    if let Some(mut m) = table.get_mut(key) {
+                        m.event = Some(event);
+                    }
+                }
             }
             drop(table);
             q.note_created(r.begin);
@@ -224,9 +236,18 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 sent,
                 is_host: false,
                 shadows: Vec::new(),
+                event: None,
             })
         }
     }
+}
+
+/// Gives the mapping holding [begin, begin+size) the event of the transfer just queued.
+fn set_event(q: &ConstructQueue<'_>, begin: usize, size: u64, event: EventHandle) {
+    let mut table = q.device.mapping.view(begin, size, begin);
+    if let Some(mut m) = table.find_overlapping(begin, size) {
+        m.event = Some(event);
+    };
 }
 
 /// Sends host data and re-applies the device values of pointers attached inside it, so that
@@ -310,6 +331,9 @@ fn begin_list(
             }
             // SAFETY: `base` is the address of a host pointer variable (ptr_and_obj contract).
             pointee_base = unsafe { std::ptr::read_unaligned(arg.base as *const usize) };
+            if !placed.is_new && !placed.is_host && !t.has(PRESENT) {
+                q.wait_for_transfer(placed.event)?;
+            }
             pointer = Some(placed);
             update_refs = !from_mapper || index != 0;
         }
@@ -334,6 +358,12 @@ fn begin_list(
         let needs_data = placed.is_new && !placed.sent || t.has(ALWAYS);
         if t.has(TO) && needs_data && !placed.is_host && arg.size > 0 {
             send(q, placed.device_begin, &placed.shadows, arg.begin, arg.size)?;
+            if let Some(event) = q.transfer_event(placed.event)? {
+                set_event(q, arg.begin, arg.size, event);
+            }
+        } else if !placed.is_new && !placed.is_host && !t.has(PRESENT) {
+            // Data another construct is still sending (on its own queue) is waited for.
+            q.wait_for_transfer(placed.event)?;
         }
         if t.has(RETURN_PARAM) {
             returned.push((
@@ -523,10 +553,11 @@ fn end_list(
                     is_last,
                     m.shadows_within(arg.begin, arg.size),
                     m.name,
+                    m.event,
                 )
             })
         };
-        let Some((key, device_begin, is_last, shadows, name)) = found else {
+        let Some((key, device_begin, is_last, shadows, name, event)) = found else {
             drop(table);
             if q.unified_shared_memory {
                 continue; // the host data itself was used
@@ -546,7 +577,18 @@ fn end_list(
         // entry's lock: issued after it, threads mapping one variable tofrom at once lost
         // updates (conformance threads/shared_counter_map_back, about 3% of runs on 2 cores).
         if t.has(FROM) && (is_last || t.has(ALWAYS)) && arg.size > 0 {
+            // After any transfer into the data still running on another construct's queue.
+            q.wait_for_transfer(event)?;
             q.copy_from_device_named(arg.begin, device_begin, arg.size, Some(name))?;
+            // A construct reusing the mapping before this one removes it must not copy back
+            // before this copy has completed (as LLVM).
+            if is_last {
+                if let Some(event) = q.transfer_event(event)? {
+                    if let Some(mut m) = table.get_mut(key) {
+                        m.event = Some(event);
+                    }
+                }
+            }
         }
         drop(table);
         if t.has(FROM) {
@@ -756,8 +798,14 @@ pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<K
             } else {
                 arg.base
             };
-            let device_begin = q
-                .placed_at(index)
+            // LLVM looks the data up again here and says so under LIBOMPTARGET_INFO; the
+            // lines are kept by doing the same when they are asked for.
+            let placed = if info::enabled(info::MAPPING_EXISTS) {
+                None
+            } else {
+                q.placed_at(index)
+            };
+            let device_begin = placed
                 .or_else(|| {
                     find_in_use(q, arg.begin, arg.size, false).map(|(device_begin, _)| device_begin)
                 })

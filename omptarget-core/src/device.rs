@@ -306,8 +306,8 @@ impl Device {
             {
                 let mut mapping = self.mapping.view_all();
                 for address in globals {
-                    if let Some(key) = mapping.key_at(address) {
-                        mapping.remove(key);
+                    if let Some(m) = mapping.key_at(address).and_then(|k| mapping.remove(k)) {
+                        self.discard_event(&m);
                     }
                 }
             }
@@ -454,9 +454,23 @@ impl Device {
         ))
     }
 
+    /// Destroys the event of a mapping that was removed.
+    pub fn discard_event(&self, m: &Mapping) {
+        if let Some(event) = m.event {
+            if let Err(e) = self.plugin.destroy_event(self.local, event) {
+                log::warn!(
+                    "device {}: destroying an event failed: {}",
+                    self.id,
+                    e.message
+                );
+            }
+        }
+    }
+
     /// Frees every mapping the runtime allocated (at shutdown).
     pub fn release_mappings(&self) {
         let drained = self.mapping.view_all().drain();
+        drained.iter().for_each(|m| self.discard_event(m));
         for m in drained.into_iter().filter(|m| m.owns_device_memory) {
             let _ = self.free_quietly(m.device_alloc, AllocKind::DEFAULT);
         }

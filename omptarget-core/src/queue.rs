@@ -7,8 +7,9 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::info;
 use crate::mapping::{Changed, Mapping, MappingKey};
-use plugin_api::{AllocKind, QueueHandle};
+use plugin_api::{AllocKind, EventHandle, QueueHandle};
 use smallvec::SmallVec;
+use std::sync::LazyLock;
 
 /// Mappings a construct ended: (host start, whether it may remove them). Inline, as the lists
 /// below: constructs touch a few mappings, and the hot path allocates nothing.
@@ -159,6 +160,40 @@ impl<'d> ConstructQueue<'d> {
         self.created.push(host_begin);
     }
 
+    /// After a transfer for a mapping was queued: an event marking its end, for constructs on
+    /// other queues to wait for, unless the transfer has completed already (devices that run
+    /// work synchronously never need one) or `LIBOMPTARGET_MAP_FORCE_ATOMIC` is off. `current`
+    /// is the mapping's event, recorded again rather than replaced.
+    pub fn transfer_event(&mut self, current: Option<EventHandle>) -> Result<Option<EventHandle>> {
+        static ENABLED: LazyLock<bool> = LazyLock::new(crate::config::map_force_atomic);
+        let (plugin, local) = (&self.device.plugin, self.device.local);
+        if !*ENABLED || plugin.query_queue(local, self.handle).unwrap_or(false) {
+            return Ok(None);
+        }
+        let event = match current {
+            Some(event) => event,
+            None => plugin
+                .create_event(local)
+                .map_err(|e| self.device.plugin_error("creating an event", e))?,
+        };
+        plugin
+            .record_event(local, event, self.handle)
+            .map_err(|e| self.device.plugin_error("recording an event", e))?;
+        Ok(Some(event))
+    }
+
+    /// Later work on this queue waits for a mapping's last transfer (see `transfer_event`).
+    pub fn wait_for_transfer(&mut self, event: Option<EventHandle>) -> Result<()> {
+        let Some(event) = event else { return Ok(()) };
+        self.device
+            .plugin
+            .wait_event(self.device.local, event, self.handle)
+            .map_err(|e| {
+                self.device
+                    .plugin_error("waiting for a mapping's transfer", e)
+            })
+    }
+
     pub fn note_placed(&mut self, arg_index: usize, device_begin: usize) {
         self.placed.push((arg_index, device_begin));
     }
@@ -201,6 +236,7 @@ impl<'d> ConstructQueue<'d> {
                 }
             };
             let Some(m) = removed else { continue };
+            self.device.discard_event(&m);
             if info::enabled(info::MAPPING_CHANGED) {
                 info::line(
                     self.device.id,

@@ -236,8 +236,14 @@ fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
 }
 
 /// The example plugin vendors copy, built as a vendor would (its own workspace), installed under
-/// its plugin file name.
+/// its plugin file name. Once per test run: copying over the file while another test's program
+/// has it loaded would crash that program.
 fn example_plugin() -> PathBuf {
+    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
+    PLUGIN.get_or_init(build_example_plugin).clone()
+}
+
+fn build_example_plugin() -> PathBuf {
     let manifest = workspace_root().join("examples/plugin-example/Cargo.toml");
     let status = Command::new(env!("CARGO"))
         .args(["build", "--release", "--quiet", "--manifest-path"])
@@ -315,4 +321,36 @@ fn plugin_order_decides_device_numbers() {
             "{listing}"
         );
     }
+}
+
+/// A construct that finds data another construct is still sending on its own queue waits for
+/// that copy (per-mapping events), on the example plugin, whose queues are worker threads.
+#[test]
+fn constructs_on_other_queues_wait_for_a_mapping_s_transfer() {
+    let plugin = example_plugin();
+    let path = plugin.display().to_string();
+    let exe = compile(Compiler::Clang19, &["mapping_events.c"], &[]);
+    let env = [
+        ("LIBOMPTARGET_PLUGIN_PATH", path.as_str()),
+        ("LIBOMPTARGET_PLUGINS_TO_LOAD", "example"),
+        ("OMP_TARGET_OFFLOAD", "mandatory"),
+    ];
+    let out = run(&exe, &env);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout).trim(), "stale reads: 0 of 10");
+    // Without the events the same program reads stale data: the test can tell.
+    let mut unordered = env.to_vec();
+    unordered.push(("LIBOMPTARGET_MAP_FORCE_ATOMIC", "false"));
+    let out = run(&exe, &unordered);
+    assert!(
+        !out.status.success() && text(&out.stdout).contains("stale reads"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }

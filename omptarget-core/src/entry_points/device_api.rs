@@ -521,8 +521,8 @@ pub extern "C" fn omp_target_disassociate_ptr(host_ptr: *const c_void, device_nu
                     "Trying to disassociate a pointer with a non-zero hold reference count",
                 )),
                 Some((_, true)) => {
-                    if let Some(key) = table.key_at(host) {
-                        table.remove(key);
+                    if let Some(m) = table.key_at(host).and_then(|k| table.remove(k)) {
+                        d.discard_event(&m);
                     }
                     Ok(0)
                 }

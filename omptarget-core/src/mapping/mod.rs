@@ -8,6 +8,8 @@
 mod sorted;
 mod table;
 
+use plugin_api::EventHandle;
+
 pub use sorted::Lookup;
 pub use table::{Changed, EntryMut, MappingKey, MappingTable, TableView};
 
@@ -45,6 +47,10 @@ pub struct Mapping {
     /// Constructs that are ending this mapping and have not completed yet: the last of them
     /// removes it (LLVM's data-end thread count).
     pub ends_in_flight: u32,
+    /// Marks the end of the last transfer of this data still running on some construct's
+    /// queue, when a device runs queues asynchronously: constructs on other queues that use the
+    /// data wait for it (LLVM's per-entry event, `LIBOMPTARGET_MAP_FORCE_ATOMIC`).
+    pub event: Option<EventHandle>,
 }
 
 impl Mapping {
@@ -63,6 +69,7 @@ impl Mapping {
             shadow_pointers: Vec::new(),
             name: 0,
             ends_in_flight: 0,
+            event: None,
         }
     }
 
