@@ -37,10 +37,20 @@ static double run(int threads, int separate) {
 
 int main(int argc, char **argv) {
   per_thread = arg_or(argc, argv, 1, 50000);
+  // Each phase lasts tens of milliseconds, and on a shared 2-vCPU machine a phase can lose a
+  // core to a neighbour for part of that: the three phases are repeated in turn and each
+  // keeps its best throughput, the runtime's own capability.
+  long reps = arg_or(argc, argv, 2, 5);
   int x = 0;
 #pragma omp target map(tofrom: x)
   x = 1;
-  double one = run(1, 0), two = run(2, 0), apart = run(2, 1);
+  double one = 0, two = 0, apart = 0;
+  for (long r = 0; r < reps; r++) {
+    double o = run(1, 0), t = run(2, 0), a = run(2, 1);
+    one = o > one ? o : one;
+    two = t > two ? t : two;
+    apart = a > apart ? a : apart;
+  }
   result("threads_1", one, "ops/s");
   result("threads_2", two, "ops/s");
   result("threads_scaling", two / one, "x");

@@ -84,7 +84,7 @@ fn cases(quick: bool) -> Vec<Case> {
             case("empty_region", &[2000]),
             case("mappings", &[1000, 1000]),
             case("bandwidth", &[16]),
-            case("threads", &[2000]),
+            case("threads", &[2000, 1]),
         ];
     }
     vec![
