@@ -7,7 +7,7 @@
 use crate::address_map::AddressMap;
 use plugin_api::KernelHandle;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 type Table = AddressMap<usize, KernelHandle>;
 
@@ -40,10 +40,7 @@ impl KernelTable {
 
     /// Publishes a copy of the current table with `change` applied.
     pub fn change(&self, change: impl FnOnce(&mut Table)) {
-        let mut published = self
-            .published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut published = crate::lock::lock(&self.published);
         let mut next = Box::new(published.last().map(|t| (**t).clone()).unwrap_or_default());
         change(&mut next);
         self.current.store(&mut *next, Ordering::Release);

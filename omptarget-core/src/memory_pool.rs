@@ -74,9 +74,7 @@ struct Stripe(Mutex<StripeState>);
 
 impl Stripe {
     fn lock(&self) -> std::sync::MutexGuard<'_, StripeState> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::lock::lock(&self.0)
     }
 }
 

@@ -228,11 +228,12 @@ impl<'d> ConstructQueue<'d> {
             let removed = match changed {
                 Changed::Missing | Changed::Kept => None,
                 Changed::Removed(m) => Some(m),
+                // Another construct may have mapped it again meanwhile: check again.
                 Changed::NeedsWholeTable => {
-                    // Another construct may have mapped it again meanwhile.
-                    let mut table = mapping.view_all();
-                    let still_unused = table.get_mut(key).is_some_and(|m| unused(&m));
-                    still_unused.then(|| table.remove(key)).flatten()
+                    match mapping.view_all().change_or_remove(key, |m| unused(m)) {
+                        Changed::Removed(m) => Some(m),
+                        _ => None,
+                    }
                 }
             };
             let Some(m) = removed else { continue };

@@ -15,9 +15,10 @@
 
 use super::sorted::{Extent, Lookup, SortedMappings};
 use super::Mapping;
+use crate::lock::{into_inner, lock};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 const BLOCK_SHIFT: u32 = 21;
 const SHARD_BITS: u32 = 5;
@@ -45,12 +46,6 @@ fn reach(base: usize, begin: usize, size: u64) -> (usize, usize) {
 
 fn within_one_block((low, high): (usize, usize)) -> bool {
     block(low) == block(high - 1)
-}
-
-/// A lock whose data stays usable after a panic elsewhere: the table's invariants hold between
-/// any two statements that can panic, and a runtime must keep serving other threads.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One shard, on its own cache line so that threads locking different shards do not contend.
@@ -404,11 +399,7 @@ impl<'t> TableView<'t> {
             let wide = self
                 .wide_mut()
                 .expect("removing a wide mapping needs the whole table");
-            wide.remove(key.start).map(|e| {
-                e.mapping
-                    .into_inner()
-                    .unwrap_or_else(PoisonError::into_inner)
-            })
+            wide.remove(key.start).map(|e| into_inner(e.mapping))
         } else {
             self.narrow_mut(shard_of(key.start)).remove(key.start)
         }
@@ -435,11 +426,7 @@ impl<'t> TableView<'t> {
             Locks::One(..) => not_locked(SHARDS),
         };
         if let Some(wide) = self.wide_mut() {
-            all.extend(wide.drain().map(|e| {
-                e.mapping
-                    .into_inner()
-                    .unwrap_or_else(PoisonError::into_inner)
-            }));
+            all.extend(wide.drain().map(|e| into_inner(e.mapping)));
         }
         all
     }
