@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the build and tests need beyond Rust and gcc (Debian bookworm):
-# clang-19 with LLVM 19's libomp and libomptarget (the reference runtime), clang-22,
-# clang-22's omp.h from libomp-22-dev (unpacked aside: it conflicts with libomp-19-dev),
-# valgrind (memcheck runs), FileCheck-19/not-19 from llvm-19-tools (LLVM's own test suite),
+# clang-19 with LLVM 19's libomp and libomptarget (the reference runtime), clang-22 with llvm-22
+# (clang-22 runs its llvm-offload-binary for every offload build) and clang-tools-22 (its
+# clang-linker-wrapper), clang-22's omp.h from libomp-22-dev and LLVM 22's runtime from liboffload-22 (both unpacked
+# aside: libomp-22-dev conflicts with libomp-19-dev, and LLVM 22's libomptarget.so.22.1 must
+# not be on the loader's path, where it would stand in for ours), valgrind (memcheck runs),
+# FileCheck and not from llvm-19-tools and llvm-22-tools (LLVM's own test suites),
 # lld-19 and rocm-device-libs (AMDGPU code objects; clang-tools-19's clang-offload-packager and
 # llvm-19's llvm-readelf take them apart in the tests), Debian's HSA runtime libhsa-runtime64-1
 # (the AMDGPU plugin loads it; without /dev/kfd its hsa_init fails), and
@@ -10,7 +13,7 @@
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 need=""
-for cmd in clang-19 clang-22 valgrind FileCheck-19 not-19 ld.lld-19 clang-offload-packager-19; do command -v $cmd >/dev/null || need=1; done
+for cmd in clang-19 clang-22 llvm-offload-binary-22 clang-linker-wrapper-22 valgrind FileCheck-19 not-19 FileCheck-22 not-22 ld.lld-19 clang-offload-packager-19; do command -v $cmd >/dev/null || need=1; done
 [ -e /usr/lib/llvm-19/lib/libomptarget.so.19.1 ] || need=1
 [ -e /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ockl.bc ] || need=1
 [ -e /usr/lib/llvm-19/bin/llvm-readelf ] || need=1
@@ -18,13 +21,15 @@ for cmd in clang-19 clang-22 valgrind FileCheck-19 not-19 ld.lld-19 clang-offloa
 if [ -n "$need" ]; then
     $SUDO apt-get update -q
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        clang-19 libomp-19-dev clang-22 valgrind llvm-19-tools \
+        clang-19 libomp-19-dev clang-22 llvm-22 clang-tools-22 valgrind llvm-19-tools llvm-22-tools \
         lld-19 rocm-device-libs libhsa-runtime64-1 clang-tools-19 llvm-19
 fi
 root=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}
-if [ ! -e "$root/usr/lib/llvm-22/lib/clang/22/include/omp.h" ]; then
+if [ ! -e "$root/usr/lib/llvm-22/lib/clang/22/include/omp.h" ] ||
+   [ ! -e "$root/usr/lib/llvm-22/lib/libomptarget.so.22.1" ]; then
     tmp=$(mktemp -d)
-    (cd "$tmp" && apt-get download libomp-22-dev >/dev/null && $SUDO dpkg -x libomp-22-dev_*.deb "$root")
+    (cd "$tmp" && apt-get download libomp-22-dev liboffload-22 >/dev/null &&
+     for deb in *.deb; do $SUDO dpkg -x "$deb" "$root"; done)
     rm -rf "$tmp"
 fi
 $SUDO bash "$(dirname "$0")/../scripts/setup-nvptx-toolchain.sh" "${NVPTX_CUDA_PATH:-/opt/cuda-min}"

@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# Fetches LLVM 19's offload test suite (offload/test of the Debian source tarball that matches
-# the installed clang-19 1:19.1.7) for tests/src/llvm_suite.rs. LLVM's test files are not kept
-# in this repository, so CI fetches them.
+# Fetches LLVM's offload test suite (offload/test of Debian's source tarball of the installed
+# clang's version) for tests/src/llvm_suite.rs. LLVM's test files are not kept in this
+# repository, so CI fetches them.
 #
-# Cache directory: $LLVM_OFFLOAD_SUITE_DIR, else target/llvm-offload-suite/ under the workspace.
-# Idempotent: nothing is downloaded when the tests are already extracted. Prints the path of
-# offload/test.
+#   scripts/fetch-llvm-offload-tests.sh [19|22]     (default 19)
+#     19: llvm-toolchain-19 1:19.1.7, for clang-19 against LLVM 19's runtime and ours
+#     22: llvm-toolchain-22 1:22.1.8, for clang-22 against LLVM 22's runtime and ours
+#
+# Cache directory: $LLVM_OFFLOAD_SUITE_DIR, else target/llvm-offload-suite/ under the workspace
+# (each version in a folder of its own there). Idempotent: nothing is downloaded when the tests
+# are already extracted. Prints the path of offload/test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${LLVM_OFFLOAD_SUITE_DIR:-$root/target/llvm-offload-suite}
-name=llvm-toolchain-19_19.1.7
+# The checksums are those of Debian's signed .dsc files (llvm-toolchain-19_19.1.7-3~deb12u1.dsc,
+# llvm-toolchain-22_22.1.8-1~deb12u1.dsc): a truncated or altered download must not turn into a
+# silently smaller test suite. The 22.1.8 tarball is served from the main pool (the security
+# pool that carries the binaries does not serve it); the bytes are the same.
+case ${1:-19} in
+    19) name=llvm-toolchain-19_19.1.7
+        pool=http://deb.debian.org/debian/pool/main/l/llvm-toolchain-19
+        sha256=ae498f3bc58ae2d9f64ef5f0c035c4240152bf015a5b7738b15c22e93bdc97ce ;;
+    22) name=llvm-toolchain-22_22.1.8
+        pool=http://deb.debian.org/debian/pool/main/l/llvm-toolchain-22
+        sha256=b49b9277aef97616320b2da259e1f8174c65b0ce2fbe2e8629644a97693402fe ;;
+    *) echo "usage: $0 [19|22]" >&2; exit 2 ;;
+esac
 tarball=$name.orig.tar.xz
-url=${LLVM_OFFLOAD_SUITE_URL:-http://deb.debian.org/debian/pool/main/l/llvm-toolchain-19/$tarball}
-# From Debian's signed llvm-toolchain-19_19.1.7-3~deb12u1.dsc: a truncated or altered download
-# must not turn into a silently smaller test suite.
-sha256=ae498f3bc58ae2d9f64ef5f0c035c4240152bf015a5b7738b15c22e93bdc97ce
+url=${LLVM_OFFLOAD_SUITE_URL:-$pool/$tarball}
 tests=$dir/$name/offload/test
 
 if [ -e "$tests/lit.cfg" ]; then
@@ -35,10 +48,12 @@ if ! echo "$sha256  $dir/$tarball" | sha256sum -c --status 2>/dev/null; then
 fi
 echo "extracting offload/test from $tarball" >&2
 # Extract aside and rename, so an interrupted run never looks complete.
-rm -rf "$dir/.extract"
-mkdir -p "$dir/.extract"
-tar -xJf "$dir/$tarball" -C "$dir/.extract" --wildcards '*/offload/test/*'
-rm -rf "$dir/$name"
-mv "$dir/.extract/$name" "$dir/$name"
-rmdir "$dir/.extract"
+rm -rf "$dir/.extract-$name"
+mkdir -p "$dir/.extract-$name"
+tar -xJf "$dir/$tarball" -C "$dir/.extract-$name" --wildcards '*/offload/test/*'
+rm -rf "${dir:?}/$name"
+mv "$dir/.extract-$name/$name" "$dir/$name"
+rmdir "$dir/.extract-$name"
+# Only the tests are needed: the tarball is dropped once they are out.
+rm -f "$dir/$tarball"
 echo "$tests"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the install tree and runs every test: unit tests, the end-to-end tests and the
 # conformance suite that compile real OpenMP programs with clang-19 and clang-22 and run them
-# against dist/ (and LLVM 19's runtime), valgrind runs, and LLVM 19's own offload tests
-# (fetched once from Debian's source tarball into target/), then the Debian packages (installed,
-# checked and purged: scripts/test-packages.sh).
+# against dist/ (and LLVM 19's runtime), valgrind runs, and LLVM's own offload test suites of
+# 19 (built by clang-19) and 22 (built by clang-22), fetched once from Debian's source tarballs
+# into target/, then the Debian packages (installed, checked and purged: scripts/test-packages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-dist.sh
-scripts/fetch-llvm-offload-tests.sh >/dev/null
+scripts/fetch-llvm-offload-tests.sh 19 >/dev/null
+scripts/fetch-llvm-offload-tests.sh 22 >/dev/null
 cargo test --release --workspace --no-fail-fast
 # The example plugin is its own workspace, as a vendor's copy would be: its unit tests and a
 # real program run on it through dist/.

@@ -51,12 +51,23 @@ pub enum Compiler {
 
 pub const COMPILERS: [Compiler; 2] = [Compiler::Clang19, Compiler::Clang22];
 
-/// Where libomp-22-dev's headers were unpacked (it conflicts with libomp-19-dev).
-fn clang22_include() -> PathBuf {
-    let base = std::env::var_os("LLVM22_OMP_ROOT")
+/// Where `.ci/install-deps.sh` unpacked LLVM 22's libomp-22-dev (it conflicts with
+/// libomp-19-dev) and liboffload-22 (LLVM 22's runtime, kept off the loader's path):
+/// `$LLVM22_OMP_ROOT`, else `/opt/llvm22-omp`.
+pub fn llvm22_root() -> PathBuf {
+    std::env::var_os("LLVM22_OMP_ROOT")
         .map(PathBuf::from)
-        .unwrap_or_else(|| "/opt/llvm22-omp".into());
-    base.join("usr/lib/llvm-22/lib/clang/22/include")
+        .unwrap_or_else(|| "/opt/llvm22-omp".into())
+}
+
+/// clang-22's `omp.h` and friends.
+pub fn clang22_include() -> PathBuf {
+    llvm22_root().join("usr/lib/llvm-22/lib/clang/22/include")
+}
+
+/// LLVM 22's `libomptarget.so.22.1`, with its `libLLVMOffload.so.22.1`.
+pub fn llvm22_lib_dir() -> PathBuf {
+    llvm22_root().join("usr/lib/llvm-22/lib")
 }
 
 impl Compiler {

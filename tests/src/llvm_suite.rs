@@ -1,10 +1,12 @@
-//! Runs LLVM 19's own offload test suite (`offload/test` of the LLVM source tree, fetched by
+//! Runs LLVM's own offload test suite (`offload/test` of the LLVM source tree, fetched by
 //! `scripts/fetch-llvm-offload-tests.sh`; never copied into this repository) on the x86_64
-//! host-offload target, against LLVM 19's `libomptarget.so.19.1` or ours.
+//! host-offload target, against LLVM's runtime or ours. Two releases: LLVM 19's suite built by
+//! clang-19 against LLVM 19's `libomptarget.so.19.1`, and LLVM 22's suite built by clang-22
+//! against LLVM 22's `libomptarget.so.22.1`; each side by side with ours.
 //!
 //! This is a small stand-in for lit, enough for these tests: it reads each file's `RUN:`,
 //! `REQUIRES:`, `UNSUPPORTED:` and `XFAIL:` lines, expands the substitutions that offload's
-//! `lit.cfg` defines for `x86_64-pc-linux-gnu` in lit's own order, and runs the commands with
+//! `lit.cfg` defines for the x86_64 host target in lit's own order, and runs the commands with
 //! bash. Programs always link against LLVM's `libomptarget.so` (ours has the same soname);
 //! `LD_LIBRARY_PATH` picks the runtime they load. A test whose directives or substitutions we
 //! do not understand is skipped with the reason, never guessed at.
@@ -17,28 +19,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// The offload target these tests are configured for.
-pub const TARGET: &str = "x86_64-pc-linux-gnu";
 pub const LLVM19_LIB_DIR: &str = "/usr/lib/llvm-19/lib";
-/// The folders of offload/test that hold tests (everything but `Inputs`).
-pub const DEFAULT_DIRS: &[&str] = &[
-    "api",
-    "env",
-    "jit",
-    "libc",
-    "mapping",
-    "offloading",
-    "ompt",
-    "unified_shared_memory",
-];
-/// lit.cfg's `config.suffixes`.
-const SUFFIXES: &[&str] = &[".c", ".cpp", ".cc", ".f90"];
-/// The directory name inside the Debian source tarball.
-const TARBALL_DIR: &str = "llvm-toolchain-19_19.1.7";
+
+/// The LLVM release whose test suite, compiler and runtime a run uses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// LLVM 19.1.7: clang-19 and libomp-19-dev's runtime.
+    Llvm19,
+    /// LLVM 22.1.8: clang-22 and liboffload-22's runtime (unpacked aside).
+    Llvm22,
+}
 
 /// `LIBOMPTARGET_ALL_TARGETS` of LLVM 19's offload/CMakeLists.txt, in its order: lit.cfg turns
 /// the commands of every target but the current one into `echo ignored-command`.
-const ALL_TARGETS: &[&str] = &[
+const ALL_TARGETS_19: &[&str] = &[
     "aarch64-unknown-linux-gnu",
     "aarch64-unknown-linux-gnu-LTO",
     "amdgcn-amd-amdhsa",
@@ -55,10 +49,33 @@ const ALL_TARGETS: &[&str] = &[
     "s390x-ibm-linux-gnu-LTO",
 ];
 
-/// The lit features LLVM 19 as Debian builds it has on x86_64: lit.cfg adds the target,
+/// The same list of LLVM 22.1.8 (the host triple became `x86_64-unknown-linux-gnu`).
+const ALL_TARGETS_22: &[&str] = &[
+    "aarch64-unknown-linux-gnu",
+    "aarch64-unknown-linux-gnu-LTO",
+    "amdgcn-amd-amdhsa",
+    "powerpc64le-ibm-linux-gnu",
+    "powerpc64le-ibm-linux-gnu-LTO",
+    "powerpc64-ibm-linux-gnu",
+    "powerpc64-ibm-linux-gnu-LTO",
+    "x86_64-unknown-linux-gnu",
+    "x86_64-unknown-linux-gnu-LTO",
+    "nvptx64-nvidia-cuda",
+    "nvptx64-nvidia-cuda-LTO",
+    "nvptx64-nvidia-cuda-JIT-LTO",
+    "s390x-ibm-linux-gnu",
+    "s390x-ibm-linux-gnu-LTO",
+    "riscv64-unknown-linux-gnu",
+    "riscv64-unknown-linux-gnu-LTO",
+    "loongarch64-unknown-linux-gnu",
+    "loongarch64-unknown-linux-gnu-LTO",
+    "spirv64-intel",
+];
+
+/// The lit features each release as Debian builds it has on x86_64: lit.cfg adds the target,
 /// `host` and `unified_shared_memory`; the compiler features come from OpenMPTesting.cmake;
-/// `ompt` because Debian's libomptarget.so.19.1 exports `ompt_libomptarget_connect`.
-const FEATURES: &[&str] = &[
+/// `ompt` because Debian's runtimes export `ompt_libomptarget_connect`.
+const FEATURES_19: &[&str] = &[
     "x86_64-pc-linux-gnu",
     "host",
     "unified_shared_memory",
@@ -68,23 +85,202 @@ const FEATURES: &[&str] = &[
     "clang-19.1",
     "clang-19.1.7",
 ];
+const FEATURES_22: &[&str] = &[
+    "x86_64-unknown-linux-gnu",
+    "host",
+    "unified_shared_memory",
+    "ompt",
+    "clang",
+    "clang-22",
+    "clang-22.1",
+    "clang-22.1.8",
+];
 
-/// Features lit.cfg may set that this configuration lacks: they are false, not unknown.
-/// (`libomptarget-debug`: Debian's runtime is built without LIBOMPTARGET_DEBUG output.)
+/// Features lit.cfg may set that these configurations lack: they are false, not unknown.
+/// (`libomptarget-debug`: Debian's runtimes are built without LIBOMPTARGET_DEBUG output;
+/// `nvptx` and `debug`, which LLVM 22's tests name, are set by no lit.cfg of offload.)
 const ABSENT_FEATURES: &[&str] = &[
+    "nvptx",
+    "debug",
     "gpu",
     "nvidiagpu",
     "amdgpu",
+    "intelgpu",
     "apu",
+    "large_allocation_memory_pool",
+    "pgo",
     "flang",
     "libc",
     "libomptarget-debug",
 ];
 
+/// The folders of offload/test that hold LLVM 19's tests (everything but `Inputs`).
+pub const DEFAULT_DIRS: &[&str] = &[
+    "api",
+    "env",
+    "jit",
+    "libc",
+    "mapping",
+    "offloading",
+    "ompt",
+    "unified_shared_memory",
+];
+/// LLVM 22's: two more folders (`unit` is excluded by its lit.cfg).
+const DIRS_22: &[&str] = &[
+    "api",
+    "env",
+    "jit",
+    "libc",
+    "mapping",
+    "offloading",
+    "ompt",
+    "sanitizer",
+    "tools",
+    "unified_shared_memory",
+];
+
+impl Release {
+    pub const ALL: [Release; 2] = [Release::Llvm19, Release::Llvm22];
+
+    pub fn parse(name: &str) -> Option<Release> {
+        match name {
+            "19" => Some(Release::Llvm19),
+            "22" => Some(Release::Llvm22),
+            _ => None,
+        }
+    }
+
+    pub fn major(self) -> u32 {
+        match self {
+            Release::Llvm19 => 19,
+            Release::Llvm22 => 22,
+        }
+    }
+
+    /// The directory name inside Debian's source tarball.
+    fn tarball_dir(self) -> &'static str {
+        match self {
+            Release::Llvm19 => "llvm-toolchain-19_19.1.7",
+            Release::Llvm22 => "llvm-toolchain-22_22.1.8",
+        }
+    }
+
+    /// lit's current target: the x86_64 host triple as that release's CMake spells it.
+    pub fn target(self) -> &'static str {
+        match self {
+            Release::Llvm19 => "x86_64-pc-linux-gnu",
+            Release::Llvm22 => "x86_64-unknown-linux-gnu",
+        }
+    }
+
+    fn all_targets(self) -> &'static [&'static str] {
+        match self {
+            Release::Llvm19 => ALL_TARGETS_19,
+            Release::Llvm22 => ALL_TARGETS_22,
+        }
+    }
+
+    fn features(self) -> &'static [&'static str] {
+        match self {
+            Release::Llvm19 => FEATURES_19,
+            Release::Llvm22 => FEATURES_22,
+        }
+    }
+
+    /// lit.cfg's `config.suffixes`.
+    fn suffixes(self) -> &'static [&'static str] {
+        match self {
+            Release::Llvm19 => &[".c", ".cpp", ".cc", ".f90"],
+            Release::Llvm22 => &[".c", ".cpp", ".cc", ".f90", ".cu", ".td"],
+        }
+    }
+
+    /// The folders of offload/test that hold tests.
+    pub fn dirs(self) -> &'static [&'static str] {
+        match self {
+            Release::Llvm19 => DEFAULT_DIRS,
+            Release::Llvm22 => DIRS_22,
+        }
+    }
+
+    /// The soname programs built by this release's clang ask for.
+    pub fn soname(self) -> &'static str {
+        match self {
+            Release::Llvm19 => "libomptarget.so.19.1",
+            Release::Llvm22 => "libomptarget.so.22.1",
+        }
+    }
+
+    /// Where LLVM's own runtime of this release is.
+    pub fn llvm_lib_dir(self) -> PathBuf {
+        match self {
+            Release::Llvm19 => PathBuf::from(LLVM19_LIB_DIR),
+            Release::Llvm22 => crate::llvm22_lib_dir(),
+        }
+    }
+
+    /// lit.cfg's `omp_header_directory`, where clang's own resource folder lacks `omp.h`.
+    fn omp_header_dir(self) -> Option<PathBuf> {
+        match self {
+            Release::Llvm19 => None,
+            Release::Llvm22 => Some(crate::clang22_include()),
+        }
+    }
+
+    /// lit.cfg's add_libraries(): LLVM 19 adds the device runtime archive when its tree has
+    /// one; LLVM 22 adds nothing for a host target.
+    fn libraries(self, source: &str) -> String {
+        let devicertl = Path::new(LLVM19_LIB_DIR).join("libomptarget.devicertl.a");
+        match self {
+            Release::Llvm19 if devicertl.exists() => format!("{source} {}", devicertl.display()),
+            _ => source.to_string(),
+        }
+    }
+
+    /// This release's lists: `tests/llvm-offload-suite/<major>/`.
+    pub fn list_dir(self) -> PathBuf {
+        workspace_root()
+            .join("tests/llvm-offload-suite")
+            .join(self.major().to_string())
+    }
+
+    /// The tests that pass against LLVM's runtime of this release here: our target.
+    pub fn expected_pass_file(self) -> PathBuf {
+        self.list_dir().join("expected-pass.txt")
+    }
+
+    /// Tests that say `REQUIRES: gpu` although they run on the host offload target.
+    pub fn run_on_host_file(self) -> PathBuf {
+        self.list_dir().join("run-on-host.txt")
+    }
+
+    /// Tests LLVM's runtime fails here that ours passes: kept passing.
+    pub fn beyond_llvm_file(self) -> PathBuf {
+        self.list_dir().join("beyond-llvm.txt")
+    }
+
+    /// Tests of expected-pass.txt ours does not pass yet, each with why.
+    pub fn known_gaps_file(self) -> PathBuf {
+        self.list_dir().join("known-gaps.txt")
+    }
+
+    fn feature(self, name: &str) -> Result<bool, String> {
+        if self.features().contains(&name) {
+            return Ok(true);
+        }
+        let compiler_version = ["clang-", "gcc", "icc"].iter().any(|p| name.starts_with(p));
+        if ABSENT_FEATURES.contains(&name) || self.all_targets().contains(&name) || compiler_version
+        {
+            return Ok(false);
+        }
+        Err(format!("unknown feature '{name}'"))
+    }
+}
+
 /// Which runtime the programs load.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Runtime {
-    /// LLVM 19's own, from libomp-19-dev: the reference.
+    /// LLVM's own of the release under test: the reference.
     Llvm,
     /// Ours, from the install tree (`$OMPTARGET_DIST`, else `dist/`).
     Ours,
@@ -106,14 +302,11 @@ impl Runtime {
         }
     }
 
-    /// The directory holding this runtime's `libomptarget.so.19.1`.
-    pub fn lib_dir(self) -> PathBuf {
+    /// The directory holding this runtime's library of `release`'s soname.
+    pub fn lib_dir(self, release: Release) -> PathBuf {
         match self {
-            Runtime::Llvm => PathBuf::from(LLVM19_LIB_DIR),
-            Runtime::Ours => std::env::var_os("OMPTARGET_DIST")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| workspace_root().join("dist"))
-                .join("lib"),
+            Runtime::Llvm => release.llvm_lib_dir(),
+            Runtime::Ours => crate::lib_dir(),
         }
     }
 }
@@ -126,36 +319,32 @@ pub fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target/llvm-offload-suite"))
 }
 
-/// The `offload/test` folder: the cache directory itself may be one, else the tarball's tree
-/// under it.
-pub fn suite_root() -> Result<PathBuf, String> {
-    let dir = cache_dir();
-    let mut candidates = vec![dir.clone(), dir.join(TARBALL_DIR).join("offload/test")];
-    if let Ok(entries) = fs::read_dir(&dir) {
-        candidates.extend(entries.flatten().map(|e| e.path().join("offload/test")));
+/// `release`'s `offload/test` folder, under the cache directory.
+pub fn suite_root(release: Release) -> Result<PathBuf, String> {
+    let dir = cache_dir().join(release.tarball_dir()).join("offload/test");
+    match dir.join("lit.cfg").is_file() {
+        true => Ok(dir),
+        false => Err(format!(
+            "LLVM {}'s offload test suite is not at {}: run scripts/fetch-llvm-offload-tests.sh {}",
+            release.major(),
+            dir.display(),
+            release.major()
+        )),
     }
-    candidates
-        .into_iter()
-        .find(|c| c.join("lit.cfg").is_file())
-        .ok_or_else(|| {
-            format!(
-                "LLVM's offload test suite is not under {}: run scripts/fetch-llvm-offload-tests.sh",
-                dir.display()
-            )
-        })
 }
 
-/// The tests (paths relative to offload/test, like `mapping/pr38704.c`) under `dirs`, sorted.
-pub fn discover(root: &Path, dirs: &[&str]) -> Vec<String> {
+/// The tests (paths relative to offload/test, like `mapping/pr38704.c`) of `release`'s
+/// folders, sorted.
+pub fn discover(root: &Path, release: Release) -> Vec<String> {
     let mut names = Vec::new();
-    for dir in dirs {
-        collect(root, &root.join(dir), &mut names);
+    for dir in release.dirs() {
+        collect(root, &root.join(dir), release.suffixes(), &mut names);
     }
     names.sort();
     names
 }
 
-fn collect(root: &Path, dir: &Path, names: &mut Vec<String>) {
+fn collect(root: &Path, dir: &Path, suffixes: &[&str], names: &mut Vec<String>) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -165,9 +354,9 @@ fn collect(root: &Path, dir: &Path, names: &mut Vec<String>) {
         if path.is_dir() {
             // lit.cfg's `config.excludes`.
             if file_name != "Inputs" {
-                collect(root, &path, names);
+                collect(root, &path, suffixes, names);
             }
-        } else if SUFFIXES.iter().any(|s| file_name.ends_with(s)) {
+        } else if suffixes.iter().any(|s| file_name.ends_with(s)) {
             let rel = path.strip_prefix(root).unwrap();
             names.push(rel.to_string_lossy().into_owned());
         }
@@ -184,21 +373,6 @@ pub fn read_names(path: &Path) -> Result<Vec<String>, String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_string)
         .collect())
-}
-
-/// The list of tests that pass against LLVM 19's runtime here: our target.
-pub fn expected_pass_file() -> PathBuf {
-    workspace_root().join("tests/llvm-offload-suite/expected-pass.txt")
-}
-
-/// Tests that say `REQUIRES: gpu` although they run on the host offload target: run anyway.
-pub fn run_on_host_file() -> PathBuf {
-    workspace_root().join("tests/llvm-offload-suite/run-on-host.txt")
-}
-
-/// Tests LLVM 19's runtime fails here that ours passes: kept passing.
-pub fn beyond_llvm_file() -> PathBuf {
-    workspace_root().join("tests/llvm-offload-suite/beyond-llvm.txt")
 }
 
 /// The lit directives of one test file.
@@ -268,21 +442,21 @@ impl Directives {
         d
     }
 
-    /// Why lit would not run this test on x86_64 host offloading, if it would not.
-    pub fn skip_reason(&self) -> Result<Option<String>, String> {
+    /// Why lit would not run this test on `release`'s x86_64 host offloading, if it would not.
+    pub fn skip_reason(&self, release: Release) -> Result<Option<String>, String> {
         for expr in &self.requires {
-            if !eval_features(expr)? {
+            if !eval_features(release, expr)? {
                 return Ok(Some(format!("REQUIRES: {expr}")));
             }
         }
         for expr in &self.unsupported {
-            if eval_features(expr)? {
+            if eval_features(release, expr)? {
                 return Ok(Some(format!("UNSUPPORTED: {expr}")));
             }
         }
         for expr in &self.xfail {
             // An expected failure is no program LLVM passes.
-            if expr == "*" || eval_features(expr)? {
+            if expr == "*" || eval_features(release, expr)? {
                 return Ok(Some(format!("XFAIL: {expr}")));
             }
         }
@@ -293,23 +467,12 @@ impl Directives {
     }
 }
 
-fn feature(name: &str) -> Result<bool, String> {
-    if FEATURES.contains(&name) {
-        return Ok(true);
-    }
-    let compiler_version = ["clang-", "gcc", "icc"].iter().any(|p| name.starts_with(p));
-    if ABSENT_FEATURES.contains(&name) || ALL_TARGETS.contains(&name) || compiler_version {
-        return Ok(false);
-    }
-    Err(format!("unknown feature '{name}'"))
-}
-
 /// Evaluates a lit boolean feature expression: names, `!`, `&&`, `||` and parentheses.
 /// Regular expressions (`{{...}}`) are not supported: the caller skips such tests.
-pub fn eval_features(expr: &str) -> Result<bool, String> {
+pub fn eval_features(release: Release, expr: &str) -> Result<bool, String> {
     let tokens = tokenize(expr)?;
     let mut pos = 0;
-    let value = parse_or(&tokens, &mut pos)?;
+    let value = parse_or(release, &tokens, &mut pos)?;
     if pos != tokens.len() {
         return Err(format!("cannot parse feature expression '{expr}'"));
     }
@@ -341,34 +504,34 @@ fn tokenize(expr: &str) -> Result<Vec<String>, String> {
     Ok(tokens)
 }
 
-fn parse_or(tokens: &[String], pos: &mut usize) -> Result<bool, String> {
-    let mut value = parse_and(tokens, pos)?;
+fn parse_or(release: Release, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
+    let mut value = parse_and(release, tokens, pos)?;
     while tokens.get(*pos).is_some_and(|t| t == "||") {
         *pos += 1;
-        value |= parse_and(tokens, pos)?;
+        value |= parse_and(release, tokens, pos)?;
     }
     Ok(value)
 }
 
-fn parse_and(tokens: &[String], pos: &mut usize) -> Result<bool, String> {
-    let mut value = parse_not(tokens, pos)?;
+fn parse_and(release: Release, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
+    let mut value = parse_not(release, tokens, pos)?;
     while tokens.get(*pos).is_some_and(|t| t == "&&") {
         *pos += 1;
-        value &= parse_not(tokens, pos)?;
+        value &= parse_not(release, tokens, pos)?;
     }
     Ok(value)
 }
 
-fn parse_not(tokens: &[String], pos: &mut usize) -> Result<bool, String> {
+fn parse_not(release: Release, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
     let token = tokens
         .get(*pos)
         .ok_or("feature expression ends early")?
         .as_str();
     *pos += 1;
     match token {
-        "!" => Ok(!parse_not(tokens, pos)?),
+        "!" => Ok(!parse_not(release, tokens, pos)?),
         "(" => {
-            let value = parse_or(tokens, pos)?;
+            let value = parse_or(release, tokens, pos)?;
             if tokens.get(*pos).map(String::as_str) != Some(")") {
                 return Err("unbalanced parentheses in feature expression".into());
             }
@@ -376,7 +539,7 @@ fn parse_not(tokens: &[String], pos: &mut usize) -> Result<bool, String> {
             Ok(value)
         }
         "&&" | "||" | ")" => Err(format!("unexpected '{token}' in feature expression")),
-        name => feature(name),
+        name => release.feature(name),
     }
 }
 
@@ -390,8 +553,9 @@ pub struct Tools {
 }
 
 impl Tools {
-    /// clang-19, clang++-19, and FileCheck-19 and not-19 from llvm-19-tools.
-    pub fn find() -> Result<Tools, String> {
+    /// clang-N, clang++-N, and FileCheck-N and not-N from llvm-N-tools, N being the release.
+    pub fn find(release: Release) -> Result<Tools, String> {
+        let n = release.major();
         let get = |name: &str, package: &str| {
             find_in_path(name)
                 .map(|p| p.to_string_lossy().into_owned())
@@ -399,11 +563,12 @@ impl Tools {
                     format!("{name} not found in PATH (install Debian package {package})")
                 })
         };
+        let tools = format!("llvm-{n}-tools");
         Ok(Tools {
-            clang: get("clang-19", "clang-19")?,
-            clangxx: get("clang++-19", "clang-19")?,
-            filecheck: get("FileCheck-19", "llvm-19-tools")?,
-            not: get("not-19", "llvm-19-tools")?,
+            clang: get(&format!("clang-{n}"), &format!("clang-{n}"))?,
+            clangxx: get(&format!("clang++-{n}"), &format!("clang-{n}"))?,
+            filecheck: get(&format!("FileCheck-{n}"), &tools)?,
+            not: get(&format!("not-{n}"), &tools)?,
         })
     }
 }
@@ -448,23 +613,24 @@ const IGNORED: &str = "ignored-command";
 
 /// lit.cfg's substitutions for the current target, then lit's defaults, in lit's order: lit
 /// applies each once, in turn, so a substitution may produce another found later in the list.
-pub fn substitutions(suite: &Path, tools: &Tools, paths: &TestPaths) -> Vec<(String, String)> {
+pub fn substitutions(
+    release: Release,
+    suite: &Path,
+    tools: &Tools,
+    link_dir: &Path,
+    paths: &TestPaths,
+) -> Vec<(String, String)> {
     let mut subs: Vec<(String, String)> = Vec::new();
     let mut add = |from: String, to: String| subs.push((from, to));
     let fc = &tools.filecheck;
-    // lit.cfg's add_libraries(): the device runtime archive, when LLVM's tree has one.
-    let devicertl = Path::new(LLVM19_LIB_DIR).join("libomptarget.devicertl.a");
-    let libs = |s: &str| match devicertl.exists() {
-        true => format!("{s} {}", devicertl.display()),
-        false => s.to_string(),
-    };
-    for &t in ALL_TARGETS {
+    let libs = |s: &str| release.libraries(s);
+    for &t in release.all_targets() {
         let base = t
             .strip_suffix("-JIT-LTO")
             .or(t.strip_suffix("-LTO"))
             .unwrap_or(t);
         let lt = |n: &str| format!("%libomptarget-{n}-{t}");
-        if t == TARGET {
+        if t == release.target() {
             let generic = [
                 "compilexx-run-and-check",
                 "compile-run-and-check",
@@ -595,17 +761,31 @@ pub fn substitutions(suite: &Path, tools: &Tools, paths: &TestPaths) -> Vec<(Str
     add("%clangxx".into(), tools.clangxx.clone());
     add("%clang".into(), tools.clang.clone());
     // No %flang: there is no Fortran compiler, so Fortran tests keep it and are skipped.
+    if release == Release::Llvm22 {
+        add("%target_triple".into(), release.target().into());
+    }
     add("%openmp_flags".into(), "-fopenmp -pthread".into());
     add("%cuda_flags".into(), String::new());
     add("%flags_clang".into(), String::new());
     add("%flags_flang".into(), String::new());
     // lit.cfg's test_flags, minus the -rpath options: LD_LIBRARY_PATH alone must choose
-    // which libomptarget.so.19.1 a program loads. Linking always uses LLVM's (same soname).
+    // which runtime a program loads. Linking always uses LLVM's (same soname); libomp is
+    // LLVM 19's (Debian's LLVM 22 runtime uses it too).
+    let headers = match release.omp_header_dir() {
+        Some(dir) => format!(" -I {}", dir.display()),
+        None => String::new(),
+    };
+    let mut link = format!(" -L {}", link_dir.display());
+    if link_dir != Path::new(LLVM19_LIB_DIR) {
+        link.push_str(&format!(" -L {LLVM19_LIB_DIR}"));
+    }
     add(
         "%flags".into(),
-        format!("-I {} -L {LLVM19_LIB_DIR} -nogpulib", suite.display()),
+        format!("-I {}{headers}{link} -nogpulib", suite.display()),
     );
     add("%not".into(), tools.not.clone());
+    // No %offload-device-info or %offload-tblgen (LLVM 22's liboffload tools, not packaged):
+    // tests using them are skipped.
 
     // lit's default substitutions come after the configuration's.
     let source_dir = paths.source.parent().unwrap().display().to_string();
@@ -691,17 +871,20 @@ impl TestResult {
     }
 }
 
-/// Everything a run needs: the suite, the runtime, the tools, where to build.
+/// Everything a run needs: the release, the suite, the runtime, the tools, where to build.
 #[derive(Clone, Debug)]
 pub struct Config {
+    pub release: Release,
     pub suite: PathBuf,
     pub runtime: Runtime,
     pub lib_dir: PathBuf,
-    /// lit's exec root: `%t` files and logs, one tree per runtime.
+    /// lit's exec root: `%t` files and logs, one tree per release and runtime.
     pub exec_root: PathBuf,
     pub tools: Tools,
     /// Put first in PATH: `FileCheck`, `not` and `ignored-command` (see install_helpers).
     pub bin_dir: PathBuf,
+    /// Where programs find LLVM's `libomptarget.so` when they are linked.
+    pub link_dir: PathBuf,
     pub timeout: Duration,
     /// Tests of `run-on-host.txt`, whose `REQUIRES: gpu` is ignored.
     pub run_on_host: Vec<String>,
@@ -710,31 +893,36 @@ pub struct Config {
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Config {
-    pub fn new(runtime: Runtime) -> Result<Config, String> {
-        let suite = suite_root()?;
-        let tools = Tools::find()?;
-        let lib_dir = runtime.lib_dir();
-        if !lib_dir.join("libomptarget.so.19.1").exists() {
+    pub fn new(release: Release, runtime: Runtime) -> Result<Config, String> {
+        let suite = suite_root(release)?;
+        let tools = Tools::find(release)?;
+        let lib_dir = runtime.lib_dir(release);
+        if !lib_dir.join(release.soname()).exists() {
             return Err(format!(
-                "no libomptarget.so.19.1 in {} (runtime '{}')",
+                "no {} in {} (runtime '{}'; see .ci/install-deps.sh)",
+                release.soname(),
                 lib_dir.display(),
                 runtime.name()
             ));
         }
-        let exec_root = workspace_root()
+        let work = workspace_root()
             .join("target/llvm-offload-suite-work")
-            .join(runtime.name());
+            .join(release.major().to_string());
+        let exec_root = work.join(runtime.name());
         let bin_dir = exec_root.join("bin");
         install_helpers(&bin_dir, &tools)?;
+        let link_dir = link_dir(release, &work)?;
         Ok(Config {
+            release,
             suite,
             runtime,
             lib_dir,
             exec_root,
             tools,
             bin_dir,
+            link_dir,
             timeout: DEFAULT_TIMEOUT,
-            run_on_host: read_names(&run_on_host_file()).unwrap_or_default(),
+            run_on_host: read_names(&release.run_on_host_file()).unwrap_or_default(),
         })
     }
 
@@ -747,12 +935,18 @@ impl Config {
         if self.run_on_host.iter().any(|n| n == name) {
             directives.requires.retain(|r| r.trim() != "gpu");
         }
-        match directives.skip_reason() {
+        match directives.skip_reason(self.release) {
             Ok(None) => {}
             Ok(Some(why)) => return Err(Outcome::Skip(why)),
             Err(why) => return Err(Outcome::Skip(why)),
         }
-        let subs = substitutions(&self.suite, &self.tools, &paths);
+        let subs = substitutions(
+            self.release,
+            &self.suite,
+            &self.tools,
+            &self.link_dir,
+            &paths,
+        );
         let mut commands = Vec::new();
         for (line, command) in &directives.run {
             commands.push((*line, expand(command, &subs).map_err(Outcome::Skip)?));
@@ -761,7 +955,10 @@ impl Config {
         let compiles =
             |c: &String| c.contains(&self.tools.clang) || c.contains(&self.tools.clangxx);
         if !commands.iter().any(|(_, c)| compiles(c)) {
-            return Err(Outcome::Skip(format!("no RUN line for {TARGET}")));
+            return Err(Outcome::Skip(format!(
+                "no RUN line for {}",
+                self.release.target()
+            )));
         }
         Ok((paths, commands))
     }
@@ -840,7 +1037,12 @@ impl Config {
                 cmd.env(var, value);
             }
         }
-        // The runtime's directory first; LLVM's after it, so both runs load LLVM 19's libomp.
+        // LLVM 22's lit.cfg sets IS_APU; its tests read it.
+        if self.release == Release::Llvm22 {
+            cmd.env("IS_APU", "0");
+        }
+        // The runtime's directory first; LLVM 19's after it, so every run loads LLVM 19's
+        // libomp (Debian's LLVM 22 runtime uses it too).
         let mut libs = vec![self.lib_dir.clone()];
         if self.lib_dir != Path::new(LLVM19_LIB_DIR) {
             libs.push(LLVM19_LIB_DIR.into());
@@ -916,6 +1118,28 @@ fn install_helpers(bin_dir: &Path, tools: &Tools) -> Result<(), String> {
         fs::rename(&tmp, &path).map_err(io)?;
     }
     Ok(())
+}
+
+/// The folder whose `libomptarget.so` programs link against: LLVM 19's own tree has one; for
+/// LLVM 22, whose runtime is unpacked without its -dev link, a folder under `work` with a link
+/// to its `libomptarget.so.22.1`.
+fn link_dir(release: Release, work: &Path) -> Result<PathBuf, String> {
+    if release == Release::Llvm19 {
+        return Ok(PathBuf::from(LLVM19_LIB_DIR));
+    }
+    let dir = work.join("link");
+    let link = dir.join("libomptarget.so");
+    let io = |e: std::io::Error| format!("{}: {e}", link.display());
+    fs::create_dir_all(&dir).map_err(io)?;
+    let target = release.llvm_lib_dir().join(release.soname());
+    if fs::read_link(&link).ok().as_deref() != Some(target.as_path()) {
+        // Made aside and renamed: another run may be linking against it.
+        let tmp = dir.join(format!(".libomptarget.so.{}", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&target, &tmp).map_err(io)?;
+        fs::rename(&tmp, &link).map_err(io)?;
+    }
+    Ok(dir)
 }
 
 /// At most 2 jobs: each test compiles, and the CI machine has 2 cores.
@@ -1053,15 +1277,20 @@ mod tests {
             vec![(1, "%libomptarget-compile-generic    -DX && %t".into())]
         );
         assert_eq!(d.requires, vec!["host", "!gpu"]);
-        assert_eq!(d.skip_reason(), Ok(None));
+        assert_eq!(d.skip_reason(Release::Llvm19), Ok(None));
     }
 
     #[test]
     fn feature_expressions() {
-        assert_eq!(eval_features("host && !(gpu || flang)"), Ok(true));
-        assert_eq!(eval_features("x86_64-pc-linux-gnu-LTO"), Ok(false));
-        assert!(eval_features("mystery").is_err());
-        assert!(eval_features("target={{.*}}").is_err());
+        let r = Release::Llvm19;
+        assert_eq!(eval_features(r, "host && !(gpu || flang)"), Ok(true));
+        assert_eq!(eval_features(r, "x86_64-pc-linux-gnu-LTO"), Ok(false));
+        assert!(eval_features(r, "mystery").is_err());
+        assert!(eval_features(r, "target={{.*}}").is_err());
+        // LLVM 22 spells the host target differently; 19's name is unknown to it.
+        let r = Release::Llvm22;
+        assert_eq!(eval_features(r, "x86_64-unknown-linux-gnu && clang-22"), Ok(true));
+        assert!(eval_features(r, "x86_64-pc-linux-gnu").is_err());
     }
 
     #[test]
@@ -1073,7 +1302,8 @@ mod tests {
             not: "not-19".into(),
         };
         let paths = TestPaths::new(Path::new("/s"), Path::new("/x"), "mapping/a.c");
-        let subs = substitutions(Path::new("/s"), &tools, &paths);
+        let link = Path::new(LLVM19_LIB_DIR);
+        let subs = substitutions(Release::Llvm19, Path::new("/s"), &tools, link, &paths);
         let run = expand("%libomptarget-compile-run-and-check-generic", &subs).unwrap();
         assert!(
             run.starts_with("clang-19 -fopenmp -pthread  -I /s "),
@@ -1086,5 +1316,24 @@ mod tests {
         let other = expand("%libomptarget-compile-nvptx64-nvidia-cuda", &subs).unwrap();
         assert_eq!(other, IGNORED);
         assert!(expand("%flang-generic x", &subs).is_err());
+    }
+
+    #[test]
+    fn generic_commands_expand_for_llvm22() {
+        let tools = Tools {
+            clang: "clang-22".into(),
+            clangxx: "clang++-22".into(),
+            filecheck: "FileCheck-22".into(),
+            not: "not-22".into(),
+        };
+        let paths = TestPaths::new(Path::new("/s"), Path::new("/x"), "mapping/a.c");
+        let subs = substitutions(Release::Llvm22, Path::new("/s"), &tools, Path::new("/l"), &paths);
+        let run = expand("%libomptarget-compile-run-and-check-generic", &subs).unwrap();
+        assert!(run.contains(" -L /l -L /usr/lib/llvm-19/lib -nogpulib"), "{run}");
+        assert!(run.contains("-fopenmp-targets=x86_64-unknown-linux-gnu /s/mapping/a.c -o "));
+        assert_eq!(expand("%target_triple", &subs).unwrap(), "x86_64-unknown-linux-gnu");
+        let old_host = expand("%libomptarget-compile-x86_64-pc-linux-gnu", &subs);
+        assert!(old_host.is_err(), "{old_host:?}");
+        assert!(expand("%offload-device-info", &subs).is_err());
     }
 }

@@ -1,15 +1,25 @@
-//! LLVM 19's own offload tests that LLVM 19's runtime passes on the x86_64 host target
-//! (tests/llvm-offload-suite/expected-pass.txt) must pass on ours too. The tests themselves are
-//! fetched, not kept here: scripts/fetch-llvm-offload-tests.sh.
+//! LLVM's own offload tests that LLVM's runtime passes on the x86_64 host target
+//! (tests/llvm-offload-suite/<release>/expected-pass.txt) must pass on ours too: LLVM 19's
+//! suite built by clang-19, and LLVM 22's built by clang-22. The tests themselves are fetched,
+//! not kept here: scripts/fetch-llvm-offload-tests.sh.
 
-use tests::llvm_suite::{self, Config, Outcome, Runtime};
+use tests::llvm_suite::{self, Config, Outcome, Release, Runtime};
 
 #[test]
-fn llvm_offload_suite_passes_on_our_runtime() {
-    let config = Config::new(Runtime::Ours).unwrap_or_else(|e| panic!("{e}"));
-    let expected = llvm_suite::read_names(&llvm_suite::expected_pass_file()).unwrap();
+fn llvm19_offload_suite_passes_on_our_runtime() {
+    suite_passes_on_our_runtime(Release::Llvm19);
+}
+
+#[test]
+fn llvm22_offload_suite_passes_on_our_runtime() {
+    suite_passes_on_our_runtime(Release::Llvm22);
+}
+
+fn suite_passes_on_our_runtime(release: Release) {
+    let config = Config::new(release, Runtime::Ours).unwrap_or_else(|e| panic!("{e}"));
+    let expected = llvm_suite::read_names(&release.expected_pass_file()).unwrap();
     assert!(!expected.is_empty(), "expected-pass.txt lists no test");
-    let gaps = known_gaps();
+    let gaps = known_gaps(release);
     let names: Vec<String> = expected
         .iter()
         .filter(|n| !gaps.iter().any(|(g, _)| g == *n))
@@ -33,13 +43,14 @@ fn llvm_offload_suite_passes_on_our_runtime() {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} of {} LLVM offload tests that pass on LLVM 19's runtime fail on ours:\n\n{}",
+        "{} of {} LLVM {} offload tests that pass on LLVM's runtime fail on ours:\n\n{}",
         failures.len(),
         names.len(),
+        release.major(),
         failures.join("\n")
     );
     // Tests LLVM's runtime fails here and ours passes stay passing.
-    let beyond = llvm_suite::read_names(&llvm_suite::beyond_llvm_file()).unwrap_or_default();
+    let beyond = llvm_suite::read_names(&release.beyond_llvm_file()).unwrap_or_default();
     let regressions: Vec<String> = config
         .run_tests(&beyond, llvm_suite::default_jobs(), |r| {
             eprintln!("(beyond LLVM) {}", r.line())
@@ -67,9 +78,9 @@ fn llvm_offload_suite_passes_on_our_runtime() {
     );
 }
 
-/// `tests/llvm-offload-suite/known-gaps.txt`: (test, reason) pairs.
-fn known_gaps() -> Vec<(String, String)> {
-    let path = llvm_suite::expected_pass_file().with_file_name("known-gaps.txt");
+/// `tests/llvm-offload-suite/<release>/known-gaps.txt`: (test, reason) pairs.
+fn known_gaps(release: Release) -> Vec<(String, String)> {
+    let path = release.known_gaps_file();
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     text.lines()
         .map(str::trim)

@@ -1,18 +1,20 @@
-//! Runs LLVM 19's offload test suite on the x86_64 host target:
-//! `llvm-suite [--runtime llvm|ours] [--list-out FILE] [--only FILE] [-j N] [--timeout SECS]
-//! [-v] [TEST|DIR/ ...]`. Prints one PASS/FAIL/SKIP line per test and a summary; exits 1 if any
+//! Runs LLVM's offload test suite on the x86_64 host target:
+//! `llvm-suite [--llvm 19|22] [--runtime llvm|ours] [--list-out FILE] [--only FILE] [-j N]
+//! [--timeout SECS] [-v] [TEST|DIR/ ...]`. `--llvm` picks the release (suite, clang and LLVM's
+//! runtime; default 19). Prints one PASS/FAIL/SKIP line per test and a summary; exits 1 if any
 //! test failed. `--list-out` writes the names of the passing tests (how
-//! tests/llvm-offload-suite/expected-pass.txt is made, with `--runtime llvm`). Tests are named
-//! relative to offload/test (`mapping/pr38704.c`); a name ending in `/` selects a folder.
+//! tests/llvm-offload-suite/<release>/expected-pass.txt is made, with `--runtime llvm`). Tests
+//! are named relative to offload/test (`mapping/pr38704.c`); a name ending in `/` selects a
+//! folder.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
-use tests::llvm_suite::{self, Config, Outcome, Runtime};
+use tests::llvm_suite::{self, Config, Outcome, Release, Runtime};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: llvm-suite [--runtime llvm|ours] [--list-out FILE] [--only FILE] [-j N] \
+        "usage: llvm-suite [--llvm 19|22] [--runtime llvm|ours] [--list-out FILE] [--only FILE] [-j N] \
          [--timeout SECS] [-v] [TEST|DIR/ ...]"
     );
     std::process::exit(2)
@@ -20,6 +22,7 @@ fn usage() -> ! {
 
 fn main() {
     let mut runtime = Runtime::Ours;
+    let mut release = Release::Llvm19;
     let mut list_out: Option<PathBuf> = None;
     let mut only: Option<PathBuf> = None;
     let mut jobs = llvm_suite::default_jobs();
@@ -30,6 +33,7 @@ fn main() {
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
         match arg.as_str() {
+            "--llvm" => release = Release::parse(&value()).unwrap_or_else(|| usage()),
             "--runtime" => runtime = Runtime::parse(&value()).unwrap_or_else(|| usage()),
             "--list-out" => list_out = Some(value().into()),
             "--only" => only = Some(value().into()),
@@ -41,7 +45,7 @@ fn main() {
             name => selected.push(name.to_string()),
         }
     }
-    let mut config = Config::new(runtime).unwrap_or_else(|e| {
+    let mut config = Config::new(release, runtime).unwrap_or_else(|e| {
         eprintln!("llvm-suite: {e}");
         std::process::exit(2)
     });
@@ -50,8 +54,9 @@ fn main() {
     }
     let names = select(&config, only, &selected);
     eprintln!(
-        "running {} tests of {} against {} ({})",
+        "running {} tests of LLVM {}'s {} against {} ({})",
         names.len(),
+        release.major(),
         config.suite.display(),
         runtime.name(),
         config.lib_dir.display()
@@ -70,7 +75,8 @@ fn main() {
     let failed = count(|o| matches!(o, Outcome::Fail(_)));
     let skipped = count(|o| matches!(o, Outcome::Skip(_)));
     println!(
-        "\nsummary ({}): {passed} passed, {failed} failed, {skipped} skipped",
+        "\nsummary (LLVM {}, {}): {passed} passed, {failed} failed, {skipped} skipped",
+        release.major(),
         runtime.name()
     );
     for r in results
@@ -101,7 +107,7 @@ fn main() {
 /// The tests to run: every test of the default folders, narrowed by `--only`'s list and by
 /// the names or folders on the command line.
 fn select(config: &Config, only: Option<PathBuf>, selected: &[String]) -> Vec<String> {
-    let mut names = llvm_suite::discover(&config.suite, llvm_suite::DEFAULT_DIRS);
+    let mut names = llvm_suite::discover(&config.suite, config.release);
     if let Some(path) = only {
         let wanted = llvm_suite::read_names(&path).unwrap_or_else(|e| {
             eprintln!("llvm-suite: {e}");
