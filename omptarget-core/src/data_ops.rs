@@ -366,12 +366,16 @@ fn begin_list(
             q.wait_for_transfer(placed.event)?;
         }
         if t.has(RETURN_PARAM) {
-            returned.push((
-                index,
-                placed
-                    .device_begin
-                    .wrapping_sub(arg.begin.wrapping_sub(arg.base)),
-            ));
+            // use_device_ptr/use_device_addr. Data that is not mapped keeps its host address
+            // (OpenMP 5.1: the list item must then hold a valid device address already), as
+            // LLVM 22 does; LLVM 19 handed back a NULL-based address, which no program can use.
+            // For a pointer-and-pointee entry (`use_device_addr` of a reference member, say)
+            // the base is the pointee's, read through the pointer above.
+            let device_base = match placed.device_begin {
+                0 => pointee_base,
+                begin => begin.wrapping_sub(arg.begin.wrapping_sub(pointee_base)),
+            };
+            returned.push((index, device_base));
         }
         if placed.device_begin == 0
             && t.0 != 0

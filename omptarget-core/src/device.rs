@@ -3,16 +3,22 @@
 //! library's image then, so a program that never offloads never touches its devices.
 
 use crate::error::{OffloadError, Result};
-use crate::kernel_table::KernelTable;
+use crate::kernel_table::{Kernel, KernelTable};
 use crate::mapping::{Mapping, MappingTable};
 use crate::memory_pool::{self, MemoryPool};
 use crate::ompt::{self, DataOp, DataOpKind};
 use crate::plugins::PluginLibrary;
 use crate::registry::{RegisteredLibrary, Registry};
-use plugin_api::{AllocKind, ImageHandle, KernelHandle, QueueHandle};
+use plugin_api::{AllocKind, ImageHandle, QueueHandle};
 use std::collections::HashMap;
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The device property (`Plugin::device_info` key) carrying the vendor's unique identifier.
+pub const UID_PROPERTY: &str = "uid";
+/// The initial device's unique identifier, LLVM 22's.
+pub const HOST_UID: &CStr = c"HOST";
 
 /// What became of a registered library on this device.
 enum LibraryState {
@@ -46,6 +52,9 @@ pub struct Device {
     pool: MemoryPool,
     /// A tool was told this device initialised (and must be told when it finalises).
     announced_to_tool: AtomicBool,
+    /// `omp_get_uid_from_device`'s answer, made on first request and kept for the program's
+    /// life (programs keep the pointer).
+    uid: OnceLock<CString>,
 }
 
 impl Device {
@@ -60,7 +69,29 @@ impl Device {
             mapping: MappingTable::new(),
             pool: MemoryPool::new(memory_pool::threshold_from_env()),
             announced_to_tool: AtomicBool::new(false),
+            uid: OnceLock::new(),
         }
+    }
+
+    /// The device's unique identifier (OpenMP 6.0), as LLVM 22 forms it: the plugin's name, a
+    /// dash, and the vendor's identifier of the device (the plugin's `uid` property: a GPU's
+    /// UUID), or the device's number in its plugin when the plugin gives none.
+    pub fn uid(&self) -> &CStr {
+        self.uid.get_or_init(|| {
+            let vendor = self
+                .plugin
+                .device_info(self.local)
+                .ok()
+                .and_then(|entries| {
+                    entries
+                        .into_iter()
+                        .find(|e| e.key.as_str() == UID_PROPERTY)
+                        .map(|e| e.value.to_string())
+                })
+                .unwrap_or_else(|| self.local.to_string());
+            let text = format!("{}-{vendor}", self.plugin.name).replace('\0', "");
+            CString::new(text).expect("NUL bytes were removed")
+        })
     }
 
     /// Whether every library of registry generation `generation` is loaded here already.
@@ -187,7 +218,14 @@ impl Device {
             if entry.is_kernel() {
                 match self.plugin.get_kernel(self.local, handle, &entry.name) {
                     Ok(kernel) => {
-                        found_kernels.push((entry.address, kernel));
+                        let release = library.release;
+                        found_kernels.push((
+                            entry.address,
+                            Kernel {
+                                handle: kernel,
+                                release,
+                            },
+                        ));
                         kernels.push(entry.address);
                     }
                     Err(e) => log::warn!(
@@ -318,7 +356,7 @@ impl Device {
         }
     }
 
-    pub fn kernel(&self, region_id: usize) -> Option<KernelHandle> {
+    pub fn kernel(&self, region_id: usize) -> Option<Kernel> {
         self.kernels.get(region_id)
     }
 

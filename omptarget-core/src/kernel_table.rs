@@ -4,12 +4,20 @@
 //! until the device goes away, since a reader may still hold one (images load a few times per
 //! program, so little is kept).
 
+use crate::abi::offload_entry::LlvmRelease;
 use crate::address_map::AddressMap;
 use plugin_api::KernelHandle;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
-type Table = AddressMap<usize, KernelHandle>;
+/// A loaded kernel: the plugin's handle, and the LLVM release its program expects.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    pub handle: KernelHandle,
+    pub release: LlvmRelease,
+}
+
+type Table = AddressMap<usize, Kernel>;
 
 pub struct KernelTable {
     current: AtomicPtr<Table>,
@@ -30,7 +38,7 @@ impl Default for KernelTable {
 }
 
 impl KernelTable {
-    pub fn get(&self, region_id: usize) -> Option<KernelHandle> {
+    pub fn get(&self, region_id: usize) -> Option<Kernel> {
         let table = self.current.load(Ordering::Acquire);
         // SAFETY: `current` always points at a table boxed in `published`, which never drops or
         // changes a table while `self` lives; the Acquire load pairs with the Release store
@@ -51,15 +59,19 @@ impl KernelTable {
 #[test]
 fn changes_are_published_whole() {
     let table = KernelTable::default();
+    let kernel = |h| Kernel {
+        handle: KernelHandle(h),
+        release: LlvmRelease::Llvm22,
+    };
     assert_eq!(table.get(1), None);
     table.change(|t| {
-        t.insert(1, KernelHandle(10));
-        t.insert(2, KernelHandle(20));
+        t.insert(1, kernel(10));
+        t.insert(2, kernel(20));
     });
-    assert_eq!(table.get(2), Some(KernelHandle(20)));
+    assert_eq!(table.get(2), Some(kernel(20)));
     table.change(|t| {
         t.remove(&1);
     });
     assert_eq!(table.get(1), None);
-    assert_eq!(table.get(2), Some(KernelHandle(20)));
+    assert_eq!(table.get(2), Some(kernel(20)));
 }

@@ -1,6 +1,6 @@
 //! The programs' registered offload libraries (one per `__tgt_register_lib` call).
 
-use crate::abi::offload_entry::OffloadEntry;
+use crate::abi::offload_entry::{EntryTable, LlvmRelease, OffloadEntry};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -17,6 +17,8 @@ pub struct RegisteredLibrary {
     pub descriptor: usize,
     pub images: Vec<ProgramImage>,
     pub entries: Vec<OffloadEntry>,
+    /// The LLVM release whose behaviour the program expects.
+    pub release: LlvmRelease,
 }
 
 impl RegisteredLibrary {
@@ -99,14 +101,15 @@ impl Registry {
         &mut self,
         descriptor: usize,
         images: Vec<ProgramImage>,
-        entries: Vec<OffloadEntry>,
+        table: EntryTable,
     ) -> Arc<RegisteredLibrary> {
         self.next_id += 1;
         let library = Arc::new(RegisteredLibrary {
             id: self.next_id,
             descriptor,
             images,
-            entries,
+            entries: table.entries,
+            release: table.release,
         });
         for entry in library.entries.iter().filter(|e| e.is_kernel()) {
             self.kernel_names

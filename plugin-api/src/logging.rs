@@ -69,9 +69,10 @@ pub struct HostServices {
 ///
 /// ```ignore
 /// if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
-///     plugin_api::info::line(device, &format!(
-///         "Launching kernel {name} with {blocks} blocks and {threads} threads in SPMD mode"));
+///     plugin_api::info::line(device, &format!("Kernel {name} has {n} registers"));
 /// }
+/// // The launch line itself, in the program's release's wording:
+/// plugin_api::info::kernel_launch(device, config, name, [blocks, 1, 1], [threads, 1, 1], "SPMD");
 /// ```
 pub mod info {
     use super::HostServices;
@@ -95,6 +96,33 @@ pub mod info {
         if let Some(s) = SERVICES.get() {
             (s.info)(device, RStr::from_str(text));
         }
+    }
+
+    /// The [`PLUGIN_KERNEL`] line of a launch, if that bit is set, in the wording of the
+    /// program's LLVM release: LLVM 19 names the x dimensions (`with 4 blocks and 128
+    /// threads`), LLVM 22 all three (`with [4,1,1] blocks and [128,1,1] threads`).
+    pub fn kernel_launch(
+        device: i32,
+        config: &crate::LaunchConfig,
+        kernel: &str,
+        blocks: [u32; 3],
+        threads: [u32; 3],
+        mode: &str,
+    ) {
+        if !enabled(PLUGIN_KERNEL) {
+            return;
+        }
+        let text = match config.is_llvm22_program() {
+            true => format!(
+                "Launching kernel {kernel} with [{},{},{}] blocks and [{},{},{}] threads in {mode} mode",
+                blocks[0], blocks[1], blocks[2], threads[0], threads[1], threads[2]
+            ),
+            false => format!(
+                "Launching kernel {kernel} with {} blocks and {} threads in {mode} mode",
+                blocks[0], threads[0]
+            ),
+        };
+        line(device, &text);
     }
 }
 

@@ -256,8 +256,23 @@ pub struct LaunchConfig {
     /// a team-reduction buffer, or all ones when the kernel needs none.
     pub kernel_args_version: u32,
     /// The `KernelArgsTy` flags word (bit 0: nowait). Nowait needs no action from the plugin: the
-    /// core synchronises the construct's queue before returning anyway.
+    /// core synchronises the construct's queue before returning anyway. The core also sets
+    /// [`LaunchConfig::LLVM22_PROGRAM`] here.
     pub flags: u64,
+}
+
+impl LaunchConfig {
+    /// A bit of `flags` the core sets (LLVM's `KernelArgsTy` leaves bits 2 to 63 unused): the
+    /// kernel's program was built by clang 20 or newer and expects LLVM 22's runtime
+    /// behaviour, such as the wording of its `LIBOMPTARGET_INFO` lines (see
+    /// [`info::kernel_launch`](crate::info::kernel_launch)). Plugins that do not know it
+    /// ignore it.
+    pub const LLVM22_PROGRAM: u64 = 1 << 63;
+
+    /// Whether the kernel's program expects LLVM 22's behaviour.
+    pub fn is_llvm22_program(&self) -> bool {
+        self.flags & Self::LLVM22_PROGRAM != 0
+    }
 }
 
 /// One property of a device, for inventories (`omptarget-info`, `__tgt_print_device_info`) and

@@ -886,19 +886,18 @@ impl CudaDevice {
             .map(|i| &kernels[i])
             .ok_or_else(|| invalid_handle("kernel", handle.0))?;
         let (blocks, threads) = kernel.limits.geometry(&self.grid, config);
-        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
-            let mode = kernel
-                .limits
-                .environment
-                .map_or("SPMD", |e| e.exec_mode.name());
-            plugin_api::info::line(
-                self.identity.ordinal,
-                &format!(
-                    "Launching kernel {} with {blocks} blocks and {threads} threads in {mode} mode",
-                    kernel.name
-                ),
-            );
-        }
+        let mode = kernel
+            .limits
+            .environment
+            .map_or("SPMD", |e| e.exec_mode.name());
+        plugin_api::info::kernel_launch(
+            self.identity.ordinal,
+            config,
+            &kernel.name,
+            [blocks, 1, 1],
+            [threads, 1, 1],
+            mode,
+        );
         let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
         self.on_queue(queue, |stream| {
             let mut packed = Vec::with_capacity(args.len() + 1);

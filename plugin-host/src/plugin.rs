@@ -233,14 +233,8 @@ impl Plugin for HostPlugin {
         if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
             // A host device runs one team of one thread, whatever was asked (LLVM's host grid).
             if let Some(k) = host_device.kernel_info(kernel) {
-                plugin_api::info::line(
-                    device,
-                    &format!(
-                        "Launching kernel {} with 1 blocks and 1 threads in {} mode",
-                        k.name,
-                        k.mode_name()
-                    ),
-                );
+                let mode = k.mode_name();
+                plugin_api::info::kernel_launch(device, config, &k.name, [1; 3], [1; 3], mode);
             }
         }
         // From KernelArgsTy version 3 on, kernels take the launch environment first. Host kernels

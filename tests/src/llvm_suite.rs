@@ -1289,7 +1289,10 @@ mod tests {
         assert!(eval_features(r, "target={{.*}}").is_err());
         // LLVM 22 spells the host target differently; 19's name is unknown to it.
         let r = Release::Llvm22;
-        assert_eq!(eval_features(r, "x86_64-unknown-linux-gnu && clang-22"), Ok(true));
+        assert_eq!(
+            eval_features(r, "x86_64-unknown-linux-gnu && clang-22"),
+            Ok(true)
+        );
         assert!(eval_features(r, "x86_64-pc-linux-gnu").is_err());
     }
 
@@ -1327,11 +1330,23 @@ mod tests {
             not: "not-22".into(),
         };
         let paths = TestPaths::new(Path::new("/s"), Path::new("/x"), "mapping/a.c");
-        let subs = substitutions(Release::Llvm22, Path::new("/s"), &tools, Path::new("/l"), &paths);
+        let subs = substitutions(
+            Release::Llvm22,
+            Path::new("/s"),
+            &tools,
+            Path::new("/l"),
+            &paths,
+        );
         let run = expand("%libomptarget-compile-run-and-check-generic", &subs).unwrap();
-        assert!(run.contains(" -L /l -L /usr/lib/llvm-19/lib -nogpulib"), "{run}");
+        assert!(
+            run.contains(" -L /l -L /usr/lib/llvm-19/lib -nogpulib"),
+            "{run}"
+        );
         assert!(run.contains("-fopenmp-targets=x86_64-unknown-linux-gnu /s/mapping/a.c -o "));
-        assert_eq!(expand("%target_triple", &subs).unwrap(), "x86_64-unknown-linux-gnu");
+        assert_eq!(
+            expand("%target_triple", &subs).unwrap(),
+            "x86_64-unknown-linux-gnu"
+        );
         let old_host = expand("%libomptarget-compile-x86_64-pc-linux-gnu", &subs);
         assert!(old_host.is_err(), "{old_host:?}");
         assert!(expand("%offload-device-info", &subs).is_err());

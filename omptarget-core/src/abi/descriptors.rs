@@ -1,6 +1,6 @@
 //! `__tgt_bin_desc` and `__tgt_device_image`, as emitted by clang's offload wrapper.
 
-use super::offload_entry::{read_entry_table, EntryTableError, OffloadEntry};
+use super::offload_entry::{read_entry_table, EntryTable, EntryTableError};
 use std::ffi::c_void;
 
 #[repr(C)]
@@ -27,7 +27,7 @@ pub struct RawImage {
 /// What a `__tgt_bin_desc` holds, read into Rust values.
 pub struct BinaryDescription {
     pub images: Vec<RawImage>,
-    pub host_entries: Vec<OffloadEntry>,
+    pub host_entries: EntryTable,
 }
 
 #[derive(Debug)]

@@ -4,7 +4,8 @@
 //! `{addr, name, size, flags: i32, reserved: i32}`. Clang 20 and newer emit a 56-byte entry
 //! `{reserved: u64 = 0, version: u16 = 1, kind: u16, flags: u32, addr, name, size: u64,
 //! data: u64, aux_addr}`. The legacy layout can never start with 8 zero bytes (its first field
-//! is the address of a symbol), which tells the two apart.
+//! is the address of a symbol), which tells the two apart. The layout also tells which LLVM
+//! runtime's behaviour the program expects ([`LlvmRelease`]).
 
 use std::ffi::{c_char, c_void, CStr};
 
@@ -22,6 +23,25 @@ const KIND_OPENMP: u16 = 1;
 
 const LEGACY_SIZE: usize = 32;
 const NEW_SIZE: usize = 56;
+
+/// The LLVM runtime whose behaviour a program was built for, told by its entry layout: the
+/// legacy layout is clang 19's (and older clangs'), the new one clang 20's and newer. Where LLVM
+/// 22 changed what programs observe (its `LIBOMPTARGET_INFO` wording, say), a program gets the
+/// behaviour of its release; our library carries LLVM 22's soname and serves both.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum LlvmRelease {
+    Llvm19,
+    /// Also what a program with an empty entry table is taken for: nothing tells.
+    #[default]
+    Llvm22,
+}
+
+/// A program's entry table: its entries and the release its layout tells.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntryTable {
+    pub release: LlvmRelease,
+    pub entries: Vec<OffloadEntry>,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffloadEntry {
@@ -66,7 +86,7 @@ impl std::fmt::Display for EntryTableError {
                 )
             }
             EntryTableError::UnsupportedVersion(v) => {
-                write!(f, "entry version {v} is not supported (only 1)")
+                write!(f, "entry version {v} is not supported (only 0 and 1)")
             }
             EntryTableError::NullName(i) => write!(f, "entry {i} has no name"),
         }
@@ -80,10 +100,10 @@ impl std::fmt::Display for EntryTableError {
 pub unsafe fn read_entry_table(
     begin: *const c_void,
     end: *const c_void,
-) -> Result<Vec<OffloadEntry>, EntryTableError> {
+) -> Result<EntryTable, EntryTableError> {
     let (b, e) = (begin as usize, end as usize);
     if b == 0 || e == b {
-        return Ok(Vec::new());
+        return Ok(EntryTable::default());
     }
     if e < b {
         return Err(EntryTableError::BadBounds);
@@ -109,16 +129,28 @@ unsafe fn read_name(address: u64, index: usize) -> Result<String, EntryTableErro
     Ok(name.to_string_lossy().into_owned())
 }
 
+/// Entry versions of the new layout that are read: 1, what clang emits, and 0, what programs
+/// that build entries by hand leave there (LLVM 22 reads both).
+fn known_version(version: u16) -> bool {
+    version <= 1
+}
+
 /// # Safety
 /// As [`read_entry_table`]: name fields point to NUL-terminated strings.
-pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, EntryTableError> {
-    // The new layout starts with 8 zero bytes and version 1. A legacy entry may start with a
-    // null address too (hand-made `requires` entries), but then a name pointer follows.
+pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<EntryTable, EntryTableError> {
+    // The new layout starts with 8 zero bytes and a known version. A legacy entry may start
+    // with a null address too (hand-made `requires` entries), but then a name pointer follows:
+    // where both layouts fit, a new entry is also told by its kind (a name pointer whose bytes
+    // 8-11 read as version 0 or 1 and kind OpenMP is not a pointer a program has).
     let fits_new = bytes.len() >= NEW_SIZE && bytes.len().is_multiple_of(NEW_SIZE);
     let fits_legacy = bytes.len().is_multiple_of(LEGACY_SIZE);
+    let version = |e: &[u8]| u16::from_ne_bytes([e[8], e[9]]);
+    let kind = |e: &[u8]| u16::from_ne_bytes([e[10], e[11]]);
     let new_layout = fits_new
         && word(bytes, 0) == 0
-        && (!fits_legacy || u16::from_ne_bytes([bytes[8], bytes[9]]) == 1);
+        && (!fits_legacy
+            || version(bytes) == 1
+            || (known_version(version(bytes)) && kind(bytes) == KIND_OPENMP));
     let (stride, layout_ok) = if new_layout {
         (NEW_SIZE, bytes.len().is_multiple_of(NEW_SIZE))
     } else {
@@ -130,12 +162,10 @@ pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, En
     let mut entries = Vec::with_capacity(bytes.len() / stride);
     for (i, e) in bytes.chunks_exact(stride).enumerate() {
         if new_layout {
-            let version = u16::from_ne_bytes([e[8], e[9]]);
-            let kind = u16::from_ne_bytes([e[10], e[11]]);
-            if version != 1 {
-                return Err(EntryTableError::UnsupportedVersion(version));
+            if !known_version(version(e)) {
+                return Err(EntryTableError::UnsupportedVersion(version(e)));
             }
-            if kind != KIND_OPENMP {
+            if kind(e) != KIND_OPENMP {
                 continue; // CUDA/HIP entries sharing the section are not ours.
             }
             entries.push(OffloadEntry {
@@ -160,7 +190,11 @@ pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<Vec<OffloadEntry>, En
             });
         }
     }
-    Ok(entries)
+    let release = match new_layout {
+        true => LlvmRelease::Llvm22,
+        false => LlvmRelease::Llvm19,
+    };
+    Ok(EntryTable { release, entries })
 }
 
 #[cfg(test)]
@@ -199,8 +233,10 @@ mod tests {
         let mut newer = new(1, 0x1000, k, 0, 0);
         newer.extend(new(1, 0x2000, g, 4, 0));
         newer.extend(new(2, 0x3000, g, 4, 0)); // a CUDA entry: skipped
-        for bytes in [old, newer] {
-            let entries = unsafe { parse_entries(&bytes) }.unwrap();
+        for (bytes, release) in [(old, LlvmRelease::Llvm19), (newer, LlvmRelease::Llvm22)] {
+            let table = unsafe { parse_entries(&bytes) }.unwrap();
+            assert_eq!(table.release, release);
+            let entries = table.entries;
             assert_eq!(entries.len(), 2);
             assert_eq!(entries[0].name, "__omp_offloading_1_main_l3");
             assert!(entries[0].is_kernel());
@@ -214,9 +250,26 @@ mod tests {
         let r = c"";
         let mut two = legacy(0, r, 0, flags::REGISTER_REQUIRES);
         two.extend(legacy(0, r, 0, flags::REGISTER_REQUIRES));
-        let entries = unsafe { parse_entries(&two) }.unwrap();
-        assert_eq!(entries.len(), 2);
-        assert!(!entries[0].is_kernel() && !entries[0].is_global());
+        let table = unsafe { parse_entries(&two) }.unwrap();
+        assert_eq!(table.release, LlvmRelease::Llvm19);
+        assert_eq!(table.entries.len(), 2);
+        assert!(!table.entries[0].is_kernel() && !table.entries[0].is_global());
+    }
+
+    /// What LLVM 22's `requires` test builds by hand: new-layout entries of version 0.
+    #[test]
+    fn version_0_entries_made_by_hand() {
+        let r = c"";
+        let mut one = new(1, 0, r, 0, flags::REGISTER_REQUIRES);
+        one[8] = 0;
+        for count in [1, 4] {
+            // Four entries (224 bytes) fit the legacy layout too; the kind tells them apart.
+            let bytes = one.repeat(count);
+            let table = unsafe { parse_entries(&bytes) }.unwrap();
+            assert_eq!(table.release, LlvmRelease::Llvm22);
+            assert_eq!(table.entries.len(), count);
+            assert_eq!(table.entries[0].flags, flags::REGISTER_REQUIRES);
+        }
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
         // Clang 19 and later pass `requires` clauses as flagged entries.
         for entry in description
             .host_entries
+            .entries
             .iter()
             .filter(|e| e.flags & crate::abi::offload_entry::flags::REGISTER_REQUIRES != 0)
         {

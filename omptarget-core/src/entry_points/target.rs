@@ -3,6 +3,7 @@
 use super::{guard, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use crate::abi::kernel_args::{read_kernel_args, KernelArgsV1, KernelRequest};
 use crate::abi::map_args::read_map_args;
+use crate::abi::offload_entry::LlvmRelease;
 use crate::abi::source_location::Ident;
 use crate::data_ops;
 use crate::error::{OffloadError, Result};
@@ -68,12 +69,15 @@ fn launch(
         dyn_shared_mem: request.dyn_cgroup_mem,
         tripcount: request.tripcount,
         kernel_args_version: request.version,
-        flags: request.flags,
+        flags: match kernel.release {
+            LlvmRelease::Llvm22 => request.flags | LaunchConfig::LLVM22_PROGRAM,
+            LlvmRelease::Llvm19 => request.flags,
+        },
     };
     {
         let _submit = ompt::Submit::begin(request.num_teams[0]);
         queue
-            .launch(kernel, &values, &config)
+            .launch(kernel.handle, &values, &config)
             .map_err(|e| e.with_context("Executing target region abort target."))?;
     }
     data_ops::end(&mut queue, &args).map_err(|e| {

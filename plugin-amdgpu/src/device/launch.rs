@@ -26,19 +26,18 @@ impl AmdgpuDevice {
             .get(handle.0)
             .ok_or_else(|| invalid_handle("kernel", handle.0))?;
         let (blocks, threads) = kernel.limits.geometry(&self.grid, config);
-        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
-            let mode = kernel
-                .limits
-                .environment
-                .map_or("SPMD", |e| e.exec_mode.name());
-            plugin_api::info::line(
-                self.ordinal,
-                &format!(
-                    "Launching kernel {} with {blocks} blocks and {threads} threads in {mode} mode",
-                    kernel.name
-                ),
-            );
-        }
+        let mode = kernel
+            .limits
+            .environment
+            .map_or("SPMD", |e| e.exec_mode.name());
+        plugin_api::info::kernel_launch(
+            self.ordinal,
+            config,
+            &kernel.name,
+            [blocks, 1, 1],
+            [threads, 1, 1],
+            mode,
+        );
         self.launch_kernel(&kernel, args, blocks, threads, config, queue)
     }
 

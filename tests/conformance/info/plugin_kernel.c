@@ -1,9 +1,10 @@
-// RULE: LIBOMPTARGET_INFO=16 makes the plugin report each kernel launch with its name, blocks, threads and mode
+// RULE: LIBOMPTARGET_INFO=16 makes the plugin report each kernel launch with its name, blocks, threads and mode, in LLVM 19's wording for a clang-19 program
+// COMPILERS: clang19
 // FLAGS: -g
 // ENV: LIBOMPTARGET_INFO=16
 // EXPECT: x=3
 // EXPECT-STDERR: "PluginInterface" device 1 info: Launching kernel __omp_offloading_
-// EXPECT-STDERR: _main_l13 with 1 blocks and 1 threads in Generic mode
+// EXPECT-STDERR: _main_l14 with 1 blocks and 1 threads in Generic mode
 // REJECT-STDERR: Entering OpenMP kernel
 // REJECT-STDERR: Copying data
 #include <stdio.h>
