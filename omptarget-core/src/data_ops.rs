@@ -3,6 +3,7 @@
 
 use crate::abi::map_args::{non_contig_dims, MapArg, NonContigDim};
 use crate::abi::map_type::*;
+use crate::abi::offload_entry::LlvmRelease;
 use crate::error::{OffloadError, Result};
 use crate::info::{self, Ptr};
 use crate::logging;
@@ -266,6 +267,21 @@ fn send(
     Ok(())
 }
 
+/// What `use_device_ptr`/`use_device_addr` hand back for data that is not mapped. OpenMP 5.1
+/// and LLVM 22 keep the host address (the program vouches that the device can use it); LLVM 19
+/// gave a NULL-based address, and its own tests expect clang-19 programs to get one.
+fn unmapped_device_base(host_base: usize, offset: usize) -> usize {
+    let release = crate::runtime::Runtime::get()
+        .registry
+        .read()
+        .unwrap()
+        .release();
+    match release {
+        LlvmRelease::Llvm22 => host_base,
+        LlvmRelease::Llvm19 => 0usize.wrapping_sub(offset),
+    }
+}
+
 /// Maps every argument on entry to a construct. Returns, for `return_param` arguments
 /// (`use_device_ptr`), the device base address to hand back to the program.
 pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<DeviceBases> {
@@ -366,14 +382,13 @@ fn begin_list(
             q.wait_for_transfer(placed.event)?;
         }
         if t.has(RETURN_PARAM) {
-            // use_device_ptr/use_device_addr. Data that is not mapped keeps its host address
-            // (OpenMP 5.1: the list item must then hold a valid device address already), as
-            // LLVM 22 does; LLVM 19 handed back a NULL-based address, which no program can use.
-            // For a pointer-and-pointee entry (`use_device_addr` of a reference member, say)
-            // the base is the pointee's, read through the pointer above.
+            // use_device_ptr/use_device_addr. For a pointer-and-pointee entry
+            // (`use_device_addr` of a reference member, say) the base is the pointee's, read
+            // through the pointer above.
+            let offset = arg.begin.wrapping_sub(pointee_base);
             let device_base = match placed.device_begin {
-                0 => pointee_base,
-                begin => begin.wrapping_sub(arg.begin.wrapping_sub(pointee_base)),
+                0 => unmapped_device_base(pointee_base, offset),
+                begin => begin.wrapping_sub(offset),
             };
             returned.push((index, device_base));
         }

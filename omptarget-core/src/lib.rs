@@ -21,6 +21,7 @@ pub mod host_openmp;
 pub mod info;
 pub mod inventory;
 pub mod kernel_table;
+pub mod llvm_release;
 pub mod lock;
 pub mod logging;
 pub mod mapper;

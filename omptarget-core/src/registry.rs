@@ -97,6 +97,20 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The LLVM release the program's data constructs follow (they name no library): LLVM 19
+    /// when every registered library is a clang-19 one, else LLVM 22.
+    pub fn release(&self) -> LlvmRelease {
+        let all_19 = !self.libraries.is_empty()
+            && self
+                .libraries
+                .iter()
+                .all(|l| l.release == LlvmRelease::Llvm19);
+        match all_19 {
+            true => LlvmRelease::Llvm19,
+            false => LlvmRelease::Llvm22,
+        }
+    }
+
     pub fn add(
         &mut self,
         descriptor: usize,

@@ -7,6 +7,7 @@
 //! is the address of a symbol), which tells the two apart. The layout also tells which LLVM
 //! runtime's behaviour the program expects ([`LlvmRelease`]).
 
+pub use crate::llvm_release::LlvmRelease;
 use std::ffi::{c_char, c_void, CStr};
 
 /// The flags LLVM defines for entries (`OpenMPOffloadingDeclareTargetFlags`).
@@ -24,19 +25,8 @@ const KIND_OPENMP: u16 = 1;
 const LEGACY_SIZE: usize = 32;
 const NEW_SIZE: usize = 56;
 
-/// The LLVM runtime whose behaviour a program was built for, told by its entry layout: the
-/// legacy layout is clang 19's (and older clangs'), the new one clang 20's and newer. Where LLVM
-/// 22 changed what programs observe (its `LIBOMPTARGET_INFO` wording, say), a program gets the
-/// behaviour of its release; our library carries LLVM 22's soname and serves both.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub enum LlvmRelease {
-    Llvm19,
-    /// Also what a program with an empty entry table is taken for: nothing tells.
-    #[default]
-    Llvm22,
-}
-
-/// A program's entry table: its entries and the release its layout tells.
+/// A program's entry table: its entries and the release its layout tells (an empty table
+/// tells nothing and says LLVM 22).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EntryTable {
     pub release: LlvmRelease,

@@ -2,6 +2,7 @@
 
 use super::guard;
 use crate::abi::descriptors::{read_descriptor, TgtBinDesc};
+use crate::llvm_release::LlvmRelease;
 use crate::logging;
 use crate::offload_binary;
 use crate::registry::ProgramImage;
@@ -46,8 +47,13 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
         {
             runtime.add_requirements(entry.data as i64);
         }
-        let library =
-            runtime.change_registry(|r| r.add(desc as usize, images, description.host_entries));
+        let mut table = description.host_entries;
+        if table.entries.is_empty() {
+            // No entry tells the program's release: its images' compiler does.
+            let built_by = images.iter().find_map(|i| LlvmRelease::of_image(i.bytes));
+            table.release = built_by.unwrap_or(table.release);
+        }
+        let library = runtime.change_registry(|r| r.add(desc as usize, images, table));
         if crate::ompt::tool().is_some() {
             for device in runtime.devices.iter().filter(|d| d.can_run(&library)) {
                 if let Err(e) = device.initialize() {

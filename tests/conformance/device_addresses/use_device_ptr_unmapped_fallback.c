@@ -1,5 +1,5 @@
-// RULE: use_device_ptr and use_device_addr on data that is not mapped keep the host address (OpenMP 5.1: the program vouches that it is a valid device address)
-// LLVM-DIFFERS: LLVM 19 hands back a NULL-based address for unmapped data (NULL for use_device_ptr, NULL minus the section's offset for use_device_addr); LLVM 22 keeps the host address, as OpenMP 5.1 says, and so do we for every program
+// RULE: in a clang-22 program, use_device_ptr and use_device_addr on data that is not mapped keep the host address (OpenMP 5.1: the program vouches that it is a valid device address), as LLVM 22 does
+// COMPILERS: clang22
 // EXPECT: ptr=kept addr=kept section=kept
 #include <stdio.h>
 
