@@ -151,6 +151,11 @@ fn real_cubins_are_recognised_checked_and_read() {
     let cubin = embedded_cubin(&sm90_program());
     let kind = image::classify(&cubin).unwrap();
     assert_eq!(kind, ImageKind::Cubin { sm: SmVersion(90) });
+    // A real cubin passes the layout check the plugin makes before the driver sees it.
+    assert_eq!(
+        plugin_api::elf_layout::check(&cubin, plugin_api::elf_layout::Addresses::Unused),
+        Ok(())
+    );
     // Same architecture, or a newer minor of the same major: runs.
     assert!(image::compatible(&kind, SmVersion(90)).is_ok());
     assert!(image::compatible(&kind, SmVersion(91)).is_ok());

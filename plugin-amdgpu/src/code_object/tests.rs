@@ -1840,3 +1840,18 @@ fn metadata_errors_say_what_is_wrong() {
     .unwrap_err();
     assert!(e.contains("amdhsa.version"), "{e}");
 }
+
+/// Every code object clang builds passes the layout check the plugin makes before HSA's loader
+/// sees it.
+#[test]
+fn real_code_objects_pass_the_layout_check() {
+    let images = images();
+    for label in OPENMP_LABELS.iter().chain(&["ocl:gfx10-3-generic"]) {
+        let bytes = images.get(label);
+        assert_eq!(
+            plugin_api::elf_layout::check(bytes, plugin_api::elf_layout::Addresses::Mapped),
+            Ok(()),
+            "image {label}"
+        );
+    }
+}

@@ -1,0 +1,521 @@
+//! Checks that a 64-bit little-endian ELF image is laid out consistently before a plugin hands it
+//! to a loader (the dynamic loader for host images, a GPU driver for cubins and code objects).
+//! Loaders trust these structures: glibc maps segments whose file sizes lie past the end of
+//! the file (a SIGBUS when they are touched) and follows dynamic-section addresses wherever they
+//! point. A damaged image must be refused with a message naming what is wrong, never crash the
+//! program, so everything a loader reads before running the image's code is checked here:
+//!
+//! - the ELF header, and the program and section header tables lying inside the file;
+//! - each section's bytes inside the file, alignments powers of two;
+//! - each loadable segment's bytes inside the file, its file size within its memory size, its
+//!   address congruent to its offset modulo its alignment, segments in address order;
+//! - the dynamic section inside a loadable segment, and every table it names (strings,
+//!   symbols, hashes, relocations, initialisers, versions) inside loaded memory;
+//! - every relocation's target inside loaded memory.
+//!
+//! It reads nothing but bounds: machine code that is damaged still crashes when it runs.
+
+use std::fmt;
+
+/// What is wrong with an image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutError(pub String);
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn bad<T>(what: impl Into<String>) -> Result<T, LayoutError> {
+    Err(LayoutError(what.into()))
+}
+
+const EHDR_SIZE: usize = 64;
+const PHDR_SIZE: usize = 56;
+const SHDR_SIZE: usize = 64;
+const PT_LOAD: u32 = 1;
+const PT_DYNAMIC: u32 = 2;
+const PT_GNU_RELRO: u32 = 0x6474_e552;
+const SHT_NOBITS: u32 = 8;
+const DYN_SIZE: u64 = 16;
+const RELA_SIZE: u64 = 24;
+const REL_SIZE: u64 = 16;
+/// More memory than any image asks for: a segment claiming it is damaged.
+const MAX_SPAN: u64 = 1 << 40;
+
+/// Dynamic tags whose value is an address the loader reads, with the tag of the table's size
+/// when the dynamic section gives one (0: the size is not given there).
+const DYNAMIC_TABLES: &[(u64, u64, &str)] = &[
+    (4, 0, "DT_HASH"),
+    (5, 10, "DT_STRTAB"),
+    (6, 0, "DT_SYMTAB"),
+    (7, 8, "DT_RELA"),
+    (17, 18, "DT_REL"),
+    (23, 2, "DT_JMPREL"),
+    (25, 27, "DT_INIT_ARRAY"),
+    (26, 28, "DT_FINI_ARRAY"),
+    (0x6fff_fef5, 0, "DT_GNU_HASH"),
+    (0x6fff_fff0, 0, "DT_VERSYM"),
+    (0x6fff_fffc, 0, "DT_VERDEF"),
+    (0x6fff_fffe, 0, "DT_VERNEED"),
+];
+const DT_NULL: u64 = 0;
+const DT_PLTREL: u64 = 20;
+const DT_RELA: u64 = 7;
+const DT_RELASZ: u64 = 8;
+const DT_REL: u64 = 17;
+const DT_RELSZ: u64 = 18;
+const DT_JMPREL: u64 = 23;
+const DT_PLTRELSZ: u64 = 2;
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// `[offset, offset + size)` lies inside `len` bytes.
+fn within(offset: u64, size: u64, len: usize) -> bool {
+    offset
+        .checked_add(size)
+        .is_some_and(|end| end <= len as u64)
+}
+
+fn aligned_power_of_two(align: u64) -> bool {
+    align == 0 || align.is_power_of_two()
+}
+
+/// A loadable segment.
+#[derive(Copy, Clone)]
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+    memsz: u64,
+}
+
+impl Segment {
+    /// The file offset of `[vaddr, vaddr + size)` when it lies in this segment's file bytes.
+    fn file_offset(&self, vaddr: u64, size: u64) -> Option<u64> {
+        let end = vaddr.checked_add(size)?;
+        (vaddr >= self.vaddr && end <= self.vaddr + self.filesz)
+            .then(|| self.offset + (vaddr - self.vaddr))
+    }
+    /// Whether `[vaddr, vaddr + size)` lies in this segment's memory.
+    fn holds(&self, vaddr: u64, size: u64) -> bool {
+        vaddr
+            .checked_add(size)
+            .is_some_and(|end| vaddr >= self.vaddr && end <= self.vaddr + self.memsz)
+    }
+}
+
+/// How the loader the image is meant for places segments.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Addresses {
+    /// At their addresses (glibc's loader, HSA's): the address rules apply too (congruence
+    /// with the file offset, ascending order, no overlap, the dynamic section's tables).
+    Mapped,
+    /// Not by address (NVIDIA's driver reads cubins whose segments all say address 0): only
+    /// the bytes must lie in the file.
+    Unused,
+}
+
+/// Checks an ELF image's layout (see the module's description).
+pub fn check(bytes: &[u8], addresses: Addresses) -> Result<(), LayoutError> {
+    if bytes.len() < EHDR_SIZE || &bytes[..4] != b"\x7fELF" {
+        return bad("not an ELF file");
+    }
+    if bytes[4] != 2 || bytes[5] != 1 {
+        return bad("not a 64-bit little-endian ELF file");
+    }
+    let phoff = u64_at(bytes, 32);
+    let shoff = u64_at(bytes, 40);
+    let ehsize = u16_at(bytes, 52);
+    let phentsize = u16_at(bytes, 54) as usize;
+    let phnum = u16_at(bytes, 56) as u64;
+    let shentsize = u16_at(bytes, 58) as usize;
+    let shnum = u16_at(bytes, 60) as u64;
+    let shstrndx = u16_at(bytes, 62) as u64;
+    if (ehsize as usize) < EHDR_SIZE {
+        return bad(format!("ELF header size {ehsize} is below {EHDR_SIZE}"));
+    }
+    let mapped = addresses == Addresses::Mapped;
+    let segments = check_program_headers(bytes, phoff, phentsize, phnum, mapped)?;
+    check_section_headers(bytes, shoff, shentsize, shnum, shstrndx)?;
+    match mapped {
+        true => check_dynamic(bytes, phoff, phnum, &segments),
+        false => Ok(()),
+    }
+}
+
+fn check_program_headers(
+    bytes: &[u8],
+    phoff: u64,
+    phentsize: usize,
+    phnum: u64,
+    mapped: bool,
+) -> Result<Vec<Segment>, LayoutError> {
+    if phnum == 0 {
+        return Ok(Vec::new());
+    }
+    if phentsize != PHDR_SIZE {
+        return bad(format!(
+            "program header size {phentsize} is not {PHDR_SIZE}"
+        ));
+    }
+    if !within(phoff, phnum * PHDR_SIZE as u64, bytes.len()) {
+        return bad(format!(
+            "the {phnum} program headers at offset {phoff:#x} lie outside the {}-byte file",
+            bytes.len()
+        ));
+    }
+    let mut segments = Vec::new();
+    for i in 0..phnum {
+        let at = (phoff + i * PHDR_SIZE as u64) as usize;
+        if u32_at(bytes, at) != PT_LOAD {
+            continue;
+        }
+        let segment = Segment {
+            offset: u64_at(bytes, at + 8),
+            vaddr: u64_at(bytes, at + 16),
+            filesz: u64_at(bytes, at + 32),
+            memsz: u64_at(bytes, at + 40),
+        };
+        let align = u64_at(bytes, at + 48);
+        if !within(segment.offset, segment.filesz, bytes.len()) {
+            return bad(format!(
+                "loadable segment {i} ({:#x} bytes at offset {:#x}) runs past the end of the {}-byte file",
+                segment.filesz,
+                segment.offset,
+                bytes.len()
+            ));
+        }
+        if segment.filesz > segment.memsz {
+            return bad(format!(
+                "loadable segment {i} has {:#x} bytes in the file but only {:#x} in memory",
+                segment.filesz, segment.memsz
+            ));
+        }
+        if !aligned_power_of_two(align) {
+            return bad(format!(
+                "loadable segment {i} has alignment {align:#x}, not a power of two"
+            ));
+        }
+        if !mapped {
+            continue;
+        }
+        if align > 1 && segment.vaddr % align != segment.offset % align {
+            return bad(format!(
+                "loadable segment {i}: address {:#x} and offset {:#x} differ modulo its alignment {align:#x}",
+                segment.vaddr, segment.offset
+            ));
+        }
+        if segment.vaddr.checked_add(segment.memsz).is_none() || segment.memsz > MAX_SPAN {
+            return bad(format!(
+                "loadable segment {i} claims {:#x} bytes of memory",
+                segment.memsz
+            ));
+        }
+        if let Some(last) = segments.last() {
+            let last: &Segment = last;
+            if segment.vaddr < last.vaddr {
+                return bad(format!(
+                    "loadable segment {i} at {:#x} comes before the previous one at {:#x}",
+                    segment.vaddr, last.vaddr
+                ));
+            }
+            // A loader zero-fills each segment's memory past its file bytes: an overlap would
+            // wipe the next segment.
+            if last.vaddr + last.memsz > segment.vaddr {
+                return bad(format!(
+                    "loadable segment {i} at {:#x} overlaps the previous one, which ends at {:#x}",
+                    segment.vaddr,
+                    last.vaddr + last.memsz
+                ));
+            }
+        }
+        segments.push(segment);
+    }
+    if !mapped {
+        return Ok(segments);
+    }
+    if let (Some(first), Some(last)) = (segments.first(), segments.last()) {
+        if last.vaddr + last.memsz - first.vaddr > MAX_SPAN {
+            return bad("the loadable segments span more than 1 TiB");
+        }
+    }
+    // The range a loader makes read-only after relocation must be memory it loaded.
+    for i in 0..phnum {
+        let at = (phoff + i * PHDR_SIZE as u64) as usize;
+        if u32_at(bytes, at) == PT_GNU_RELRO {
+            let (vaddr, size) = (u64_at(bytes, at + 16), u64_at(bytes, at + 40));
+            if !segments.iter().any(|s| s.holds(vaddr, size)) {
+                return bad(format!(
+                    "the read-only-after-relocation range ({size:#x} bytes at {vaddr:#x}) lies outside the loaded segments"
+                ));
+            }
+        }
+    }
+    Ok(segments)
+}
+
+fn check_section_headers(
+    bytes: &[u8],
+    shoff: u64,
+    shentsize: usize,
+    shnum: u64,
+    shstrndx: u64,
+) -> Result<(), LayoutError> {
+    if shoff == 0 {
+        return Ok(()); // no section headers: loaders do not need them
+    }
+    if shentsize != SHDR_SIZE {
+        return bad(format!(
+            "section header size {shentsize} is not {SHDR_SIZE}"
+        ));
+    }
+    if !within(shoff, SHDR_SIZE as u64, bytes.len()) {
+        return bad(format!(
+            "the section headers at offset {shoff:#x} lie outside the {}-byte file",
+            bytes.len()
+        ));
+    }
+    // With 0xff00 sections or more, the count is in section 0's size (ELF's extended numbering).
+    let count = match shnum {
+        0 => u64_at(bytes, shoff as usize + 32),
+        n => n,
+    };
+    if !within(shoff, count.saturating_mul(SHDR_SIZE as u64), bytes.len()) {
+        return bad(format!(
+            "the {count} section headers at offset {shoff:#x} lie outside the {}-byte file",
+            bytes.len()
+        ));
+    }
+    const SHN_XINDEX: u64 = 0xffff;
+    if shstrndx != SHN_XINDEX && shstrndx >= count.max(1) {
+        return bad(format!(
+            "the section name table is section {shstrndx} of {count}"
+        ));
+    }
+    for i in 0..count {
+        let at = (shoff + i * SHDR_SIZE as u64) as usize;
+        let kind = u32_at(bytes, at + 4);
+        let offset = u64_at(bytes, at + 24);
+        let size = u64_at(bytes, at + 32);
+        let align = u64_at(bytes, at + 48);
+        if kind != SHT_NOBITS && i != 0 && !within(offset, size, bytes.len()) {
+            return bad(format!(
+                "section {i} ({size:#x} bytes at offset {offset:#x}) runs past the end of the {}-byte file",
+                bytes.len()
+            ));
+        }
+        if !aligned_power_of_two(align) {
+            return bad(format!(
+                "section {i} has alignment {align:#x}, not a power of two"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_dynamic(
+    bytes: &[u8],
+    phoff: u64,
+    phnum: u64,
+    segments: &[Segment],
+) -> Result<(), LayoutError> {
+    let mut dynamic = None;
+    for i in 0..phnum {
+        let at = (phoff + i * PHDR_SIZE as u64) as usize;
+        if u32_at(bytes, at) == PT_DYNAMIC {
+            dynamic = Some((u64_at(bytes, at + 16), u64_at(bytes, at + 32)));
+        }
+    }
+    let Some((vaddr, size)) = dynamic else {
+        return Ok(());
+    };
+    let Some(offset) = segments.iter().find_map(|s| s.file_offset(vaddr, size)) else {
+        return bad(format!(
+            "the dynamic section ({size:#x} bytes at {vaddr:#x}) lies outside the loaded file bytes"
+        ));
+    };
+    // The entries up to DT_NULL (the loader stops there).
+    let mut entries = Vec::new();
+    for i in 0..size / DYN_SIZE {
+        let at = (offset + i * DYN_SIZE) as usize;
+        let (tag, value) = (u64_at(bytes, at), u64_at(bytes, at + 8));
+        if tag == DT_NULL {
+            break;
+        }
+        entries.push((tag, value));
+    }
+    let value = |tag: u64| entries.iter().find(|(t, _)| *t == tag).map(|(_, v)| *v);
+    let in_memory = |address: u64, size: u64| segments.iter().any(|s| s.holds(address, size));
+    for &(tag, size_tag, name) in DYNAMIC_TABLES {
+        let Some(address) = value(tag) else { continue };
+        let size = match size_tag {
+            0 => 1,
+            t => value(t).unwrap_or(0),
+        };
+        if !in_memory(address, size.max(1)) {
+            return bad(format!(
+                "{name} ({size:#x} bytes at {address:#x}) lies outside the loaded segments"
+            ));
+        }
+    }
+    // Relocations write where they say: their targets must be loaded memory too.
+    let jmprel_entry = match value(DT_PLTREL) {
+        Some(DT_REL) => REL_SIZE,
+        _ => RELA_SIZE,
+    };
+    for (table, table_size, entry) in [
+        (DT_RELA, DT_RELASZ, RELA_SIZE),
+        (DT_REL, DT_RELSZ, REL_SIZE),
+        (DT_JMPREL, DT_PLTRELSZ, jmprel_entry),
+    ] {
+        let (Some(address), Some(size)) = (value(table), value(table_size)) else {
+            continue;
+        };
+        let Some(offset) = segments.iter().find_map(|s| s.file_offset(address, size)) else {
+            return bad(format!(
+                "relocation table at {address:#x} ({size:#x} bytes) lies outside the loaded file bytes"
+            ));
+        };
+        for i in 0..size / entry {
+            let target = u64_at(bytes, (offset + i * entry) as usize);
+            if !in_memory(target, 8) {
+                return bad(format!(
+                    "relocation {i} of the table at {address:#x} writes to {target:#x}, outside the loaded segments"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal shared object: header, one PT_LOAD over the whole file, a PT_DYNAMIC with a
+    /// string table entry, one section header table of two entries.
+    fn image() -> Vec<u8> {
+        let mut b = vec![0u8; 0x200];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2;
+        b[5] = 1;
+        b[6] = 1;
+        b[20] = 1;
+        b[16] = 3; // ET_DYN
+        b[18] = 62;
+        b[32..40].copy_from_slice(&64u64.to_le_bytes()); // phoff
+        b[40..48].copy_from_slice(&0x180u64.to_le_bytes()); // shoff
+        b[52..54].copy_from_slice(&64u16.to_le_bytes());
+        b[54..56].copy_from_slice(&56u16.to_le_bytes());
+        b[56..58].copy_from_slice(&2u16.to_le_bytes());
+        b[58..60].copy_from_slice(&64u16.to_le_bytes());
+        b[60..62].copy_from_slice(&2u16.to_le_bytes());
+        b[62..64].copy_from_slice(&1u16.to_le_bytes());
+        // PT_LOAD: the whole file at address 0.
+        let load = 64;
+        b[load..load + 4].copy_from_slice(&PT_LOAD.to_le_bytes());
+        b[load + 32..load + 40].copy_from_slice(&0x200u64.to_le_bytes());
+        b[load + 40..load + 48].copy_from_slice(&0x200u64.to_le_bytes());
+        b[load + 48..load + 56].copy_from_slice(&0x1000u64.to_le_bytes());
+        // PT_DYNAMIC at 0x100, two entries: DT_STRTAB 0x140 (DT_STRSZ 0x10), DT_NULL.
+        let dynamic = 64 + 56;
+        b[dynamic..dynamic + 4].copy_from_slice(&PT_DYNAMIC.to_le_bytes());
+        b[dynamic + 8..dynamic + 16].copy_from_slice(&0x100u64.to_le_bytes());
+        b[dynamic + 16..dynamic + 24].copy_from_slice(&0x100u64.to_le_bytes());
+        b[dynamic + 32..dynamic + 40].copy_from_slice(&0x30u64.to_le_bytes());
+        b[0x100..0x108].copy_from_slice(&5u64.to_le_bytes());
+        b[0x108..0x110].copy_from_slice(&0x140u64.to_le_bytes());
+        b[0x110..0x118].copy_from_slice(&10u64.to_le_bytes());
+        b[0x118..0x120].copy_from_slice(&0x10u64.to_le_bytes());
+        // Section 1: the string table.
+        let s1 = 0x180 + 64;
+        b[s1 + 4..s1 + 8].copy_from_slice(&3u32.to_le_bytes());
+        b[s1 + 24..s1 + 32].copy_from_slice(&0x140u64.to_le_bytes());
+        b[s1 + 32..s1 + 40].copy_from_slice(&0x10u64.to_le_bytes());
+        b
+    }
+
+    fn error(b: &[u8]) -> String {
+        check(b, Addresses::Mapped).unwrap_err().0
+    }
+
+    #[test]
+    fn a_consistent_image_passes() {
+        assert_eq!(check(&image(), Addresses::Mapped), Ok(()));
+    }
+
+    #[test]
+    fn unmapped_images_skip_the_address_rules() {
+        let mut b = image();
+        b[64 + 16..64 + 24].copy_from_slice(&0x10u64.to_le_bytes());
+        assert_eq!(check(&b, Addresses::Unused), Ok(()));
+        b[64 + 32..64 + 40].copy_from_slice(&0x10_0000u64.to_le_bytes());
+        assert!(check(&b, Addresses::Unused).is_err());
+    }
+
+    #[test]
+    fn segments_past_the_end_or_inconsistent_are_refused() {
+        let mut b = image();
+        b[64 + 32..64 + 40].copy_from_slice(&0x10_0000u64.to_le_bytes());
+        assert!(error(&b).contains("runs past the end"), "{}", error(&b));
+        let mut b = image();
+        b[64 + 40..64 + 48].copy_from_slice(&0x100u64.to_le_bytes());
+        assert!(error(&b).contains("only 0x100 in memory"));
+        let mut b = image();
+        b[64 + 48..64 + 56].copy_from_slice(&0x1001u64.to_le_bytes());
+        assert!(error(&b).contains("not a power of two"));
+        let mut b = image();
+        b[64 + 16..64 + 24].copy_from_slice(&0x10u64.to_le_bytes());
+        assert!(error(&b).contains("differ modulo"));
+    }
+
+    #[test]
+    fn header_tables_outside_the_file_are_refused() {
+        let mut b = image();
+        b[32..40].copy_from_slice(&0x1f0u64.to_le_bytes());
+        assert!(error(&b).contains("program headers"), "{}", error(&b));
+        let mut b = image();
+        b[60..62].copy_from_slice(&200u16.to_le_bytes());
+        assert!(error(&b).contains("section headers"));
+        let mut b = image();
+        b[62..64].copy_from_slice(&9u16.to_le_bytes());
+        assert!(error(&b).contains("section name table"));
+        let mut b = image();
+        b[0x180 + 64 + 32..0x180 + 64 + 40].copy_from_slice(&0x1000u64.to_le_bytes());
+        assert!(error(&b).contains("section 1"));
+    }
+
+    #[test]
+    fn dynamic_tables_outside_loaded_memory_are_refused() {
+        let mut b = image();
+        b[0x108..0x110].copy_from_slice(&0x9000u64.to_le_bytes());
+        assert!(error(&b).contains("DT_STRTAB"), "{}", error(&b));
+        let mut b = image();
+        b[64 + 56 + 16..64 + 56 + 24].copy_from_slice(&0x5000u64.to_le_bytes());
+        assert!(error(&b).contains("dynamic section"));
+    }
+
+    #[test]
+    fn relocations_writing_outside_loaded_memory_are_refused() {
+        let mut b = image();
+        // DT_RELA at 0x160, 24 bytes: one relocation targeting 0x8000.
+        b[0x110..0x118].copy_from_slice(&DT_RELA.to_le_bytes());
+        b[0x118..0x120].copy_from_slice(&0x160u64.to_le_bytes());
+        b[0x120..0x128].copy_from_slice(&DT_RELASZ.to_le_bytes());
+        b[0x128..0x130].copy_from_slice(&24u64.to_le_bytes());
+        b[0x160..0x168].copy_from_slice(&0x80u64.to_le_bytes());
+        assert_eq!(check(&b, Addresses::Mapped), Ok(()));
+        b[0x160..0x168].copy_from_slice(&0x8000u64.to_le_bytes());
+        assert!(error(&b).contains("relocation 0"), "{}", error(&b));
+    }
+}
