@@ -19,6 +19,7 @@ pub mod entry_points;
 pub mod error;
 pub mod host_openmp;
 pub mod info;
+pub mod interop;
 pub mod inventory;
 pub mod kernel_table;
 pub mod lock;

@@ -171,6 +171,18 @@ pub trait Plugin: Sized + Send + Sync + 'static {
             "this plugin does not report free memory",
         ))
     }
+
+    /// ABI 1.2: the foreign runtime and native handles an OpenMP interop object of `device`
+    /// carries (`#pragma omp interop`, `omp_get_interop_ptr`), with `queue`'s native handle as
+    /// `targetsync` (`QueueHandle::SYNC`: none). The core creates one queue per `targetsync`
+    /// interop object and calls `synchronize` on it where the program must wait for the work
+    /// it submitted to that native handle: `synchronize` must then also wait for work the
+    /// program queued there itself. The default answers "no foreign runtime" (the core then
+    /// gives interop objects without native handles).
+    fn interop_info(&self, device: i32, queue: QueueHandle) -> Result<InteropInfo> {
+        let _ = (device, queue);
+        Ok(InteropInfo::none(Vendor::UNKNOWN))
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

@@ -10,7 +10,10 @@ use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
 };
 use plugin_api::{AllocKind, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
-use plugin_api::{EventHandle, ImageHandle, KernelHandle, MemoryInfo, QueueHandle};
+use plugin_api::{
+    EventHandle, ForeignRuntime, ImageHandle, InteropInfo, KernelHandle, MemoryInfo, QueueHandle,
+    Vendor,
+};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -305,6 +308,20 @@ impl CudaDevice {
         }
         self.activate()?;
         self.finish(stream_of(queue))
+    }
+
+    /// The handles of an OpenMP interop object: the CUDA runtime API's view (LLVM's choice),
+    /// which shares the primary context and takes a `CUstream` as a `cudaStream_t`. Our
+    /// synchronize is `cuStreamSynchronize`, which also waits for work the program queued.
+    pub fn interop_info(&self, queue: QueueHandle) -> InteropInfo {
+        InteropInfo {
+            foreign_runtime: ForeignRuntime::CUDA,
+            vendor: Vendor::NVIDIA,
+            platform: 0,
+            device: self.identity.handle as usize,
+            context: self.context.0 as usize,
+            targetsync: queue.0 as usize,
+        }
     }
 
     pub fn memory_info(&self) -> Result<MemoryInfo> {

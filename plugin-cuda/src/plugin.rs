@@ -394,6 +394,10 @@ impl Plugin for CudaPlugin {
         self.device(device)?.memory_info()
     }
 
+    fn interop_info(&self, device: i32, queue: QueueHandle) -> Result<InteropInfo> {
+        Ok(self.device(device)?.interop_info(queue))
+    }
+
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
         if host_ptr == 0 {
             return Err(PluginError::invalid_argument(

@@ -306,6 +306,12 @@ impl Plugin for HostPlugin {
             )),
         }
     }
+
+    /// The host devices have no foreign runtime: interop objects carry no native handles.
+    fn interop_info(&self, device: i32, _queue: QueueHandle) -> Result<InteropInfo> {
+        self.device(device)?;
+        Ok(InteropInfo::none(Vendor::LLVM))
+    }
 }
 
 fn copy(dst: usize, src: usize, size: u64) -> Result<()> {
