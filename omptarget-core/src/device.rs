@@ -11,6 +11,7 @@ use crate::plugins::PluginLibrary;
 use crate::registry::{RegisteredLibrary, Registry};
 use plugin_api::{AllocKind, ImageHandle, KernelHandle, QueueHandle};
 use std::collections::HashMap;
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -46,6 +47,8 @@ pub struct Device {
     pool: MemoryPool,
     /// A tool was told this device initialised (and must be told when it finalises).
     announced_to_tool: AtomicBool,
+    /// The OpenMP 6.0 unique identifier (`omp_get_uid_from_device`), made on first request.
+    uid: once_cell::sync::OnceCell<CString>,
 }
 
 impl Device {
@@ -60,7 +63,23 @@ impl Device {
             mapping: MappingTable::new(),
             pool: MemoryPool::new(memory_pool::threshold_from_env()),
             announced_to_tool: AtomicBool::new(false),
+            uid: once_cell::sync::OnceCell::new(),
         }
+    }
+
+    /// The device's unique identifier: the plugin's `uid` property (LLVM 22's form: CUDA and
+    /// AMDGPU from the hardware's UUID, the host `x86_64-N`), else `<plugin>-<local number>`,
+    /// the form LLVM gives devices without a vendor UUID.
+    pub fn uid(&self) -> &CStr {
+        self.uid.get_or_init(|| {
+            let from_plugin = self.plugin.device_info(self.local).ok().and_then(|info| {
+                info.into_iter()
+                    .find(|e| e.key.as_str() == "uid")
+                    .map(|e| e.value.to_string())
+            });
+            let uid = from_plugin.unwrap_or_else(|| format!("{}-{}", self.plugin.name, self.local));
+            CString::new(uid.replace('\0', "")).unwrap_or_default()
+        })
     }
 
     /// Whether every library of registry generation `generation` is loaded here already.

@@ -193,6 +193,11 @@ impl Plugin for CudaPlugin {
         if let Ok(bytes) = driver.total_memory(id.handle) {
             info.push(InfoEntry::new("memory bytes", bytes));
         }
+        // The device's OpenMP UID, as LLVM 22 forms it: its plugin name and the UUID in hex.
+        if let Ok(uuid) = driver.device_uuid(id.handle) {
+            let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+            info.push(InfoEntry::new("uid", format!("CUDA-{hex}")));
+        }
         use sys::CUdevice_attribute as A;
         let attributes = [
             (

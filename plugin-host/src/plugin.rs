@@ -118,6 +118,8 @@ impl Plugin for HostPlugin {
             InfoEntry::new("image format", "x86-64 ELF shared object"),
             InfoEntry::new("cores", cores),
             InfoEntry::new("loaded images", dev.image_count()),
+            // The device's OpenMP UID, as LLVM 22's host plugin names it.
+            InfoEntry::new("uid", format!("x86_64-{device}")),
         ];
         if let Some(bytes) = total_memory_bytes() {
             info.push(InfoEntry::new("memory bytes", bytes));

@@ -7,6 +7,7 @@
 
 pub mod data;
 pub mod device_api;
+pub mod device_uid;
 pub mod interop;
 pub mod mappers;
 pub mod ompt;

@@ -185,6 +185,17 @@ impl Driver {
         self.check("cuDeviceTotalMem", s).map(|_| v as u64)
     }
 
+    /// The device's UUID (`cuDeviceGetUuid`).
+    pub fn device_uuid(&self, device: CUdevice) -> Result<[u8; 16]> {
+        let Some(f) = self.fns().device_get_uuid else {
+            return Err(self.missing("cuDeviceGetUuid"));
+        };
+        let mut uuid = [0u8; 16];
+        // SAFETY: writes one CUuuid (16 bytes).
+        let s = unsafe { f(&mut uuid, device) };
+        self.check("cuDeviceGetUuid", s).map(|_| uuid)
+    }
+
     pub fn can_access_peer(&self, device: CUdevice, peer: CUdevice) -> Result<bool> {
         let mut v = 0;
         // SAFETY: writes one int.
