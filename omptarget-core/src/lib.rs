@@ -21,6 +21,7 @@ pub mod host_openmp;
 pub mod info;
 pub mod interop;
 pub mod inventory;
+pub mod kernel_language;
 pub mod kernel_table;
 pub mod lock;
 pub mod logging;

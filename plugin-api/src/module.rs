@@ -212,6 +212,16 @@ pub struct PluginModule {
     /// The foreign runtime and native handles of a device's OpenMP interop objects, with the
     /// native handle of `queue` (see [`Plugin::interop_info`](crate::Plugin::interop_info)).
     pub interop_info: extern "C" fn(device: i32, queue: QueueHandle) -> PluginResult<InteropInfo>,
+    /// Launches a kernel-language (CUDA/HIP) kernel with its compiler-laid-out parameter
+    /// buffer and exact grid and block (see
+    /// [`Plugin::launch_kernel_params`](crate::Plugin::launch_kernel_params)).
+    pub launch_kernel_params: extern "C" fn(
+        device: i32,
+        kernel: KernelHandle,
+        params: RSlice<'_, u8>,
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> PluginResult<()>,
 }
 
 impl RootModule for PluginModuleRef {
@@ -262,6 +272,7 @@ impl PluginModule {
             unpin_memory: shims::unpin_memory::<P>,
             memory_info: shims::memory_info::<P>,
             interop_info: shims::interop_info::<P>,
+            launch_kernel_params: shims::launch_kernel_params::<P>,
         }
         .leak_into_prefix()
     }

@@ -183,6 +183,25 @@ pub trait Plugin: Sized + Send + Sync + 'static {
         let _ = (device, queue);
         Ok(InteropInfo::none(Vendor::UNKNOWN))
     }
+
+    /// ABI 1.2: launches a kernel-language (CUDA/HIP) kernel, LLVM 22's `llvmLaunchKernel`.
+    /// `params` is the kernel's parameter buffer, laid out by the compiler as the kernel
+    /// language does (no implicit launch environment); `config.num_teams` and
+    /// `config.thread_limit` are the exact grid and block dimensions (0 counts as 1). The
+    /// default answers `UNSUPPORTED`.
+    fn launch_kernel_params(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let _ = (device, kernel, params, config, queue);
+        Err(PluginError::unsupported(
+            "this plugin cannot launch kernel-language (CUDA/HIP) kernels",
+        ))
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

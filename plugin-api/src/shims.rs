@@ -265,3 +265,13 @@ pub extern "C" fn interop_info<P: SlottedPlugin>(
 ) -> PluginResult<InteropInfo> {
     with::<P, _>(|p| p.interop_info(device, queue))
 }
+
+pub extern "C" fn launch_kernel_params<P: SlottedPlugin>(
+    device: i32,
+    kernel: KernelHandle,
+    params: RSlice<'_, u8>,
+    config: &LaunchConfig,
+    queue: QueueHandle,
+) -> PluginResult<()> {
+    with::<P, _>(|p| p.launch_kernel_params(device, kernel, params.as_slice(), config, queue))
+}

@@ -936,6 +936,39 @@ impl CudaDevice {
         })
     }
 
+    /// Launches a kernel-language (CUDA) kernel: its own parameter layout, exactly the grid and
+    /// block asked for, no launch environment.
+    pub fn launch_params(
+        &self,
+        handle: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let kernels = self.kernels.read().unwrap();
+        let kernel = index_of(handle.0, kernels.len())
+            .map(|i| &kernels[i])
+            .ok_or_else(|| invalid_handle("kernel", handle.0))?;
+        let grid = config.num_teams.map(|n| n.max(1));
+        let block = config.thread_limit.map(|n| n.max(1));
+        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            plugin_api::info::line(
+                self.identity.ordinal,
+                &format!(
+                    "Launching kernel {} with {grid:?} blocks and {block:?} threads (CUDA)",
+                    kernel.name
+                ),
+            );
+        }
+        let shared = config.dyn_shared_mem;
+        let mut owned = params.to_vec();
+        self.on_queue(queue, |stream| {
+            self.driver
+                .launch_grid(kernel.function, grid, block, shared, stream, &mut owned)
+                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+        })
+    }
+
     /// The implicit first kernel argument: a launch environment with a team-reduction
     /// buffer for kernels that need one, freed once the stream is synchronised.
     fn launch_environment(&self, limits: &KernelLimits, stream: Stream) -> Result<usize> {

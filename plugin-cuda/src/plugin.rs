@@ -403,6 +403,18 @@ impl Plugin for CudaPlugin {
         Ok(self.device(device)?.interop_info(queue))
     }
 
+    fn launch_kernel_params(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(device)?
+            .launch_params(kernel, params, config, queue)
+    }
+
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
         if host_ptr == 0 {
             return Err(PluginError::invalid_argument(

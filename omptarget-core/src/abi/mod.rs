@@ -4,6 +4,7 @@
 pub mod descriptors;
 pub mod interop;
 pub mod kernel_args;
+pub mod kernel_language;
 pub mod map_args;
 pub mod map_type;
 pub mod offload_entry;

@@ -9,6 +9,7 @@ pub mod data;
 pub mod device_api;
 pub mod device_uid;
 pub mod interop;
+pub mod kernel_language;
 pub mod mappers;
 pub mod ompt;
 pub mod queries;

@@ -200,6 +200,20 @@ impl PluginLibrary {
         Some(call(device, queue).into_result())
     }
 
+    /// Launches a kernel-language kernel with its parameter buffer; `None` for a plugin older
+    /// than ABI 1.2, which lacks the call.
+    pub fn launch_kernel_params(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Option<Result<()>> {
+        let call = self.module.launch_kernel_params()?;
+        Some(call(device, kernel, RSlice::from_slice(params), config, queue).into_result())
+    }
+
     /// Releases the whole plugin; no call may follow.
     pub fn deinit(&self) -> Result<()> {
         (self.module.deinit())().into_result()
