@@ -6,6 +6,7 @@
 // EXPECT: implicit ok
 // EXPECT: errors ok
 // EXPECT: interop60 ok
+// EXPECT: implicit object released at shutdown
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,12 @@ static int failures;
       failures++;                                                                          \
     }                                                                                      \
   } while (0)
+
+static void at_shutdown(omp_interop_t interop, void *data) {
+  (void)interop;
+  (void)data;
+  printf("implicit object released at shutdown\n");
+}
 
 static int completions;
 static void on_completion(omp_interop_t interop, void *data) {
@@ -121,5 +128,9 @@ int main(void) {
   if (failures)
     return 1;
   printf("interop60 ok\n");
+  // An implicit object left in use belongs to the runtime, which waits for it and releases it
+  // when the program's offload library is unregistered (at exit).
+  void *left = __tgt_interop_get(NULL, TARGETSYNC, 0, 0, NULL, &implicit, NULL);
+  ompx_interop_add_completion_callback(left, at_shutdown, NULL);
   return 0;
 }

@@ -291,6 +291,21 @@ pub fn sync_thread(gtid: i32) -> Result<()> {
     owned.iter().try_for_each(|o| o.wait())
 }
 
+/// At shutdown: waits for and releases the implicit objects, which belong to the runtime (as
+/// LLVM does; the program's own objects are its to destroy).
+pub fn release_implicit_objects() {
+    let implicit: Vec<usize> = lock(&LIVE)
+        .iter()
+        .filter(|(_, o)| o.is_implicit())
+        .map(|(&handle, _)| handle)
+        .collect();
+    for handle in implicit {
+        if let Err(e) = release(handle as *const c_void) {
+            log::warn!("releasing an implicit interop object at shutdown: {e}");
+        }
+    }
+}
+
 pub fn unknown_object(handle: *const c_void) -> OffloadError {
     OffloadError::new(format!(
         "{handle:p} is not an interop object of this runtime (never created, or destroyed)"
