@@ -180,7 +180,13 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     /// program queued there itself. The default answers "no foreign runtime" (the core then
     /// gives interop objects without native handles).
     fn interop_info(&self, device: i32, queue: QueueHandle) -> Result<InteropInfo> {
-        let _ = (device, queue);
+        let _ = queue;
+        if !(0..self.num_devices()).contains(&device) {
+            return Err(PluginError::new(
+                ErrorCode::INVALID_DEVICE,
+                format!("no device {device}"),
+            ));
+        }
         Ok(InteropInfo::none(Vendor::UNKNOWN))
     }
 
