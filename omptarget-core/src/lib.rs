@@ -32,5 +32,6 @@ pub mod offload_binary;
 pub mod ompt;
 pub mod plugins;
 pub mod queue;
+pub mod record_replay;
 pub mod registry;
 pub mod runtime;

@@ -13,6 +13,7 @@ pub mod kernel_language;
 pub mod mappers;
 pub mod ompt;
 pub mod queries;
+pub mod record_replay;
 pub mod registration;
 pub mod target;
 

@@ -8,6 +8,7 @@ use crate::data_ops;
 use crate::error::{OffloadError, Result};
 use crate::ompt::{self, TargetKind};
 use crate::queue::ConstructQueue;
+use crate::record_replay;
 use crate::runtime::{Runtime, Target};
 use plugin_api::LaunchConfig;
 use std::cell::Cell;
@@ -70,11 +71,26 @@ fn launch(
         kernel_args_version: request.version,
         flags: request.flags,
     };
+    let recording = device.record_replay().filter(|r| r.is_recording());
+    let recorded = match recording {
+        Some(r) => Some(record_replay::record_inputs(
+            r,
+            device,
+            queue.handle(),
+            region_id,
+            &values,
+            &config,
+        )?),
+        None => None,
+    };
     {
         let _submit = ompt::Submit::begin(request.num_teams[0]);
         queue
             .launch(kernel, &values, &config)
             .map_err(|e| e.with_context("Executing target region abort target."))?;
+    }
+    if let (Some(r), Some(name)) = (recording, &recorded) {
+        record_replay::record_output(r, device, queue.handle(), name)?;
     }
     data_ops::end(&mut queue, &args).map_err(|e| {
         e.with_context("Call to targetDataEnd failed, abort target.")
