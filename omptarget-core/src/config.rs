@@ -112,3 +112,23 @@ fn numbers_parse_like_llvm() {
     assert_eq!(parse_leading_decimal("-1"), -1);
     assert_eq!(parse_leading_decimal(" 12abc"), 12);
 }
+
+/// A boolean variable as LLVM's `BoolEnvar` reads it: `1`, `true`, `on` or `yes`.
+fn flag(name: &str) -> bool {
+    env::var(name).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "on" | "yes"
+        )
+    })
+}
+
+/// `LIBOMPTARGET_RECORD`: record each kernel's launch for `llvm-omp-kernel-replay`.
+pub fn record_kernels() -> bool {
+    flag("LIBOMPTARGET_RECORD")
+}
+
+/// `LIBOMPTARGET_RR_SAVE_OUTPUT`: also save the device memory after each recorded kernel.
+pub fn record_saves_output() -> bool {
+    flag("LIBOMPTARGET_RR_SAVE_OUTPUT")
+}

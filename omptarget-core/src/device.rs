@@ -8,17 +8,13 @@ use crate::mapping::{Mapping, MappingTable};
 use crate::memory_pool::{self, MemoryPool};
 use crate::ompt::{self, DataOp, DataOpKind};
 use crate::plugins::PluginLibrary;
+use crate::record_replay::RecordReplay;
 use crate::registry::{RegisteredLibrary, Registry};
 use plugin_api::{AllocKind, ImageHandle, QueueHandle};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-
-/// The device property (`Plugin::device_info` key) carrying the vendor's unique identifier.
-pub const UID_PROPERTY: &str = "uid";
-/// The initial device's unique identifier, LLVM 22's.
-pub const HOST_UID: &CStr = c"HOST";
+use std::sync::{Arc, Mutex};
 
 /// What became of a registered library on this device.
 enum LibraryState {
@@ -26,9 +22,20 @@ enum LibraryState {
         image: ImageHandle,
         kernels: Vec<usize>,
         globals: Vec<usize>,
+        /// The image loaded and its globals (name, size, device address), for recording.
+        image_bytes: &'static [u8],
+        global_entries: Vec<LoadedGlobal>,
     },
     /// No image of the library can run here, or loading failed: why.
     Unusable(String),
+}
+
+/// A global of a loaded image: its name, size and device address.
+#[derive(Clone, Debug)]
+pub struct LoadedGlobal {
+    pub name: String,
+    pub size: u64,
+    pub address: usize,
 }
 
 #[derive(Default)]
@@ -52,9 +59,10 @@ pub struct Device {
     pool: MemoryPool,
     /// A tool was told this device initialised (and must be told when it finalises).
     announced_to_tool: AtomicBool,
-    /// `omp_get_uid_from_device`'s answer, made on first request and kept for the program's
-    /// life (programs keep the pointer).
-    uid: OnceLock<CString>,
+    /// The OpenMP 6.0 unique identifier (`omp_get_uid_from_device`), made on first request.
+    uid: once_cell::sync::OnceCell<CString>,
+    /// Kernel record and replay, once activated (LIBOMPTARGET_RECORD, or a replay tool).
+    record_replay: once_cell::sync::OnceCell<RecordReplay>,
 }
 
 impl Device {
@@ -69,28 +77,70 @@ impl Device {
             mapping: MappingTable::new(),
             pool: MemoryPool::new(memory_pool::threshold_from_env()),
             announced_to_tool: AtomicBool::new(false),
-            uid: OnceLock::new(),
+            uid: once_cell::sync::OnceCell::new(),
+            record_replay: once_cell::sync::OnceCell::new(),
         }
     }
 
-    /// The device's unique identifier (OpenMP 6.0), as LLVM 22 forms it: the plugin's name, a
-    /// dash, and the vendor's identifier of the device (the plugin's `uid` property: a GPU's
-    /// UUID), or the device's number in its plugin when the plugin gives none.
+    /// The device's unique identifier: the plugin's `uid` property (LLVM 22's form: CUDA and
+    /// AMDGPU from the hardware's UUID, the host `x86_64-N`), else `<plugin>-<local number>`,
+    /// the form LLVM gives devices without a vendor UUID.
     pub fn uid(&self) -> &CStr {
         self.uid.get_or_init(|| {
-            let vendor = self
+            let from_plugin = self.plugin.device_info(self.local).ok().and_then(|info| {
+                info.into_iter()
+                    .find(|e| e.key.as_str() == "uid")
+                    .map(|e| e.value.to_string())
+            });
+            let uid = from_plugin.unwrap_or_else(|| format!("{}-{}", self.plugin.name, self.local));
+            CString::new(uid.replace('\0', "")).unwrap_or_default()
+        })
+    }
+
+    /// Starts recording (or, for a replay tool, replaying) kernels: see `record_replay`.
+    /// Returns how far pointer arguments must move (replay). Refused once active.
+    pub fn activate_record_replay(
+        &self,
+        replaying: bool,
+        save_output: bool,
+        wanted: usize,
+        required: u64,
+    ) -> Result<u64> {
+        if self.record_replay.get().is_some() {
+            return Err(OffloadError::new(format!(
+                "record/replay is already active on device {}",
+                self.id
+            )));
+        }
+        let (state, offset) =
+            RecordReplay::reserve(self, replaying, save_output, wanted, required)?;
+        if let Err(state) = self.record_replay.set(state) {
+            let _ = self
                 .plugin
-                .device_info(self.local)
-                .ok()
-                .and_then(|entries| {
-                    entries
-                        .into_iter()
-                        .find(|e| e.key.as_str() == UID_PROPERTY)
-                        .map(|e| e.value.to_string())
-                })
-                .unwrap_or_else(|| self.local.to_string());
-            let text = format!("{}-{vendor}", self.plugin.name).replace('\0', "");
-            CString::new(text).expect("NUL bytes were removed")
+                .free(self.local, state.block_start(), AllocKind::DEFAULT);
+            return Err(OffloadError::new(
+                "record/replay was activated concurrently",
+            ));
+        }
+        Ok(offset)
+    }
+
+    pub fn record_replay(&self) -> Option<&RecordReplay> {
+        self.record_replay.get()
+    }
+
+    /// The image loaded here that holds kernel `region_id`, and that image's globals (name,
+    /// size, device address).
+    pub fn image_of_kernel(&self, region_id: usize) -> Option<(&'static [u8], Vec<LoadedGlobal>)> {
+        let state = self.state.lock().unwrap();
+        state.libraries.values().find_map(|library| match library {
+            LibraryState::Loaded {
+                kernels,
+                image_bytes,
+                global_entries,
+                ..
+            } if kernels.contains(&region_id) => Some((*image_bytes, global_entries.clone())),
+            _ => None,
         })
     }
 
@@ -134,6 +184,12 @@ impl Device {
                 ))
             })?;
             state.initialized = true;
+            if crate::config::record_kernels() {
+                let save_output = crate::config::record_saves_output();
+                if let Err(e) = self.activate_record_replay(false, save_output, 0, 0) {
+                    log::warn!("kernels on device {} are not recorded: {e}", self.id);
+                }
+            }
             self.announce_to_tool();
             log::debug!(
                 "device {} ({} device {}) initialised",
@@ -213,6 +269,7 @@ impl Device {
                 }
             };
         let (mut kernels, mut globals) = (Vec::new(), Vec::new());
+        let mut global_entries = Vec::new();
         let mut found_kernels = Vec::new();
         for entry in &library.entries {
             if entry.is_kernel() {
@@ -269,6 +326,11 @@ impl Device {
                             } else {
                                 global.address
                             };
+                        global_entries.push(LoadedGlobal {
+                            name: entry.name.clone(),
+                            size: entry.size,
+                            address: global.address,
+                        });
                         let mut mapping =
                             Mapping::permanent(entry.address, entry.size, device_address);
                         mapping.name = entry.name_address;
@@ -300,6 +362,8 @@ impl Device {
             image: handle,
             kernels,
             globals,
+            image_bytes: image.bytes,
+            global_entries,
         }
     }
 
@@ -334,6 +398,7 @@ impl Device {
             image,
             kernels,
             globals,
+            ..
         }) = removed
         {
             self.kernels.change(|table| {
@@ -407,6 +472,9 @@ impl Device {
     }
 
     fn alloc_quietly(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        if let Some(recording) = self.record_replay.get() {
+            return recording.alloc(size);
+        }
         let class = (kind == AllocKind::DEFAULT)
             .then(|| self.pool.class_of(size))
             .flatten();
@@ -435,6 +503,9 @@ impl Device {
     }
 
     fn free_quietly(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        if self.record_replay.get().is_some_and(|r| r.contains(ptr)) {
+            return Ok(()); // the block is reused by nothing: recorded memory stays as it is
+        }
         if kind == AllocKind::DEFAULT && self.pool.give_back(ptr) {
             return Ok(());
         }

@@ -169,3 +169,45 @@ pub unsafe fn spawn_with_dependences(work: Work, count: c_int, deps: *const *con
     }
     true
 }
+
+/// libomp's `__kmpc_omp_wait_deps`: blocks until the sibling tasks the dependences name have
+/// completed.
+type WaitDependences = unsafe extern "C" fn(
+    loc: *const c_void,
+    gtid: i32,
+    ndeps: i32,
+    deps: *const c_void,
+    ndeps_noalias: i32,
+    noalias: *const c_void,
+);
+
+/// Waits, as a task scheduling point, for the tasks that `deps` and `noalias`
+/// (`kmp_depend_info_t` arrays from the compiler) depend on, as the `depend` clause of an
+/// `interop` construct requires. Without libomp in the process no task can be pending.
+///
+/// # Safety
+/// `deps` must hold `ndeps` and `noalias` `ndeps_noalias` `kmp_depend_info_t` records (null
+/// when the count is 0), and `gtid` must be the calling thread's libomp thread number.
+pub unsafe fn wait_for_dependences(
+    loc: *const c_void,
+    gtid: i32,
+    ndeps: i32,
+    deps: *const c_void,
+    ndeps_noalias: i32,
+    noalias: *const c_void,
+) {
+    static FUNCTION: OnceCell<Option<WaitDependences>> = OnceCell::new();
+    let wait = FUNCTION.get_or_init(|| {
+        // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name has no preconditions.
+        let address = unsafe { dlsym(RTLD_DEFAULT, c"__kmpc_omp_wait_deps".as_ptr()) };
+        // SAFETY: libomp's __kmpc_omp_wait_deps has the signature of its kmp.h.
+        (!address.is_null())
+            .then(|| unsafe { std::mem::transmute::<*mut c_void, WaitDependences>(address) })
+    });
+    if let Some(wait) = wait {
+        if ndeps > 0 || ndeps_noalias > 0 {
+            // SAFETY: the caller's promise about the arrays and the thread number.
+            unsafe { wait(loc, gtid, ndeps, deps, ndeps_noalias, noalias) };
+        }
+    }
+}

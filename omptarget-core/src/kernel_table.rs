@@ -17,6 +17,17 @@ pub struct Kernel {
     pub release: LlvmRelease,
 }
 
+impl Kernel {
+    /// The launch's flags word: the compiler's, with the core's mark for a program that
+    /// expects LLVM 22's behaviour.
+    pub fn launch_flags(self, compiler_flags: u64) -> u64 {
+        match self.release {
+            LlvmRelease::Llvm22 => compiler_flags | plugin_api::LaunchConfig::LLVM22_PROGRAM,
+            LlvmRelease::Llvm19 => compiler_flags,
+        }
+    }
+}
+
 type Table = AddressMap<usize, Kernel>;
 
 pub struct KernelTable {

@@ -57,6 +57,11 @@ impl<'d> ConstructQueue<'d> {
         })
     }
 
+    /// The plugin queue, for calls this type does not wrap.
+    pub fn handle(&self) -> QueueHandle {
+        self.handle
+    }
+
     pub fn copy_to_device(&mut self, device_dst: usize, host_src: usize, size: u64) -> Result<()> {
         self.copy_to_device_named(device_dst, host_src, size, None)
     }

@@ -260,6 +260,8 @@ impl Runtime {
 
     /// Unloads everything at the last unregistration.
     pub fn shut_down_devices(&self) {
+        // The runtime's own interop objects first: their queues belong to the devices.
+        crate::interop::release_implicit_objects();
         for device in &self.devices {
             device.release_mappings();
             device.finalize_for_tool();

@@ -280,6 +280,10 @@ impl Plugin for AmdgpuPlugin {
             .max()
             .unwrap_or(0);
         info.push(InfoEntry::new("memory bytes", memory));
+        // The device's OpenMP UID as LLVM 22 forms it, from the agent's UUID when it has one.
+        if !a.uuid.is_empty() && !a.uuid.ends_with("-XX") {
+            info.push(InfoEntry::new("uid", format!("AMDGPU-{}", a.uuid)));
+        }
         if let Some(runtime) = &self.runtime {
             if let Some((major, minor)) = runtime.hsa_runtime.version() {
                 info.push(InfoEntry::new(
@@ -421,6 +425,10 @@ impl Plugin for AmdgpuPlugin {
 
     fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
         self.device(device)?.memory_info()
+    }
+
+    fn interop_info(&self, device: i32, queue: QueueHandle) -> Result<InteropInfo> {
+        self.device(device)?.interop_info(queue)
     }
 
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {

@@ -207,6 +207,21 @@ pub struct PluginModule {
     /// Free and total memory of a device. Plugins built with plugin-api 1.1 or later always
     /// export it; one without the information answers `ErrorCode::UNSUPPORTED`.
     pub memory_info: extern "C" fn(device: i32) -> PluginResult<MemoryInfo>,
+
+    // ---- ABI 1.2: optional; `None` for a plugin built for 1.0 or 1.1. ----
+    /// The foreign runtime and native handles of a device's OpenMP interop objects, with the
+    /// native handle of `queue` (see [`Plugin::interop_info`](crate::Plugin::interop_info)).
+    pub interop_info: extern "C" fn(device: i32, queue: QueueHandle) -> PluginResult<InteropInfo>,
+    /// Launches a kernel-language (CUDA/HIP) kernel with its compiler-laid-out parameter
+    /// buffer and exact grid and block (see
+    /// [`Plugin::launch_kernel_params`](crate::Plugin::launch_kernel_params)).
+    pub launch_kernel_params: extern "C" fn(
+        device: i32,
+        kernel: KernelHandle,
+        params: RSlice<'_, u8>,
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> PluginResult<()>,
 }
 
 impl RootModule for PluginModuleRef {
@@ -214,7 +229,7 @@ impl RootModule for PluginModuleRef {
     const BASE_NAME: &'static str = "omptarget_plugin";
     const NAME: &'static str = "omptarget_plugin";
     // abi_stable refuses a library whose major version differs; keep it equal to the ABI major.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.1.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.2.0");
 }
 
 impl PluginModule {
@@ -256,6 +271,8 @@ impl PluginModule {
             pin_memory: shims::pin_memory::<P>,
             unpin_memory: shims::unpin_memory::<P>,
             memory_info: shims::memory_info::<P>,
+            interop_info: shims::interop_info::<P>,
+            launch_kernel_params: shims::launch_kernel_params::<P>,
         }
         .leak_into_prefix()
     }

@@ -171,6 +171,43 @@ pub trait Plugin: Sized + Send + Sync + 'static {
             "this plugin does not report free memory",
         ))
     }
+
+    /// ABI 1.2: the foreign runtime and native handles an OpenMP interop object of `device`
+    /// carries (`#pragma omp interop`, `omp_get_interop_ptr`), with `queue`'s native handle as
+    /// `targetsync` (`QueueHandle::SYNC`: none). The core creates one queue per `targetsync`
+    /// interop object and calls `synchronize` on it where the program must wait for the work
+    /// it submitted to that native handle: `synchronize` must then also wait for work the
+    /// program queued there itself. The default answers "no foreign runtime" (the core then
+    /// gives interop objects without native handles).
+    fn interop_info(&self, device: i32, queue: QueueHandle) -> Result<InteropInfo> {
+        let _ = queue;
+        if !(0..self.num_devices()).contains(&device) {
+            return Err(PluginError::new(
+                ErrorCode::INVALID_DEVICE,
+                format!("no device {device}"),
+            ));
+        }
+        Ok(InteropInfo::none(Vendor::UNKNOWN))
+    }
+
+    /// ABI 1.2: launches a kernel-language (CUDA/HIP) kernel, LLVM 22's `llvmLaunchKernel`.
+    /// `params` is the kernel's parameter buffer, laid out by the compiler as the kernel
+    /// language does (no implicit launch environment); `config.num_teams` and
+    /// `config.thread_limit` are the exact grid and block dimensions (0 counts as 1). The
+    /// default answers `UNSUPPORTED`.
+    fn launch_kernel_params(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let _ = (device, kernel, params, config, queue);
+        Err(PluginError::unsupported(
+            "this plugin cannot launch kernel-language (CUDA/HIP) kernels",
+        ))
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

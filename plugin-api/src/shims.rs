@@ -258,3 +258,20 @@ pub extern "C" fn unpin_memory<P: SlottedPlugin>(device: i32, host_ptr: usize) -
 pub extern "C" fn memory_info<P: SlottedPlugin>(device: i32) -> PluginResult<MemoryInfo> {
     with::<P, _>(|p| p.memory_info(device))
 }
+
+pub extern "C" fn interop_info<P: SlottedPlugin>(
+    device: i32,
+    queue: QueueHandle,
+) -> PluginResult<InteropInfo> {
+    with::<P, _>(|p| p.interop_info(device, queue))
+}
+
+pub extern "C" fn launch_kernel_params<P: SlottedPlugin>(
+    device: i32,
+    kernel: KernelHandle,
+    params: RSlice<'_, u8>,
+    config: &LaunchConfig,
+    queue: QueueHandle,
+) -> PluginResult<()> {
+    with::<P, _>(|p| p.launch_kernel_params(device, kernel, params.as_slice(), config, queue))
+}

@@ -309,3 +309,111 @@ pub struct PluginDescription {
 
 /// Convenience: the device info list.
 pub type DeviceInfo = RVec<InfoEntry>;
+
+/// A foreign runtime an interop object can stand for (ABI 1.2): LLVM's `tgt_foreign_runtime_id_t`,
+/// whose 1 to 6 are the OpenMP spec's `omp_ifr_*` values. An open set: accept values you do not
+/// know.
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct ForeignRuntime(pub i32);
+
+impl ForeignRuntime {
+    /// No foreign runtime: the interop object carries no native handles.
+    pub const NONE: ForeignRuntime = ForeignRuntime(0);
+    /// The CUDA runtime API (`omp_ifr_cuda`). LLVM's CUDA plugin answers this one, with the
+    /// primary context, which the CUDA runtime shares.
+    pub const CUDA: ForeignRuntime = ForeignRuntime(1);
+    /// The CUDA driver API (`omp_ifr_cuda_driver`).
+    pub const CUDA_DRIVER: ForeignRuntime = ForeignRuntime(2);
+    pub const OPENCL: ForeignRuntime = ForeignRuntime(3);
+    pub const SYCL: ForeignRuntime = ForeignRuntime(4);
+    pub const HIP: ForeignRuntime = ForeignRuntime(5);
+    pub const LEVEL_ZERO: ForeignRuntime = ForeignRuntime(6);
+    /// ROCm's HSA runtime (LLVM's extension `tgt_fr_hsa`).
+    pub const HSA: ForeignRuntime = ForeignRuntime(7);
+
+    /// The name `omp_get_interop_str(.., omp_ipr_fr_name, ..)` gives, as LLVM spells it.
+    pub fn name(self) -> &'static str {
+        self.c_name().to_str().unwrap_or("unknown")
+    }
+
+    /// [`ForeignRuntime::name`] as a C string, for handing to C programs.
+    pub fn c_name(self) -> &'static std::ffi::CStr {
+        const NAMES: [&std::ffi::CStr; 8] = [
+            c"none",
+            c"cuda",
+            c"cuda_driver",
+            c"opencl",
+            c"sycl",
+            c"hip",
+            c"level_zero",
+            c"hsa",
+        ];
+        usize::try_from(self.0)
+            .ok()
+            .and_then(|i| NAMES.get(i))
+            .copied()
+            .unwrap_or(c"unknown")
+    }
+}
+
+/// The vendor of a device, as the OpenMP "additional definitions" number them (LLVM's
+/// `omp_vendor_id_t`; ABI 1.2). An open set.
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Vendor(pub i32);
+
+impl Vendor {
+    pub const UNKNOWN: Vendor = Vendor(0);
+    pub const AMD: Vendor = Vendor(1);
+    pub const INTEL: Vendor = Vendor(8);
+    pub const LLVM: Vendor = Vendor(9);
+    pub const NVIDIA: Vendor = Vendor(11);
+
+    /// The vendor's name (`omp_ipr_vendor_name`), as LLVM spells it.
+    pub fn name(self) -> &'static str {
+        self.c_name().to_str().unwrap_or("unknown")
+    }
+
+    /// [`Vendor::name`] as a C string, for handing to C programs.
+    pub fn c_name(self) -> &'static std::ffi::CStr {
+        const NAMES: [&std::ffi::CStr; 13] = [
+            c"unknown", c"amd", c"arm", c"bsc", c"fujitsu", c"gnu", c"hpe", c"ibm", c"intel",
+            c"llvm", c"nec", c"nvidia", c"ti",
+        ];
+        usize::try_from(self.0)
+            .ok()
+            .and_then(|i| NAMES.get(i))
+            .copied()
+            .unwrap_or(c"unknown")
+    }
+}
+
+/// What an OpenMP interop object of a device carries (ABI 1.2): the foreign runtime the
+/// program may use beside OpenMP, and that runtime's native handles as plain integers (0: no
+/// value). The core hands these to the program through `omp_get_interop_ptr`.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct InteropInfo {
+    pub foreign_runtime: ForeignRuntime,
+    pub vendor: Vendor,
+    /// `omp_ipr_platform`: a handle spanning several devices, if the runtime has one.
+    pub platform: usize,
+    /// `omp_ipr_device`: the native device (CUDA: the `CUdevice` ordinal; HSA: the agent).
+    pub device: usize,
+    /// `omp_ipr_device_context` (CUDA: the primary `CUcontext`).
+    pub context: usize,
+    /// `omp_ipr_targetsync`: the native handle of the queue asked about (CUDA: its `CUstream`;
+    /// HSA: its `hsa_queue_t *`), 0 for `QueueHandle::SYNC` or when the queue has none.
+    pub targetsync: usize,
+}
+
+impl InteropInfo {
+    /// No foreign runtime and no handles: what a core assumes for a plugin older than ABI 1.2.
+    pub fn none(vendor: Vendor) -> Self {
+        InteropInfo {
+            vendor,
+            ..Default::default()
+        }
+    }
+}

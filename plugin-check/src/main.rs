@@ -226,10 +226,75 @@ fn device_checks(
         ),
         Some(Ok(m)) => report.pass(&check, format!("{} bytes free of {}", m.free, m.total)),
     }
+    check_interop_info(report, plugin, device, count);
     checks::memory::run(report, plugin, device, count);
     checks::ordering::run(report, plugin, device);
     match image {
         Some(image) => checks::launch::run(report, plugin, device, image),
         None => report.skip(&name("kernel launch"), "no image accepted by the plugin"),
     }
+}
+
+/// ABI 1.2's `interop_info`: no `targetsync` handle without a queue, the same device handles
+/// with one, the queue still usable and releasable afterwards, an invalid device refused.
+fn check_interop_info(
+    report: &mut Report,
+    plugin: &omptarget_core::plugins::PluginLibrary,
+    device: i32,
+    count: i32,
+) {
+    let check = format!("device {device}: interop info (ABI 1.2)");
+    let Some(without_queue) = plugin.interop_info(device, plugin_api::QueueHandle::SYNC) else {
+        return report.skip(
+            &check,
+            format!(
+                "the plugin is built for ABI {}, which lacks the call",
+                plugin.abi_version
+            ),
+        );
+    };
+    let result = (|| -> Result<String, String> {
+        let without_queue = without_queue.map_err(|e| e.to_string())?;
+        if without_queue.targetsync != 0 {
+            return Err("a targetsync handle for QueueHandle::SYNC".into());
+        }
+        let queue = plugin.create_queue(device).map_err(|e| e.to_string())?;
+        let with_queue = plugin.interop_info(device, queue);
+        let synced = plugin.synchronize(device, queue);
+        let released = plugin.release_queue(device, queue);
+        let with_queue = with_queue
+            .expect("the call exists")
+            .map_err(|e| format!("with a queue: {e}"))?;
+        synced.map_err(|e| format!("synchronize after interop_info: {e}"))?;
+        released.map_err(|e| format!("release_queue after interop_info: {e}"))?;
+        if (
+            with_queue.foreign_runtime,
+            with_queue.device,
+            with_queue.context,
+        ) != (
+            without_queue.foreign_runtime,
+            without_queue.device,
+            without_queue.context,
+        ) {
+            return Err("the device handles change with the queue".into());
+        }
+        if plugin
+            .interop_info(count, plugin_api::QueueHandle::SYNC)
+            .and_then(Result::ok)
+            .is_some()
+        {
+            return Err(format!("device {count} (invalid) answered"));
+        }
+        Ok(format!(
+            "foreign runtime {}, vendor {}, targetsync {}",
+            with_queue.foreign_runtime.name(),
+            with_queue.vendor.name(),
+            if with_queue.targetsync != 0 {
+                "given"
+            } else {
+                "none"
+            }
+        ))
+    })();
+    report.check(&check, result);
 }

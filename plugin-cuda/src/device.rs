@@ -10,7 +10,10 @@ use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
 };
 use plugin_api::{AllocKind, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
-use plugin_api::{EventHandle, ImageHandle, KernelHandle, MemoryInfo, QueueHandle};
+use plugin_api::{
+    EventHandle, ForeignRuntime, ImageHandle, InteropInfo, KernelHandle, MemoryInfo, QueueHandle,
+    Vendor,
+};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -305,6 +308,20 @@ impl CudaDevice {
         }
         self.activate()?;
         self.finish(stream_of(queue))
+    }
+
+    /// The handles of an OpenMP interop object: the CUDA runtime API's view (LLVM's choice),
+    /// which shares the primary context and takes a `CUstream` as a `cudaStream_t`. Our
+    /// synchronize is `cuStreamSynchronize`, which also waits for work the program queued.
+    pub fn interop_info(&self, queue: QueueHandle) -> InteropInfo {
+        InteropInfo {
+            foreign_runtime: ForeignRuntime::CUDA,
+            vendor: Vendor::NVIDIA,
+            platform: 0,
+            device: self.identity.handle as usize,
+            context: self.context.0 as usize,
+            targetsync: queue.0 as usize,
+        }
     }
 
     pub fn memory_info(&self) -> Result<MemoryInfo> {
@@ -919,6 +936,39 @@ impl CudaDevice {
                     stream,
                     &mut packed,
                 )
+                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+        })
+    }
+
+    /// Launches a kernel-language (CUDA) kernel: its own parameter layout, exactly the grid and
+    /// block asked for, no launch environment.
+    pub fn launch_params(
+        &self,
+        handle: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let kernels = self.kernels.read().unwrap();
+        let kernel = index_of(handle.0, kernels.len())
+            .map(|i| &kernels[i])
+            .ok_or_else(|| invalid_handle("kernel", handle.0))?;
+        let grid = config.num_teams.map(|n| n.max(1));
+        let block = config.thread_limit.map(|n| n.max(1));
+        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            plugin_api::info::line(
+                self.identity.ordinal,
+                &format!(
+                    "Launching kernel {} with {grid:?} blocks and {block:?} threads (CUDA)",
+                    kernel.name
+                ),
+            );
+        }
+        let shared = config.dyn_shared_mem;
+        let mut owned = params.to_vec();
+        self.on_queue(queue, |stream| {
+            self.driver
+                .launch_grid(kernel.function, grid, block, shared, stream, &mut owned)
                 .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
         })
     }

@@ -193,6 +193,11 @@ impl Plugin for CudaPlugin {
         if let Ok(bytes) = driver.total_memory(id.handle) {
             info.push(InfoEntry::new("memory bytes", bytes));
         }
+        // The device's OpenMP UID, as LLVM 22 forms it: its plugin name and the UUID in hex.
+        if let Ok(uuid) = driver.device_uuid(id.handle) {
+            let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+            info.push(InfoEntry::new("uid", format!("CUDA-{hex}")));
+        }
         use sys::CUdevice_attribute as A;
         let attributes = [
             (
@@ -392,6 +397,22 @@ impl Plugin for CudaPlugin {
 
     fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
         self.device(device)?.memory_info()
+    }
+
+    fn interop_info(&self, device: i32, queue: QueueHandle) -> Result<InteropInfo> {
+        Ok(self.device(device)?.interop_info(queue))
+    }
+
+    fn launch_kernel_params(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(device)?
+            .launch_params(kernel, params, config, queue)
     }
 
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {

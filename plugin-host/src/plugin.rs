@@ -118,6 +118,8 @@ impl Plugin for HostPlugin {
             InfoEntry::new("image format", "x86-64 ELF shared object"),
             InfoEntry::new("cores", cores),
             InfoEntry::new("loaded images", dev.image_count()),
+            // The device's OpenMP UID, as LLVM 22's host plugin names it.
+            InfoEntry::new("uid", format!("x86_64-{device}")),
         ];
         if let Some(bytes) = total_memory_bytes() {
             info.push(InfoEntry::new("memory bytes", bytes));
@@ -299,6 +301,45 @@ impl Plugin for HostPlugin {
                 "/proc/meminfo is not readable",
             )),
         }
+    }
+
+    /// A kernel-language launch on the host: host kernels take one pointer-sized value per
+    /// argument, so a parameter buffer of whole 8-byte words is their argument list (the grid
+    /// is one team of one thread, as for every host launch). Other layouts cannot be passed.
+    fn launch_kernel_params(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        params: &[u8],
+        _config: &LaunchConfig,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        self.device(device)?;
+        if kernel.0 == 0 {
+            return Err(PluginError::invalid_argument("null kernel handle"));
+        }
+        const WORD: usize = std::mem::size_of::<usize>();
+        let words = params.chunks_exact(WORD);
+        if !words.remainder().is_empty() {
+            return Err(PluginError::unsupported(format!(
+                "a host kernel takes pointer-sized arguments; a {}-byte parameter buffer is not \
+                 a whole number of them",
+                params.len()
+            )));
+        }
+        let args: Vec<usize> = words
+            .map(|w| usize::from_ne_bytes(w.try_into().expect("a whole word")))
+            .collect();
+        // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel),
+        // which takes one pointer-sized value per argument: the caller's buffer of them.
+        unsafe { sys::call_with_args(kernel.0 as usize, &args) };
+        Ok(())
+    }
+
+    /// The host devices have no foreign runtime: interop objects carry no native handles.
+    fn interop_info(&self, device: i32, _queue: QueueHandle) -> Result<InteropInfo> {
+        self.device(device)?;
+        Ok(InteropInfo::none(Vendor::LLVM))
     }
 }
 

@@ -219,6 +219,15 @@ fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
         text(&out.stderr)
     );
 
+    // Interop objects on it carry no foreign runtime and no vendor (ABI 1.2's interop_info is
+    // absent), but exist, wait and are destroyed like any other.
+    let exe = compile(Compiler::Clang19, &["interop.c"], &[]);
+    let out = run(&exe, &env);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("interop ok"), "{stdout}");
+    assert!(stdout.contains("fr none\nvendor unknown"), "{stdout}");
+
     // And every call of the ABI answers as the checker expects.
     let stdout = assert_passes(&plugin_check(&[&plugin]));
     assert!(

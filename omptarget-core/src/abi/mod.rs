@@ -2,7 +2,9 @@
 //! here and nowhere else; the rest of the runtime sees Rust values.
 
 pub mod descriptors;
+pub mod interop;
 pub mod kernel_args;
+pub mod kernel_language;
 pub mod map_args;
 pub mod map_type;
 pub mod offload_entry;

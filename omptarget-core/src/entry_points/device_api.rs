@@ -3,20 +3,18 @@
 //! API's error value; they are never fatal.
 
 use super::guard;
-use crate::device::{Device, HOST_UID};
+use crate::device::Device;
 use crate::error::{OffloadError, Result};
 use crate::logging;
 use crate::mapping::{Lookup, Mapping};
 use crate::ompt::{self, DataOp, DataOpKind};
 use crate::runtime::Runtime;
 use plugin_api::{AllocKind, QueueHandle};
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::ptr;
 
 /// OpenMP 5.2's `omp_initial_device`: another name for the initial device.
 const OMP_INITIAL_DEVICE: c_int = -1;
-/// OpenMP 5.2's `omp_invalid_device`.
-const OMP_INVALID_DEVICE: c_int = -2;
 
 /// The device, initialised, or `None` for the initial (host) device.
 fn device_or_host(runtime: &Runtime, device_num: c_int) -> Result<Option<&Device>> {
@@ -49,45 +47,6 @@ pub extern "C" fn __tgt_get_num_devices() -> c_int {
 pub extern "C" fn omp_get_initial_device() -> c_int {
     guard("omp_get_initial_device", 0, || {
         Runtime::get().initial_device()
-    })
-}
-
-/// The unique identifier of a device (OpenMP 6.0): `HOST` for the initial device; null for
-/// `omp_invalid_device`, and for any other invalid number with a message (LLVM 22 aborts).
-#[no_mangle]
-pub extern "C" fn omp_get_uid_from_device(device_num: c_int) -> *const c_char {
-    guard("omp_get_uid_from_device", ptr::null(), || {
-        let runtime = Runtime::get();
-        if device_num == OMP_INVALID_DEVICE {
-            return ptr::null();
-        }
-        if device_num == runtime.initial_device() || device_num == OMP_INITIAL_DEVICE {
-            return HOST_UID.as_ptr();
-        }
-        match runtime.device(device_num as i64) {
-            Ok(device) => device.uid().as_ptr(),
-            Err(e) => report("omp_get_uid_from_device", ptr::null(), Err(e)),
-        }
-    })
-}
-
-/// The device whose unique identifier is `uid`; `omp_invalid_device` for null or an unknown one.
-#[no_mangle]
-pub extern "C" fn omp_get_device_from_uid(uid: *const c_char) -> c_int {
-    guard("omp_get_device_from_uid", OMP_INVALID_DEVICE, || {
-        if uid.is_null() {
-            return OMP_INVALID_DEVICE;
-        }
-        // SAFETY: a non-null `uid` is a NUL-terminated string (the routine's contract).
-        let uid = unsafe { CStr::from_ptr(uid) };
-        let runtime = Runtime::get();
-        if uid == HOST_UID {
-            return runtime.initial_device();
-        }
-        (0..runtime.num_devices())
-            .filter_map(|id| runtime.device(id as i64).ok())
-            .find(|d| d.uid() == uid)
-            .map_or(OMP_INVALID_DEVICE, |d| d.id)
     })
 }
 

@@ -7,9 +7,13 @@
 
 pub mod data;
 pub mod device_api;
+pub mod device_uid;
+pub mod interop;
+pub mod kernel_language;
 pub mod mappers;
 pub mod ompt;
 pub mod queries;
+pub mod record_replay;
 pub mod registration;
 pub mod target;
 

@@ -3,12 +3,12 @@
 use super::{guard, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use crate::abi::kernel_args::{read_kernel_args, KernelArgsV1, KernelRequest};
 use crate::abi::map_args::read_map_args;
-use crate::abi::offload_entry::LlvmRelease;
 use crate::abi::source_location::Ident;
 use crate::data_ops;
 use crate::error::{OffloadError, Result};
 use crate::ompt::{self, TargetKind};
 use crate::queue::ConstructQueue;
+use crate::record_replay;
 use crate::runtime::{Runtime, Target};
 use plugin_api::LaunchConfig;
 use std::cell::Cell;
@@ -69,16 +69,28 @@ fn launch(
         dyn_shared_mem: request.dyn_cgroup_mem,
         tripcount: request.tripcount,
         kernel_args_version: request.version,
-        flags: match kernel.release {
-            LlvmRelease::Llvm22 => request.flags | LaunchConfig::LLVM22_PROGRAM,
-            LlvmRelease::Llvm19 => request.flags,
-        },
+        flags: kernel.launch_flags(request.flags),
+    };
+    let recording = device.record_replay().filter(|r| r.is_recording());
+    let recorded = match recording {
+        Some(r) => Some(record_replay::record_inputs(
+            r,
+            device,
+            queue.handle(),
+            region_id,
+            &values,
+            &config,
+        )?),
+        None => None,
     };
     {
         let _submit = ompt::Submit::begin(request.num_teams[0]);
         queue
             .launch(kernel.handle, &values, &config)
             .map_err(|e| e.with_context("Executing target region abort target."))?;
+    }
+    if let (Some(r), Some(name)) = (recording, &recorded) {
+        record_replay::record_output(r, device, queue.handle(), name)?;
     }
     data_ops::end(&mut queue, &args).map_err(|e| {
         e.with_context("Call to targetDataEnd failed, abort target.")

@@ -193,6 +193,27 @@ impl PluginLibrary {
         Some(call(device).into_result())
     }
 
+    /// The foreign runtime and native handles of the device's interop objects, with `queue`'s
+    /// native handle; `None` for a plugin older than ABI 1.2, which lacks the call.
+    pub fn interop_info(&self, device: i32, queue: QueueHandle) -> Option<Result<InteropInfo>> {
+        let call = self.module.interop_info()?;
+        Some(call(device, queue).into_result())
+    }
+
+    /// Launches a kernel-language kernel with its parameter buffer; `None` for a plugin older
+    /// than ABI 1.2, which lacks the call.
+    pub fn launch_kernel_params(
+        &self,
+        device: i32,
+        kernel: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Option<Result<()>> {
+        let call = self.module.launch_kernel_params()?;
+        Some(call(device, kernel, RSlice::from_slice(params), config, queue).into_result())
+    }
+
     /// Releases the whole plugin; no call may follow.
     pub fn deinit(&self) -> Result<()> {
         (self.module.deinit())().into_result()

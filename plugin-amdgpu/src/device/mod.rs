@@ -14,8 +14,8 @@ use crate::settings::AmdgpuSettings;
 use crate::stream::{Event, Stream, StreamConfig, StreamManager};
 use plugin_api::gpu::{GridValues, KernelLimits, Settings};
 use plugin_api::{AllocKind, ErrorCode, InfoEntry, PluginError};
-use plugin_api::{EventHandle, MemoryInfo, QueueHandle};
-use std::collections::HashMap;
+use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHandle, Vendor};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 type Result<T> = std::result::Result<T, PluginError>;
@@ -75,6 +75,9 @@ pub struct AmdgpuDevice {
     streams: StreamManager<RealHsa>,
     /// Streams not bound to a queue handle, reused by synchronous operations and new queues.
     idle_streams: Mutex<Vec<Stream<RealHsa>>>,
+    /// Queues whose HSA queue an OpenMP interop object handed to the program: waiting for them
+    /// must also wait for the packets the program submitted there.
+    interop_queues: Mutex<HashSet<u64>>,
     queues: HandleTable<Stream<RealHsa>>,
     events: HandleTable<Event<RealHsa>>,
     images: HandleTable<LoadedImage>,
@@ -160,6 +163,7 @@ impl AmdgpuDevice {
             settings,
             streams,
             idle_streams: Mutex::new(Vec::new()),
+            interop_queues: Mutex::new(HashSet::new()),
             queues: HandleTable::new(),
             events: HandleTable::new(),
             images: HandleTable::new(),
@@ -224,6 +228,7 @@ impl AmdgpuDevice {
     }
 
     pub fn release_queue(&self, queue: QueueHandle) -> Result<()> {
+        self.interop_queues.lock().unwrap().remove(&queue.0);
         let stream = self
             .queues
             .remove(queue.0)
@@ -243,9 +248,38 @@ impl AmdgpuDevice {
             .queues
             .get(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        if self.interop_queues.lock().unwrap().contains(&queue.0) {
+            stream
+                .fence_queue()
+                .map_err(|e| failed("fencing the program's work on an interop queue", e))?;
+        }
         stream
             .synchronize()
             .map_err(|e| failed("waiting for the device", e))
+    }
+
+    /// The handles of an OpenMP interop object: the agent and, for `targetsync`, the HSA queue
+    /// of `queue`'s stream (shared with other streams, as in LLVM), which `synchronize` then
+    /// fences.
+    pub fn interop_info(&self, queue: QueueHandle) -> Result<InteropInfo> {
+        let targetsync = if queue == QueueHandle::SYNC {
+            0
+        } else {
+            let stream = self
+                .queues
+                .get(queue.0)
+                .ok_or_else(|| invalid_handle("queue", queue.0))?;
+            self.interop_queues.lock().unwrap().insert(queue.0);
+            stream.hsa_queue().0 as usize
+        };
+        Ok(InteropInfo {
+            foreign_runtime: ForeignRuntime::HSA,
+            vendor: Vendor::AMD,
+            platform: 0,
+            device: self.agent.agent.0 as usize,
+            context: 0,
+            targetsync,
+        })
     }
 
     pub fn query(&self, queue: QueueHandle) -> Result<bool> {

@@ -20,6 +20,9 @@ pub struct AgentInfo {
     pub product_name: String,
     /// `HSA_AGENT_INFO_VENDOR_NAME`, e.g. `AMD`.
     pub vendor: String,
+    /// `HSA_AMD_AGENT_INFO_UUID`, e.g. `GPU-0123456789abcdef`; `GPU-XX` or empty when the agent
+    /// has none.
+    pub uuid: String,
     /// Full ISA names, e.g. `amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`.
     pub isa_names: Vec<String>,
     /// `HSA_AGENT_INFO_NODE`: the topology node, as ROCm tools number agents.
@@ -79,6 +82,9 @@ fn agent_info(library: &HsaLibrary, agent: hsa_agent_t) -> Result<AgentInfo, Hsa
             .map(|v| v.string())
             .unwrap_or_default(),
         vendor: query(HSA_AGENT_INFO_VENDOR_NAME)?.string(),
+        uuid: query(HSA_AMD_AGENT_INFO_UUID)
+            .map(|v| v.string())
+            .unwrap_or_default(),
         isa_names,
         node: query(HSA_AGENT_INFO_NODE).map(|v| v.u32()).unwrap_or(0),
         compute_units: limit(HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT)?.u32(),

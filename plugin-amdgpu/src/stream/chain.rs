@@ -568,6 +568,36 @@ impl<H: HsaInterface> Stream<H> {
         Ok(())
     }
 
+    /// Makes the stream's completion imply that of every packet submitted to its HSA queue so
+    /// far, also packets the program submitted to that queue itself (the `targetsync` handle
+    /// of an OpenMP interop object): a barrier-AND packet, whose barrier bit starts it only
+    /// after every earlier packet of the queue completed.
+    pub fn fence_queue(&self) -> HsaResult<()> {
+        let hsa = self.hsa();
+        let queue = self.queue.queue();
+        let mut state = self.state();
+        self.check_failed(&state)?;
+        if let Some(err) = self.queue.failure() {
+            return Err(err);
+        }
+        let done = self.shared.signals.acquire()?;
+        let input = state.pending_input();
+        let deps: Vec<Signal> = input.iter().map(SignalRef::signal).collect();
+        let submitted = {
+            let _order = self.queue.submit_lock();
+            hsa.submit_barrier_and(queue, &deps, done.signal())
+        };
+        if let Err(err) = submitted {
+            done.retire_unused();
+            return Err(err);
+        }
+        state
+            .slots
+            .push(Slot::new(done, Some(queue)).with_deps(input, None));
+        state.watch.insert(&self.queue);
+        Ok(())
+    }
+
     // --- Completion --------------------------------------------------------------------------
 
     /// Waits for the stream's work, runs the release actions and recycles signals and staging

@@ -102,6 +102,8 @@ driver_functions! {
         // CUDA 11.2 and later: the stream-ordered allocator, for device-non-blocking memory.
         mem_alloc_async = "cuMemAllocAsync": fn(*mut CUdeviceptr, usize, CUstream);
         mem_free_async = "cuMemFreeAsync": fn(CUdeviceptr, CUstream);
+        // CUDA 9.2 and later: the device's UUID (`CUuuid`, 16 bytes), for its OpenMP UID.
+        device_get_uuid = "cuDeviceGetUuid": fn(*mut [u8; 16], CUdevice);
     }
 }
 

@@ -185,6 +185,17 @@ impl Driver {
         self.check("cuDeviceTotalMem", s).map(|_| v as u64)
     }
 
+    /// The device's UUID (`cuDeviceGetUuid`).
+    pub fn device_uuid(&self, device: CUdevice) -> Result<[u8; 16]> {
+        let Some(f) = self.fns().device_get_uuid else {
+            return Err(self.missing("cuDeviceGetUuid"));
+        };
+        let mut uuid = [0u8; 16];
+        // SAFETY: writes one CUuuid (16 bytes).
+        let s = unsafe { f(&mut uuid, device) };
+        self.check("cuDeviceGetUuid", s).map(|_| uuid)
+    }
+
     pub fn can_access_peer(&self, device: CUdevice, peer: CUdevice) -> Result<bool> {
         let mut v = 0;
         // SAFETY: writes one int.
@@ -317,29 +328,54 @@ impl Driver {
         stream: Stream,
         args: &mut [usize],
     ) -> Result<()> {
-        let mut size = std::mem::size_of_val(args);
+        let size = std::mem::size_of_val(args);
+        let buffer = args.as_mut_ptr().cast::<u8>();
+        // SAFETY: `buffer` holds `size` bytes, borrowed mutably for the call.
+        let params = unsafe { std::slice::from_raw_parts_mut(buffer, size) };
+        self.launch_grid(
+            function,
+            [blocks, 1, 1],
+            [threads, 1, 1],
+            shared_bytes,
+            stream,
+            params,
+        )
+    }
+
+    /// Launches `function` on a 3-D grid of 3-D blocks with `params`, its parameter buffer as
+    /// the kernel's compiler laid it out.
+    pub fn launch_grid(
+        &self,
+        function: Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        stream: Stream,
+        params: &mut [u8],
+    ) -> Result<()> {
+        let mut size = params.len();
         // cuda.h's markers are the addresses 1 and 2: CU_LAUNCH_PARAM_BUFFER_POINTER, ptr,
         // CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END.
         #[allow(clippy::manual_dangling_ptr)]
         let (buffer_pointer, buffer_size) = (1usize as *mut c_void, 2usize as *mut c_void);
         let mut config: [*mut c_void; 5] = [
             buffer_pointer,
-            args.as_mut_ptr().cast(),
+            params.as_mut_ptr().cast(),
             buffer_size,
             (&mut size as *mut usize).cast(),
             std::ptr::null_mut(),
         ];
-        // SAFETY: the argument buffer and its size outlive the call (the driver copies the
+        // SAFETY: the parameter buffer and its size outlive the call (the driver copies the
         // parameters at launch); no kernelParams array is passed.
         let s = unsafe {
             (self.fns().launch_kernel)(
                 function.0,
-                blocks,
-                1,
-                1,
-                threads,
-                1,
-                1,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
                 shared_bytes,
                 stream.0,
                 std::ptr::null_mut(),

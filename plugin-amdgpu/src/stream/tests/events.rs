@@ -210,3 +210,34 @@ fn a_wait_keeps_the_streams_own_pending_copy_ordered() {
         fx.finish_clean();
     });
 }
+
+#[test]
+fn a_queue_fence_waits_for_packets_submitted_beside_the_stream() {
+    use crate::hsa_interface::HsaInterface;
+    watchdog(|| {
+        let fx = Fixture::new(1);
+        let stream = fx.stream();
+        let buffer = fx.device_alloc(8);
+        let mem = fx.mem.clone();
+        // A program's own kernel on the stream's HSA queue (an interop object's targetsync).
+        let native = fx.kernel(move |_| {
+            thread::sleep(Duration::from_millis(50));
+            mem.write_u64(buffer, 42)
+        });
+        let completion = fx.hsa.create_signal(1).unwrap();
+        fx.hsa
+            .submit_kernel(stream.hsa_queue(), &dispatch(native, 0), completion)
+            .unwrap();
+        stream.fence_queue().unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(
+            fx.read_u64(buffer),
+            42,
+            "synchronize returned before the program's kernel"
+        );
+        assert_eq!(fx.hsa.signal_load(completion), 0);
+        fx.hsa.destroy_signal(completion).unwrap();
+        drop(stream);
+        fx.finish_clean();
+    });
+}
