@@ -904,9 +904,7 @@ impl CudaDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         let kernels = self.kernels.read().unwrap();
-        let kernel = index_of(handle.0, kernels.len())
-            .map(|i| &kernels[i])
-            .ok_or_else(|| invalid_handle("kernel", handle.0))?;
+        let kernel = kernel_at(&kernels, handle)?;
         let (blocks, threads) = kernel.limits.geometry(&self.grid, config);
         let mode = kernel
             .limits
@@ -950,9 +948,7 @@ impl CudaDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         let kernels = self.kernels.read().unwrap();
-        let kernel = index_of(handle.0, kernels.len())
-            .map(|i| &kernels[i])
-            .ok_or_else(|| invalid_handle("kernel", handle.0))?;
+        let kernel = kernel_at(&kernels, handle)?;
         let grid = config.num_teams.map(|n| n.max(1));
         let block = config.thread_limit.map(|n| n.max(1));
         if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
@@ -1098,4 +1094,11 @@ fn as_bytes<T: Copy>(value: &T) -> &[u8] {
     // SAFETY: `T` is an array of integers (no padding, every byte initialised); the slice
     // covers exactly the value and lives as long as the borrow.
     unsafe { std::slice::from_raw_parts(value as *const T as *const u8, std::mem::size_of::<T>()) }
+}
+
+/// The kernel a handle names in the device's kernel list.
+fn kernel_at(kernels: &[Kernel], handle: KernelHandle) -> Result<&Kernel> {
+    index_of(handle.0, kernels.len())
+        .map(|i| &kernels[i])
+        .ok_or_else(|| invalid_handle("kernel", handle.0))
 }
