@@ -48,6 +48,8 @@ pub mod elf_layout;
 pub mod gpu;
 mod logging;
 mod module;
+pub mod native_code;
+pub mod offload_binary;
 mod plugin;
 mod shims;
 mod types;

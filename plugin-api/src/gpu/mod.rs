@@ -4,10 +4,12 @@
 //!
 //! - [`launch_rules`]: how many teams and threads a kernel launch gets.
 //! - [`device_runtime`]: the structs LLVM's device runtime reads from the host.
+//! - [`cuda_image`]: what a CUDA image is (cubin SM, PTX target) and its symbols.
 //! - [`amdgpu_processors`]: the AMDGCN processors of the ELF `EF_AMDGPU_MACH` field.
 //! - [`settings`]: the `LIBOMPTARGET_*` and `OMP_*` variables every GPU plugin honours.
 
 pub mod amdgpu_processors;
+pub mod cuda_image;
 pub mod device_runtime;
 pub mod launch_rules;
 pub mod settings;

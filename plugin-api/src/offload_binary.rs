@@ -91,6 +91,29 @@ pub fn unwrap(bytes: &[u8]) -> Result<UnwrappedImage<'_>, ContainerError> {
     })
 }
 
+/// The containers of one `.llvm.offloading` section: clang's linker wrapper places one per
+/// device image, each starting at an 8-byte boundary. Stops at the first bytes that are not a
+/// container (padding at the end of the section).
+pub fn containers(section: &[u8]) -> Vec<&[u8]> {
+    let mut found = Vec::new();
+    let mut at = 0usize;
+    while let Some(rest) = section.get(at..) {
+        if rest.len() < HEADER_SIZE || rest[..4] != MAGIC {
+            break;
+        }
+        let Ok(total) = u64_at(rest, 8) else { break };
+        let Ok(container) = range(rest, 0, total) else {
+            break;
+        };
+        if container.len() < HEADER_SIZE {
+            break;
+        }
+        found.push(container);
+        at += container.len().next_multiple_of(8);
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +157,18 @@ mod tests {
         assert_eq!(u.bytes, b"\x7fELFimage");
         assert_eq!(u.triple, "x86_64-pc-linux-gnu");
         assert_eq!(u.arch, "");
+    }
+
+    #[test]
+    fn a_section_holds_aligned_containers() {
+        let mut section = container(b"\x7fELFone", "nvptx64-nvidia-cuda", "sm_90");
+        section.resize(section.len().next_multiple_of(8), 0);
+        section.extend(container(b"\x7fELFtwo", "x86_64-pc-linux-gnu", ""));
+        section.extend([0u8; 5]);
+        let found = containers(&section);
+        assert_eq!(found.len(), 2);
+        assert_eq!(unwrap(found[1]).unwrap().triple, "x86_64-pc-linux-gnu");
+        assert_eq!(unwrap(found[0]).unwrap().bytes, b"\x7fELFone");
     }
 
     #[test]
