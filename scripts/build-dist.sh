@@ -6,6 +6,7 @@
 #   dist/lib/libomptarget.rtl.host.so      the host plugin, a separate library
 #   dist/lib/libomptarget.rtl.cuda.so      the CUDA plugin (opens libcuda.so.1 at run time)
 #   dist/lib/libomptarget.rtl.amdgpu.so    the AMDGPU plugin (opens libhsa-runtime64.so.1 at run time)
+#   dist/emu/libcuda.so.1 (and libcuda.so)  the emulated CUDA driver, for tests and CI without GPUs
 #   dist/bin/omptarget-info                the device and plugin inventory
 #   dist/bin/omptarget-plugin-check        the plugin conformance checker, with the program
 #   dist/share/omptarget-rs/check_program.c  it takes as --image
@@ -47,6 +48,10 @@ for plugin in "$target"/libomptarget_rtl_*.so; do
     name=$(basename "$plugin" .so); name=${name#libomptarget_rtl_}
     install -m 755 "$plugin" "$dist/lib/libomptarget.rtl.$name.so"
 done
+# The emulated drivers (not part of any package): dist/emu/libcuda.so.1, found by programs run
+# with dist/emu on LD_LIBRARY_PATH; libcuda.so is the name LLVM's CUDA plugin opens.
+install -D -m 755 "$target/libomptarget_emu_cuda.so" "$dist/emu/libcuda.so.1"
+ln -sf libcuda.so.1 "$dist/emu/libcuda.so"
 install -m 755 "$target/omptarget-info" "$dist/bin/omptarget-info"
 install -m 755 "$target/omptarget-plugin-check" "$dist/bin/omptarget-plugin-check"
 install -D -m 644 plugin-check/check_program.c "$dist/share/omptarget-rs/check_program.c"

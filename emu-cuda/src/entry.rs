@@ -1,0 +1,1068 @@
+//! The driver's C entry points: exactly those that our CUDA plugin or LLVM 19's resolve, with
+//! the driver's signatures. Each checks its arguments, goes through `trace::call` and leaves
+//! the work to the modules beside it.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use crate::driver::{self, Driver, Function};
+use crate::launch;
+use crate::load;
+use crate::memory::{self, Kind, Region};
+use crate::profile;
+use crate::status::{self, CuResult, Result};
+use crate::streams::{Event, Stream};
+use crate::trace::{call, Call};
+use crate::twin;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+type CUdevice = c_int;
+type CUdeviceptr = u64;
+/// Opaque handles (contexts, modules, functions, streams, events) are pointers in the C API.
+type Handle = usize;
+
+/// Writes a result through an out-pointer; a null one is `CUDA_ERROR_INVALID_VALUE`.
+fn out<T>(pointer: *mut T, value: T) -> Result<()> {
+    if pointer.is_null() {
+        return Err(status::INVALID_VALUE);
+    }
+    // SAFETY: non-null, and the caller's contract makes it point to a writable `T`.
+    unsafe { pointer.write(value) };
+    Ok(())
+}
+
+fn copy_bytes(dst: usize, src: usize, len: usize) {
+    // SAFETY: both ranges were checked against the address book (device side) or are the
+    // caller's own buffers of `len` bytes (host side), as the copy functions require.
+    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+}
+
+/// The current context's device, with the driver.
+fn current() -> Result<(&'static Driver, usize)> {
+    let driver = driver::get()?;
+    Ok((driver, driver.current()?.index))
+}
+
+fn note_stream(c: &mut Call, stream: Handle) {
+    c.note(|| format!("stream={stream:#x}"));
+}
+
+// ---- initialisation, version, errors -------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn cuInit(flags: c_uint) -> CuResult {
+    call("cuInit", |_| {
+        if flags != 0 {
+            return Err(status::INVALID_VALUE);
+        }
+        driver::init().map(|_| ())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CuResult {
+    call("cuDriverGetVersion", |_| {
+        out(version, profile::DRIVER_VERSION)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuGetErrorName(code: CuResult, name: *mut *const c_char) -> CuResult {
+    call("cuGetErrorName", |_| {
+        let text: &'static CStr = match code {
+            0 => c"CUDA_SUCCESS",
+            _ => static_c_str(status::name(code).ok_or(status::INVALID_VALUE)?),
+        };
+        out(name, text.as_ptr())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuGetErrorString(code: CuResult, text: *mut *const c_char) -> CuResult {
+    call("cuGetErrorString", |_| {
+        let s: &'static CStr = match code {
+            0 => c"no error",
+            _ => static_c_str(status::text(code).ok_or(status::INVALID_VALUE)?),
+        };
+        out(text, s.as_ptr())
+    })
+}
+
+/// A process-lifetime C copy of a static text (the driver hands out static strings).
+fn static_c_str(text: &'static str) -> &'static CStr {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static TEXTS: OnceLock<Mutex<HashMap<&'static str, &'static CStr>>> = OnceLock::new();
+    let mut texts = TEXTS.get_or_init(Default::default).lock().unwrap();
+    texts.entry(text).or_insert_with(|| {
+        let owned = std::ffi::CString::new(text).unwrap_or_default();
+        Box::leak(owned.into_boxed_c_str())
+    })
+}
+
+// ---- devices ----------------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CuResult {
+    call("cuDeviceGetCount", |_| {
+        out(count, driver::get()?.devices.len() as c_int)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CuResult {
+    call("cuDeviceGet", |_| {
+        driver::get()?.device(ordinal)?;
+        out(device, ordinal)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, device: CUdevice) -> CuResult {
+    call("cuDeviceGetName", |_| {
+        driver::get()?.device(device)?;
+        let len = usize::try_from(len).map_err(|_| status::INVALID_VALUE)?;
+        if name.is_null() || len == 0 {
+            return Err(status::INVALID_VALUE);
+        }
+        let bytes = profile::NAME.as_bytes();
+        let n = bytes.len().min(len - 1);
+        // SAFETY: `name` has room for `len` bytes (the caller's contract); n + 1 <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), name.cast::<u8>(), n);
+            name.add(n).write(0);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    device: CUdevice,
+) -> CuResult {
+    call("cuDeviceGetAttribute", |c| {
+        c.note(|| format!("attribute={attribute}"));
+        let d = driver::get()?.device(device)?;
+        out(
+            value,
+            profile::attribute(attribute, d.index).ok_or(status::INVALID_VALUE)?,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, device: CUdevice) -> CuResult {
+    call("cuDeviceTotalMem_v2", |_| {
+        out(bytes, driver::get()?.device(device)?.memory.total())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDeviceGetUuid(uuid: *mut [u8; 16], device: CUdevice) -> CuResult {
+    call("cuDeviceGetUuid", |_| {
+        let d = driver::get()?.device(device)?;
+        let mut bytes = *b"omptarget-emu-\0\0";
+        bytes[14..].copy_from_slice(&(d.index as u16).to_be_bytes());
+        out(uuid, bytes)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDeviceCanAccessPeer(
+    can: *mut c_int,
+    device: CUdevice,
+    peer: CUdevice,
+) -> CuResult {
+    call("cuDeviceCanAccessPeer", |_| {
+        let driver = driver::get()?;
+        driver.device(device)?;
+        driver.device(peer)?;
+        out(can, (device != peer) as c_int)
+    })
+}
+
+// ---- contexts ---------------------------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn cuDevicePrimaryCtxRetain(context: *mut Handle, device: CUdevice) -> CuResult {
+    call("cuDevicePrimaryCtxRetain", |_| {
+        let driver = driver::get()?;
+        let d = driver.device(device)?;
+        if context.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        d.context.state.lock().unwrap().retained += 1;
+        out(context, driver.context_handle(d.index))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDevicePrimaryCtxRelease_v2(device: CUdevice) -> CuResult {
+    call("cuDevicePrimaryCtxRelease_v2", |_| {
+        let driver = driver::get()?;
+        let d = driver.device(device)?;
+        let last = {
+            let mut state = d.context.state.lock().unwrap();
+            if state.retained == 0 {
+                return Err(status::INVALID_CONTEXT);
+            }
+            state.retained -= 1;
+            state.retained == 0
+        };
+        if last {
+            driver.tear_down(d.index);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDevicePrimaryCtxGetState(
+    device: CUdevice,
+    flags: *mut c_uint,
+    active: *mut c_int,
+) -> CuResult {
+    call("cuDevicePrimaryCtxGetState", |_| {
+        let state = driver::get()?.device(device)?.context.state.lock().unwrap();
+        out(flags, state.flags)?;
+        out(active, (state.retained > 0) as c_int)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDevicePrimaryCtxSetFlags_v2(device: CUdevice, flags: c_uint) -> CuResult {
+    call("cuDevicePrimaryCtxSetFlags_v2", |c| {
+        c.note(|| format!("flags={flags:#x}"));
+        // Scheduling (bits 0-2), map-host (3), local-memory resize (4), sync-memops (0x80).
+        if flags & !0x9f != 0 {
+            return Err(status::INVALID_VALUE);
+        }
+        driver::get()?
+            .device(device)?
+            .context
+            .state
+            .lock()
+            .unwrap()
+            .flags = flags;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxSetCurrent(context: Handle) -> CuResult {
+    call("cuCtxSetCurrent", |c| {
+        c.note(|| format!("context={context:#x}"));
+        driver::get()?.set_current(context)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CuResult {
+    call("cuCtxGetDevice", |_| {
+        let (_, d) = current()?;
+        out(device, d as CUdevice)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxGetLimit(value: *mut usize, limit: c_int) -> CuResult {
+    call("cuCtxGetLimit", |_| {
+        let (driver, d) = current()?;
+        let limits = driver.devices[d].context.state.lock().unwrap().limits;
+        out(
+            value,
+            *usize::try_from(limit)
+                .ok()
+                .and_then(|l| limits.get(l))
+                .ok_or(status::INVALID_VALUE)?,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxSetLimit(limit: c_int, value: usize) -> CuResult {
+    call("cuCtxSetLimit", |c| {
+        c.note(|| format!("limit={limit} value={value}"));
+        let (driver, d) = current()?;
+        let mut state = driver.devices[d].context.state.lock().unwrap();
+        let slot = usize::try_from(limit)
+            .ok()
+            .and_then(|l| state.limits.get_mut(l))
+            .ok_or(status::INVALID_VALUE)?;
+        *slot = value;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxEnablePeerAccess(peer: Handle, flags: c_uint) -> CuResult {
+    call("cuCtxEnablePeerAccess", |_| {
+        let (driver, d) = current()?;
+        let peer = driver.context_by_handle(peer)?.index;
+        if flags != 0 {
+            return Err(status::INVALID_VALUE);
+        }
+        if peer == d {
+            return Err(status::INVALID_DEVICE);
+        }
+        if !driver.devices[d]
+            .context
+            .state
+            .lock()
+            .unwrap()
+            .peers
+            .insert(peer)
+        {
+            return Err(status::PEER_ACCESS_ALREADY_ENABLED);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CuResult {
+    call("cuMemGetInfo_v2", |_| {
+        let (driver, d) = current()?;
+        let memory = &driver.devices[d].memory;
+        out(free, memory.total() - memory.used())?;
+        out(total, memory.total())
+    })
+}
+
+// ---- memory -----------------------------------------------------------------------------
+
+fn allocate_device(pointer: *mut CUdeviceptr, size: usize, kind: Kind, c: &mut Call) -> Result<()> {
+    c.note(|| format!("size={size}"));
+    let (driver, d) = current()?;
+    if pointer.is_null() {
+        return Err(status::INVALID_VALUE);
+    }
+    // The driver's allocation waits for the device's work (what the stream-ordered allocator
+    // exists to avoid).
+    driver.device_sync(d);
+    let start = driver.allocate(d, size, kind)?;
+    c.note(|| format!("ptr={start:#x}"));
+    out(pointer, start as CUdeviceptr)
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemAlloc_v2(pointer: *mut CUdeviceptr, size: usize) -> CuResult {
+    call("cuMemAlloc_v2", |c| {
+        allocate_device(pointer, size, Kind::Device, c)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemAllocManaged(
+    pointer: *mut CUdeviceptr,
+    size: usize,
+    flags: c_uint,
+) -> CuResult {
+    call("cuMemAllocManaged", |c| {
+        // CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST.
+        if flags != 1 && flags != 2 {
+            return Err(status::INVALID_VALUE);
+        }
+        allocate_device(pointer, size, Kind::Managed, c)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemFree_v2(pointer: CUdeviceptr) -> CuResult {
+    call("cuMemFree_v2", |c| {
+        c.note(|| format!("ptr={pointer:#x}"));
+        let (driver, d) = current()?;
+        driver.device_sync(d);
+        driver.free(pointer as usize, &[Kind::Device, Kind::Managed])
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemAllocAsync(
+    pointer: *mut CUdeviceptr,
+    size: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemAllocAsync", |c| {
+        note_stream(c, stream);
+        c.note(|| format!("size={size}"));
+        let (driver, d) = current()?;
+        driver.stream(stream, d)?;
+        if pointer.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        // Stream-ordered: no wait for other work; the memory is ready in stream order.
+        let start = driver.allocate(d, size, Kind::Device)?;
+        c.note(|| format!("ptr={start:#x}"));
+        out(pointer, start as CUdeviceptr)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemFreeAsync(pointer: CUdeviceptr, stream: Handle) -> CuResult {
+    call("cuMemFreeAsync", |c| {
+        note_stream(c, stream);
+        c.note(|| format!("ptr={pointer:#x}"));
+        let (driver, d) = current()?;
+        let queue = driver.stream(stream, d)?;
+        let start = pointer as usize;
+        match driver.book.find(start, 0) {
+            Some(r) if r.start == start && r.kind == Kind::Device => {}
+            _ => return Err(status::INVALID_VALUE),
+        }
+        // Gone for new work now; the memory itself is released when the stream gets there.
+        let region = driver.book.remove(start).ok_or(status::INVALID_VALUE)?;
+        let device = region.device.ok_or(status::INVALID_VALUE)?;
+        let release = move || {
+            let _ = driver.devices[device].memory.free(start);
+        };
+        match queue {
+            Some(queue) => queue.submit(release),
+            None => {
+                driver.legacy_sync(d);
+                release();
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemAllocHost_v2(pointer: *mut *mut c_void, size: usize) -> CuResult {
+    call("cuMemAllocHost_v2", |c| {
+        c.note(|| format!("size={size}"));
+        let (driver, _) = current()?;
+        if pointer.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        let start = memory::allocate_host(size)?;
+        driver.book.insert(Region {
+            start,
+            size,
+            kind: Kind::HostAllocated,
+            device: None,
+        });
+        out(pointer, start as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemFreeHost(pointer: *mut c_void) -> CuResult {
+    call("cuMemFreeHost", |_| {
+        let (driver, _) = current()?;
+        let start = pointer as usize;
+        match driver.book.find(start, 0) {
+            Some(r) if r.start == start && r.kind == Kind::HostAllocated => {
+                driver.book.remove(start);
+                memory::free_host(start, r.size);
+                Ok(())
+            }
+            _ => Err(status::INVALID_VALUE),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemHostRegister_v2(
+    pointer: *mut c_void,
+    size: usize,
+    flags: c_uint,
+) -> CuResult {
+    call("cuMemHostRegister_v2", |c| {
+        c.note(|| format!("ptr={:#x} size={size} flags={flags:#x}", pointer as usize));
+        let (driver, _) = current()?;
+        // Portable, device-map, IO memory, read-only.
+        if flags & !0xf != 0 {
+            return Err(status::INVALID_VALUE);
+        }
+        driver.book.register_host(pointer as usize, size)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemHostUnregister(pointer: *mut c_void) -> CuResult {
+    call("cuMemHostUnregister", |c| {
+        c.note(|| format!("ptr={:#x}", pointer as usize));
+        let (driver, _) = current()?;
+        driver.book.unregister_host(pointer as usize)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemHostGetDevicePointer_v2(
+    device_pointer: *mut CUdeviceptr,
+    pointer: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
+    call("cuMemHostGetDevicePointer_v2", |_| {
+        let (driver, _) = current()?;
+        if flags != 0 {
+            return Err(status::INVALID_VALUE);
+        }
+        match driver.book.find(pointer as usize, 0) {
+            // Unified addressing: the device sees page-locked memory at the host's address.
+            Some(r) if r.kind.page_locked() => out(device_pointer, pointer as CUdeviceptr),
+            _ => Err(status::INVALID_VALUE),
+        }
+    })
+}
+
+// ---- copies -----------------------------------------------------------------------------
+
+/// Runs `work` in stream order: on the stream's worker, or (legacy default stream) now, after
+/// the blocking streams.
+fn in_order(
+    driver: &'static Driver,
+    device: usize,
+    stream: Option<Arc<Stream>>,
+    work: impl FnOnce() + Send + 'static,
+) {
+    match stream {
+        Some(stream) => stream.submit(work),
+        None => {
+            driver.legacy_sync(device);
+            work();
+        }
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    size: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemcpyHtoDAsync_v2", |c| {
+        note_stream(c, stream);
+        c.note(|| format!("size={size}"));
+        let (driver, d) = current()?;
+        let queue = driver.stream(stream, d)?;
+        if size == 0 {
+            return Ok(());
+        }
+        driver.book.device_range(dst as usize, size)?;
+        if src.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        let (dst, src_address) = (dst as usize, src as usize);
+        if driver
+            .book
+            .find(src_address, size)
+            .is_some_and(|r| r.kind.page_locked())
+        {
+            in_order(driver, d, queue, move || copy_bytes(dst, src_address, size));
+        } else {
+            // Pageable memory: the driver stages it before returning, so the caller may reuse
+            // its buffer at once.
+            // SAFETY: the caller's source buffer holds `size` bytes.
+            let staged = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), size) }.to_vec();
+            in_order(driver, d, queue, move || {
+                copy_bytes(dst, staged.as_ptr() as usize, size)
+            });
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    size: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemcpyDtoHAsync_v2", |c| {
+        note_stream(c, stream);
+        c.note(|| format!("size={size}"));
+        let (driver, d) = current()?;
+        let queue = driver.stream(stream, d)?;
+        if size == 0 {
+            return Ok(());
+        }
+        driver.book.device_range(src as usize, size)?;
+        if dst.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        let (dst_address, src) = (dst as usize, src as usize);
+        let pinned = driver
+            .book
+            .find(dst_address, size)
+            .is_some_and(|r| r.kind.page_locked());
+        let waited = queue.clone();
+        in_order(driver, d, queue, move || copy_bytes(dst_address, src, size));
+        if !pinned {
+            // Pageable destination: the copy is synchronous for the host.
+            if let Some(stream) = waited {
+                stream.wait_idle();
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoDAsync_v2(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    size: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemcpyDtoDAsync_v2", |c| {
+        note_stream(c, stream);
+        c.note(|| format!("size={size}"));
+        let (driver, d) = current()?;
+        let queue = driver.stream(stream, d)?;
+        if size == 0 {
+            return Ok(());
+        }
+        driver.book.device_range(dst as usize, size)?;
+        driver.book.device_range(src as usize, size)?;
+        let (dst, src) = (dst as usize, src as usize);
+        in_order(driver, d, queue, move || copy_bytes(dst, src, size));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeerAsync(
+    dst: CUdeviceptr,
+    dst_context: Handle,
+    src: CUdeviceptr,
+    src_context: Handle,
+    size: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemcpyPeerAsync", |c| {
+        note_stream(c, stream);
+        c.note(|| format!("size={size}"));
+        let (driver, d) = current()?;
+        let dst_device = driver.context_by_handle(dst_context)?.index;
+        let src_device = driver.context_by_handle(src_context)?.index;
+        let queue = driver.stream(stream, d)?;
+        if size == 0 {
+            return Ok(());
+        }
+        let on = |address: u64, device: usize| -> Result<()> {
+            let region = driver.book.device_range(address as usize, size)?;
+            match region.device {
+                Some(owner) if owner == device => Ok(()),
+                _ => Err(status::INVALID_VALUE),
+            }
+        };
+        on(dst, dst_device)?;
+        on(src, src_device)?;
+        let (dst, src) = (dst as usize, src as usize);
+        in_order(driver, d, queue, move || copy_bytes(dst, src, size));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, size: usize) -> CuResult {
+    call("cuMemcpyHtoD_v2", |c| {
+        c.note(|| format!("size={size}"));
+        let (driver, d) = current()?;
+        if size == 0 {
+            return Ok(());
+        }
+        driver.book.device_range(dst as usize, size)?;
+        if src.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        driver.legacy_sync(d);
+        copy_bytes(dst as usize, src as usize, size);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, size: usize) -> CuResult {
+    call("cuMemcpyDtoH_v2", |c| {
+        c.note(|| format!("size={size}"));
+        let (driver, d) = current()?;
+        if size == 0 {
+            return Ok(());
+        }
+        driver.book.device_range(src as usize, size)?;
+        if dst.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        driver.legacy_sync(d);
+        copy_bytes(dst as usize, src as usize, size);
+        Ok(())
+    })
+}
+
+// ---- streams and events -----------------------------------------------------------------
+
+#[no_mangle]
+pub extern "C" fn cuStreamCreate(stream: *mut Handle, flags: c_uint) -> CuResult {
+    call("cuStreamCreate", |c| {
+        c.note(|| format!("flags={flags}"));
+        let (driver, d) = current()?;
+        // CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING.
+        if flags > 1 || stream.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        let created = Stream::start(d, flags == 0).map_err(|_| status::OUT_OF_MEMORY)?;
+        driver.devices[d]
+            .context
+            .state
+            .lock()
+            .unwrap()
+            .streams
+            .push(created.clone());
+        let handle = driver.streams.insert(created);
+        c.note(|| format!("stream={handle:#x}"));
+        out(stream, handle)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamDestroy_v2(stream: Handle) -> CuResult {
+    call("cuStreamDestroy_v2", |c| {
+        note_stream(c, stream);
+        let driver = driver::get()?;
+        let gone = driver.streams.remove(stream)?;
+        gone.close();
+        driver.devices[gone.device]
+            .context
+            .state
+            .lock()
+            .unwrap()
+            .streams
+            .retain(|s| !Arc::ptr_eq(s, &gone));
+        Ok(())
+    })
+}
+
+/// The stream of a handle on any device (synchronisation needs no current context).
+fn any_stream(driver: &Driver, handle: Handle) -> Result<Arc<Stream>> {
+    driver.streams.get(handle)
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamSynchronize(stream: Handle) -> CuResult {
+    call("cuStreamSynchronize", |c| {
+        note_stream(c, stream);
+        let driver = driver::get()?;
+        if driver::is_default_stream(stream) {
+            let (_, d) = current()?;
+            driver.legacy_sync(d);
+            return Ok(());
+        }
+        any_stream(driver, stream)?.wait_idle();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamQuery(stream: Handle) -> CuResult {
+    call("cuStreamQuery", |c| {
+        note_stream(c, stream);
+        let driver = driver::get()?;
+        if driver::is_default_stream(stream) {
+            return Ok(());
+        }
+        if any_stream(driver, stream)?.idle() {
+            Ok(())
+        } else {
+            Err(status::NOT_READY)
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamWaitEvent(stream: Handle, event: Handle, flags: c_uint) -> CuResult {
+    call("cuStreamWaitEvent", |c| {
+        note_stream(c, stream);
+        let driver = driver::get()?;
+        let event = driver.events.get(event)?;
+        if flags != 0 {
+            return Err(status::INVALID_VALUE);
+        }
+        let mark = event.latest();
+        if driver::is_default_stream(stream) {
+            event.wait_for(mark);
+            return Ok(());
+        }
+        any_stream(driver, stream)?.submit(move || event.wait_for(mark));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventCreate(event: *mut Handle, flags: c_uint) -> CuResult {
+    call("cuEventCreate", |_| {
+        let (driver, _) = current()?;
+        // Default, blocking sync, disable timing, interprocess.
+        if flags & !0x7 != 0 || event.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        out(event, driver.events.insert(Arc::new(Event::default())))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventRecord(event: Handle, stream: Handle) -> CuResult {
+    call("cuEventRecord", |c| {
+        note_stream(c, stream);
+        let driver = driver::get()?;
+        let event = driver.events.get(event)?;
+        let mark = event.record();
+        if driver::is_default_stream(stream) {
+            let (_, d) = current()?;
+            driver.legacy_sync(d);
+            event.reach(mark);
+            return Ok(());
+        }
+        any_stream(driver, stream)?.submit(move || event.reach(mark));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventSynchronize(event: Handle) -> CuResult {
+    call("cuEventSynchronize", |_| {
+        let event = driver::get()?.events.get(event)?;
+        event.wait_for(event.latest());
+        Ok(())
+    })
+}
+
+fn destroy_event(event: Handle) -> Result<()> {
+    driver::get()?.events.remove(event).map(|_| ())
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventDestroy_v2(event: Handle) -> CuResult {
+    call("cuEventDestroy_v2", |_| destroy_event(event))
+}
+
+/// The pre-CUDA-4 name, which LLVM 19's plugin resolves (same behaviour).
+#[no_mangle]
+pub extern "C" fn cuEventDestroy(event: Handle) -> CuResult {
+    call("cuEventDestroy", |_| destroy_event(event))
+}
+
+// ---- modules and kernels ------------------------------------------------------------------
+
+fn load_module(module: *mut Handle, image: *const c_void, c: &mut Call) -> Result<()> {
+    let (driver, d) = current()?;
+    if module.is_null() || image.is_null() {
+        return Err(status::INVALID_VALUE);
+    }
+    let loaded = load::load(driver, d, image as usize)?;
+    let twin = loaded.twin.is_some();
+    let handle = driver.modules.insert(Arc::new(loaded));
+    c.note(|| format!("module={handle:#x} twin={twin}"));
+    out(module, handle)
+}
+
+#[no_mangle]
+pub extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_void) -> CuResult {
+    call("cuModuleLoadData", |c| load_module(module, image, c))
+}
+
+#[no_mangle]
+pub extern "C" fn cuModuleLoadDataEx(
+    module: *mut Handle,
+    image: *const c_void,
+    options: c_uint,
+    _keys: *mut c_int,
+    _values: *mut *mut c_void,
+) -> CuResult {
+    // JIT options only tune PTX compilation, which the emulator does not do.
+    call("cuModuleLoadDataEx", |c| {
+        c.note(|| format!("options={options}"));
+        load_module(module, image, c)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuModuleUnload(module: Handle) -> CuResult {
+    call("cuModuleUnload", |_| {
+        let driver = driver::get()?;
+        let gone = driver.modules.remove(module)?;
+        driver.device_sync(gone.device);
+        driver.unload(module, &gone);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuModuleGetGlobal_v2(
+    pointer: *mut CUdeviceptr,
+    size: *mut usize,
+    module: Handle,
+    name: *const c_char,
+) -> CuResult {
+    call("cuModuleGetGlobal_v2", |c| {
+        let driver = driver::get()?;
+        let m = driver.modules.get(module)?;
+        if name.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        // SAFETY: a NUL-terminated name (the caller's contract).
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        c.note(|| format!("name={name}"));
+        let (address, bytes) = m.global(&name, &driver.book)?;
+        if !pointer.is_null() {
+            out(pointer, address as CUdeviceptr)?;
+        }
+        if !size.is_null() {
+            out(size, bytes)?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuModuleGetFunction(
+    function: *mut Handle,
+    module: Handle,
+    name: *const c_char,
+) -> CuResult {
+    call("cuModuleGetFunction", |c| {
+        let driver = driver::get()?;
+        let m = driver.modules.get(module)?;
+        if name.is_null() || function.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        // SAFETY: a NUL-terminated name (the caller's contract).
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        c.note(|| format!("name={name}"));
+        let kernel = m.image.kernels.get(&name).ok_or(status::NOT_FOUND)?.clone();
+        let mut given = m.functions.lock().unwrap();
+        if let Some(&handle) = given.get(&name) {
+            return out(function, handle);
+        }
+        let entry = m.twin.as_ref().and_then(|t| t.symbol(&name));
+        let allowed = profile::SHARED_DEFAULT.saturating_sub(kernel.static_shared);
+        let handle = driver.functions.insert(Arc::new(Function {
+            module,
+            device: m.device,
+            name: name.clone(),
+            kernel,
+            entry,
+            max_dynamic_shared: AtomicU32::new(allowed),
+            _module: m.clone(),
+        }));
+        given.insert(name, handle);
+        out(function, handle)
+    })
+}
+
+/// `CU_FUNC_ATTRIBUTE_*` numbers the emulator answers.
+const FUNC_MAX_THREADS_PER_BLOCK: c_int = 0;
+const FUNC_SHARED_SIZE_BYTES: c_int = 1;
+const FUNC_NUM_REGS: c_int = 4;
+const FUNC_PTX_VERSION: c_int = 5;
+const FUNC_BINARY_VERSION: c_int = 6;
+const FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
+
+#[no_mangle]
+pub extern "C" fn cuFuncGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    function: Handle,
+) -> CuResult {
+    call("cuFuncGetAttribute", |c| {
+        c.note(|| format!("attribute={attribute}"));
+        let f = driver::get()?.functions.get(function)?;
+        let answer = match attribute {
+            FUNC_MAX_THREADS_PER_BLOCK => f.kernel.max_threads as c_int,
+            FUNC_SHARED_SIZE_BYTES => f.kernel.static_shared as c_int,
+            FUNC_NUM_REGS => 32,
+            FUNC_PTX_VERSION | FUNC_BINARY_VERSION => profile::SM as c_int,
+            FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
+                f.max_dynamic_shared.load(Ordering::Relaxed) as c_int
+            }
+            2 | 3 | 7 => 0, // constant and local memory, cache mode
+            9 => -1,        // preferred shared-memory carveout: none
+            10..=16 => 0,   // cluster attributes
+            _ => return Err(status::INVALID_VALUE),
+        };
+        out(value, answer)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuFuncSetAttribute(function: Handle, attribute: c_int, value: c_int) -> CuResult {
+    call("cuFuncSetAttribute", |c| {
+        c.note(|| format!("attribute={attribute} value={value}"));
+        let f = driver::get()?.functions.get(function)?;
+        match attribute {
+            FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
+                let limit = profile::SHARED_OPTIN.saturating_sub(f.kernel.static_shared);
+                let value = u32::try_from(value)
+                    .ok()
+                    .filter(|&v| v <= limit)
+                    .ok_or(status::INVALID_VALUE)?;
+                f.max_dynamic_shared.store(value, Ordering::Relaxed);
+                Ok(())
+            }
+            9 => Ok(()), // carveout: a hint
+            _ => Err(status::INVALID_VALUE),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchKernel(
+    function: Handle,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult {
+    call("cuLaunchKernel", |c| {
+        note_stream(c, stream);
+        c.note(|| format!("grid={grid_x}x{grid_y}x{grid_z} block={block_x}x{block_y}x{block_z} shared={shared}"));
+        let (driver, d) = current()?;
+        let f = driver.functions.get(function)?;
+        c.note(|| format!("kernel={}", f.name));
+        if f.device != d {
+            return Err(status::INVALID_HANDLE);
+        }
+        let queue = driver.stream(stream, d)?;
+        launch::check_geometry(
+            &f,
+            [grid_x, grid_y, grid_z],
+            [block_x, block_y, block_z],
+            shared,
+        )?;
+        // SAFETY: the pointers are the caller's, as cuLaunchKernel defines them.
+        let buffer =
+            unsafe { launch::parameters(&f, params as *const *const u8, extra as *const usize) }?;
+        let Some(entry) = f.entry else {
+            eprintln!(
+                "omptarget-emu (CUDA): kernel {} has no x86-64 twin to run on the CPU; {}",
+                f.name,
+                twin::HOW_TO_BUILD
+            );
+            return Err(status::NOT_SUPPORTED);
+        };
+        let arguments = launch::twin_arguments(&f, &buffer)?;
+        let keep = f.clone();
+        in_order(driver, d, queue, move || {
+            // SAFETY: `entry` is the twin's kernel of this name, which takes one
+            // pointer-sized value per parameter; `keep` holds its image loaded.
+            unsafe { plugin_api::native_code::call_with_args(entry, &arguments) };
+            drop(keep);
+        });
+        Ok(())
+    })
+}

@@ -1,0 +1,369 @@
+//! What the emulator reads from a module image, without trusting it: a cubin's kernels (their
+//! parameter layout, thread limit and static shared memory from `.nv.info.<kernel>` and
+//! `.nv.shared.<kernel>`), its global variables with their sections' initial bytes and the
+//! relocations that point them at each other; or a PTX text's `.target`, entries and globals.
+
+use object::elf;
+use object::read::elf::{ElfFile64, FileHeader, SectionHeader, Sym};
+use object::{Endianness, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
+use std::collections::HashMap;
+
+/// NVIDIA's symbol type for variables in `.nv.global*`/`.nv.constant*` sections.
+const STT_CUDA_OBJECT: u8 = 13;
+/// `st_other` bit of kernel entry points.
+const STO_CUDA_ENTRY: u8 = 0x10;
+/// `.nv.info` attributes (format byte 4: a 16-bit size, then that many bytes).
+const EIATTR_MAX_THREADS: u8 = 0x05;
+const EIATTR_REQNTID: u8 = 0x10;
+const EIATTR_KPARAM_INFO: u8 = 0x17;
+const EIATTR_CBANK_PARAM_SIZE: u8 = 0x19;
+const EIFMT_SVAL: u8 = 0x04;
+/// Relocations of data: 64-bit absolute addresses (R_CUDA_64, R_CUDA_G64) and 32-bit ones.
+const R_CUDA_32: u32 = 1;
+const R_CUDA_64: u32 = 2;
+const R_CUDA_G64: u32 = 4;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Kernel {
+    /// (offset, size) of each parameter in the parameter buffer, in order.
+    pub params: Vec<(u32, u32)>,
+    /// The parameter buffer's size.
+    pub param_size: u32,
+    /// The most threads per block the kernel was built for.
+    pub max_threads: u32,
+    pub static_shared: u32,
+}
+
+/// A section of global variables, placed in device memory when the module loads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataSection {
+    pub name: String,
+    pub size: usize,
+    /// Initial bytes (empty for zero-initialised sections).
+    pub bytes: Vec<u8>,
+    pub relocations: Vec<Relocation>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relocation {
+    pub offset: usize,
+    pub width: usize,
+    /// The target: a data section (index into `sections`) and offset in it.
+    pub target: Option<(usize, usize)>,
+    pub addend: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Global {
+    pub section: usize,
+    pub offset: usize,
+    pub size: usize,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ModuleImage {
+    pub kernels: HashMap<String, Kernel>,
+    pub sections: Vec<DataSection>,
+    pub globals: HashMap<String, Global>,
+}
+
+/// The size of an ELF image at `bytes` whose length the caller does not know (the driver is
+/// handed a bare pointer): the end of its furthest header table or section. `None` if the
+/// header is not a 64-bit little-endian ELF header.
+pub fn elf_extent(header: &[u8; 64]) -> Option<u64> {
+    if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    let u16_at = |at: usize| u16::from_le_bytes([header[at], header[at + 1]]) as u64;
+    let u64_at = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap());
+    let (phoff, shoff) = (u64_at(32), u64_at(40));
+    let ph_end = phoff.checked_add(u16_at(54).checked_mul(u16_at(56))?)?;
+    let sh_end = shoff.checked_add(u16_at(58).checked_mul(u16_at(60))?)?;
+    Some(ph_end.max(sh_end).max(64))
+}
+
+/// The end of the furthest section of a cubin whose header tables end at `bytes.len()`.
+pub fn sections_extent(bytes: &[u8]) -> Option<u64> {
+    let header = elf::FileHeader64::<Endianness>::parse(bytes).ok()?;
+    let endian = header.endian().ok()?;
+    let sections = header.section_headers(endian, bytes).ok()?;
+    let mut end = bytes.len() as u64;
+    for s in sections {
+        if s.sh_type(endian) != elf::SHT_NOBITS {
+            end = end.max(s.sh_offset(endian).checked_add(s.sh_size(endian))?);
+        }
+    }
+    Some(end)
+}
+
+impl ModuleImage {
+    pub fn read_cubin(bytes: &[u8]) -> Result<ModuleImage, String> {
+        let file = ElfFile64::<Endianness>::parse(bytes)
+            .map_err(|e| format!("the cubin's ELF structure is invalid: {e}"))?;
+        let endian = file.endian();
+        let mut image = ModuleImage::default();
+        // Sections holding variables, by ELF section index.
+        let mut placed: HashMap<usize, usize> = HashMap::new();
+        for symbol in file.symbols() {
+            let raw = symbol.elf_symbol();
+            let kind = raw.st_type();
+            let Some(index) = symbol.section_index() else {
+                continue;
+            };
+            let Ok(name) = symbol.name() else { continue };
+            if kind == elf::STT_FUNC && raw.st_other() & STO_CUDA_ENTRY != 0 {
+                image
+                    .kernels
+                    .insert(name.to_owned(), kernel_info(&file, name)?);
+                continue;
+            }
+            if kind != elf::STT_OBJECT && kind != STT_CUDA_OBJECT {
+                continue;
+            }
+            let section = file
+                .section_by_index(index)
+                .map_err(|e| format!("symbol {name} names a missing section: {e}"))?;
+            let section_name = section.name().unwrap_or("");
+            if !section_name.starts_with(".nv.global") && !section_name.starts_with(".nv.constant")
+            {
+                continue;
+            }
+            let slot = match placed.get(&index.0) {
+                Some(&slot) => slot,
+                None => {
+                    let slot = image.sections.len();
+                    image.sections.push(data_section(&section, endian)?);
+                    placed.insert(index.0, slot);
+                    slot
+                }
+            };
+            let (offset, size) = (raw.st_value(endian), raw.st_size(endian));
+            let end = offset
+                .checked_add(size)
+                .filter(|&e| e <= image.sections[slot].size as u64);
+            if end.is_none() {
+                return Err(format!(
+                    "global {name} lies outside its section {section_name}"
+                ));
+            }
+            if raw.st_bind() != elf::STB_LOCAL || !image.globals.contains_key(name) {
+                image.globals.insert(
+                    name.to_owned(),
+                    Global {
+                        section: slot,
+                        offset: offset as usize,
+                        size: size as usize,
+                    },
+                );
+            }
+        }
+        // Relocations of the placed sections, now that every target section has a slot.
+        for (&index, &slot) in &placed {
+            let section = file.section_by_index(object::SectionIndex(index)).unwrap();
+            for (offset, relocation) in section.relocations() {
+                let RelocationFlags::Elf { r_type } = relocation.flags() else {
+                    continue;
+                };
+                let width = match r_type {
+                    R_CUDA_64 | R_CUDA_G64 => 8,
+                    R_CUDA_32 => 4,
+                    _ => continue,
+                };
+                let in_bounds = offset
+                    .checked_add(width as u64)
+                    .is_some_and(|e| e <= image.sections[slot].size as u64);
+                if !in_bounds {
+                    return Err(format!(
+                        "a relocation at {offset:#x} lies outside its section"
+                    ));
+                }
+                let target = match relocation.target() {
+                    RelocationTarget::Symbol(s) => file.symbol_by_index(s).ok().and_then(|t| {
+                        let slot = *placed.get(&t.section_index()?.0)?;
+                        Some((slot, t.address() as usize))
+                    }),
+                    _ => None,
+                };
+                image.sections[slot].relocations.push(Relocation {
+                    offset: offset as usize,
+                    width,
+                    target,
+                    addend: relocation.addend(),
+                });
+            }
+        }
+        Ok(image)
+    }
+
+    /// PTX: `.entry` kernels (parameters: what `.param` lines say) and `.global` variables
+    /// (zero-initialised; the twin's storage is used where it has the variable).
+    pub fn read_ptx(text: &str) -> ModuleImage {
+        let mut image = ModuleImage::default();
+        let mut globals = DataSection {
+            name: ".nv.global".into(),
+            size: 0,
+            bytes: Vec::new(),
+            relocations: Vec::new(),
+        };
+        let mut current: Option<String> = None;
+        for line in text.lines().map(str::trim) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let Some(at) = words.iter().position(|w| *w == ".entry") {
+                let name = words.get(at + 1).map(|w| w.split('(').next().unwrap_or(""));
+                if let Some(name) = name.filter(|n| !n.is_empty()) {
+                    image.kernels.insert(
+                        name.to_owned(),
+                        Kernel {
+                            max_threads: 1024,
+                            ..Kernel::default()
+                        },
+                    );
+                    current = Some(name.to_owned());
+                }
+            } else if words.first() == Some(&".param") {
+                if let (Some(kernel), Some(size)) = (&current, ptx_param_size(&words)) {
+                    let k = image.kernels.get_mut(kernel).unwrap();
+                    let offset = k.param_size.next_multiple_of(size.min(8));
+                    k.params.push((offset, size));
+                    k.param_size = offset + size;
+                }
+            } else if words.contains(&".global") && !line.contains('(') {
+                if let Some((name, size)) = ptx_global(&words) {
+                    let offset = globals.size.next_multiple_of(8);
+                    globals.size = offset + size;
+                    image.globals.insert(
+                        name,
+                        Global {
+                            section: 0,
+                            offset,
+                            size,
+                        },
+                    );
+                }
+            } else if line.starts_with('}') {
+                current = None;
+            }
+        }
+        image.sections.push(globals);
+        image
+    }
+}
+
+fn ptx_type_size(ty: &str) -> Option<u32> {
+    let digits: String = ty.chars().filter(|c| c.is_ascii_digit()).collect();
+    Some(digits.parse::<u32>().ok()? / 8).filter(|&s| s > 0)
+}
+
+/// `.param .u64 name` or `.param .align 8 .b8 name[16]`.
+fn ptx_param_size(words: &[&str]) -> Option<u32> {
+    let ty = words.iter().find(|w| {
+        w.starts_with(".u") || w.starts_with(".b") || w.starts_with(".s") || w.starts_with(".f")
+    })?;
+    let element = ptx_type_size(ty)?;
+    let count = words
+        .last()?
+        .split_once('[')
+        .and_then(|(_, n)| n.trim_end_matches([']', ',', ';']).parse::<u32>().ok())
+        .unwrap_or(1);
+    element.checked_mul(count)
+}
+
+/// `.visible .global .align 4 .b8 name[12];` or `.global .u32 name = 5;`.
+fn ptx_global(words: &[&str]) -> Option<(String, usize)> {
+    let at = words.iter().position(|w| {
+        w.starts_with(".u") || w.starts_with(".b") || w.starts_with(".s") || w.starts_with(".f")
+    })?;
+    let element = ptx_type_size(words[at])? as usize;
+    let declarator = words.get(at + 1)?.trim_end_matches(';');
+    let (name, count) = match declarator.split_once('[') {
+        Some((name, n)) => (name, n.trim_end_matches(']').parse::<usize>().ok()?),
+        None => (declarator, 1),
+    };
+    Some((name.to_owned(), element.checked_mul(count)?))
+}
+
+fn data_section(
+    section: &object::read::elf::ElfSection64<'_, '_, Endianness>,
+    endian: Endianness,
+) -> Result<DataSection, String> {
+    let header = section.elf_section_header();
+    let size = usize::try_from(header.sh_size(endian)).map_err(|_| "section too large")?;
+    if size > 1 << 32 {
+        return Err(format!("section of {size} bytes"));
+    }
+    let bytes = if header.sh_type(endian) == elf::SHT_PROGBITS {
+        let data = section
+            .data()
+            .map_err(|e| format!("section data outside the image: {e}"))?;
+        if data.len() != size {
+            return Err("section data outside the image".into());
+        }
+        data.to_vec()
+    } else {
+        Vec::new()
+    };
+    Ok(DataSection {
+        name: section.name().unwrap_or("").to_owned(),
+        size,
+        bytes,
+        relocations: Vec::new(),
+    })
+}
+
+/// A kernel's attributes from its `.nv.info.<name>` and `.nv.shared.<name>` sections.
+fn kernel_info(file: &ElfFile64<'_, Endianness>, name: &str) -> Result<Kernel, String> {
+    let mut kernel = Kernel {
+        max_threads: 1024,
+        ..Kernel::default()
+    };
+    if let Some(shared) = file.section_by_name(&format!(".nv.shared.{name}")) {
+        kernel.static_shared = u32::try_from(shared.size()).unwrap_or(u32::MAX);
+    }
+    let Some(info) = file.section_by_name(&format!(".nv.info.{name}")) else {
+        return Ok(kernel);
+    };
+    let data = info.data().map_err(|e| format!("kernel {name}: {e}"))?;
+    let mut at = 0usize;
+    while let Some(record) = data.get(at..at + 4) {
+        let (format, attribute) = (record[0], record[1]);
+        let value = u16::from_le_bytes([record[2], record[3]]);
+        at += 4;
+        if format != EIFMT_SVAL {
+            if attribute == EIATTR_CBANK_PARAM_SIZE {
+                kernel.param_size = value as u32;
+            }
+            continue;
+        }
+        let body = data
+            .get(at..at + value as usize)
+            .ok_or_else(|| format!("kernel {name}: .nv.info record past its section"))?;
+        at += value as usize;
+        let word = |i: usize| {
+            body.get(i * 4..i * 4 + 4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        };
+        match attribute {
+            EIATTR_KPARAM_INFO => {
+                let (Some(position), Some(flags)) = (word(1), word(2)) else {
+                    return Err(format!("kernel {name}: short parameter record"));
+                };
+                let offset = position >> 16;
+                let size = (flags >> 18) & 0x3fff;
+                kernel.params.push((offset, size));
+            }
+            EIATTR_MAX_THREADS | EIATTR_REQNTID => {
+                if let (Some(x), Some(y), Some(z)) = (word(0), word(1), word(2)) {
+                    let product = x.saturating_mul(y).saturating_mul(z);
+                    if product > 0 {
+                        kernel.max_threads = kernel.max_threads.min(product);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    kernel.params.sort_unstable();
+    let end = kernel.params.iter().map(|&(o, s)| o + s).max().unwrap_or(0);
+    kernel.param_size = kernel.param_size.max(end);
+    Ok(kernel)
+}

@@ -1,0 +1,136 @@
+//! `cuModuleLoadData`: reading an image from a bare pointer, checking it as the driver does,
+//! placing its variables in device memory and finding its twin.
+
+use crate::driver::{Driver, Module};
+use crate::image::{self, ModuleImage};
+use crate::memory::{Kind, Region};
+use crate::profile;
+use crate::status::{self, Result};
+use crate::twin;
+use plugin_api::gpu::cuda_image::{self, ImageKind, SmVersion};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// The image at `address`, its length found from its own headers (ELF) or its terminating NUL
+/// (PTX).
+fn image_bytes(address: usize) -> Result<&'static [u8]> {
+    let header = read(address, 64)?;
+    if header.starts_with(b"\x7fELF") {
+        let extent = image::elf_extent(header.try_into().unwrap()).ok_or(status::INVALID_IMAGE)?;
+        let headers = read(
+            address,
+            usize::try_from(extent).map_err(|_| status::INVALID_IMAGE)?,
+        )?;
+        let full = image::sections_extent(headers).ok_or(status::INVALID_IMAGE)?;
+        return read(
+            address,
+            usize::try_from(full).map_err(|_| status::INVALID_IMAGE)?,
+        );
+    }
+    // SAFETY: the driver's contract: a PTX image is a NUL-terminated string.
+    let text = unsafe { std::ffi::CStr::from_ptr(address as *const std::ffi::c_char) };
+    Ok(text.to_bytes())
+}
+
+fn read(address: usize, len: usize) -> Result<&'static [u8]> {
+    if address == 0 || len > 1 << 32 {
+        return Err(status::INVALID_VALUE);
+    }
+    // SAFETY: the driver's contract: the caller's image stays readable during the load; its
+    // headers say how long it is.
+    Ok(unsafe { std::slice::from_raw_parts(address as *const u8, len) })
+}
+
+pub fn load(driver: &Driver, device: usize, address: usize) -> Result<Module> {
+    let bytes = image_bytes(address)?;
+    let device_sm = SmVersion(profile::SM);
+    let kind = cuda_image::classify(bytes).map_err(|why| {
+        eprintln!("omptarget-emu (CUDA): cuModuleLoadData: {why}");
+        status::INVALID_IMAGE
+    })?;
+    let image = match kind {
+        ImageKind::Cubin { sm } => {
+            if cuda_image::compatible(&kind, device_sm).is_err() {
+                eprintln!("omptarget-emu (CUDA): the cubin is for {sm}, the device is {device_sm}");
+                return Err(status::NO_BINARY_FOR_GPU);
+            }
+            ModuleImage::read_cubin(bytes).map_err(|why| {
+                eprintln!("omptarget-emu (CUDA): cuModuleLoadData: {why}");
+                status::INVALID_IMAGE
+            })?
+        }
+        ImageKind::Ptx { target } => {
+            if target.is_some_and(|t| t > device_sm) {
+                return Err(status::INVALID_PTX);
+            }
+            ModuleImage::read_ptx(&String::from_utf8_lossy(bytes))
+        }
+    };
+    let storage = place(driver, device, &image)?;
+    let twin = match twin::load_for(address, bytes.len()) {
+        Ok(twin) => twin,
+        Err(why) => {
+            eprintln!("omptarget-emu (CUDA): {why}");
+            None
+        }
+    };
+    Ok(Module {
+        device,
+        image,
+        storage,
+        twin,
+        twin_regions: Mutex::new(Vec::new()),
+        functions: Mutex::new(HashMap::new()),
+    })
+}
+
+/// Puts each data section in device memory with its initial bytes and relocations applied.
+fn place(driver: &Driver, device: usize, image: &ModuleImage) -> Result<Vec<usize>> {
+    let mut storage = Vec::new();
+    for section in &image.sections {
+        match driver.devices[device].memory.allocate(section.size.max(1)) {
+            Ok(start) => {
+                driver.book.insert(Region {
+                    start,
+                    size: section.size.max(1),
+                    kind: Kind::ModuleGlobal,
+                    device: Some(device),
+                });
+                storage.push(start);
+            }
+            Err(e) => {
+                for &start in &storage {
+                    driver.book.remove(start);
+                    let _ = driver.devices[device].memory.free(start);
+                }
+                return Err(e);
+            }
+        }
+    }
+    for (section, &start) in image.sections.iter().zip(&storage) {
+        // SAFETY: `start` is a fresh accessible allocation of at least `section.size` bytes
+        // and `bytes` is at most that long (checked by the image reader).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                section.bytes.as_ptr(),
+                start as *mut u8,
+                section.bytes.len(),
+            )
+        };
+        for relocation in &section.relocations {
+            let target = relocation
+                .target
+                .map_or(0, |(slot, offset)| storage[slot] + offset)
+                .wrapping_add_signed(relocation.addend as isize);
+            let at = (start + relocation.offset) as *mut u8;
+            // SAFETY: the reader checked that offset + width lies inside the section.
+            unsafe {
+                match relocation.width {
+                    8 => at.cast::<u64>().write_unaligned(target as u64),
+                    _ => at.cast::<u32>().write_unaligned(target as u32),
+                }
+            }
+        }
+    }
+    Ok(storage)
+}

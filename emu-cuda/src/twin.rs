@@ -1,0 +1,132 @@
+//! A GPU image's x86-64 twin: the host image that clang builds beside it when a program names
+//! both offload targets, whose kernels have the same names. The emulator finds the twin in the
+//! loaded program's `.llvm.offloading` section, loads one copy per module from memory, and runs
+//! each kernel through it.
+
+use plugin_api::native_code;
+use plugin_api::offload_binary;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How to build a program whose kernels can run here.
+pub const HOW_TO_BUILD: &str = "build the program with an x86-64 twin of its GPU image: \
+    -fopenmp-targets=nvptx64-nvidia-cuda,x86_64-pc-linux-gnu -Xopenmp-target=nvptx64-nvidia-cuda \
+    -march=sm_90 (see the README, section on the emulated drivers)";
+
+/// The offload section of one loaded object (the program or a shared library).
+struct OffloadSection {
+    /// Where the section is mapped in this process (0..0 when it is not allocated).
+    mapped: std::ops::Range<usize>,
+    bytes: Vec<u8>,
+}
+
+/// One loaded copy of a twin image.
+pub struct Twin {
+    library: libloading::os::unix::Library,
+    _file: OwnedFd,
+}
+
+impl Twin {
+    /// The address of `name` in this copy.
+    pub fn symbol(&self, name: &str) -> Option<usize> {
+        native_code::symbol_address(&self.library, name)
+    }
+}
+
+/// Loads the twin of the GPU image at `image` (`len` bytes): the x86-64 image of the same
+/// object's offload section. `Ok(None)` when there is none; `Err` when it would not load.
+pub fn load_for(image: usize, len: usize) -> Result<Option<Twin>, String> {
+    // SAFETY: the caller read `len` bytes at `image` already (the module's own bytes).
+    let wanted = unsafe { std::slice::from_raw_parts(image as *const u8, len) };
+    let sections = offload_sections();
+    let owner = sections
+        .iter()
+        .find(|s| s.mapped.contains(&image))
+        .or_else(|| {
+            sections.iter().find(|s| {
+                offload_binary::containers(&s.bytes)
+                    .iter()
+                    .any(|c| offload_binary::unwrap(c).is_ok_and(|u| u.bytes.starts_with(wanted)))
+            })
+        });
+    let Some(owner) = owner else {
+        return Ok(None);
+    };
+    let twin = offload_binary::containers(&owner.bytes)
+        .into_iter()
+        .filter_map(|c| offload_binary::unwrap(c).ok())
+        .find(|u| u.triple.starts_with("x86_64"));
+    let Some(twin) = twin else {
+        return Ok(None);
+    };
+    static LOADED: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "omptarget-emu-twin{}",
+        LOADED.fetch_add(1, Ordering::Relaxed)
+    );
+    let file = native_code::memory_file(&name, twin.bytes)
+        .map_err(|e| format!("cannot create an in-memory file for the twin image: {e}"))?;
+    let library = native_code::open_library(&native_code::fd_path(&file))
+        .map_err(|e| format!("the dynamic loader refused the twin image: {e}"))?;
+    Ok(Some(Twin {
+        library,
+        _file: file,
+    }))
+}
+
+/// The `.llvm.offloading` sections of every object loaded in this process.
+fn offload_sections() -> Vec<OffloadSection> {
+    loaded_objects()
+        .into_iter()
+        .filter_map(|(path, bias)| section_of(&path, bias))
+        .collect()
+}
+
+fn section_of(path: &str, bias: usize) -> Option<OffloadSection> {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let section = file.section_by_name(".llvm.offloading")?;
+    let bytes = section.data().ok()?.to_vec();
+    let start = bias.checked_add(section.address() as usize)?;
+    let mapped = if section.address() != 0 {
+        start..start + bytes.len()
+    } else {
+        0..0
+    };
+    Some(OffloadSection { mapped, bytes })
+}
+
+/// (file, load bias) of each loaded object; the program itself is `/proc/self/exe`.
+fn loaded_objects() -> Vec<(String, usize)> {
+    extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        found: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info record and our `found` vector.
+        let (info, found) = unsafe { (&*info, &mut *(found as *mut Vec<(String, usize)>)) };
+        let name = if info.dlpi_name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
+            unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let path = if name.is_empty() && found.is_empty() {
+            "/proc/self/exe".to_owned()
+        } else {
+            name
+        };
+        if !path.is_empty() && !path.starts_with("linux-vdso") {
+            found.push((path, info.dlpi_addr as usize));
+        }
+        0
+    }
+    let mut found: Vec<(String, usize)> = Vec::new();
+    // SAFETY: the callback only reads the records and appends to `found`, which outlives the
+    // call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), &mut found as *mut _ as *mut libc::c_void) };
+    found
+}
