@@ -91,7 +91,9 @@ pub struct CudaDevice {
     streams: ResourcePool<Stream>,
     events: ResourcePool<Event>,
     images: RwLock<Vec<Option<LoadedImage>>>,
-    kernels: RwLock<Vec<Kernel>>,
+    /// Shared so a launch takes its kernel out of the table and drops the lock before it
+    /// touches the driver (a synchronous launch waits for the device).
+    kernels: RwLock<Vec<Arc<Kernel>>>,
     deferred: Mutex<HashMap<usize, Vec<Deferred>>>,
     deferred_count: AtomicUsize,
     /// Backing store for device-side malloc (`__omp_rtl_device_memory_pool`), shared by all
@@ -842,7 +844,7 @@ impl CudaDevice {
             })
         })?;
         let mut kernels = self.kernels.write().unwrap();
-        kernels.push(kernel);
+        kernels.push(Arc::new(kernel));
         Ok(KernelHandle(kernels.len() as u64))
     }
 
@@ -903,8 +905,7 @@ impl CudaDevice {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
-        let kernels = self.kernels.read().unwrap();
-        let kernel = kernel_at(&kernels, handle)?;
+        let kernel = kernel_at(&self.kernels, handle)?;
         let (blocks, threads) = kernel.limits.geometry(&self.grid, config);
         let mode = kernel
             .limits
@@ -947,8 +948,7 @@ impl CudaDevice {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
-        let kernels = self.kernels.read().unwrap();
-        let kernel = kernel_at(&kernels, handle)?;
+        let kernel = kernel_at(&self.kernels, handle)?;
         let grid = config.num_teams.map(|n| n.max(1));
         let block = config.thread_limit.map(|n| n.max(1));
         if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
@@ -1096,9 +1096,41 @@ fn as_bytes<T: Copy>(value: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts(value as *const T as *const u8, std::mem::size_of::<T>()) }
 }
 
-/// The kernel a handle names in the device's kernel list.
-fn kernel_at(kernels: &[Kernel], handle: KernelHandle) -> Result<&Kernel> {
+/// The kernel a handle names in the device's kernel list, taken out of the table: the read
+/// lock is released before the caller launches, so loading kernels never waits for a launch.
+fn kernel_at(kernels: &RwLock<Vec<Arc<Kernel>>>, handle: KernelHandle) -> Result<Arc<Kernel>> {
+    let kernels = kernels.read().unwrap();
     index_of(handle.0, kernels.len())
-        .map(|i| &kernels[i])
+        .map(|i| Arc::clone(&kernels[i]))
         .ok_or_else(|| invalid_handle("kernel", handle.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(name: &str) -> Kernel {
+        Kernel {
+            name: name.into(),
+            function: Function(std::ptr::null_mut()),
+            limits: KernelLimits::new(None, &GridValues::NVPTX, 1024),
+        }
+    }
+
+    #[test]
+    fn a_launch_does_not_hold_the_kernel_table() {
+        let table = RwLock::new(vec![Arc::new(kernel("a"))]);
+        let taken = kernel_at(&table, KernelHandle(1)).unwrap();
+        // Another thread may add a kernel while this launch is under way.
+        table.try_write().unwrap().push(Arc::new(kernel("b")));
+        assert_eq!(taken.name, "a");
+        assert_eq!(kernel_at(&table, KernelHandle(2)).unwrap().name, "b");
+    }
+
+    #[test]
+    fn kernel_handles_are_one_based() {
+        let table = RwLock::new(vec![Arc::new(kernel("a"))]);
+        assert!(kernel_at(&table, KernelHandle(0)).is_err());
+        assert!(kernel_at(&table, KernelHandle(2)).is_err());
+    }
 }
