@@ -4,6 +4,7 @@
 
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
+use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::resources::ResourcePool;
 use plugin_api::gpu::{DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
@@ -64,6 +65,8 @@ struct Kernel {
     name: String,
     function: Function,
     limits: KernelLimits,
+    /// How much dynamic shared memory the kernel may use now; raised on demand.
+    dynamic_shared: DynamicSharedLimit,
 }
 
 /// Work to do once a stream's operations have completed.
@@ -86,6 +89,8 @@ pub struct CudaDevice {
     context: Context,
     grid: GridValues,
     hardware_parallelism: u64,
+    /// Most shared memory one block may use with opt-in.
+    shared_memory_optin: u32,
     plugin_devices: u32,
     settings: Settings,
     streams: ResourcePool<Stream>,
@@ -147,7 +152,7 @@ impl CudaDevice {
         driver
             .set_current(context)
             .map_err(|e| failed("making the context current", e))?;
-        let setup = || -> Result<(GridValues, u64)> {
+        let setup = || -> Result<(GridValues, u64, u32)> {
             if let Some(bytes) = settings.stack_size {
                 driver
                     .set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes)
@@ -173,9 +178,18 @@ impl CudaDevice {
                 d,
                 Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
             )?;
-            Ok((grid, sms as u64 * (per_sm / grid.warp_size) as u64))
+            // Drivers before CUDA 9 do not know the attribute: no opt-in there.
+            let optin = driver
+                .attribute(
+                    d,
+                    Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                )
+                .map_or(DEFAULT_SHARED_BYTES, |v| {
+                    (v.max(0) as u32).max(DEFAULT_SHARED_BYTES)
+                });
+            Ok((grid, sms as u64 * (per_sm / grid.warp_size) as u64, optin))
         };
-        let (grid, hardware_parallelism) = match setup() {
+        let (grid, hardware_parallelism, shared_memory_optin) = match setup() {
             Ok(v) => v,
             Err(e) => {
                 let _ = driver.release_primary_context(d);
@@ -200,6 +214,7 @@ impl CudaDevice {
             context,
             grid,
             hardware_parallelism,
+            shared_memory_optin,
             plugin_devices,
             settings,
             streams,
@@ -841,11 +856,55 @@ impl CudaDevice {
                 name: name.to_owned(),
                 function,
                 limits: KernelLimits::new(environment, &self.grid, function_max.max(1) as u32),
+                dynamic_shared: self.dynamic_shared_limit(function),
             })
         })?;
         let mut kernels = self.kernels.write().unwrap();
         kernels.push(Arc::new(kernel));
         Ok(KernelHandle(kernels.len() as u64))
+    }
+
+    /// The kernel's dynamic shared memory limit as loaded (48 KiB less its static shared
+    /// memory unless the image says otherwise), and its static shared memory.
+    fn dynamic_shared_limit(&self, function: Function) -> DynamicSharedLimit {
+        use sys::CUfunction_attribute as F;
+        let read = |a| self.driver.function_attribute(function, a).ok();
+        let static_bytes = read(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+            .unwrap_or(0)
+            .max(0) as u32;
+        let current = read(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+            .map(|v| v.max(0) as u32)
+            .unwrap_or(DEFAULT_SHARED_BYTES.saturating_sub(static_bytes));
+        DynamicSharedLimit::new(current, static_bytes)
+    }
+
+    /// Opts the kernel in to `bytes` of dynamic shared memory if its limit is lower (launches
+    /// above the default 48 KiB fail otherwise).
+    fn reserve_shared_memory(&self, kernel: &Kernel, bytes: u32) -> Result<()> {
+        let set = |limit: u32| {
+            self.driver.set_function_attribute(
+                kernel.function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                limit as i32,
+            )
+        };
+        match kernel
+            .dynamic_shared
+            .ensure(bytes, self.shared_memory_optin, set)
+        {
+            Ok(()) => Ok(()),
+            Err(OptInError::TooLarge(e)) => Err(PluginError::invalid_argument(format!(
+                "launching '{}' on cuda device {}: {e}",
+                kernel.name, self.identity.ordinal
+            ))),
+            Err(OptInError::Driver(e)) => Err(failed(
+                format!(
+                    "allowing '{}' {bytes} bytes of dynamic shared memory",
+                    kernel.name
+                ),
+                e,
+            )),
+        }
     }
 
     /// The kernel's `<name>_kernel_environment`, from the cubin's initial data as LLVM
@@ -920,6 +979,8 @@ impl CudaDevice {
             mode,
         );
         let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
+        self.activate()?;
+        self.reserve_shared_memory(&kernel, shared)?;
         self.on_queue(queue, |stream| {
             let mut packed = Vec::with_capacity(args.len() + 1);
             if config.kernel_args_version >= 3 {
@@ -961,6 +1022,8 @@ impl CudaDevice {
             );
         }
         let shared = config.dyn_shared_mem;
+        self.activate()?;
+        self.reserve_shared_memory(&kernel, shared)?;
         let mut owned = params.to_vec();
         self.on_queue(queue, |stream| {
             self.driver
@@ -1114,6 +1177,7 @@ mod tests {
             name: name.into(),
             function: Function(std::ptr::null_mut()),
             limits: KernelLimits::new(None, &GridValues::NVPTX, 1024),
+            dynamic_shared: DynamicSharedLimit::new(DEFAULT_SHARED_BYTES, 0),
         }
     }
 

@@ -104,6 +104,8 @@ driver_functions! {
         mem_free_async = "cuMemFreeAsync": fn(CUdeviceptr, CUstream);
         // CUDA 9.2 and later: the device's UUID (`CUuuid`, 16 bytes), for its OpenMP UID.
         device_get_uuid = "cuDeviceGetUuid": fn(*mut [u8; 16], CUdevice);
+        // CUDA 9.0 and later: opting a kernel in to more than 48 KiB of dynamic shared memory.
+        func_set_attribute = "cuFuncSetAttribute": fn(CUfunction, c_int, c_int);
     }
 }
 
