@@ -4,7 +4,7 @@
 
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
-use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
+use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::resources::ResourcePool;
 use plugin_api::gpu::{DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
@@ -815,7 +815,7 @@ impl CudaDevice {
                 .map_err(|e| failed(format!("finding '{kernel}'"), e))?;
             self.on_queue(QueueHandle::SYNC, |s| {
                 self.driver
-                    .launch(function, 1, 1, 0, s, &mut [])
+                    .launch(function, [1; 3], [1; 3], 0, s, &mut [])
                     .map_err(|e| failed(format!("running '{kernel}'"), e))
             })
         };
@@ -965,18 +965,14 @@ impl CudaDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         let kernel = kernel_at(&self.kernels, handle)?;
-        let (blocks, threads) = kernel.limits.geometry(&self.grid, config);
-        let mode = kernel
-            .limits
-            .environment
-            .map_or("SPMD", |e| e.exec_mode.name());
+        let (blocks, threads) = launch::dimensions(&kernel.limits, &self.grid, config);
         plugin_api::info::kernel_launch(
             self.identity.ordinal,
             config,
             &kernel.name,
-            [blocks, 1, 1],
-            [threads, 1, 1],
-            mode,
+            blocks,
+            threads,
+            launch::mode_name(&kernel.limits, config),
         );
         let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
         self.activate()?;

@@ -338,8 +338,8 @@ impl Driver {
     pub fn launch(
         &self,
         function: Function,
-        blocks: u32,
-        threads: u32,
+        grid: [u32; 3],
+        block: [u32; 3],
         shared_bytes: u32,
         stream: Stream,
         args: &mut [usize],
@@ -348,14 +348,7 @@ impl Driver {
         let buffer = args.as_mut_ptr().cast::<u8>();
         // SAFETY: `buffer` holds `size` bytes, borrowed mutably for the call.
         let params = unsafe { std::slice::from_raw_parts_mut(buffer, size) };
-        self.launch_grid(
-            function,
-            [blocks, 1, 1],
-            [threads, 1, 1],
-            shared_bytes,
-            stream,
-            params,
-        )
+        self.launch_grid(function, grid, block, shared_bytes, stream, params)
     }
 
     /// Launches `function` on a 3-D grid of 3-D blocks with `params`, its parameter buffer as
