@@ -101,9 +101,6 @@ pub struct CudaDevice {
     kernels: RwLock<Vec<Arc<Kernel>>>,
     deferred: Mutex<HashMap<usize, Vec<Deferred>>>,
     deferred_count: AtomicUsize,
-    /// Backing store for device-side malloc (`__omp_rtl_device_memory_pool`), shared by all
-    /// images of the device.
-    malloc_pool: Mutex<Option<(u64, u64)>>,
     /// Host ranges this plugin page-locked, by start address.
     pinned: Mutex<HashMap<usize, u64>>,
     peers: Mutex<Vec<PeerAccess>>,
@@ -158,6 +155,9 @@ impl CudaDevice {
                     .set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes)
                     .map_err(|e| failed("setting LIBOMPTARGET_STACK_SIZE", e))?;
             }
+            // Device-side malloc on NVPTX is the driver's own (the device runtime defines no
+            // pool allocator for it), so LIBOMPTARGET_HEAP_SIZE sizes the driver's heap and no
+            // `__omp_rtl_device_memory_pool` is provided (as LLVM's CUDA plugin).
             if let Some(bytes) = settings.heap_size {
                 driver
                     .set_limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE, bytes)
@@ -223,7 +223,6 @@ impl CudaDevice {
             kernels: RwLock::new(Vec::new()),
             deferred: Mutex::new(HashMap::new()),
             deferred_count: AtomicUsize::new(0),
-            malloc_pool: Mutex::new(None),
             pinned: Mutex::new(HashMap::new()),
             peers: Mutex::new(vec![PeerAccess::Unknown; plugin_devices as usize]),
             allocation_stream: Mutex::new(None),
@@ -605,7 +604,6 @@ impl CudaDevice {
         };
         let prepared = self
             .write_device_environment(&loaded)
-            .and_then(|_| self.provide_malloc_pool(&loaded))
             .and_then(|_| self.run_global_constructors(&loaded, true));
         let has_destructors = match prepared {
             Ok(()) => self.has_symbol(&loaded, "nvptx$device$fini"),
@@ -713,46 +711,6 @@ impl CudaDevice {
         if !self.write_global(image, "__omp_rtl_device_environment", &env.to_bytes())? {
             log::debug!("image has no __omp_rtl_device_environment; not an OpenMP image?");
         }
-        Ok(())
-    }
-
-    /// Gives the image's device-side malloc its pool (LLVM: the heap-size limit's worth of
-    /// device memory). One pool per device, shared by its images.
-    fn provide_malloc_pool(&self, image: &LoadedImage) -> Result<()> {
-        if !self.has_symbol(image, "__omp_rtl_device_memory_pool_tracker") {
-            return Ok(());
-        }
-        let pool = {
-            let mut slot = self.malloc_pool.lock().unwrap();
-            match *slot {
-                Some(pool) => pool,
-                None => {
-                    let size = self
-                        .driver
-                        .limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE)
-                        .map_err(|e| failed("reading the device heap size", e))?;
-                    let ptr = match self.alloc(size, AllocKind::DEVICE) {
-                        Ok(p) => p as u64,
-                        Err(e) => {
-                            log::warn!("no device memory pool for device-side malloc: {e}");
-                            0
-                        }
-                    };
-                    let pool = (ptr, if ptr == 0 { 0 } else { size });
-                    *slot = Some(pool);
-                    pool
-                }
-            }
-        };
-        // {allocations, bytes, smallest, largest}
-        let tracker: [u64; 4] = [0, 0, u64::MAX, 0];
-        self.write_global(
-            image,
-            "__omp_rtl_device_memory_pool_tracker",
-            as_bytes(&tracker),
-        )?;
-        let pool: [u64; 2] = [pool.0, pool.1];
-        self.write_global(image, "__omp_rtl_device_memory_pool", as_bytes(&pool))?;
         Ok(())
     }
 
@@ -1102,11 +1060,6 @@ impl CudaDevice {
                 }
             }
         }
-        if let Some((ptr, _)) = self.malloc_pool.lock().unwrap().take() {
-            if ptr != 0 {
-                let _ = self.driver.free_device(ptr);
-            }
-        }
         for (host, _) in std::mem::take(&mut *self.pinned.lock().unwrap()) {
             let _ = self.driver.unregister_host(host);
         }
@@ -1147,12 +1100,6 @@ fn index_of(handle: u64, len: usize) -> Option<usize> {
 
 fn invalid_handle(what: &str, value: u64) -> PluginError {
     PluginError::invalid_argument(format!("no {what} with handle {value} on this device"))
-}
-
-fn as_bytes<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: `T` is an array of integers (no padding, every byte initialised); the slice
-    // covers exactly the value and lives as long as the borrow.
-    unsafe { std::slice::from_raw_parts(value as *const T as *const u8, std::mem::size_of::<T>()) }
 }
 
 /// The kernel a handle names in the device's kernel list, taken out of the table: the read
