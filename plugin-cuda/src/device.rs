@@ -5,8 +5,9 @@
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
+use crate::reduction::{LaunchBuffer, LaunchBufferPool};
 use crate::resources::ResourcePool;
-use plugin_api::gpu::{DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT};
+use plugin_api::gpu::{DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
 };
@@ -71,9 +72,8 @@ struct Kernel {
 
 /// Work to do once a stream's operations have completed.
 enum Deferred {
-    DeviceMemory(u64),
-    /// Host memory an asynchronous copy reads; dropped, never read, once the copy is done.
-    HostCopy(#[allow(dead_code)] Box<[u8; KernelLaunchEnvironment::SIZE]>),
+    /// A launch's environment and reduction buffer, back to the pool once the launch is done.
+    LaunchBuffer(LaunchBuffer),
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -101,6 +101,7 @@ pub struct CudaDevice {
     kernels: RwLock<Vec<Arc<Kernel>>>,
     deferred: Mutex<HashMap<usize, Vec<Deferred>>>,
     deferred_count: AtomicUsize,
+    launch_buffers: LaunchBufferPool,
     /// Host ranges this plugin page-locked, by start address.
     pinned: Mutex<HashMap<usize, u64>>,
     peers: Mutex<Vec<PeerAccess>>,
@@ -223,6 +224,7 @@ impl CudaDevice {
             kernels: RwLock::new(Vec::new()),
             deferred: Mutex::new(HashMap::new()),
             deferred_count: AtomicUsize::new(0),
+            launch_buffers: LaunchBufferPool::default(),
             pinned: Mutex::new(HashMap::new()),
             peers: Mutex::new(vec![PeerAccess::Unknown; plugin_devices as usize]),
             allocation_stream: Mutex::new(None),
@@ -288,12 +290,14 @@ impl CudaDevice {
         }
         let work = self.deferred.lock().unwrap().remove(&(stream.0 as usize));
         for item in work.into_iter().flatten() {
-            self.deferred_count.fetch_sub(1, Ordering::Release);
-            if let Deferred::DeviceMemory(ptr) = item {
-                if let Err(e) = self.driver.free_device(ptr) {
-                    log::warn!("cuda device {}: {e}", self.identity.ordinal);
-                }
-            }
+            self.complete(item);
+        }
+    }
+
+    fn complete(&self, work: Deferred) {
+        self.deferred_count.fetch_sub(1, Ordering::Release);
+        match work {
+            Deferred::LaunchBuffer(buffer) => self.launch_buffers.give_back(buffer),
         }
     }
 
@@ -987,37 +991,50 @@ impl CudaDevice {
     }
 
     /// The implicit first kernel argument: a launch environment with a team-reduction
-    /// buffer for kernels that need one, freed once the stream is synchronised.
+    /// buffer for kernels that need one, from the device's pool and back to it once the
+    /// stream is synchronised.
     fn launch_environment(&self, limits: &KernelLimits, stream: Stream) -> Result<usize> {
         let bytes = limits.environment.map_or(0, |e| e.reduction_buffer_bytes());
         if bytes == 0 {
             return Ok(NO_LAUNCH_ENVIRONMENT);
         }
-        let buffer = self
-            .driver
-            .alloc_device(bytes)
-            .map_err(|e| failed("allocating a reduction buffer", e))?;
-        self.defer(stream, Deferred::DeviceMemory(buffer));
-        let env_size = KernelLaunchEnvironment::SIZE as u64;
-        let device_env = self
-            .driver
-            .alloc_device(env_size)
-            .map_err(|e| failed("allocating a launch environment", e))?;
-        self.defer(stream, Deferred::DeviceMemory(device_env));
-        // The host copy must live until the asynchronous copy has read it.
-        let host = Box::new(
-            KernelLaunchEnvironment {
-                reduction_count: 0,
-                reduction_iteration_count: 0,
-                reduction_buffer: buffer,
-            }
-            .to_bytes(),
+        let buffer = self.take_launch_buffer(bytes)?;
+        let host = buffer.host_environment();
+        // Rewritten every launch: the device runtime counts teams in it.
+        let copied = self.driver.copy_to_device(
+            buffer.address,
+            host.as_ptr() as usize,
+            host.len() as u64,
+            stream,
         );
-        self.driver
-            .copy_to_device(device_env, host.as_ptr() as usize, env_size, stream)
-            .map_err(|e| failed("copying a launch environment", e))?;
-        self.defer(stream, Deferred::HostCopy(host));
-        Ok(device_env as usize)
+        let address = buffer.address as usize;
+        // Deferred even if the copy failed: the stream may still read the host copy.
+        self.defer(stream, Deferred::LaunchBuffer(buffer));
+        copied.map_err(|e| failed("copying a launch environment", e))?;
+        Ok(address)
+    }
+
+    /// A pooled launch buffer; when the device is out of memory, the idle buffers (perhaps
+    /// too small) are freed and the allocation tried once more.
+    fn take_launch_buffer(&self, bytes: u64) -> Result<LaunchBuffer> {
+        let allocate = |size| self.driver.alloc_device(size);
+        let out_of_memory = sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32;
+        let buffer = match self.launch_buffers.take(bytes, allocate) {
+            Err(e) if e.code == out_of_memory && self.launch_buffers.idle_count() > 0 => {
+                self.free_launch_buffers();
+                self.launch_buffers.take(bytes, allocate)
+            }
+            other => other,
+        };
+        buffer.map_err(|e| failed(format!("allocating a {bytes}-byte reduction buffer"), e))
+    }
+
+    fn free_launch_buffers(&self) {
+        for address in self.launch_buffers.drain() {
+            if let Err(e) = self.driver.free_device(address) {
+                log::warn!("cuda device {}: {e}", self.identity.ordinal);
+            }
+        }
     }
 
     // ---- description ----
@@ -1060,6 +1077,12 @@ impl CudaDevice {
                 }
             }
         }
+        // Launches still deferred were never synchronised; their buffers go with the rest.
+        let pending = std::mem::take(&mut *self.deferred.lock().unwrap());
+        for item in pending.into_values().flatten() {
+            self.complete(item);
+        }
+        self.free_launch_buffers();
         for (host, _) in std::mem::take(&mut *self.pinned.lock().unwrap()) {
             let _ = self.driver.unregister_host(host);
         }
