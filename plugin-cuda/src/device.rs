@@ -5,6 +5,7 @@
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
+use crate::pinning::PinTable;
 use crate::reduction::{LaunchBuffer, LaunchBufferPool};
 use crate::resources::ResourcePool;
 use plugin_api::gpu::{DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
@@ -102,8 +103,8 @@ pub struct CudaDevice {
     deferred: Mutex<HashMap<usize, Vec<Deferred>>>,
     deferred_count: AtomicUsize,
     launch_buffers: LaunchBufferPool,
-    /// Host ranges this plugin page-locked, by start address.
-    pinned: Mutex<HashMap<usize, u64>>,
+    /// Host ranges pinned on this device, with their pin counts.
+    pinned: Mutex<PinTable>,
     peers: Mutex<Vec<PeerAccess>>,
     /// A stream for the stream-ordered allocator, apart from every queue.
     allocation_stream: Mutex<Option<Stream>>,
@@ -225,7 +226,7 @@ impl CudaDevice {
             deferred: Mutex::new(HashMap::new()),
             deferred_count: AtomicUsize::new(0),
             launch_buffers: LaunchBufferPool::default(),
-            pinned: Mutex::new(HashMap::new()),
+            pinned: Mutex::new(PinTable::default()),
             peers: Mutex::new(vec![PeerAccess::Unknown; plugin_devices as usize]),
             allocation_stream: Mutex::new(None),
         })
@@ -464,27 +465,54 @@ impl CudaDevice {
         result.map_err(|e| failed(format!("freeing {ptr:#x}"), e))
     }
 
+    /// Page-locks `[host, host + size)` and returns the address the device uses for `host`.
+    /// A range inside one already pinned counts on it. The table stays locked across the
+    /// driver calls so that two threads never lock the same range twice.
     pub fn pin(&self, host: usize, size: u64) -> Result<usize> {
+        if size == 0 {
+            return Err(PluginError::invalid_argument("cannot page-lock 0 bytes"));
+        }
+        let mut table = self.pinned.lock().unwrap();
+        let existing = table
+            .pin_existing(host, size)
+            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        if let Some(device) = existing {
+            return Ok(device as usize);
+        }
         self.activate()?;
+        let what = || format!("page-locking {size} bytes at {host:#x}");
+        // `false`: the program (or another library) registered it already; it stays
+        // registered after our last unpin.
         let ours = self
             .driver
             .register_host(host, size)
-            .map_err(|e| failed(format!("page-locking {size} bytes at {host:#x}"), e))?;
-        if ours {
-            self.pinned.lock().unwrap().insert(host, size);
-        }
-        // With unified addressing the device uses the host address itself.
-        Ok(host)
+            .map_err(|e| failed(what(), e))?;
+        let device = match self.driver.host_device_pointer(host) {
+            Ok(d) => d,
+            Err(e) => {
+                if ours {
+                    let _ = self.driver.unregister_host(host);
+                }
+                return Err(failed(what(), e));
+            }
+        };
+        table.insert(host, size, device, ours);
+        Ok(device as usize)
     }
 
+    /// Undoes a pin made with `host`; the range is unlocked with its last pin.
     pub fn unpin(&self, host: usize) -> Result<()> {
-        if self.pinned.lock().unwrap().remove(&host).is_none() {
-            return Ok(()); // Locked by someone else, or never: nothing of ours to undo.
-        }
+        let mut table = self.pinned.lock().unwrap();
+        let last = table
+            .unpin(host)
+            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        let Some(range) = last.filter(|r| r.ours) else {
+            return Ok(());
+        };
         self.activate()?;
         self.driver
-            .unregister_host(host)
-            .map_err(|e| failed(format!("unlocking {host:#x}"), e))
+            .unregister_host(range.start)
+            .map_err(|e| failed(format!("unlocking {:#x}", range.start), e))
     }
 
     // ---- copies ----
@@ -1083,8 +1111,10 @@ impl CudaDevice {
             self.complete(item);
         }
         self.free_launch_buffers();
-        for (host, _) in std::mem::take(&mut *self.pinned.lock().unwrap()) {
-            let _ = self.driver.unregister_host(host);
+        for range in self.pinned.lock().unwrap().drain() {
+            if range.ours {
+                let _ = self.driver.unregister_host(range.start);
+            }
         }
         if let Some(s) = self.allocation_stream.lock().unwrap().take() {
             let _ = self.driver.destroy_stream(s);

@@ -477,6 +477,14 @@ impl Driver {
         self.check("cuMemHostUnregister", s)
     }
 
+    /// The device address of registered (page-locked) host memory.
+    pub fn host_device_pointer(&self, ptr: usize) -> Result<u64> {
+        let mut d = 0;
+        // SAFETY: writes one device address; flags must be 0.
+        let s = unsafe { (self.fns().mem_host_get_device_pointer)(&mut d, ptr as *mut c_void, 0) };
+        self.check("cuMemHostGetDevicePointer", s).map(|_| d)
+    }
+
     pub fn copy_to_device(&self, dst: u64, src: usize, size: u64, stream: Stream) -> Result<()> {
         // SAFETY: the caller keeps the host range valid until the stream is synchronised.
         let s = unsafe {
