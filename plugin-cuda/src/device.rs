@@ -148,9 +148,14 @@ impl CudaDevice {
         let context = driver
             .retain_primary_context(d)
             .map_err(|e| failed("retaining the primary context", e))?;
+        // From here on, a failure gives back what was retained and created so far.
+        let release = |e: PluginError| {
+            let _ = driver.release_primary_context(d);
+            e
+        };
         driver
             .set_current(context)
-            .map_err(|e| failed("making the context current", e))?;
+            .map_err(|e| release(failed("making the context current", e)))?;
         let setup = || -> Result<(GridValues, u64, u32)> {
             if let Some(bytes) = settings.stack_size {
                 driver
@@ -193,15 +198,17 @@ impl CudaDevice {
         };
         let (grid, hardware_parallelism, shared_memory_optin) = match setup() {
             Ok(v) => v,
+            Err(e) => return Err(release(e)),
+        };
+        let streams = ResourcePool::new(&*driver, settings.initial_streams)
+            .map_err(|e| release(failed("creating the stream pool", e)))?;
+        let events = match ResourcePool::new(&*driver, settings.initial_events) {
+            Ok(pool) => pool,
             Err(e) => {
-                let _ = driver.release_primary_context(d);
-                return Err(e);
+                let _ = streams.destroy_all(&*driver);
+                return Err(release(failed("creating the event pool", e)));
             }
         };
-        let streams = ResourcePool::new(&driver, settings.initial_streams)
-            .map_err(|e| failed("creating the stream pool", e))?;
-        let events = ResourcePool::new(&driver, settings.initial_events)
-            .map_err(|e| failed("creating the event pool", e))?;
         log::debug!(
             "cuda device {}: {} ({}), up to {} teams of {} threads",
             identity.ordinal,
@@ -436,7 +443,13 @@ impl CudaDevice {
         }
         let stream = self.allocation_stream()?;
         let ptr = self.driver.alloc_async(size, stream)?;
-        self.driver.synchronize(stream)?;
+        if let Err(e) = self.driver.synchronize(stream) {
+            // The caller never sees the address: free it (stream-ordered, else synchronously).
+            if self.driver.free_async(ptr, stream).is_err() {
+                let _ = self.driver.free_device(ptr);
+            }
+            return Err(e);
+        }
         Ok(ptr)
     }
 
