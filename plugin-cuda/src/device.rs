@@ -65,10 +65,13 @@ struct LoadedImage {
 
 struct Kernel {
     name: String,
+    /// The image it came from (image handles are never reused).
+    image: ImageHandle,
     function: Function,
     limits: KernelLimits,
-    /// How much dynamic shared memory the kernel may use now; raised on demand.
-    dynamic_shared: DynamicSharedLimit,
+    /// How much dynamic shared memory the kernel may use now; raised on demand. Shared by
+    /// every handle to the same function, since the driver keeps one limit per function.
+    dynamic_shared: Arc<DynamicSharedLimit>,
 }
 
 /// Work to do once a stream's operations have completed.
@@ -857,12 +860,14 @@ impl CudaDevice {
             }
             Ok(Kernel {
                 name: name.to_owned(),
+                image,
                 function,
                 limits: KernelLimits::new(environment, &self.grid, function_max.max(1) as u32),
-                dynamic_shared: self.dynamic_shared_limit(function),
+                dynamic_shared: Arc::new(self.dynamic_shared_limit(function)),
             })
         })?;
         let mut kernels = self.kernels.write().unwrap();
+        let kernel = share_limit_with_earlier_handles(&kernels, kernel);
         kernels.push(Arc::new(kernel));
         Ok(KernelHandle(kernels.len() as u64))
     }
@@ -1177,6 +1182,18 @@ fn kernel_at(kernels: &RwLock<Vec<Arc<Kernel>>>, handle: KernelHandle) -> Result
         .ok_or_else(|| invalid_handle("kernel", handle.0))
 }
 
+/// A kernel looked up again (same image, same function) gets the earlier handle's shared
+/// memory limit: two records of one driver limit could disagree, and one could lower it.
+fn share_limit_with_earlier_handles(kernels: &[Arc<Kernel>], mut kernel: Kernel) -> Kernel {
+    let earlier = kernels
+        .iter()
+        .find(|k| k.image == kernel.image && k.function == kernel.function);
+    if let Some(earlier) = earlier {
+        kernel.dynamic_shared = Arc::clone(&earlier.dynamic_shared);
+    }
+    kernel
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1184,10 +1201,34 @@ mod tests {
     fn kernel(name: &str) -> Kernel {
         Kernel {
             name: name.into(),
+            image: ImageHandle(1),
             function: Function(std::ptr::null_mut()),
             limits: KernelLimits::new(None, &GridValues::NVPTX, 1024),
-            dynamic_shared: DynamicSharedLimit::new(DEFAULT_SHARED_BYTES, 0),
+            dynamic_shared: Arc::new(DynamicSharedLimit::new(DEFAULT_SHARED_BYTES, 0)),
         }
+    }
+
+    #[test]
+    fn handles_to_one_function_share_its_shared_memory_limit() {
+        let first = Arc::new(kernel("a"));
+        first
+            .dynamic_shared
+            .ensure(64 * 1024, 100 * 1024, |_| Ok::<(), ()>(()))
+            .unwrap();
+        let table = vec![first];
+        let again = share_limit_with_earlier_handles(&table, kernel("a"));
+        assert_eq!(again.dynamic_shared.current(), 64 * 1024);
+        // A smaller request through the second handle must not lower the driver's limit.
+        let lowered = again
+            .dynamic_shared
+            .ensure(50 * 1024, 100 * 1024, |_| Err(()));
+        assert!(lowered.is_ok());
+        let other_image = Kernel {
+            image: ImageHandle(2),
+            ..kernel("a")
+        };
+        let other = share_limit_with_earlier_handles(&table, other_image);
+        assert_eq!(other.dynamic_shared.current(), DEFAULT_SHARED_BYTES);
     }
 
     #[test]
