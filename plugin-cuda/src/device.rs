@@ -4,8 +4,11 @@
 
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
+use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
+use crate::pinning::PinTable;
+use crate::reduction::{LaunchBuffer, LaunchBufferPool};
 use crate::resources::ResourcePool;
-use plugin_api::gpu::{DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT};
+use plugin_api::gpu::{DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
 };
@@ -62,15 +65,19 @@ struct LoadedImage {
 
 struct Kernel {
     name: String,
+    /// The image it came from (image handles are never reused).
+    image: ImageHandle,
     function: Function,
     limits: KernelLimits,
+    /// How much dynamic shared memory the kernel may use now; raised on demand. Shared by
+    /// every handle to the same function, since the driver keeps one limit per function.
+    dynamic_shared: Arc<DynamicSharedLimit>,
 }
 
 /// Work to do once a stream's operations have completed.
 enum Deferred {
-    DeviceMemory(u64),
-    /// Host memory an asynchronous copy reads; dropped, never read, once the copy is done.
-    HostCopy(#[allow(dead_code)] Box<[u8; KernelLaunchEnvironment::SIZE]>),
+    /// A launch's environment and reduction buffer, back to the pool once the launch is done.
+    LaunchBuffer(LaunchBuffer),
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -86,19 +93,21 @@ pub struct CudaDevice {
     context: Context,
     grid: GridValues,
     hardware_parallelism: u64,
+    /// Most shared memory one block may use with opt-in.
+    shared_memory_optin: u32,
     plugin_devices: u32,
     settings: Settings,
     streams: ResourcePool<Stream>,
     events: ResourcePool<Event>,
     images: RwLock<Vec<Option<LoadedImage>>>,
-    kernels: RwLock<Vec<Kernel>>,
+    /// Shared so a launch takes its kernel out of the table and drops the lock before it
+    /// touches the driver (a synchronous launch waits for the device).
+    kernels: RwLock<Vec<Arc<Kernel>>>,
     deferred: Mutex<HashMap<usize, Vec<Deferred>>>,
     deferred_count: AtomicUsize,
-    /// Backing store for device-side malloc (`__omp_rtl_device_memory_pool`), shared by all
-    /// images of the device.
-    malloc_pool: Mutex<Option<(u64, u64)>>,
-    /// Host ranges this plugin page-locked, by start address.
-    pinned: Mutex<HashMap<usize, u64>>,
+    launch_buffers: LaunchBufferPool,
+    /// Host ranges pinned on this device, with their pin counts.
+    pinned: Mutex<PinTable>,
     peers: Mutex<Vec<PeerAccess>>,
     /// A stream for the stream-ordered allocator, apart from every queue.
     allocation_stream: Mutex<Option<Stream>>,
@@ -142,15 +151,23 @@ impl CudaDevice {
         let context = driver
             .retain_primary_context(d)
             .map_err(|e| failed("retaining the primary context", e))?;
+        // From here on, a failure gives back what was retained and created so far.
+        let release = |e: PluginError| {
+            let _ = driver.release_primary_context(d);
+            e
+        };
         driver
             .set_current(context)
-            .map_err(|e| failed("making the context current", e))?;
-        let setup = || -> Result<(GridValues, u64)> {
+            .map_err(|e| release(failed("making the context current", e)))?;
+        let setup = || -> Result<(GridValues, u64, u32)> {
             if let Some(bytes) = settings.stack_size {
                 driver
                     .set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes)
                     .map_err(|e| failed("setting LIBOMPTARGET_STACK_SIZE", e))?;
             }
+            // Device-side malloc on NVPTX is the driver's own (the device runtime defines no
+            // pool allocator for it), so LIBOMPTARGET_HEAP_SIZE sizes the driver's heap and no
+            // `__omp_rtl_device_memory_pool` is provided (as LLVM's CUDA plugin).
             if let Some(bytes) = settings.heap_size {
                 driver
                     .set_limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE, bytes)
@@ -171,19 +188,30 @@ impl CudaDevice {
                 d,
                 Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
             )?;
-            Ok((grid, sms as u64 * (per_sm / grid.warp_size) as u64))
+            // Drivers before CUDA 9 do not know the attribute: no opt-in there.
+            let optin = driver
+                .attribute(
+                    d,
+                    Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                )
+                .map_or(DEFAULT_SHARED_BYTES, |v| {
+                    (v.max(0) as u32).max(DEFAULT_SHARED_BYTES)
+                });
+            Ok((grid, sms as u64 * (per_sm / grid.warp_size) as u64, optin))
         };
-        let (grid, hardware_parallelism) = match setup() {
+        let (grid, hardware_parallelism, shared_memory_optin) = match setup() {
             Ok(v) => v,
+            Err(e) => return Err(release(e)),
+        };
+        let streams = ResourcePool::new(&*driver, settings.initial_streams)
+            .map_err(|e| release(failed("creating the stream pool", e)))?;
+        let events = match ResourcePool::new(&*driver, settings.initial_events) {
+            Ok(pool) => pool,
             Err(e) => {
-                let _ = driver.release_primary_context(d);
-                return Err(e);
+                let _ = streams.destroy_all(&*driver);
+                return Err(release(failed("creating the event pool", e)));
             }
         };
-        let streams = ResourcePool::new(&driver, settings.initial_streams)
-            .map_err(|e| failed("creating the stream pool", e))?;
-        let events = ResourcePool::new(&driver, settings.initial_events)
-            .map_err(|e| failed("creating the event pool", e))?;
         log::debug!(
             "cuda device {}: {} ({}), up to {} teams of {} threads",
             identity.ordinal,
@@ -198,6 +226,7 @@ impl CudaDevice {
             context,
             grid,
             hardware_parallelism,
+            shared_memory_optin,
             plugin_devices,
             settings,
             streams,
@@ -206,8 +235,8 @@ impl CudaDevice {
             kernels: RwLock::new(Vec::new()),
             deferred: Mutex::new(HashMap::new()),
             deferred_count: AtomicUsize::new(0),
-            malloc_pool: Mutex::new(None),
-            pinned: Mutex::new(HashMap::new()),
+            launch_buffers: LaunchBufferPool::default(),
+            pinned: Mutex::new(PinTable::default()),
             peers: Mutex::new(vec![PeerAccess::Unknown; plugin_devices as usize]),
             allocation_stream: Mutex::new(None),
         })
@@ -272,12 +301,14 @@ impl CudaDevice {
         }
         let work = self.deferred.lock().unwrap().remove(&(stream.0 as usize));
         for item in work.into_iter().flatten() {
-            self.deferred_count.fetch_sub(1, Ordering::Release);
-            if let Deferred::DeviceMemory(ptr) = item {
-                if let Err(e) = self.driver.free_device(ptr) {
-                    log::warn!("cuda device {}: {e}", self.identity.ordinal);
-                }
-            }
+            self.complete(item);
+        }
+    }
+
+    fn complete(&self, work: Deferred) {
+        self.deferred_count.fetch_sub(1, Ordering::Release);
+        match work {
+            Deferred::LaunchBuffer(buffer) => self.launch_buffers.give_back(buffer),
         }
     }
 
@@ -415,7 +446,13 @@ impl CudaDevice {
         }
         let stream = self.allocation_stream()?;
         let ptr = self.driver.alloc_async(size, stream)?;
-        self.driver.synchronize(stream)?;
+        if let Err(e) = self.driver.synchronize(stream) {
+            // The caller never sees the address: free it (stream-ordered, else synchronously).
+            if self.driver.free_async(ptr, stream).is_err() {
+                let _ = self.driver.free_device(ptr);
+            }
+            return Err(e);
+        }
         Ok(ptr)
     }
 
@@ -444,27 +481,54 @@ impl CudaDevice {
         result.map_err(|e| failed(format!("freeing {ptr:#x}"), e))
     }
 
+    /// Page-locks `[host, host + size)` and returns the address the device uses for `host`.
+    /// A range inside one already pinned counts on it. The table stays locked across the
+    /// driver calls so that two threads never lock the same range twice.
     pub fn pin(&self, host: usize, size: u64) -> Result<usize> {
+        if size == 0 {
+            return Err(PluginError::invalid_argument("cannot page-lock 0 bytes"));
+        }
+        let mut table = self.pinned.lock().unwrap();
+        let existing = table
+            .pin_existing(host, size)
+            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        if let Some(device) = existing {
+            return Ok(device as usize);
+        }
         self.activate()?;
+        let what = || format!("page-locking {size} bytes at {host:#x}");
+        // `false`: the program (or another library) registered it already; it stays
+        // registered after our last unpin.
         let ours = self
             .driver
             .register_host(host, size)
-            .map_err(|e| failed(format!("page-locking {size} bytes at {host:#x}"), e))?;
-        if ours {
-            self.pinned.lock().unwrap().insert(host, size);
-        }
-        // With unified addressing the device uses the host address itself.
-        Ok(host)
+            .map_err(|e| failed(what(), e))?;
+        let device = match self.driver.host_device_pointer(host) {
+            Ok(d) => d,
+            Err(e) => {
+                if ours {
+                    let _ = self.driver.unregister_host(host);
+                }
+                return Err(failed(what(), e));
+            }
+        };
+        table.insert(host, size, device, ours);
+        Ok(device as usize)
     }
 
+    /// Undoes a pin made with `host`; the range is unlocked with its last pin.
     pub fn unpin(&self, host: usize) -> Result<()> {
-        if self.pinned.lock().unwrap().remove(&host).is_none() {
-            return Ok(()); // Locked by someone else, or never: nothing of ours to undo.
-        }
+        let mut table = self.pinned.lock().unwrap();
+        let last = table
+            .unpin(host)
+            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        let Some(range) = last.filter(|r| r.ours) else {
+            return Ok(());
+        };
         self.activate()?;
         self.driver
-            .unregister_host(host)
-            .map_err(|e| failed(format!("unlocking {host:#x}"), e))
+            .unregister_host(range.start)
+            .map_err(|e| failed(format!("unlocking {:#x}", range.start), e))
     }
 
     // ---- copies ----
@@ -588,7 +652,6 @@ impl CudaDevice {
         };
         let prepared = self
             .write_device_environment(&loaded)
-            .and_then(|_| self.provide_malloc_pool(&loaded))
             .and_then(|_| self.run_global_constructors(&loaded, true));
         let has_destructors = match prepared {
             Ok(()) => self.has_symbol(&loaded, "nvptx$device$fini"),
@@ -699,46 +762,6 @@ impl CudaDevice {
         Ok(())
     }
 
-    /// Gives the image's device-side malloc its pool (LLVM: the heap-size limit's worth of
-    /// device memory). One pool per device, shared by its images.
-    fn provide_malloc_pool(&self, image: &LoadedImage) -> Result<()> {
-        if !self.has_symbol(image, "__omp_rtl_device_memory_pool_tracker") {
-            return Ok(());
-        }
-        let pool = {
-            let mut slot = self.malloc_pool.lock().unwrap();
-            match *slot {
-                Some(pool) => pool,
-                None => {
-                    let size = self
-                        .driver
-                        .limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE)
-                        .map_err(|e| failed("reading the device heap size", e))?;
-                    let ptr = match self.alloc(size, AllocKind::DEVICE) {
-                        Ok(p) => p as u64,
-                        Err(e) => {
-                            log::warn!("no device memory pool for device-side malloc: {e}");
-                            0
-                        }
-                    };
-                    let pool = (ptr, if ptr == 0 { 0 } else { size });
-                    *slot = Some(pool);
-                    pool
-                }
-            }
-        };
-        // {allocations, bytes, smallest, largest}
-        let tracker: [u64; 4] = [0, 0, u64::MAX, 0];
-        self.write_global(
-            image,
-            "__omp_rtl_device_memory_pool_tracker",
-            as_bytes(&tracker),
-        )?;
-        let pool: [u64; 2] = [pool.0, pool.1];
-        self.write_global(image, "__omp_rtl_device_memory_pool", as_bytes(&pool))?;
-        Ok(())
-    }
-
     /// Runs the image's global constructors (or destructors): the NVPTX backend leaves
     /// `__init_array_object_<name>_<priority>` pointers that the host gathers into the array
     /// the `nvptx$device$init` kernel walks.
@@ -798,7 +821,7 @@ impl CudaDevice {
                 .map_err(|e| failed(format!("finding '{kernel}'"), e))?;
             self.on_queue(QueueHandle::SYNC, |s| {
                 self.driver
-                    .launch(function, 1, 1, 0, s, &mut [])
+                    .launch(function, [1; 3], [1; 3], 0, s, &mut [])
                     .map_err(|e| failed(format!("running '{kernel}'"), e))
             })
         };
@@ -837,13 +860,59 @@ impl CudaDevice {
             }
             Ok(Kernel {
                 name: name.to_owned(),
+                image,
                 function,
                 limits: KernelLimits::new(environment, &self.grid, function_max.max(1) as u32),
+                dynamic_shared: Arc::new(self.dynamic_shared_limit(function)),
             })
         })?;
         let mut kernels = self.kernels.write().unwrap();
-        kernels.push(kernel);
+        let kernel = share_limit_with_earlier_handles(&kernels, kernel);
+        kernels.push(Arc::new(kernel));
         Ok(KernelHandle(kernels.len() as u64))
+    }
+
+    /// The kernel's dynamic shared memory limit as loaded (48 KiB less its static shared
+    /// memory unless the image says otherwise), and its static shared memory.
+    fn dynamic_shared_limit(&self, function: Function) -> DynamicSharedLimit {
+        use sys::CUfunction_attribute as F;
+        let read = |a| self.driver.function_attribute(function, a).ok();
+        let static_bytes = read(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+            .unwrap_or(0)
+            .max(0) as u32;
+        let current = read(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+            .map(|v| v.max(0) as u32)
+            .unwrap_or(DEFAULT_SHARED_BYTES.saturating_sub(static_bytes));
+        DynamicSharedLimit::new(current, static_bytes)
+    }
+
+    /// Opts the kernel in to `bytes` of dynamic shared memory if its limit is lower (launches
+    /// above the default 48 KiB fail otherwise).
+    fn reserve_shared_memory(&self, kernel: &Kernel, bytes: u32) -> Result<()> {
+        let set = |limit: u32| {
+            self.driver.set_function_attribute(
+                kernel.function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                limit as i32,
+            )
+        };
+        match kernel
+            .dynamic_shared
+            .ensure(bytes, self.shared_memory_optin, set)
+        {
+            Ok(()) => Ok(()),
+            Err(OptInError::TooLarge(e)) => Err(PluginError::invalid_argument(format!(
+                "launching '{}' on cuda device {}: {e}",
+                kernel.name, self.identity.ordinal
+            ))),
+            Err(OptInError::Driver(e)) => Err(failed(
+                format!(
+                    "allowing '{}' {bytes} bytes of dynamic shared memory",
+                    kernel.name
+                ),
+                e,
+            )),
+        }
     }
 
     /// The kernel's `<name>_kernel_environment`, from the cubin's initial data as LLVM
@@ -903,22 +972,19 @@ impl CudaDevice {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
-        let kernels = self.kernels.read().unwrap();
-        let kernel = kernel_at(&kernels, handle)?;
-        let (blocks, threads) = kernel.limits.geometry(&self.grid, config);
-        let mode = kernel
-            .limits
-            .environment
-            .map_or("SPMD", |e| e.exec_mode.name());
+        let kernel = kernel_at(&self.kernels, handle)?;
+        let (blocks, threads) = launch::dimensions(&kernel.limits, &self.grid, config);
         plugin_api::info::kernel_launch(
             self.identity.ordinal,
             config,
             &kernel.name,
-            [blocks, 1, 1],
-            [threads, 1, 1],
-            mode,
+            blocks,
+            threads,
+            launch::mode_name(&kernel.limits, config),
         );
         let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
+        self.activate()?;
+        self.reserve_shared_memory(&kernel, shared)?;
         self.on_queue(queue, |stream| {
             let mut packed = Vec::with_capacity(args.len() + 1);
             if config.kernel_args_version >= 3 {
@@ -947,8 +1013,7 @@ impl CudaDevice {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
-        let kernels = self.kernels.read().unwrap();
-        let kernel = kernel_at(&kernels, handle)?;
+        let kernel = kernel_at(&self.kernels, handle)?;
         let grid = config.num_teams.map(|n| n.max(1));
         let block = config.thread_limit.map(|n| n.max(1));
         if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
@@ -961,6 +1026,8 @@ impl CudaDevice {
             );
         }
         let shared = config.dyn_shared_mem;
+        self.activate()?;
+        self.reserve_shared_memory(&kernel, shared)?;
         let mut owned = params.to_vec();
         self.on_queue(queue, |stream| {
             self.driver
@@ -970,37 +1037,50 @@ impl CudaDevice {
     }
 
     /// The implicit first kernel argument: a launch environment with a team-reduction
-    /// buffer for kernels that need one, freed once the stream is synchronised.
+    /// buffer for kernels that need one, from the device's pool and back to it once the
+    /// stream is synchronised.
     fn launch_environment(&self, limits: &KernelLimits, stream: Stream) -> Result<usize> {
         let bytes = limits.environment.map_or(0, |e| e.reduction_buffer_bytes());
         if bytes == 0 {
             return Ok(NO_LAUNCH_ENVIRONMENT);
         }
-        let buffer = self
-            .driver
-            .alloc_device(bytes)
-            .map_err(|e| failed("allocating a reduction buffer", e))?;
-        self.defer(stream, Deferred::DeviceMemory(buffer));
-        let env_size = KernelLaunchEnvironment::SIZE as u64;
-        let device_env = self
-            .driver
-            .alloc_device(env_size)
-            .map_err(|e| failed("allocating a launch environment", e))?;
-        self.defer(stream, Deferred::DeviceMemory(device_env));
-        // The host copy must live until the asynchronous copy has read it.
-        let host = Box::new(
-            KernelLaunchEnvironment {
-                reduction_count: 0,
-                reduction_iteration_count: 0,
-                reduction_buffer: buffer,
-            }
-            .to_bytes(),
+        let buffer = self.take_launch_buffer(bytes)?;
+        let host = buffer.host_environment();
+        // Rewritten every launch: the device runtime counts teams in it.
+        let copied = self.driver.copy_to_device(
+            buffer.address,
+            host.as_ptr() as usize,
+            host.len() as u64,
+            stream,
         );
-        self.driver
-            .copy_to_device(device_env, host.as_ptr() as usize, env_size, stream)
-            .map_err(|e| failed("copying a launch environment", e))?;
-        self.defer(stream, Deferred::HostCopy(host));
-        Ok(device_env as usize)
+        let address = buffer.address as usize;
+        // Deferred even if the copy failed: the stream may still read the host copy.
+        self.defer(stream, Deferred::LaunchBuffer(buffer));
+        copied.map_err(|e| failed("copying a launch environment", e))?;
+        Ok(address)
+    }
+
+    /// A pooled launch buffer; when the device is out of memory, the idle buffers (perhaps
+    /// too small) are freed and the allocation tried once more.
+    fn take_launch_buffer(&self, bytes: u64) -> Result<LaunchBuffer> {
+        let allocate = |size| self.driver.alloc_device(size);
+        let out_of_memory = sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32;
+        let buffer = match self.launch_buffers.take(bytes, allocate) {
+            Err(e) if e.code == out_of_memory && self.launch_buffers.idle_count() > 0 => {
+                self.free_launch_buffers();
+                self.launch_buffers.take(bytes, allocate)
+            }
+            other => other,
+        };
+        buffer.map_err(|e| failed(format!("allocating a {bytes}-byte reduction buffer"), e))
+    }
+
+    fn free_launch_buffers(&self) {
+        for address in self.launch_buffers.drain() {
+            if let Err(e) = self.driver.free_device(address) {
+                log::warn!("cuda device {}: {e}", self.identity.ordinal);
+            }
+        }
     }
 
     // ---- description ----
@@ -1043,13 +1123,16 @@ impl CudaDevice {
                 }
             }
         }
-        if let Some((ptr, _)) = self.malloc_pool.lock().unwrap().take() {
-            if ptr != 0 {
-                let _ = self.driver.free_device(ptr);
-            }
+        // Launches still deferred were never synchronised; their buffers go with the rest.
+        let pending = std::mem::take(&mut *self.deferred.lock().unwrap());
+        for item in pending.into_values().flatten() {
+            self.complete(item);
         }
-        for (host, _) in std::mem::take(&mut *self.pinned.lock().unwrap()) {
-            let _ = self.driver.unregister_host(host);
+        self.free_launch_buffers();
+        for range in self.pinned.lock().unwrap().drain() {
+            if range.ours {
+                let _ = self.driver.unregister_host(range.start);
+            }
         }
         if let Some(s) = self.allocation_stream.lock().unwrap().take() {
             let _ = self.driver.destroy_stream(s);
@@ -1090,15 +1173,78 @@ fn invalid_handle(what: &str, value: u64) -> PluginError {
     PluginError::invalid_argument(format!("no {what} with handle {value} on this device"))
 }
 
-fn as_bytes<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: `T` is an array of integers (no padding, every byte initialised); the slice
-    // covers exactly the value and lives as long as the borrow.
-    unsafe { std::slice::from_raw_parts(value as *const T as *const u8, std::mem::size_of::<T>()) }
+/// The kernel a handle names in the device's kernel list, taken out of the table: the read
+/// lock is released before the caller launches, so loading kernels never waits for a launch.
+fn kernel_at(kernels: &RwLock<Vec<Arc<Kernel>>>, handle: KernelHandle) -> Result<Arc<Kernel>> {
+    let kernels = kernels.read().unwrap();
+    index_of(handle.0, kernels.len())
+        .map(|i| Arc::clone(&kernels[i]))
+        .ok_or_else(|| invalid_handle("kernel", handle.0))
 }
 
-/// The kernel a handle names in the device's kernel list.
-fn kernel_at(kernels: &[Kernel], handle: KernelHandle) -> Result<&Kernel> {
-    index_of(handle.0, kernels.len())
-        .map(|i| &kernels[i])
-        .ok_or_else(|| invalid_handle("kernel", handle.0))
+/// A kernel looked up again (same image, same function) gets the earlier handle's shared
+/// memory limit: two records of one driver limit could disagree, and one could lower it.
+fn share_limit_with_earlier_handles(kernels: &[Arc<Kernel>], mut kernel: Kernel) -> Kernel {
+    let earlier = kernels
+        .iter()
+        .find(|k| k.image == kernel.image && k.function == kernel.function);
+    if let Some(earlier) = earlier {
+        kernel.dynamic_shared = Arc::clone(&earlier.dynamic_shared);
+    }
+    kernel
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(name: &str) -> Kernel {
+        Kernel {
+            name: name.into(),
+            image: ImageHandle(1),
+            function: Function(std::ptr::null_mut()),
+            limits: KernelLimits::new(None, &GridValues::NVPTX, 1024),
+            dynamic_shared: Arc::new(DynamicSharedLimit::new(DEFAULT_SHARED_BYTES, 0)),
+        }
+    }
+
+    #[test]
+    fn handles_to_one_function_share_its_shared_memory_limit() {
+        let first = Arc::new(kernel("a"));
+        first
+            .dynamic_shared
+            .ensure(64 * 1024, 100 * 1024, |_| Ok::<(), ()>(()))
+            .unwrap();
+        let table = vec![first];
+        let again = share_limit_with_earlier_handles(&table, kernel("a"));
+        assert_eq!(again.dynamic_shared.current(), 64 * 1024);
+        // A smaller request through the second handle must not lower the driver's limit.
+        let lowered = again
+            .dynamic_shared
+            .ensure(50 * 1024, 100 * 1024, |_| Err(()));
+        assert!(lowered.is_ok());
+        let other_image = Kernel {
+            image: ImageHandle(2),
+            ..kernel("a")
+        };
+        let other = share_limit_with_earlier_handles(&table, other_image);
+        assert_eq!(other.dynamic_shared.current(), DEFAULT_SHARED_BYTES);
+    }
+
+    #[test]
+    fn a_launch_does_not_hold_the_kernel_table() {
+        let table = RwLock::new(vec![Arc::new(kernel("a"))]);
+        let taken = kernel_at(&table, KernelHandle(1)).unwrap();
+        // Another thread may add a kernel while this launch is under way.
+        table.try_write().unwrap().push(Arc::new(kernel("b")));
+        assert_eq!(taken.name, "a");
+        assert_eq!(kernel_at(&table, KernelHandle(2)).unwrap().name, "b");
+    }
+
+    #[test]
+    fn kernel_handles_are_one_based() {
+        let table = RwLock::new(vec![Arc::new(kernel("a"))]);
+        assert!(kernel_at(&table, KernelHandle(0)).is_err());
+        assert!(kernel_at(&table, KernelHandle(2)).is_err());
+    }
 }

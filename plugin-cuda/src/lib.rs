@@ -1,7 +1,10 @@
 //! `libomptarget.rtl.cuda.so`: the NVIDIA GPU plugin of omptarget-rs.
 //!
 //! Layers, bottom up: `driver` (the CUDA driver API, loaded from `libcuda.so.1` on first use),
-//! `image` (cubin and PTX images read without the driver), `resources` (stream and event pools), `device` (one GPU), `plugin` (the
+//! `image` (cubin and PTX images read without the driver), `launch` (launch decisions made
+//! without the driver), `resources` (stream and event pools), `pinning` (the pinned
+//! host ranges), `reduction` (pooled
+//! launch environments and reduction buffers), `device` (one GPU), `plugin` (the
 //! plugin ABI). LLVM's rules for grid and block sizes and the layouts its device runtime reads
 //! are shared with the other GPU plugins in `plugin_api::gpu`. Without a driver or a GPU the plugin loads and reports zero devices with the
 //! reason.
@@ -9,7 +12,10 @@
 pub mod device;
 pub mod driver;
 pub mod image;
+pub mod launch;
+pub mod pinning;
 pub mod plugin;
+pub mod reduction;
 pub mod resources;
 
 pub use plugin::CudaPlugin;

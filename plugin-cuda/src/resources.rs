@@ -4,13 +4,13 @@
 use crate::driver::{self, Driver, Event, Stream};
 use std::sync::Mutex;
 
-/// A driver object the pool can create and destroy.
-pub trait PooledResource: Copy + Send {
-    fn create(driver: &Driver) -> driver::Result<Self>;
-    fn destroy(self, driver: &Driver) -> driver::Result<()>;
+/// A driver object the pool can create and destroy with a `D` (the driver; tests use a fake).
+pub trait PooledResource<D>: Copy + Send {
+    fn create(driver: &D) -> driver::Result<Self>;
+    fn destroy(self, driver: &D) -> driver::Result<()>;
 }
 
-impl PooledResource for Stream {
+impl PooledResource<Driver> for Stream {
     fn create(driver: &Driver) -> driver::Result<Self> {
         driver.create_stream()
     }
@@ -19,7 +19,7 @@ impl PooledResource for Stream {
     }
 }
 
-impl PooledResource for Event {
+impl PooledResource<Driver> for Event {
     fn create(driver: &Driver) -> driver::Result<Self> {
         driver.create_event()
     }
@@ -34,9 +34,13 @@ pub struct ResourcePool<T> {
     created: Mutex<usize>,
 }
 
-impl<T: PooledResource> ResourcePool<T> {
-    /// Creates `initial` resources up front (the device's context must be current).
-    pub fn new(driver: &Driver, initial: usize) -> driver::Result<Self> {
+impl<T: Copy + Send> ResourcePool<T> {
+    /// Creates `initial` resources up front (the device's context must be current). Fails
+    /// only if not even one could be created.
+    pub fn new<D>(driver: &D, initial: usize) -> driver::Result<Self>
+    where
+        T: PooledResource<D>,
+    {
         let pool = ResourcePool {
             idle: Mutex::new(Vec::with_capacity(initial)),
             created: Mutex::new(0),
@@ -45,18 +49,42 @@ impl<T: PooledResource> ResourcePool<T> {
         Ok(pool)
     }
 
-    fn grow(&self, driver: &Driver, count: usize) -> driver::Result<()> {
+    /// Creates up to `count` more. What was created before a failure is kept in the pool
+    /// (destroyed with it), so nothing leaks; the failure is returned only if nothing was
+    /// created.
+    fn grow<D>(&self, driver: &D, count: usize) -> driver::Result<()>
+    where
+        T: PooledResource<D>,
+    {
         let mut fresh = Vec::with_capacity(count);
+        let mut failure = None;
         for _ in 0..count {
-            fresh.push(T::create(driver)?);
+            match T::create(driver) {
+                Ok(r) => fresh.push(r),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
         }
-        *self.created.lock().unwrap() += count;
+        let made = fresh.len();
+        *self.created.lock().unwrap() += made;
         self.idle.lock().unwrap().extend(fresh);
-        Ok(())
+        match failure {
+            Some(e) if made == 0 => Err(e),
+            Some(e) => {
+                log::debug!("cuda: the pool grew by {made} instead of {count}: {e}");
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     /// An idle resource (the device's context must be current, in case the pool grows).
-    pub fn take(&self, driver: &Driver) -> driver::Result<T> {
+    pub fn take<D>(&self, driver: &D) -> driver::Result<T>
+    where
+        T: PooledResource<D>,
+    {
         loop {
             if let Some(r) = self.idle.lock().unwrap().pop() {
                 return Ok(r);
@@ -71,7 +99,10 @@ impl<T: PooledResource> ResourcePool<T> {
     }
 
     /// Destroys the idle resources; returns how many were still taken.
-    pub fn destroy_all(&self, driver: &Driver) -> (usize, Option<driver::DriverError>) {
+    pub fn destroy_all<D>(&self, driver: &D) -> (usize, Option<driver::DriverError>)
+    where
+        T: PooledResource<D>,
+    {
         let idle = std::mem::take(&mut *self.idle.lock().unwrap());
         let mut created = self.created.lock().unwrap();
         let outstanding = created.saturating_sub(idle.len());
@@ -83,5 +114,88 @@ impl<T: PooledResource> ResourcePool<T> {
         }
         *created = outstanding;
         (outstanding, first_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::DriverError;
+    use std::cell::RefCell;
+
+    /// A driver that can create `budget` objects, then fails, and records what it destroys.
+    struct FakeDriver {
+        budget: RefCell<usize>,
+        next: RefCell<u32>,
+        destroyed: RefCell<Vec<u32>>,
+    }
+
+    impl FakeDriver {
+        fn new(budget: usize) -> FakeDriver {
+            FakeDriver {
+                budget: RefCell::new(budget),
+                next: RefCell::new(1),
+                destroyed: RefCell::new(Vec::new()),
+            }
+        }
+        fn created(&self) -> u32 {
+            *self.next.borrow() - 1
+        }
+    }
+
+    impl PooledResource<FakeDriver> for u32 {
+        fn create(driver: &FakeDriver) -> driver::Result<u32> {
+            let mut budget = driver.budget.borrow_mut();
+            if *budget == 0 {
+                return Err(DriverError {
+                    call: "cuStreamCreate",
+                    code: 2,
+                    name: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+                });
+            }
+            *budget -= 1;
+            let mut next = driver.next.borrow_mut();
+            *next += 1;
+            Ok(*next - 1)
+        }
+        fn destroy(self, driver: &FakeDriver) -> driver::Result<()> {
+            driver.destroyed.borrow_mut().push(self);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_partly_failed_creation_keeps_what_was_created() {
+        let driver = FakeDriver::new(3);
+        let pool = ResourcePool::<u32>::new(&driver, 8).unwrap();
+        assert_eq!(driver.created(), 3);
+        let (outstanding, error) = pool.destroy_all(&driver);
+        assert_eq!((outstanding, error), (0, None));
+        assert_eq!(driver.destroyed.borrow().len(), 3);
+    }
+
+    #[test]
+    fn a_failed_creation_leaks_nothing() {
+        let driver = FakeDriver::new(0);
+        assert!(ResourcePool::<u32>::new(&driver, 4).is_err());
+        assert_eq!(driver.created(), 0);
+    }
+
+    #[test]
+    fn a_partly_failed_growth_keeps_what_was_created() {
+        let driver = FakeDriver::new(3);
+        let pool = ResourcePool::<u32>::new(&driver, 2).unwrap();
+        let taken: Vec<u32> = (0..3).map(|_| pool.take(&driver).unwrap()).collect();
+        // The third take grew the pool by one of the two it asked for.
+        assert_eq!(driver.created(), 3);
+        assert!(pool.take(&driver).is_err());
+        for r in taken {
+            pool.give_back(r);
+        }
+        let (outstanding, _) = pool.destroy_all(&driver);
+        assert_eq!(outstanding, 0);
+        let mut destroyed = driver.destroyed.borrow().clone();
+        destroyed.sort();
+        assert_eq!(destroyed, [1, 2, 3]);
     }
 }

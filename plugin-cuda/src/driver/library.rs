@@ -82,6 +82,9 @@ driver_functions! {
         mem_alloc_managed = "cuMemAllocManaged": fn(*mut CUdeviceptr, usize, c_uint);
         mem_host_register = "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint);
         mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void);
+        mem_host_get_device_pointer = "cuMemHostGetDevicePointer_v2": fn(
+            *mut CUdeviceptr, *mut c_void, c_uint
+        );
         memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(CUdeviceptr, *const c_void, usize, CUstream);
         memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, CUdeviceptr, usize, CUstream);
         memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
@@ -104,6 +107,8 @@ driver_functions! {
         mem_free_async = "cuMemFreeAsync": fn(CUdeviceptr, CUstream);
         // CUDA 9.2 and later: the device's UUID (`CUuuid`, 16 bytes), for its OpenMP UID.
         device_get_uuid = "cuDeviceGetUuid": fn(*mut [u8; 16], CUdevice);
+        // CUDA 9.0 and later: opting a kernel in to more than 48 KiB of dynamic shared memory.
+        func_set_attribute = "cuFuncSetAttribute": fn(CUfunction, c_int, c_int);
     }
 }
 

@@ -188,7 +188,7 @@ impl Driver {
     /// The device's UUID (`cuDeviceGetUuid`).
     pub fn device_uuid(&self, device: CUdevice) -> Result<[u8; 16]> {
         let Some(f) = self.fns().device_get_uuid else {
-            return Err(self.missing("cuDeviceGetUuid"));
+            return Err(self.missing("cuDeviceGetUuid", "9.2"));
         };
         let mut uuid = [0u8; 16];
         // SAFETY: writes one CUuuid (16 bytes).
@@ -317,13 +317,29 @@ impl Driver {
         self.check("cuFuncGetAttribute", s).map(|_| v)
     }
 
+    /// Sets an attribute of a kernel (`cuFuncSetAttribute`), e.g. its dynamic shared memory
+    /// limit.
+    pub fn set_function_attribute(
+        &self,
+        function: Function,
+        attribute: sys::CUfunction_attribute,
+        value: i32,
+    ) -> Result<()> {
+        let Some(f) = self.fns().func_set_attribute else {
+            return Err(self.missing("cuFuncSetAttribute", "9.0"));
+        };
+        // SAFETY: plain value arguments for a valid function.
+        let s = unsafe { f(function.0, attribute as c_int, value) };
+        self.check("cuFuncSetAttribute", s)
+    }
+
     /// Launches `function` with its parameters packed in `args` (one pointer-sized value
     /// each, the layout LLVM's device code expects).
     pub fn launch(
         &self,
         function: Function,
-        blocks: u32,
-        threads: u32,
+        grid: [u32; 3],
+        block: [u32; 3],
         shared_bytes: u32,
         stream: Stream,
         args: &mut [usize],
@@ -332,14 +348,7 @@ impl Driver {
         let buffer = args.as_mut_ptr().cast::<u8>();
         // SAFETY: `buffer` holds `size` bytes, borrowed mutably for the call.
         let params = unsafe { std::slice::from_raw_parts_mut(buffer, size) };
-        self.launch_grid(
-            function,
-            [blocks, 1, 1],
-            [threads, 1, 1],
-            shared_bytes,
-            stream,
-            params,
-        )
+        self.launch_grid(function, grid, block, shared_bytes, stream, params)
     }
 
     /// Launches `function` on a 3-D grid of 3-D blocks with `params`, its parameter buffer as
@@ -424,7 +433,7 @@ impl Driver {
 
     pub fn alloc_async(&self, size: u64, stream: Stream) -> Result<u64> {
         let Some(f) = self.fns().mem_alloc_async else {
-            return Err(self.missing("cuMemAllocAsync"));
+            return Err(self.missing("cuMemAllocAsync", "11.2"));
         };
         let mut p = 0;
         // SAFETY: writes one address; the stream is live.
@@ -434,18 +443,20 @@ impl Driver {
 
     pub fn free_async(&self, ptr: u64, stream: Stream) -> Result<()> {
         let Some(f) = self.fns().mem_free_async else {
-            return Err(self.missing("cuMemFreeAsync"));
+            return Err(self.missing("cuMemFreeAsync", "11.2"));
         };
         // SAFETY: the address came from cuMemAllocAsync; the stream is live.
         let s = unsafe { f(ptr, stream.0) };
         self.check("cuMemFreeAsync", s)
     }
 
-    fn missing(&self, call: &'static str) -> DriverError {
+    /// The error for an optional entry point this driver lacks (`since`: the CUDA version
+    /// that added it).
+    fn missing(&self, call: &'static str, since: &str) -> DriverError {
         DriverError {
             call,
             code: sys::CUresult::CUDA_ERROR_NOT_SUPPORTED as u32,
-            name: "not provided by this driver (CUDA 11.2 or later needed)".into(),
+            name: format!("not provided by this driver (CUDA {since} or later needed)"),
         }
     }
 
@@ -464,6 +475,14 @@ impl Driver {
         // SAFETY: the pointer was registered with cuMemHostRegister.
         let s = unsafe { (self.fns().mem_host_unregister)(ptr as *mut c_void) };
         self.check("cuMemHostUnregister", s)
+    }
+
+    /// The device address of registered (page-locked) host memory.
+    pub fn host_device_pointer(&self, ptr: usize) -> Result<u64> {
+        let mut d = 0;
+        // SAFETY: writes one device address; flags must be 0.
+        let s = unsafe { (self.fns().mem_host_get_device_pointer)(&mut d, ptr as *mut c_void, 0) };
+        self.check("cuMemHostGetDevicePointer", s).map(|_| d)
     }
 
     pub fn copy_to_device(&self, dst: u64, src: usize, size: u64, stream: Stream) -> Result<()> {
