@@ -11,6 +11,8 @@
 //! // FLAGS: -flag ...        extra compiler flags
 //! // COMPILERS: clang19      only with these compilers (default: every compiler)
 //! // LLVM-DIFFERS: why       our behaviour deliberately differs; skip the LLVM 19 reference run
+//! // NOT-ON-EMULATOR: why    not run on the emulated GPU drivers (a host device's own behaviour,
+//! //                         or driver calls of the program's own that the emulators lack)
 //! ```
 //!
 //! Every program also checks its own results and exits non-zero when they are wrong. The same
@@ -28,7 +30,35 @@ pub enum Runtime {
     Ours,
     /// LLVM 19's own runtime from libomp-19-dev (clang-19 binaries only).
     Llvm19,
+    /// Our runtime with only its CUDA plugin, on the emulated CUDA driver (dist/emu), with
+    /// `OMPTARGET_EMU_DELAY_US` set to `delay_us` when it is not 0. The programs are built for
+    /// sm_90 with an x86-64 twin (clang-19).
+    OursOnCudaEmulator {
+        delay_us: u32,
+    },
+    /// LLVM 19's runtime on the emulated CUDA driver, its CUDA device made the default.
+    Llvm19OnCudaEmulator,
 }
+
+impl Runtime {
+    pub fn on_cuda_emulator(self) -> bool {
+        matches!(
+            self,
+            Runtime::OursOnCudaEmulator { .. } | Runtime::Llvm19OnCudaEmulator
+        )
+    }
+
+    fn is_llvm(self) -> bool {
+        matches!(self, Runtime::Llvm19 | Runtime::Llvm19OnCudaEmulator)
+    }
+}
+
+/// As many emulated GPUs as the host plugin has devices, so that programs written for the
+/// host devices' numbers run unchanged.
+pub const EMULATED_DEVICES: u32 = 4;
+
+/// LLVM 19 numbers its four host devices before the CUDA devices.
+pub const LLVM19_FIRST_CUDA_DEVICE: u32 = 4;
 
 pub const LLVM19_LIB_DIR: &str = "/usr/lib/llvm-19/lib";
 
@@ -44,6 +74,8 @@ pub struct Spec {
     pub flags: Vec<String>,
     pub compilers: Option<Vec<String>>,
     pub llvm_differs: Option<String>,
+    /// Why the program is not run on the emulated GPU drivers.
+    pub emulator_skip: Option<String>,
 }
 
 impl Spec {
@@ -81,6 +113,7 @@ impl Spec {
                     spec.compilers = Some(value.split_whitespace().map(str::to_string).collect())
                 }
                 "LLVM-DIFFERS" => spec.llvm_differs = Some(value),
+                "NOT-ON-EMULATOR" => spec.emulator_skip = Some(value),
                 _ => {}
             }
         }
@@ -129,17 +162,26 @@ pub fn programs() -> Vec<PathBuf> {
     found
 }
 
-fn exe_path(spec: &Spec, compiler: Compiler) -> PathBuf {
-    let dir = workspace_root()
-        .join("target/conformance")
-        .join(compiler.tag());
+fn exe_path(spec: &Spec, compiler: Compiler, cuda_twin: bool) -> PathBuf {
+    let flavour = if cuda_twin {
+        format!("{}-sm_90-twin", compiler.tag())
+    } else {
+        compiler.tag().to_string()
+    };
+    let dir = workspace_root().join("target/conformance").join(flavour);
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(spec.name().replace(['/', '.'], "_"))
 }
 
 /// Compiles one program (again only when the source is newer than the executable).
 pub fn compile(spec: &Spec, compiler: Compiler) -> Result<PathBuf, String> {
-    let out = exe_path(spec, compiler);
+    compile_for(spec, compiler, false)
+}
+
+/// As [`compile`]; with `cuda_twin`, for sm_90 with an x86-64 twin of the GPU image, which the
+/// emulated CUDA driver runs the kernels through.
+pub fn compile_for(spec: &Spec, compiler: Compiler, cuda_twin: bool) -> Result<PathBuf, String> {
+    let out = exe_path(spec, compiler, cuda_twin);
     let fresh = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
     if let (Some(built), Some(written)) = (fresh(&out), fresh(&spec.path)) {
         if built > written {
@@ -148,6 +190,13 @@ pub fn compile(spec: &Spec, compiler: Compiler) -> Result<PathBuf, String> {
     }
     let cpp = spec.path.extension().is_some_and(|e| e == "cpp");
     let mut cmd = compiler.command(cpp);
+    if cuda_twin {
+        let cuda = crate::nvptx_cuda_path();
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", cuda.join("bin").display()))
+            .args(crate::CUDA_TWIN_FLAGS)
+            .arg(format!("--cuda-path={}", cuda.display()));
+    }
     cmd.arg(&spec.path).args(&spec.flags).arg("-o").arg(&out);
     let output = cmd
         .output()
@@ -175,9 +224,14 @@ pub fn run_under(
     runtime: Runtime,
     wrapper: &[&str],
 ) -> Result<(), String> {
+    let emulators = crate::dist().join("emu");
     let lib_dir = match runtime {
-        Runtime::Ours => crate::lib_dir(),
-        Runtime::Llvm19 => PathBuf::from(LLVM19_LIB_DIR),
+        Runtime::Ours => crate::lib_dir().display().to_string(),
+        Runtime::Llvm19 => LLVM19_LIB_DIR.to_string(),
+        Runtime::OursOnCudaEmulator { .. } => {
+            format!("{}:{}", emulators.display(), crate::lib_dir().display())
+        }
+        Runtime::Llvm19OnCudaEmulator => format!("{}:{LLVM19_LIB_DIR}", emulators.display()),
     };
     let mut cmd = match wrapper.split_first() {
         Some((program, args)) => {
@@ -194,8 +248,29 @@ pub fn run_under(
         "LIBOMPTARGET_PLUGINS_TO_LOAD",
         "LIBOMPTARGET_DEBUG",
         "LIBOMPTARGET_INFO",
+        "OMP_DEFAULT_DEVICE",
+        "OMPTARGET_EMU_DELAY_US",
+        "OMPTARGET_EMU_TRACE",
+        "OMPTARGET_EMU_FAIL",
+        "OMPTARGET_EMU_DEVICES",
     ] {
         cmd.env_remove(var);
+    }
+    match runtime {
+        Runtime::OursOnCudaEmulator { delay_us } => {
+            cmd.env("OMPTARGET_EMU_DEVICES", EMULATED_DEVICES.to_string())
+                .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda")
+                .env("OMP_TARGET_OFFLOAD", "mandatory");
+            if delay_us > 0 {
+                cmd.env("OMPTARGET_EMU_DELAY_US", delay_us.to_string());
+            }
+        }
+        Runtime::Llvm19OnCudaEmulator => {
+            cmd.env("OMPTARGET_EMU_DEVICES", EMULATED_DEVICES.to_string())
+                .env("OMP_TARGET_OFFLOAD", "mandatory")
+                .env("OMP_DEFAULT_DEVICE", LLVM19_FIRST_CUDA_DEVICE.to_string());
+        }
+        Runtime::Ours | Runtime::Llvm19 => {}
     }
     for (k, v) in &spec.env {
         cmd.env(k, v);
@@ -339,10 +414,15 @@ fn check_one(path: &Path, compiler: Compiler, runtime: Runtime) -> Option<Outcom
             })
         }
     };
-    if !spec.runs_with(compiler) || (runtime == Runtime::Llvm19 && spec.llvm_differs.is_some()) {
+    if !spec.runs_with(compiler) || (runtime.is_llvm() && spec.llvm_differs.is_some()) {
         return None;
     }
-    let result = compile(&spec, compiler).and_then(|exe| run(&spec, &exe, runtime));
+    if runtime.on_cuda_emulator() && (compiler != Compiler::Clang19 || spec.emulator_skip.is_some())
+    {
+        return None;
+    }
+    let result = compile_for(&spec, compiler, runtime.on_cuda_emulator())
+        .and_then(|exe| run(&spec, &exe, runtime));
     Some(Outcome {
         name: spec.name(),
         compiler,

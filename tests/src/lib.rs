@@ -241,6 +241,17 @@ pub fn nvptx_cuda_path() -> PathBuf {
     dir
 }
 
+/// clang-19 flags (beside the usual ones) for an sm_90 image with an x86-64 twin, whose
+/// kernels the emulated CUDA driver runs; with `--cuda-path` and ptxas on `PATH`. -foffload-lto
+/// because the one-cubin nvlink cannot link several cubins.
+pub const CUDA_TWIN_FLAGS: &[&str] = &[
+    "-foffload-lto",
+    "-fopenmp-targets=nvptx64-nvidia-cuda,x86_64-pc-linux-gnu",
+    "-Xopenmp-target=nvptx64-nvidia-cuda",
+    "-march=sm_90",
+    "--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib",
+];
+
 /// Compiles one C source into a program with an NVPTX (`sm_arch`) device image, with clang-19.
 pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
     let cuda = nvptx_cuda_path();
@@ -260,6 +271,37 @@ pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
         ],
         &path,
     )
+}
+
+/// Compiles one C source with clang-19 into a program with an sm_90 image and its x86-64 twin
+/// (see [`CUDA_TWIN_FLAGS`]), for the emulated CUDA driver.
+pub fn compile_cuda_twin(source: &str) -> PathBuf {
+    let cuda = nvptx_cuda_path();
+    let path = format!(
+        "{}:{}",
+        cuda.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = build_dir().join(format!(
+        "{}-sm_90-twin",
+        Path::new(source).file_stem().unwrap().to_str().unwrap()
+    ));
+    let output = Command::new("clang-19")
+        .args(["-O2", "-fopenmp"])
+        .args(CUDA_TWIN_FLAGS)
+        .arg(format!("--cuda-path={}", cuda.display()))
+        .arg(program(source))
+        .arg("-o")
+        .arg(&out)
+        .env("PATH", path)
+        .output()
+        .expect("cannot run clang-19");
+    assert!(
+        output.status.success(),
+        "compiling {source} for sm_90 with a twin failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
 }
 
 /// Where rocm-device-libs puts the AMDGPU device libraries (ocml, ockl, oclc_*).

@@ -71,12 +71,15 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
     })
 }
 
-/// Says, once at registration, which images no loaded plugin can run and why: otherwise the
+/// Says, once at registration, why no loaded plugin can run any image of the program: otherwise the
 /// program would silently run on the host.
 fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage]) {
     if runtime.plugins.is_empty() {
         return;
     }
+    // A program built for several targets (a GPU image with its x86-64 twin, or images for two
+    // vendors) is fine as long as one image can run; only when none can is it worth a word.
+    let mut refusals = Vec::new();
     for (i, image) in images.iter().enumerate() {
         let answers: Vec<(String, plugin_api::ImageCompatibility)> = runtime
             .plugins
@@ -88,16 +91,20 @@ fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage]) {
                 )
             })
             .collect();
-        if answers.iter().all(|(_, a)| !a.compatible) {
-            let reasons: Vec<String> = answers
-                .iter()
-                .map(|(name, a)| format!("{name}: {}", a.reason))
-                .collect();
-            log::warn!(
-                "device image {i} of the program can be run by no plugin ({})",
-                reasons.join("; ")
-            );
+        if answers.iter().any(|(_, a)| a.compatible) {
+            return;
         }
+        let reasons: Vec<String> = answers
+            .iter()
+            .map(|(name, a)| format!("{name}: {}", a.reason))
+            .collect();
+        refusals.push(format!(
+            "device image {i} of the program can be run by no plugin ({})",
+            reasons.join("; ")
+        ));
+    }
+    for refusal in refusals {
+        log::warn!("{refusal}");
     }
 }
 

@@ -1,6 +1,9 @@
 //! Runs conformance programs by hand: `conformance [--llvm] [--compiler clang19|clang22] [-j N]
 //! [FILE|DIR ...]`. Prints one line per program and compiler; exits 1 if any failed.
 //! `--llvm` runs the clang-19 binaries against LLVM 19's runtime, the reference.
+//! `--emu-cuda` (`--emu-cuda-delay`: with a 200 us delay per stream operation) runs programs
+//! built for sm_90 with an x86-64 twin through our CUDA plugin on the emulated CUDA driver;
+//! `--emu-cuda-llvm` runs them through LLVM 19's CUDA plugin on it.
 
 use tests::conformance::{self, Runtime};
 use tests::Compiler;
@@ -14,6 +17,9 @@ fn main() {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--llvm" => runtime = Runtime::Llvm19,
+            "--emu-cuda" => runtime = Runtime::OursOnCudaEmulator { delay_us: 0 },
+            "--emu-cuda-delay" => runtime = Runtime::OursOnCudaEmulator { delay_us: 200 },
+            "--emu-cuda-llvm" => runtime = Runtime::Llvm19OnCudaEmulator,
             "--compiler" => {
                 compilers = match args.next().as_deref() {
                     Some("clang19") => vec![Compiler::Clang19],
@@ -31,7 +37,7 @@ fn main() {
             path => paths.push(std::path::PathBuf::from(path)),
         }
     }
-    if runtime == Runtime::Llvm19 {
+    if runtime != Runtime::Ours {
         compilers = vec![Compiler::Clang19];
     }
     let mut programs = Vec::new();
@@ -65,6 +71,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: conformance [--llvm] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
+    eprintln!("usage: conformance [--llvm|--emu-cuda|--emu-cuda-delay|--emu-cuda-llvm] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
     std::process::exit(2)
 }

@@ -1,0 +1,188 @@
+//! Real programs through the CUDA plugins on the emulated CUDA driver (dist/emu/libcuda.so.1):
+//! the conformance suite built for sm_90 with x86-64 twins through our plugin (with and without
+//! a delay before each stream operation, so that a missing synchronisation reads stale data),
+//! the same binaries through LLVM 19's plugin as the judge of the emulation, and a fault sweep
+//! that fails each driver function a program uses.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use tests::conformance::{self, Runtime};
+
+const JOBS: usize = 2;
+
+fn suite(runtime: Runtime) -> Vec<conformance::Outcome> {
+    conformance::check_all(
+        &conformance::programs(),
+        &[tests::Compiler::Clang19],
+        runtime,
+        JOBS,
+    )
+}
+
+fn passed(outcomes: &[conformance::Outcome]) -> BTreeSet<String> {
+    outcomes
+        .iter()
+        .filter(|o| o.result.is_ok())
+        .map(|o| o.name.clone())
+        .collect()
+}
+
+/// Our plugin passes every program (with and without a delay before each stream operation);
+/// LLVM 19's plugin on the same emulator and binaries is the judge of the emulation: what it
+/// passes, ours passes, and each of its failures is explained in docs/emulated-drivers.md.
+#[test]
+fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
+    let ours = suite(Runtime::OursOnCudaEmulator { delay_us: 0 });
+    assert!(ours.len() >= 150, "only {} programs ran", ours.len());
+    if let Some(report) = conformance::failures(&ours) {
+        panic!("{report}");
+    }
+    let delayed = suite(Runtime::OursOnCudaEmulator { delay_us: 200 });
+    if let Some(report) = conformance::failures(&delayed) {
+        panic!("with OMPTARGET_EMU_DELAY_US=200: {report}");
+    }
+    let llvm = suite(Runtime::Llvm19OnCudaEmulator);
+    let (llvm_passed, ours_passed) = (passed(&llvm), passed(&ours));
+    let only_llvm: Vec<&String> = llvm_passed.difference(&ours_passed).collect();
+    assert!(
+        only_llvm.is_empty(),
+        "LLVM 19 passes, ours fails: {only_llvm:?}"
+    );
+    let known = known_llvm_failures();
+    let unexplained: Vec<&String> = llvm
+        .iter()
+        .filter(|o| o.result.is_err() && !known.contains(&o.name))
+        .map(|o| &o.name)
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "LLVM 19 fails on the emulator where docs/emulated-drivers.md does not say why: \
+         {unexplained:?}\n{}",
+        conformance::failures(&llvm).unwrap_or_default()
+    );
+    eprintln!(
+        "on the emulated CUDA driver: ours passes {} of {}, LLVM 19 passes {} of {}",
+        ours_passed.len(),
+        ours.len(),
+        llvm_passed.len(),
+        llvm.len()
+    );
+}
+
+/// The programs LLVM 19's CUDA plugin fails on the emulator, from the table in
+/// docs/emulated-drivers.md (first column, between the markers).
+fn known_llvm_failures() -> Vec<String> {
+    let doc = std::fs::read_to_string(tests::workspace_root().join("docs/emulated-drivers.md"))
+        .expect("docs/emulated-drivers.md");
+    let table = doc
+        .split("<!-- llvm19-cuda-failures -->")
+        .nth(1)
+        .expect("the LLVM 19 failures table");
+    table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn run(exe: &Path, env: &[(&str, String)]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("60").arg(exe);
+    cmd.env(
+        "LD_LIBRARY_PATH",
+        format!(
+            "{}:{}",
+            tests::dist().join("emu").display(),
+            tests::lib_dir().display()
+        ),
+    )
+    .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda")
+    .env_remove("OMP_TARGET_OFFLOAD")
+    .env_remove("LIBOMPTARGET_INFO");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let output = cmd.output().expect("run the program");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The driver functions a clean run calls, from its OMPTARGET_EMU_TRACE.
+fn functions_called(exe: &Path) -> BTreeSet<String> {
+    let trace = std::env::temp_dir().join(format!("emu-trace-{}", std::process::id()));
+    let _ = std::fs::remove_file(&trace);
+    let (code, stdout, stderr) = run(
+        exe,
+        &[
+            ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
+            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+        ],
+    );
+    assert_eq!(code, Some(0), "clean run failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains(" ok"), "{stdout}");
+    let text = std::fs::read_to_string(&trace).expect("a trace");
+    let _ = std::fs::remove_file(&trace);
+    for line in text.lines() {
+        assert!(
+            line.starts_with("cu") && line.contains(" -> CUDA_"),
+            "trace line without function and result: {line}"
+        );
+    }
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("cuLaunchKernel stream=0x")
+            && l.contains("grid=")
+            && l.contains("block=")));
+    text.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Each driver function the program uses fails once, at its first call and at its second:
+/// every run ends with the right result (the region falls back to the host where
+/// OMP_TARGET_OFFLOAD allows) or with a clear error, never with a crash, a hang or a wrong
+/// result reported as success.
+#[test]
+fn a_failing_driver_call_never_crashes_hangs_or_gives_a_wrong_result() {
+    let exe = tests::compile_cuda_twin("emu_saxpy.c");
+    let functions = functions_called(&exe);
+    assert!(functions.len() >= 15, "{functions:?}");
+    let (mut right, mut clear_error) = (0, 0);
+    for function in &functions {
+        for nth in [1, 2] {
+            let (code, stdout, stderr) =
+                run(&exe, &[("OMPTARGET_EMU_FAIL", format!("{function}:{nth}"))]);
+            let case = format!("{function}:{nth}");
+            assert_ne!(code, Some(124), "{case}: hung\n{stderr}");
+            assert!(
+                !stdout.contains("WRONG"),
+                "{case}: wrong result\n{stdout}\n{stderr}"
+            );
+            if code == Some(0) {
+                assert!(stdout.contains(" ok"), "{case}: {stdout}");
+                right += 1;
+            } else {
+                // `timeout` reports a signal as 128 + its number. A fatal offload error ends
+                // with abort(), as LLVM's does; any other signal is a crash.
+                let crashed = matches!(code, Some(132 | 135 | 136 | 139))
+                    || (code == Some(134) && !stderr.contains("fatal error"));
+                assert!(
+                    !crashed && stderr.contains("omptarget"),
+                    "{case}: ended with {code:?} without a clear error\n{stdout}\n{stderr}"
+                );
+                clear_error += 1;
+            }
+        }
+    }
+    eprintln!(
+        "fault sweep: {} runs over {} functions: {right} right results, {clear_error} clear errors",
+        2 * functions.len(),
+        functions.len()
+    );
+}

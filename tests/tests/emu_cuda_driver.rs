@@ -1,0 +1,281 @@
+//! The emulated CUDA driver's rules, one by one, called in-process as a plugin would call the
+//! driver: each is a rule of the real driver that a plugin bug would break (the codes are the
+//! driver's). Modules use the sm_90 cubin of a real clang-19 program.
+
+use omptarget_emu_cuda::*;
+use std::ffi::{c_void, CString};
+use std::sync::OnceLock;
+
+const INVALID_VALUE: u32 = 1;
+const OUT_OF_MEMORY: u32 = 2;
+const INVALID_IMAGE: u32 = 200;
+const INVALID_CONTEXT: u32 = 201;
+const NO_BINARY_FOR_GPU: u32 = 209;
+const INVALID_HANDLE: u32 = 400;
+const NOT_FOUND: u32 = 500;
+const HOST_MEMORY_ALREADY_REGISTERED: u32 = 712;
+const HOST_MEMORY_NOT_REGISTERED: u32 = 713;
+const NOT_SUPPORTED: u32 = 801;
+
+/// Initialises the driver and makes device 0's primary context current on this thread.
+fn with_context() {
+    assert_eq!(cuInit(0), 0);
+    let mut context = 0usize;
+    assert_eq!(cuDevicePrimaryCtxRetain(&mut context, 0), 0);
+    assert_eq!(cuCtxSetCurrent(context), 0);
+}
+
+fn allocate(size: usize) -> u64 {
+    let mut pointer = 0u64;
+    assert_eq!(cuMemAlloc_v2(&mut pointer, size), 0);
+    pointer
+}
+
+#[test]
+fn calls_that_need_a_context_fail_without_a_current_one() {
+    assert_eq!(cuInit(0), 0);
+    std::thread::spawn(|| {
+        let mut pointer = 0u64;
+        assert_eq!(cuMemAlloc_v2(&mut pointer, 4096), INVALID_CONTEXT);
+        let mut stream = 0usize;
+        assert_eq!(cuStreamCreate(&mut stream, 0), INVALID_CONTEXT);
+        let (mut free, mut total) = (0, 0);
+        assert_eq!(cuMemGetInfo_v2(&mut free, &mut total), INVALID_CONTEXT);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn device_memory_is_checked_on_every_copy_and_free() {
+    with_context();
+    let size = 1 << 20;
+    let device = allocate(size);
+    let host = vec![7u8; size + 1];
+    let mut back = vec![0u8; size];
+    assert_eq!(cuMemcpyHtoD_v2(device, host.as_ptr().cast(), size), 0);
+    assert_eq!(cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), device, size), 0);
+    assert_eq!(back, host[..size]);
+    assert_eq!(
+        cuMemcpyHtoD_v2(device, host.as_ptr().cast(), size + 1),
+        INVALID_VALUE,
+        "a copy past the end of the allocation"
+    );
+    assert_eq!(
+        cuMemcpyHtoD_v2(host.as_ptr() as u64, back.as_ptr().cast(), 16),
+        INVALID_VALUE,
+        "a host pointer as the device pointer"
+    );
+    assert_eq!(
+        cuMemFree_v2(device + 64),
+        INVALID_VALUE,
+        "an interior pointer"
+    );
+    assert_eq!(cuMemFree_v2(device), 0);
+    assert_eq!(cuMemFree_v2(device), INVALID_VALUE, "a double free");
+    assert_eq!(
+        cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), device, 16),
+        INVALID_VALUE,
+        "a copy from freed memory"
+    );
+    let mut pointer = 0u64;
+    assert_eq!(
+        cuMemAlloc_v2(&mut pointer, 5 << 30),
+        OUT_OF_MEMORY,
+        "over the 4 GiB"
+    );
+    let (mut free, mut total) = (0usize, 0usize);
+    assert_eq!(cuMemGetInfo_v2(&mut free, &mut total), 0);
+    assert_eq!(total, 4 << 30);
+    assert!(free <= total);
+}
+
+#[test]
+fn host_registration_follows_the_driver() {
+    with_context();
+    let buffer = vec![0u8; 8192];
+    let start = buffer.as_ptr() as *mut c_void;
+    assert_eq!(cuMemHostRegister_v2(start, 8192, 0), 0);
+    assert_eq!(
+        cuMemHostRegister_v2(start, 8192, 0),
+        HOST_MEMORY_ALREADY_REGISTERED
+    );
+    let mut device = 0u64;
+    // SAFETY: an interior address of the registered buffer.
+    let interior = unsafe { start.cast::<u8>().add(100) }.cast();
+    assert_eq!(cuMemHostGetDevicePointer_v2(&mut device, interior, 0), 0);
+    assert_eq!(device, interior as u64, "unified addressing");
+    assert_eq!(cuMemHostUnregister(interior), HOST_MEMORY_NOT_REGISTERED);
+    assert_eq!(cuMemHostUnregister(start), 0);
+    assert_eq!(cuMemHostUnregister(start), HOST_MEMORY_NOT_REGISTERED);
+    assert_eq!(
+        cuMemHostGetDevicePointer_v2(&mut device, start, 0),
+        INVALID_VALUE
+    );
+    let mut pinned: *mut c_void = std::ptr::null_mut();
+    assert_eq!(cuMemAllocHost_v2(&mut pinned, 100), 0);
+    assert_eq!(
+        cuMemFreeHost(start),
+        INVALID_VALUE,
+        "not from cuMemAllocHost"
+    );
+    assert_eq!(cuMemFreeHost(pinned), 0);
+}
+
+#[test]
+fn destroyed_and_mistaken_handles_are_refused() {
+    with_context();
+    let (mut stream, mut event) = (0usize, 0usize);
+    assert_eq!(cuStreamCreate(&mut stream, 0), 0);
+    assert_eq!(
+        cuStreamCreate(&mut 0usize, 4),
+        INVALID_VALUE,
+        "unknown flags"
+    );
+    assert_eq!(cuEventCreate(&mut event, 0), 0);
+    assert_eq!(cuStreamQuery(stream), 0);
+    assert_eq!(
+        cuEventRecord(stream, stream),
+        INVALID_HANDLE,
+        "a stream as an event"
+    );
+    assert_eq!(cuEventRecord(event, stream), 0);
+    assert_eq!(cuStreamWaitEvent(stream, event, 0), 0);
+    assert_eq!(cuStreamSynchronize(stream), 0);
+    assert_eq!(cuEventSynchronize(event), 0);
+    assert_eq!(cuStreamDestroy_v2(stream), 0);
+    assert_eq!(cuStreamSynchronize(stream), INVALID_HANDLE);
+    assert_eq!(cuEventDestroy_v2(event), 0);
+    assert_eq!(cuEventSynchronize(event), INVALID_HANDLE);
+}
+
+/// The sm_90 cubin of a real program, and the name of one of its kernels.
+fn cubin() -> &'static (Vec<u8>, String) {
+    static CUBIN: OnceLock<(Vec<u8>, String)> = OnceLock::new();
+    CUBIN.get_or_init(|| {
+        use object::{Object, ObjectSection};
+        let exe = std::fs::read(tests::compile_cuda_twin("emu_saxpy.c")).unwrap();
+        let file = object::File::parse(&*exe).unwrap();
+        let section = file.section_by_name(".llvm.offloading").unwrap();
+        let data = section.data().unwrap();
+        let image = plugin_api::offload_binary::containers(data)
+            .into_iter()
+            .map(|c| plugin_api::offload_binary::unwrap(c).unwrap())
+            .find(|u| u.triple.starts_with("nvptx64"))
+            .expect("an nvptx64 image");
+        let symbols = plugin_api::gpu::cuda_image::SymbolTable::read(image.bytes).unwrap();
+        let kernel = symbols
+            .functions()
+            .map(|f| f.name.clone())
+            .find(|n| n.starts_with("__omp_offloading_"))
+            .expect("a kernel");
+        (image.bytes.to_vec(), kernel)
+    })
+}
+
+fn load(bytes: &[u8]) -> Result<usize, u32> {
+    let mut module = 0usize;
+    match cuModuleLoadData(&mut module, bytes.as_ptr().cast()) {
+        0 => Ok(module),
+        code => Err(code),
+    }
+}
+
+#[test]
+fn modules_are_checked_like_the_driver_does() {
+    with_context();
+    let (bytes, kernel) = cubin();
+    let module = load(bytes).expect("the real cubin loads");
+    let name = CString::new(kernel.as_str()).unwrap();
+    let mut function = 0usize;
+    assert_eq!(cuModuleGetFunction(&mut function, module, name.as_ptr()), 0);
+    let missing = CString::new("no_such_kernel").unwrap();
+    assert_eq!(
+        cuModuleGetFunction(&mut function.clone(), module, missing.as_ptr()),
+        NOT_FOUND
+    );
+    let environment = CString::new("__omp_rtl_device_environment").unwrap();
+    let (mut address, mut size) = (0u64, 0usize);
+    assert_eq!(
+        cuModuleGetGlobal_v2(&mut address, &mut size, module, environment.as_ptr()),
+        0
+    );
+    assert!(size > 0);
+    let mut readback = vec![1u8; size];
+    assert_eq!(
+        cuMemcpyDtoH_v2(readback.as_mut_ptr().cast(), address, size),
+        0
+    );
+
+    let mut newer = bytes.clone();
+    newer[48] = 100; // e_flags: sm_100, newer than the device
+    assert_eq!(load(&newer), Err(NO_BINARY_FOR_GPU));
+    let mut x86 = bytes.clone();
+    x86[18..20].copy_from_slice(&62u16.to_le_bytes());
+    assert_eq!(load(&x86), Err(INVALID_IMAGE));
+
+    assert_eq!(cuModuleUnload(module), 0);
+    assert_eq!(cuModuleUnload(module), INVALID_HANDLE);
+    assert_eq!(
+        cuFuncGetAttribute(&mut 0, 0, function),
+        INVALID_HANDLE,
+        "functions go with their module"
+    );
+}
+
+/// Launches `function` with a zeroed parameter buffer big enough for any of its kernels.
+fn launch(function: usize, block: u32, shared: u32) -> u32 {
+    let mut params = [0u8; 512];
+    let mut size = params.len();
+    let mut extra: [*mut c_void; 5] = [
+        1usize as *mut c_void,
+        params.as_mut_ptr().cast(),
+        2usize as *mut c_void,
+        (&mut size as *mut usize).cast(),
+        std::ptr::null_mut(),
+    ];
+    // SAFETY: the parameter buffer and its size outlive the call.
+    unsafe {
+        cuLaunchKernel(
+            function,
+            1,
+            1,
+            1,
+            block,
+            1,
+            1,
+            shared,
+            0,
+            std::ptr::null_mut(),
+            extra.as_mut_ptr(),
+        )
+    }
+}
+
+#[test]
+fn launches_respect_the_kernel_limits_and_the_shared_memory_opt_in() {
+    with_context();
+    let (bytes, kernel) = cubin();
+    let module = load(bytes).unwrap();
+    let name = CString::new(kernel.as_str()).unwrap();
+    let mut function = 0usize;
+    assert_eq!(cuModuleGetFunction(&mut function, module, name.as_ptr()), 0);
+    let mut max_threads = 0;
+    assert_eq!(cuFuncGetAttribute(&mut max_threads, 0, function), 0);
+    assert!((1..=1024).contains(&max_threads));
+    assert_eq!(launch(function, max_threads as u32 + 1, 0), INVALID_VALUE);
+    assert_eq!(
+        launch(function, 1, 64 * 1024),
+        INVALID_VALUE,
+        "over 48 KiB, not opted in"
+    );
+    assert_eq!(
+        cuFuncSetAttribute(function, 8, 300 * 1024),
+        INVALID_VALUE,
+        "over 227 KiB"
+    );
+    assert_eq!(cuFuncSetAttribute(function, 8, 64 * 1024), 0);
+    // Past the checks; this process has no twin of the kernel, which the launch says.
+    assert_eq!(launch(function, 1, 64 * 1024), NOT_SUPPORTED);
+    assert_eq!(cuModuleUnload(module), 0);
+}
