@@ -100,7 +100,7 @@ pub unsafe fn parameters(
 /// The parameter buffer as the twin's arguments: one 8-byte value per parameter (OpenMP
 /// kernels take pointers and pointer-sized values only).
 pub fn twin_arguments(function: &Function, buffer: &[u8]) -> Result<Vec<usize>> {
-    if buffer.len() % 8 != 0
+    if buffer.len() & 7 != 0
         || function
             .kernel
             .params

@@ -18,12 +18,3 @@ mod trace;
 mod twin;
 
 pub use entry::*;
-
-/// Runs when the library is unloaded (dlclose, or exit): stream workers are joined first.
-extern "C" fn unloading() {
-    streams::stop_all_workers();
-}
-
-#[used]
-#[link_section = ".fini_array"]
-static UNLOADING: extern "C" fn() = unloading;

@@ -5,22 +5,7 @@
 use crate::config;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// Every worker started, so that they can all be stopped before this library is unmapped
-/// (LLVM's runtime dlcloses the driver at exit; a worker still parked in our code would
-/// return into unmapped memory).
-static WORKERS: Mutex<Vec<(Arc<Stream>, JoinHandle<()>)>> = Mutex::new(Vec::new());
-
-/// Finishes every stream's queued work and joins its worker.
-pub fn stop_all_workers() {
-    let workers = std::mem::take(&mut *WORKERS.lock().unwrap_or_else(|e| e.into_inner()));
-    for (stream, worker) in workers {
-        stream.close();
-        let _ = worker.join();
-    }
-}
 
 type Operation = Box<dyn FnOnce() + Send>;
 
@@ -50,10 +35,10 @@ impl Stream {
             changed: Condvar::new(),
         });
         let worker = stream.clone();
-        let handle = std::thread::Builder::new()
+        // Workers are not joined: the library is never unmapped (see build.rs).
+        std::thread::Builder::new()
             .name(format!("emu-cuda-stream-dev{device}"))
             .spawn(move || worker.run())?;
-        WORKERS.lock().unwrap().push((stream.clone(), handle));
         Ok(stream)
     }
 

@@ -286,6 +286,15 @@ pub fn compile_cuda_twin(source: &str) -> PathBuf {
         "{}-sm_90-twin",
         Path::new(source).file_stem().unwrap().to_str().unwrap()
     ));
+    // Tests share programs: build each once per run, never while another test runs it.
+    static BUILT: OnceLock<std::sync::Mutex<Vec<PathBuf>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if built.contains(&out) {
+        return out;
+    }
     let output = Command::new("clang-19")
         .args(["-O2", "-fopenmp"])
         .args(CUDA_TWIN_FLAGS)
@@ -301,6 +310,7 @@ pub fn compile_cuda_twin(source: &str) -> PathBuf {
         "compiling {source} for sm_90 with a twin failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    built.push(out.clone());
     out
 }
 

@@ -186,3 +186,66 @@ fn a_failing_driver_call_never_crashes_hangs_or_gives_a_wrong_result() {
         functions.len()
     );
 }
+
+/// (kernel, grid, block) of each launch in a trace.
+fn launches(trace: &str) -> Vec<(String, String, String)> {
+    trace
+        .lines()
+        .filter(|l| l.starts_with("cuLaunchKernel "))
+        .map(|l| {
+            let field = |key: &str| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix(key))
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            (field("kernel="), field("grid="), field("block="))
+        })
+        .collect()
+}
+
+/// The same clang-19 binary launches each kernel with the grid and block LLVM 19's plugin
+/// gives it (we follow LLVM's launch rules). Caught: a region without teams was launched with
+/// the largest grid (the -1 teams clang passes read as a count), each block running the
+/// region's serial part on a GPU.
+#[test]
+fn launch_geometry_matches_llvm_19() {
+    let exe = tests::compile_cuda_twin("emu_saxpy.c");
+    let dir = std::env::temp_dir();
+    let (ours, llvm) = (
+        dir.join(format!("emu-ours-{}", std::process::id())),
+        dir.join(format!("emu-llvm-{}", std::process::id())),
+    );
+    let (code, stdout, stderr) = run(
+        &exe,
+        &[
+            ("OMPTARGET_EMU_TRACE", ours.display().to_string()),
+            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let status = Command::new(&exe)
+        .env(
+            "LD_LIBRARY_PATH",
+            format!(
+                "{}:{}",
+                tests::dist().join("emu").display(),
+                conformance::LLVM19_LIB_DIR
+            ),
+        )
+        .env("OMP_TARGET_OFFLOAD", "mandatory")
+        .env(
+            "OMP_DEFAULT_DEVICE",
+            conformance::LLVM19_FIRST_CUDA_DEVICE.to_string(),
+        )
+        .env("OMPTARGET_EMU_TRACE", &llvm)
+        .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
+        .output()
+        .expect("run under LLVM 19");
+    assert!(status.status.success(), "{status:?}");
+    let read = |p: &Path| std::fs::read_to_string(p).expect("a trace");
+    let (ours_launches, llvm_launches) = (launches(&read(&ours)), launches(&read(&llvm)));
+    let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&llvm));
+    assert!(ours_launches.len() >= 4, "{ours_launches:?}");
+    assert_eq!(ours_launches, llvm_launches);
+}

@@ -227,6 +227,8 @@ fn modules_are_checked_like_the_driver_does() {
 fn launch(function: usize, block: u32, shared: u32) -> u32 {
     let mut params = [0u8; 512];
     let mut size = params.len();
+    // cuda.h's markers are the addresses 1 (buffer pointer) and 2 (buffer size).
+    #[allow(clippy::manual_dangling_ptr)]
     let mut extra: [*mut c_void; 5] = [
         1usize as *mut c_void,
         params.as_mut_ptr().cast(),

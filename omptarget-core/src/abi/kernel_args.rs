@@ -93,6 +93,14 @@ pub unsafe fn read_kernel_args(
         let clamp = |n: i32| n.max(0) as u32;
         ([clamp(num_teams), 0, 0], [clamp(thread_limit), 0, 0], 0)
     };
+    // A target region without a teams construct: the compiler passes -1 teams, which means one
+    // team (LLVM's __tgt_target_kernel rewrites the block's count to 1 too). Read as a count
+    // it would launch the largest grid, each team running the region's serial part.
+    let teams = if num_teams == -1 {
+        [1, teams[1], teams[2]]
+    } else {
+        teams
+    };
     Ok(KernelRequest {
         version: v1.version.min(NEWEST_KNOWN_VERSION),
         num_args: v1.num_args as usize,
@@ -127,6 +135,26 @@ mod tests {
             tripcount: 7,
             flags: 1,
         }
+    }
+
+    #[test]
+    fn a_region_without_teams_gets_one_team() {
+        let mut args = KernelArgsV3 {
+            v1: v1(3),
+            num_teams: [u32::MAX, 0, 0],
+            thread_limit: [0; 3],
+            dyn_cgroup_mem: 0,
+        };
+        let r =
+            unsafe { read_kernel_args(&args as *const _ as *const KernelArgsV1, -1, 0) }.unwrap();
+        assert_eq!(r.num_teams, [1, 0, 0]);
+        let legacy = v1(1);
+        let r = unsafe { read_kernel_args(&legacy, -1, 0) }.unwrap();
+        assert_eq!(r.num_teams, [1, 0, 0]);
+        args.num_teams = [7, 0, 0];
+        let r =
+            unsafe { read_kernel_args(&args as *const _ as *const KernelArgsV1, 7, 0) }.unwrap();
+        assert_eq!(r.num_teams, [7, 0, 0]);
     }
 
     #[test]

@@ -188,10 +188,11 @@ fn legacy(
         tripcount: PUSHED_TRIPCOUNT.try_with(|t| t.replace(0)).unwrap_or(0),
         flags: 0,
     };
+    // -1 teams (no teams construct) is read by read_kernel_args as one team.
     target_kernel(
         loc,
         device_id,
-        num_teams.max(0),
+        num_teams.max(-1),
         thread_limit.max(0),
         host_ptr,
         &block,
