@@ -249,3 +249,27 @@ fn launch_geometry_matches_llvm_19() {
     assert!(ours_launches.len() >= 4, "{ours_launches:?}");
     assert_eq!(ours_launches, llvm_launches);
 }
+
+/// A kernel with 64 KiB of dynamic shared memory runs: the plugin opts it in (the emulator,
+/// as the driver, refuses the launch otherwise; LLVM 19's plugin never opts in and fails).
+#[test]
+fn kernels_are_opted_in_to_more_than_48_kib_of_dynamic_shared_memory() {
+    let exe = tests::compile_cuda_twin("emu_dyn_shared.c");
+    let trace = std::env::temp_dir().join(format!("emu-dyn-{}", std::process::id()));
+    let (code, stdout, stderr) = run(
+        &exe,
+        &[
+            ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
+            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+        ],
+    );
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    let _ = std::fs::remove_file(&trace);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("dyn_shared=ok"), "{stdout}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("cuFuncSetAttribute attribute=8 value=65536 -> CUDA_SUCCESS")),
+        "{text}"
+    );
+}
