@@ -40,6 +40,7 @@ FAILS(cuMemHostUnregister) FAILS(cuMemcpyHtoDAsync_v2) FAILS(cuMemcpyDtoHAsync_v
 FAILS(cuMemcpyDtoDAsync_v2) FAILS(cuStreamCreate) FAILS(cuStreamDestroy_v2)
 FAILS(cuStreamSynchronize) FAILS(cuStreamQuery) FAILS(cuStreamWaitEvent) FAILS(cuEventCreate)
 FAILS(cuEventRecord) FAILS(cuEventSynchronize) FAILS(cuEventDestroy_v2)
+FAILS(cuMemHostGetDevicePointer_v2)
 #ifndef FAKE_CUDA_OLD_DRIVER
 FAILS(cuMemcpyPeerAsync)
 #endif

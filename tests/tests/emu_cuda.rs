@@ -50,9 +50,16 @@ fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
         "LLVM 19 passes, ours fails: {only_llvm:?}"
     );
     let known = known_llvm_failures();
+    // LLVM's launch without a current context (see the docs) hits whichever program has a
+    // thread whose first driver call is a launch, depending on timing.
+    let llvm_context_bug = |o: &conformance::Outcome| {
+        o.result.as_ref().err().is_some_and(|e| {
+            e.contains("Error in cuLaunchKernel") && e.contains("invalid device context")
+        })
+    };
     let unexplained: Vec<&String> = llvm
         .iter()
-        .filter(|o| o.result.is_err() && !known.contains(&o.name))
+        .filter(|o| o.result.is_err() && !known.contains(&o.name) && !llvm_context_bug(o))
         .map(|o| &o.name)
         .collect();
     assert!(
@@ -224,24 +231,37 @@ fn launch_geometry_matches_llvm_19() {
         ],
     );
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    let status = Command::new(&exe)
-        .env(
-            "LD_LIBRARY_PATH",
-            format!(
-                "{}:{}",
-                tests::dist().join("emu").display(),
-                conformance::LLVM19_LIB_DIR
-            ),
-        )
-        .env("OMP_TARGET_OFFLOAD", "mandatory")
-        .env(
-            "OMP_DEFAULT_DEVICE",
-            conformance::LLVM19_FIRST_CUDA_DEVICE.to_string(),
-        )
-        .env("OMPTARGET_EMU_TRACE", &llvm)
-        .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
-        .output()
-        .expect("run under LLVM 19");
+    let under_llvm = || {
+        let _ = std::fs::remove_file(&llvm);
+        Command::new(&exe)
+            .env(
+                "LD_LIBRARY_PATH",
+                format!(
+                    "{}:{}",
+                    tests::dist().join("emu").display(),
+                    conformance::LLVM19_LIB_DIR
+                ),
+            )
+            .env("OMP_TARGET_OFFLOAD", "mandatory")
+            .env(
+                "OMP_DEFAULT_DEVICE",
+                conformance::LLVM19_FIRST_CUDA_DEVICE.to_string(),
+            )
+            .env("OMPTARGET_EMU_TRACE", &llvm)
+            .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
+            .output()
+            .expect("run under LLVM 19")
+    };
+    // LLVM's run crashed once in CI (SIGSEGV, no output; not reproduced in 150 runs here, see
+    // docs/emulated-drivers.md): the judge gets three tries, each crash reported.
+    let mut status = under_llvm();
+    for _ in 0..2 {
+        if status.status.success() {
+            break;
+        }
+        eprintln!("LLVM 19's run failed, tried again: {status:?}");
+        status = under_llvm();
+    }
     assert!(status.status.success(), "{status:?}");
     let read = |p: &Path| std::fs::read_to_string(p).expect("a trace");
     let (ours_launches, llvm_launches) = (launches(&read(&ours)), launches(&read(&llvm)));
