@@ -282,36 +282,10 @@ pub fn compile_cuda_twin(source: &str) -> PathBuf {
         cuda.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = build_dir().join(format!(
-        "{}-sm_90-twin",
-        Path::new(source).file_stem().unwrap().to_str().unwrap()
-    ));
-    // Tests share programs: build each once per run, never while another test runs it.
-    static BUILT: OnceLock<std::sync::Mutex<Vec<PathBuf>>> = OnceLock::new();
-    let mut built = BUILT
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if built.contains(&out) {
-        return out;
-    }
-    let output = Command::new("clang-19")
-        .args(["-O2", "-fopenmp"])
-        .args(CUDA_TWIN_FLAGS)
-        .arg(format!("--cuda-path={}", cuda.display()))
-        .arg(program(source))
-        .arg("-o")
-        .arg(&out)
-        .env("PATH", path)
-        .output()
-        .expect("cannot run clang-19");
-    assert!(
-        output.status.success(),
-        "compiling {source} for sm_90 with a twin failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    built.push(out.clone());
-    out
+    let mut flags: Vec<String> = vec!["-O2".into()];
+    flags.extend(CUDA_TWIN_FLAGS.iter().map(|f| f.to_string()));
+    flags.push(format!("--cuda-path={}", cuda.display()));
+    build_once(source, "sm_90-twin", &flags, &path)
 }
 
 /// Where rocm-device-libs puts the AMDGPU device libraries (ocml, ockl, oclc_*).
@@ -339,9 +313,19 @@ pub fn compile_amdgpu(source: &str, archs: &str) -> PathBuf {
 
 /// Builds `source` with clang-19 for the offload architectures `archs`, once per test run.
 fn compile_device(source: &str, archs: &str, flags: &[String], path: &str) -> PathBuf {
+    let mut all: Vec<String> = archs
+        .split(',')
+        .map(|a| format!("--offload-arch={a}"))
+        .collect();
+    all.extend_from_slice(flags);
+    build_once(source, &archs.replace([',', ':'], "_"), &all, path)
+}
+
+/// Builds `source` with `clang-19 -fopenmp FLAGS` into `<stem>-<flavour>`, once per test run.
+fn build_once(source: &str, flavour: &str, flags: &[String], path: &str) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<Vec<PathBuf>>> = OnceLock::new();
     let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
-    let out = build_dir().join(format!("{stem}-{}", archs.replace([',', ':'], "_")));
+    let out = build_dir().join(format!("{stem}-{flavour}"));
     // Tests share programs: build each once per run, never while another test reads it.
     let mut built = BUILT
         .get_or_init(Default::default)
@@ -352,7 +336,6 @@ fn compile_device(source: &str, archs: &str, flags: &[String], path: &str) -> Pa
     }
     let output = Command::new("clang-19")
         .arg("-fopenmp")
-        .args(archs.split(',').map(|a| format!("--offload-arch={a}")))
         .args(flags)
         .arg(program(source))
         .arg("-o")
@@ -362,7 +345,7 @@ fn compile_device(source: &str, archs: &str, flags: &[String], path: &str) -> Pa
         .expect("cannot run clang-19");
     assert!(
         output.status.success(),
-        "compiling {source} for {archs} failed:\n{}",
+        "compiling {source} ({flavour}) failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     built.push(out.clone());
