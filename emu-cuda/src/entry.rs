@@ -54,6 +54,24 @@ fn note_stream(c: &mut Call, stream: Handle) {
     c.note(|| format!("stream={stream:#x}"));
 }
 
+/// Notes a host-to-device copy's destination and, for small copies, the bytes copied (so a
+/// trace shows what a plugin wrote into the device runtime's globals and tables).
+fn note_upload(c: &mut Call, dst: CUdeviceptr, src: *const c_void, size: usize) {
+    const SHOWN: usize = 64;
+    c.note(|| {
+        let mut text = format!("dst={dst:#x} size={size}");
+        if !src.is_null() && size > 0 && size <= SHOWN {
+            // SAFETY: the caller's source buffer holds `size` bytes (the call's contract).
+            let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), size) };
+            text.push_str(" bytes=");
+            for b in bytes {
+                text.push_str(&format!("{b:02x}"));
+            }
+        }
+        text
+    });
+}
+
 // ---- initialisation, version, errors -------------------------------------------------------
 
 #[no_mangle]
@@ -544,7 +562,7 @@ pub extern "C" fn cuMemcpyHtoDAsync_v2(
 ) -> CuResult {
     call("cuMemcpyHtoDAsync_v2", |c| {
         note_stream(c, stream);
-        c.note(|| format!("size={size}"));
+        note_upload(c, dst, src, size);
         let (driver, d) = current()?;
         let queue = driver.stream(stream, d)?;
         if size == 0 {
@@ -670,7 +688,7 @@ pub extern "C" fn cuMemcpyPeerAsync(
 #[no_mangle]
 pub extern "C" fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, size: usize) -> CuResult {
     call("cuMemcpyHtoD_v2", |c| {
-        c.note(|| format!("size={size}"));
+        note_upload(c, dst, src, size);
         let (driver, d) = current()?;
         if size == 0 {
             return Ok(());
@@ -917,6 +935,7 @@ pub extern "C" fn cuModuleGetGlobal_v2(
         let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
         c.note(|| format!("name={name}"));
         let (address, bytes) = m.global(&name, &driver.book)?;
+        c.note(|| format!("dptr={address:#x} size={bytes}"));
         if !pointer.is_null() {
             out(pointer, address as CUdeviceptr)?;
         }

@@ -2,6 +2,7 @@
 //! kernel table, the mapping table). Devices initialise on first use and load each registered
 //! library's image then, so a program that never offloads never touches its devices.
 
+use crate::abi::offload_entry;
 use crate::error::{OffloadError, Result};
 use crate::kernel_table::{Kernel, KernelTable};
 use crate::mapping::{Mapping, MappingTable};
@@ -271,6 +272,7 @@ impl Device {
         let (mut kernels, mut globals) = (Vec::new(), Vec::new());
         let mut global_entries = Vec::new();
         let mut found_kernels = Vec::new();
+        let mut indirect_calls = Vec::new();
         for entry in &library.entries {
             if entry.is_kernel() {
                 match self.plugin.get_kernel(self.local, handle, &entry.name) {
@@ -292,6 +294,31 @@ impl Device {
                         e.message
                     ),
                 }
+            } else if entry.is_global() && entry.flags & offload_entry::flags::INDIRECT_VTABLE != 0
+            {
+                // A virtual table of indirect functions (LLVM 22): its global points to the
+                // device's copy, and each slot's host address translates to that slot there.
+                const WORD: usize = std::mem::size_of::<usize>();
+                match self
+                    .plugin
+                    .get_global(self.local, handle, &entry.name, WORD as u64)
+                {
+                    Ok(global) => {
+                        let table = self.read_device_word(global.address);
+                        for slot in 0..entry.size as usize / WORD {
+                            indirect_calls.push(plugin_api::IndirectCall {
+                                host: (entry.address + slot * WORD) as u64,
+                                device: (table + slot * WORD) as u64,
+                            });
+                        }
+                    }
+                    Err(e) => log::warn!(
+                        "virtual table '{}' not found on device {}: {}",
+                        entry.name,
+                        self.id,
+                        e.message
+                    ),
+                }
             } else if entry.is_global() {
                 // `declare target` globals are mapped for the life of the image. For `link`
                 // variables the entry is the reference pointer the device code goes through;
@@ -301,9 +328,12 @@ impl Device {
                     .get_global(self.local, handle, &entry.name, entry.size)
                 {
                     Ok(global) => {
-                        if crate::runtime::Runtime::get().unified_shared_memory() {
+                        if crate::runtime::Runtime::get().unified_shared_memory()
+                            && !entry.is_indirect()
+                        {
                             // Under unified shared memory the device global is a reference
-                            // to the host's: give it the host's value (as LLVM does).
+                            // to the host's: give it the host's value (as LLVM does; not for
+                            // indirect functions, whose global holds a device address).
                             if let Err(e) = self.plugin.copy_to_device(
                                 self.local,
                                 global.address,
@@ -320,12 +350,16 @@ impl Device {
                         }
                         // `declare target indirect` functions: the global holds the device
                         // function's address, which host function pointers translate to.
-                        let device_address =
-                            if entry.flags & crate::abi::offload_entry::flags::INDIRECT != 0 {
-                                self.read_device_word(global.address)
-                            } else {
-                                global.address
-                            };
+                        let device_address = if entry.is_indirect() {
+                            let function = self.read_device_word(global.address);
+                            indirect_calls.push(plugin_api::IndirectCall {
+                                host: entry.address as u64,
+                                device: function as u64,
+                            });
+                            function
+                        } else {
+                            global.address
+                        };
                         global_entries.push(LoadedGlobal {
                             name: entry.name.clone(),
                             size: entry.size,
@@ -351,6 +385,9 @@ impl Device {
             }
         }
         self.kernels.change(|table| table.extend(found_kernels));
+        if !indirect_calls.is_empty() {
+            self.set_indirect_calls(handle, &indirect_calls);
+        }
         log::debug!(
             "device {}: loaded image for library {} ({} kernels, {} globals)",
             self.id,
@@ -365,6 +402,37 @@ impl Device {
             image_bytes: image.bytes,
             global_entries,
         }
+    }
+
+    /// Tells the plugin how the image's `declare target indirect` functions translate, so
+    /// that device code can call them through host function pointers. Without it such calls
+    /// fail on a GPU: say so, once per image.
+    fn set_indirect_calls(
+        &self,
+        image: plugin_api::ImageHandle,
+        calls: &[plugin_api::IndirectCall],
+    ) {
+        let why = match self.plugin.set_indirect_calls(self.local, image, calls) {
+            Some(Ok(())) => {
+                log::debug!(
+                    "device {}: {} indirect-call table entries",
+                    self.id,
+                    calls.len()
+                );
+                return;
+            }
+            Some(Err(e)) => e.message.to_string(),
+            None => format!(
+                "plugin '{}' is older than ABI 1.3, which added the indirect-call table",
+                self.plugin.name
+            ),
+        };
+        log::warn!(
+            "device {}: {} `declare target indirect` functions cannot be called through \
+             function pointers on this device: {why}",
+            self.id,
+            calls.len()
+        );
     }
 
     /// One pointer-sized value of device memory (0 if it cannot be read).

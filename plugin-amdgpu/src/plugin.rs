@@ -306,6 +306,15 @@ impl Plugin for AmdgpuPlugin {
         self.device(device)?.unload_image(image)
     }
 
+    fn set_indirect_calls(
+        &self,
+        device: i32,
+        image: ImageHandle,
+        calls: &[IndirectCall],
+    ) -> Result<()> {
+        self.device(device)?.set_indirect_calls(image, calls)
+    }
+
     fn get_kernel(&self, device: i32, image: ImageHandle, name: &str) -> Result<KernelHandle> {
         self.device(device)?.get_kernel(image, name)
     }

@@ -222,6 +222,17 @@ pub struct PluginModule {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> PluginResult<()>,
+
+    // ---- ABI 1.3: optional; `None` for a plugin built for 1.0 to 1.2. ----
+    /// The `declare target indirect` functions of a loaded image, each host function address
+    /// with its device function address (see
+    /// [`Plugin::set_indirect_calls`](crate::Plugin::set_indirect_calls)). Called once, after
+    /// `load_image` and the image's `get_global` calls, only for images that have such functions.
+    pub set_indirect_calls: extern "C" fn(
+        device: i32,
+        image: ImageHandle,
+        calls: RSlice<'_, IndirectCall>,
+    ) -> PluginResult<()>,
 }
 
 impl RootModule for PluginModuleRef {
@@ -229,7 +240,7 @@ impl RootModule for PluginModuleRef {
     const BASE_NAME: &'static str = "omptarget_plugin";
     const NAME: &'static str = "omptarget_plugin";
     // abi_stable refuses a library whose major version differs; keep it equal to the ABI major.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.2.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.3.0");
 }
 
 impl PluginModule {
@@ -273,6 +284,7 @@ impl PluginModule {
             memory_info: shims::memory_info::<P>,
             interop_info: shims::interop_info::<P>,
             launch_kernel_params: shims::launch_kernel_params::<P>,
+            set_indirect_calls: shims::set_indirect_calls::<P>,
         }
         .leak_into_prefix()
     }

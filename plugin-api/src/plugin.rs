@@ -208,6 +208,25 @@ pub trait Plugin: Sized + Send + Sync + 'static {
             "this plugin cannot launch kernel-language (CUDA/HIP) kernels",
         ))
     }
+
+    /// ABI 1.3: the `declare target indirect` functions of a loaded image. A program calls
+    /// them through host function pointers; a GPU plugin gives the device runtime the table it
+    /// translates those pointers with (LLVM's `__llvm_omp_indirect_call_lookup` reads it from
+    /// the device environment). `calls` is never empty. The default answers `UNSUPPORTED`,
+    /// which the core reports as a warning; a plugin whose device code can call host function
+    /// pointers as they are returns `Ok`.
+    fn set_indirect_calls(
+        &self,
+        device: i32,
+        image: ImageHandle,
+        calls: &[IndirectCall],
+    ) -> Result<()> {
+        let _ = (device, image, calls);
+        Err(PluginError::unsupported(
+            "this plugin cannot translate host function pointers for `declare target indirect` \
+             functions",
+        ))
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

@@ -275,3 +275,11 @@ pub extern "C" fn launch_kernel_params<P: SlottedPlugin>(
 ) -> PluginResult<()> {
     with::<P, _>(|p| p.launch_kernel_params(device, kernel, params.as_slice(), config, queue))
 }
+
+pub extern "C" fn set_indirect_calls<P: SlottedPlugin>(
+    device: i32,
+    image: ImageHandle,
+    calls: RSlice<'_, IndirectCall>,
+) -> PluginResult<()> {
+    with::<P, _>(|p| p.set_indirect_calls(device, image, calls.as_slice()))
+}

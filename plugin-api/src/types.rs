@@ -154,6 +154,15 @@ pub struct ImageRef<'a> {
     pub arch: RStr<'a>,
 }
 
+/// One `declare target indirect` function of a loaded image (ABI 1.3): the host function's
+/// address, as the program's function pointers hold it, and the device function's address.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub struct IndirectCall {
+    pub host: u64,
+    pub device: u64,
+}
+
 /// Answer to "can this plugin (or device) run this image?".
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]

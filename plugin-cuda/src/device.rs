@@ -8,14 +8,14 @@ use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::pinning::PinTable;
 use crate::reduction::{LaunchBuffer, LaunchBufferPool};
 use crate::resources::ResourcePool;
-use plugin_api::gpu::{DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
+use plugin_api::gpu::{indirect_call_table, DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
 };
 use plugin_api::{AllocKind, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
 use plugin_api::{
-    EventHandle, ForeignRuntime, ImageHandle, InteropInfo, KernelHandle, MemoryInfo, QueueHandle,
-    Vendor,
+    EventHandle, ForeignRuntime, ImageHandle, IndirectCall, InteropInfo, KernelHandle, MemoryInfo,
+    QueueHandle, Vendor,
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,6 +61,8 @@ struct LoadedImage {
     module: Module,
     symbols: SymbolTable,
     has_destructors: bool,
+    /// The device runtime's indirect-call table, freed with the image.
+    indirect_calls: Option<u64>,
 }
 
 struct Kernel {
@@ -649,9 +651,10 @@ impl CudaDevice {
             module,
             symbols,
             has_destructors: false,
+            indirect_calls: None,
         };
         let prepared = self
-            .write_device_environment(&loaded)
+            .write_device_environment(&loaded, (0, 0))
             .and_then(|_| self.run_global_constructors(&loaded, true));
         let has_destructors = match prepared {
             Ok(()) => self.has_symbol(&loaded, "nvptx$device$fini"),
@@ -681,11 +684,48 @@ impl CudaDevice {
         } else {
             Ok(())
         };
+        let table = match loaded.indirect_calls {
+            Some(table) => self.free(table as usize, AllocKind::DEVICE),
+            None => Ok(()),
+        };
         let unloaded = self
             .driver
             .unload_module(loaded.module)
             .map_err(|e| failed("unloading an image", e));
-        destructors.and(unloaded)
+        destructors.and(table).and(unloaded)
+    }
+
+    /// Gives the device runtime the image's indirect-call table (as LLVM's plugin does when it
+    /// loads an image): device memory holding the sorted pairs, named in the device
+    /// environment, which the device reads at each indirect call.
+    pub fn set_indirect_calls(&self, handle: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
+        let table = indirect_call_table(calls);
+        let address = self.alloc(table.len() as u64, AllocKind::DEVICE)?;
+        let written = self
+            .copy_to_device(
+                address,
+                table.as_ptr() as usize,
+                table.len() as u64,
+                QueueHandle::SYNC,
+            )
+            .and_then(|()| {
+                let mut images = self.images.write().unwrap();
+                let image = index_of(handle.0, images.len())
+                    .and_then(|i| images[i].as_mut())
+                    .ok_or_else(|| invalid_handle("image", handle.0))?;
+                if image.indirect_calls.is_some() {
+                    return Err(PluginError::invalid_argument(
+                        "the image's indirect calls were set already",
+                    ));
+                }
+                self.write_device_environment(image, (address as u64, calls.len() as u64))?;
+                image.indirect_calls = Some(address as u64);
+                Ok(())
+            });
+        if written.is_err() {
+            let _ = self.free(address, AllocKind::DEVICE);
+        }
+        written
     }
 
     fn with_image<T>(
@@ -744,7 +784,13 @@ impl CudaDevice {
         Ok(value)
     }
 
-    fn write_device_environment(&self, image: &LoadedImage) -> Result<()> {
+    /// Writes the image's device environment; `indirect_calls` is the indirect-call table's
+    /// address and entry count.
+    fn write_device_environment(
+        &self,
+        image: &LoadedImage,
+        indirect_calls: (u64, u64),
+    ) -> Result<()> {
         let env = DeviceEnvironment {
             debug_kind: self.settings.device_debug_kind,
             num_devices: self.plugin_devices,
@@ -752,8 +798,8 @@ impl CudaDevice {
             dynamic_mem_size: self.settings.shared_memory_size,
             // CUDA's device clock as LLVM reports it (omp_get_wtick on the device).
             clock_frequency: 1_000_000_000,
-            indirect_call_table: 0,
-            indirect_call_table_size: 0,
+            indirect_call_table: indirect_calls.0,
+            indirect_call_table_size: indirect_calls.1,
             hardware_parallelism: self.hardware_parallelism,
         };
         if !self.write_global(image, "__omp_rtl_device_environment", &env.to_bytes())? {

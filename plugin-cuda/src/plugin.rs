@@ -415,6 +415,15 @@ impl Plugin for CudaPlugin {
             .launch_params(kernel, params, config, queue)
     }
 
+    fn set_indirect_calls(
+        &self,
+        device: i32,
+        image: ImageHandle,
+        calls: &[IndirectCall],
+    ) -> Result<()> {
+        self.device(device)?.set_indirect_calls(image, calls)
+    }
+
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
         if host_ptr == 0 {
             return Err(PluginError::invalid_argument(

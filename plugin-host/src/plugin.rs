@@ -336,6 +336,17 @@ impl Plugin for HostPlugin {
         Ok(())
     }
 
+    /// Host device code calls host function pointers as they are: nothing to translate.
+    fn set_indirect_calls(
+        &self,
+        device: i32,
+        _image: ImageHandle,
+        _calls: &[IndirectCall],
+    ) -> Result<()> {
+        self.device(device)?;
+        Ok(())
+    }
+
     /// The host devices have no foreign runtime: interop objects carry no native handles.
     fn interop_info(&self, device: i32, _queue: QueueHandle) -> Result<InteropInfo> {
         self.device(device)?;

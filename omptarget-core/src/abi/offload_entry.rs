@@ -17,6 +17,9 @@ pub mod flags {
     pub const DTOR: u32 = 0x04;
     pub const INDIRECT: u32 = 0x08;
     pub const REGISTER_REQUIRES: u32 = 0x10;
+    /// A C++ virtual table of `declare target indirect` functions (LLVM 22): `size` is the
+    /// table's, the device global is one pointer to the device's copy.
+    pub const INDIRECT_VTABLE: u32 = 0x20;
 }
 
 /// The `kind` of a new-layout entry that belongs to OpenMP.
@@ -54,6 +57,11 @@ impl OffloadEntry {
     }
     pub fn is_global(&self) -> bool {
         self.size > 0 && self.flags & flags::REGISTER_REQUIRES == 0
+    }
+    /// A `declare target indirect` function or virtual table: the device global holds a device
+    /// address that host function pointers translate to.
+    pub fn is_indirect(&self) -> bool {
+        self.size > 0 && self.flags & (flags::INDIRECT | flags::INDIRECT_VTABLE) != 0
     }
 }
 

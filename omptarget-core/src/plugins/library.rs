@@ -214,6 +214,18 @@ impl PluginLibrary {
         Some(call(device, kernel, RSlice::from_slice(params), config, queue).into_result())
     }
 
+    /// Gives the plugin an image's `declare target indirect` functions; `None` for a plugin
+    /// older than ABI 1.3, which lacks the call.
+    pub fn set_indirect_calls(
+        &self,
+        device: i32,
+        image: ImageHandle,
+        calls: &[IndirectCall],
+    ) -> Option<Result<()>> {
+        let call = self.module.set_indirect_calls()?;
+        Some(call(device, image, RSlice::from_slice(calls)).into_result())
+    }
+
     /// Releases the whole plugin; no call may follow.
     pub fn deinit(&self) -> Result<()> {
         (self.module.deinit())().into_result()

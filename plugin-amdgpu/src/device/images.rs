@@ -5,9 +5,11 @@
 use super::{failed, invalid_handle, AmdgpuDevice, Kernel, LoadedImage, Result, DEFAULT_HEAP_SIZE};
 use crate::code_object::{self, CodeObject};
 use plugin_api::gpu::{
-    DeviceEnvironment, KernelEnvironment, KernelLimits, KERNEL_ENVIRONMENT_SIZE,
+    indirect_call_table, DeviceEnvironment, KernelEnvironment, KernelLimits,
+    KERNEL_ENVIRONMENT_SIZE,
 };
-use plugin_api::{AllocKind, ErrorCode, GlobalInfo, ImageHandle, KernelHandle, LaunchConfig};
+use plugin_api::LaunchConfig;
+use plugin_api::{AllocKind, ErrorCode, GlobalInfo, ImageHandle, IndirectCall, KernelHandle};
 use plugin_api::{PluginError, QueueHandle};
 use std::sync::{Arc, Mutex};
 
@@ -30,9 +32,10 @@ impl AmdgpuDevice {
         let image = LoadedImage {
             executable: Mutex::new(Some(executable)),
             code,
+            indirect_calls: Mutex::new(None),
         };
         let setup = || -> Result<()> {
-            self.write_device_environment(&image)?;
+            self.write_device_environment(&image, (0, 0))?;
             self.provide_malloc_pool(&image)?;
             self.run_init_kernel(&image, "amdgcn.device.init")
         };
@@ -67,7 +70,51 @@ impl AmdgpuDevice {
                 .map_err(|e| failed("destroying the executable", e)),
             None => Ok(()),
         };
-        destructors.and(destroyed)
+        let table = image
+            .indirect_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let freed = match table {
+            Some(table) => self.free(table, AllocKind::DEVICE),
+            None => Ok(()),
+        };
+        destructors.and(destroyed).and(freed)
+    }
+
+    /// Gives the device runtime the image's indirect-call table (as LLVM's plugin does when it
+    /// loads an image): device memory holding the sorted pairs, named in the device
+    /// environment, which the device reads at each indirect call.
+    pub fn set_indirect_calls(&self, handle: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
+        let image = self.image(handle)?;
+        let mut slot = image
+            .indirect_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            return Err(PluginError::invalid_argument(
+                "the image's indirect calls were set already",
+            ));
+        }
+        let table = indirect_call_table(calls);
+        let address = self.alloc(table.len() as u64, AllocKind::DEVICE)?;
+        let written = self
+            .copy_to_device(
+                address,
+                table.as_ptr() as usize,
+                table.len() as u64,
+                QueueHandle::SYNC,
+            )
+            .and_then(|()| {
+                self.write_device_environment(&image, (address as u64, calls.len() as u64))
+            });
+        match written {
+            Ok(()) => *slot = Some(address),
+            Err(_) => {
+                let _ = self.free(address, AllocKind::DEVICE);
+            }
+        }
+        written
     }
 
     fn image(&self, handle: ImageHandle) -> Result<Arc<LoadedImage>> {
@@ -103,15 +150,21 @@ impl AmdgpuDevice {
         Ok(true)
     }
 
-    fn write_device_environment(&self, image: &LoadedImage) -> Result<()> {
+    /// Writes the image's device environment; `indirect_calls` is the indirect-call table's
+    /// address and entry count.
+    fn write_device_environment(
+        &self,
+        image: &LoadedImage,
+        indirect_calls: (u64, u64),
+    ) -> Result<()> {
         let env = DeviceEnvironment {
             debug_kind: self.settings.device_debug_kind,
             num_devices: self.plugin_devices,
             device_num: self.ordinal as u32,
             dynamic_mem_size: self.settings.shared_memory_size,
             clock_frequency: self.agent.timestamp_frequency,
-            indirect_call_table: 0,
-            indirect_call_table_size: 0,
+            indirect_call_table: indirect_calls.0,
+            indirect_call_table_size: indirect_calls.1,
             hardware_parallelism: self.hardware_parallelism,
         };
         if !self.write_global(image, "__omp_rtl_device_environment", &env.to_bytes())? {

@@ -49,6 +49,8 @@ pub struct HostMemory {
 struct LoadedImage {
     executable: Mutex<Option<Executable>>,
     code: CodeObject,
+    /// The device runtime's indirect-call table, freed with the image.
+    indirect_calls: Mutex<Option<usize>>,
 }
 
 struct Kernel {

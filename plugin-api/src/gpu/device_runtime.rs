@@ -41,6 +41,24 @@ impl DeviceEnvironment {
     }
 }
 
+/// The device runtime's indirect-call table for `calls`: `{host, device}` address pairs
+/// (`std::pair<void *, void *>`), sorted by host address because the device's lookup
+/// (`__llvm_omp_indirect_call_lookup`) searches it by halves. Its address and entry count go
+/// into [`DeviceEnvironment::indirect_call_table`] and `indirect_call_table_size`.
+pub fn indirect_call_table(calls: &[crate::IndirectCall]) -> Vec<u8> {
+    let mut sorted = calls.to_vec();
+    sorted.sort_by_key(|call| call.host);
+    sorted
+        .iter()
+        .flat_map(|call| {
+            call.host
+                .to_le_bytes()
+                .into_iter()
+                .chain(call.device.to_le_bytes())
+        })
+        .collect()
+}
+
 /// `KernelLaunchEnvironmentTy`: the implicit first argument of kernels compiled for kernel
 /// arguments version 3 and later; only kernels with team reductions read it.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -95,5 +113,25 @@ mod tests {
             reduction_buffer: 0x1122,
         };
         assert_eq!(&launch.to_bytes()[8..10], &[0x22, 0x11]);
+    }
+
+    #[test]
+    fn indirect_call_table_is_sorted_pairs() {
+        let calls = [
+            crate::IndirectCall {
+                host: 0x2000,
+                device: 0xb2,
+            },
+            crate::IndirectCall {
+                host: 0x1000,
+                device: 0xb1,
+            },
+        ];
+        let table = indirect_call_table(&calls);
+        let words: Vec<u64> = table
+            .chunks(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, [0x1000, 0xb1, 0x2000, 0xb2]);
     }
 }

@@ -14,7 +14,9 @@ pub mod device_runtime;
 pub mod launch_rules;
 pub mod settings;
 
-pub use device_runtime::{DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT};
+pub use device_runtime::{
+    indirect_call_table, DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT,
+};
 pub use launch_rules::{
     ExecMode, GridValues, KernelEnvironment, KernelLimits, KERNEL_ENVIRONMENT_SIZE,
 };

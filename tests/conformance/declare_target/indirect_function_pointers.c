@@ -1,0 +1,20 @@
+// RULE: declare target indirect functions run in a kernel when called through host function pointers mapped to the device
+// EXPECT: results 30 20 40
+#include <stdio.h>
+
+int twice(int x) { return 2 * x; }
+int thrice(int x) { return 3 * x; }
+int quadruple(int x) { return 4 * x; }
+#pragma omp declare target to(twice, thrice, quadruple) indirect
+
+typedef int (*operation)(int);
+
+int main(void) {
+  operation ops[3] = {thrice, twice, quadruple};
+  int out[3] = {0, 0, 0};
+#pragma omp target map(to : ops) map(from : out)
+  for (int i = 0; i < 3; i++)
+    out[i] = ops[i](10);
+  printf("results %d %d %d\n", out[0], out[1], out[2]);
+  return !(out[0] == 30 && out[1] == 20 && out[2] == 40);
+}
