@@ -15,6 +15,10 @@ pub struct Config {
     pub trace: Option<String>,
     /// `OMPTARGET_EMU_FAIL=FUNCTION:N`: the Nth call of FUNCTION fails.
     pub fail: Option<(String, u64)>,
+    /// `OMPTARGET_EMU_TWINS=FILE`: a program whose offload section also provides twins, for
+    /// tools that load a program's GPU image from its file instead of running the program
+    /// (`omptarget-plugin-check --image`).
+    pub twins: Option<String>,
 }
 
 pub const DEFAULT_MEMORY: u64 = 4 << 30;
@@ -42,6 +46,7 @@ impl Config {
                 .unwrap_or(0),
             trace: var("OMPTARGET_EMU_TRACE").filter(|v| !v.is_empty()),
             fail,
+            twins: var("OMPTARGET_EMU_TWINS").filter(|v| !v.is_empty()),
         }
     }
 }

@@ -199,12 +199,10 @@ impl DeviceMemory {
         let offset = address
             .checked_sub(self.base)
             .ok_or(status::INVALID_VALUE)?;
-        let size = self
-            .allocations
-            .lock()
-            .unwrap()
-            .remove(&offset)
-            .ok_or(status::INVALID_VALUE)?;
+        // The pages are made inaccessible before the range can be handed out again: a
+        // decommit after the lock is released could revoke another thread's new allocation.
+        let mut allocations = self.allocations.lock().unwrap();
+        let size = allocations.remove(&offset).ok_or(status::INVALID_VALUE)?;
         sys::decommit(address, size);
         Ok(size)
     }

@@ -74,12 +74,25 @@ pub fn load_for(image: usize, len: usize) -> Result<Option<Twin>, String> {
     }))
 }
 
-/// The `.llvm.offloading` sections of every object loaded in this process.
+/// The `.llvm.offloading` sections of every object loaded in this process, then that of the
+/// program `OMPTARGET_EMU_TWINS` names (not loaded: matched by the image's bytes only).
 fn offload_sections() -> Vec<OffloadSection> {
-    loaded_objects()
+    let mut sections: Vec<OffloadSection> = loaded_objects()
         .into_iter()
         .filter_map(|(path, bias)| section_of(&path, bias))
-        .collect()
+        .collect();
+    if let Some(path) = &crate::config::get().twins {
+        match section_of(path, 0) {
+            Some(mut section) => {
+                section.mapped = 0..0;
+                sections.push(section);
+            }
+            None => {
+                eprintln!("omptarget-emu (CUDA): OMPTARGET_EMU_TWINS={path} has no offload section")
+            }
+        }
+    }
+    sections
 }
 
 fn section_of(path: &str, bias: usize) -> Option<OffloadSection> {

@@ -7,6 +7,8 @@ use omptarget_core::offload_binary;
 const CONTAINER_MAGIC: [u8; 4] = [0x10, 0xFF, 0x10, 0xAD];
 /// Name parts of what `check_program.c` defines.
 pub const KERNEL_FUNCTION: &str = "omptarget_plugin_check_kernel";
+/// The kernel that runs until the checker releases it.
+pub const WAIT_FUNCTION: &str = "omptarget_plugin_check_wait";
 pub const GLOBAL_NAME: &str = "omptarget_plugin_check_global";
 
 pub struct DeviceImage {
@@ -28,12 +30,24 @@ impl DeviceImage {
     /// The offload kernel generated for `check_program.c`'s function, found in the image's ELF
     /// symbol table (x86-64 objects, cubins and AMDGPU code objects are all ELF).
     pub fn check_kernel_name(&self) -> Option<String> {
+        self.kernel_name(KERNEL_FUNCTION)
+    }
+
+    /// The offload kernel generated for the target region in `check_program.c`'s `function`.
+    pub fn kernel_name(&self, function: &str) -> Option<String> {
         let file = object::File::parse(&*self.bytes).ok()?;
-        let wanted = format!("_{KERNEL_FUNCTION}_l");
+        let wanted = format!("_{function}_l");
         file.symbols()
             .chain(file.dynamic_symbols())
             .filter_map(|s| s.name().ok().map(str::to_string))
-            .find(|n| n.starts_with("__omp_offloading_") && n.contains(&wanted) && !n.contains('.'))
+            .find(|n| {
+                // `..._<function>_l<line>`, not the `_kernel_environment` and
+                // `_dynamic_environment` globals GPU images have beside each kernel.
+                n.starts_with("__omp_offloading_")
+                    && n.rsplit_once(&wanted).is_some_and(|(_, line)| {
+                        !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+                    })
+            })
     }
 }
 

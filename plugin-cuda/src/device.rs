@@ -91,6 +91,9 @@ enum PeerAccess {
 
 pub struct CudaDevice {
     driver: Arc<Driver>,
+    /// Set by `deinit`: the primary context is released once, and a second `deinit` (the
+    /// plugin's own, after the core's `deinit_device`) has nothing left to do.
+    released: std::sync::atomic::AtomicBool,
     pub identity: DeviceIdentity,
     context: Context,
     grid: GridValues,
@@ -241,6 +244,7 @@ impl CudaDevice {
             pinned: Mutex::new(PinTable::default()),
             peers: Mutex::new(vec![PeerAccess::Unknown; plugin_devices as usize]),
             allocation_stream: Mutex::new(None),
+            released: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -1158,6 +1162,9 @@ impl CudaDevice {
     /// Releases everything (LLVM's `deinitImpl`): runs pending destructors, unloads modules,
     /// destroys pools and releases the primary context.
     pub fn deinit(&self) -> Result<()> {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
         self.activate()?;
         let handles: Vec<u64> = (1..=self.images.read().unwrap().len() as u64).collect();
         let mut first_error = None;

@@ -394,3 +394,43 @@ fn indirect_calls_get_the_device_runtime_table_llvm_19_writes() {
         );
     }
 }
+
+/// The plugin checker passes every check on our CUDA plugin through the emulator, two devices,
+/// with check_program.c's sm_90 image and its twin. Among them, the allocation made while a
+/// kernel runs: a non-blocking allocation and its free complete while the kernel runs, a plain
+/// device allocation waits for it (as `cuMemAlloc` does). Caught on the way: the checker took a
+/// cubin's `_dynamic_environment` global for the kernel, and the emulator's free could revoke
+/// another thread's new allocation (SIGSEGV under concurrent use).
+#[test]
+fn plugin_checker_passes_on_the_emulator_and_sees_allocations_overlap_kernels() {
+    let twin = tests::compile_cuda_twin("../../plugin-check/check_program.c");
+    let output = Command::new("timeout")
+        .arg("300")
+        .arg(tests::dist().join("bin/omptarget-plugin-check"))
+        .arg(tests::lib_dir().join("libomptarget.rtl.cuda.so"))
+        .arg("--image")
+        .arg(&twin)
+        .env("LD_LIBRARY_PATH", tests::dist().join("emu"))
+        .env("OMPTARGET_EMU_TWINS", &twin)
+        .env("OMPTARGET_EMU_DEVICES", "2")
+        .output()
+        .expect("run omptarget-plugin-check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("0 failed, 0 skipped"), "{stdout}");
+    for device in 0..2 {
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(&format!("device {device}: allocation while a kernel runs")))
+            .unwrap_or_else(|| panic!("no allocation check for device {device}:\n{stdout}"));
+        assert!(line.starts_with("PASS"), "{line}");
+        assert!(
+            line.contains("a plain device allocation waited for the kernel"),
+            "{line}"
+        );
+    }
+}

@@ -84,6 +84,7 @@ pub fn run(report: &mut Report, plugin: &PluginLibrary, device: i32, image: &Dev
             report.check(&name("launch kernel (on a queue)"), on_queue);
         }
     }
+    super::allocation_while_running::run(report, plugin, device, handle, image);
     report.check(
         &name("unload image"),
         plugin

@@ -86,6 +86,11 @@ fn use_allocation(
 }
 
 fn device_to_device(plugin: &PluginLibrary, src_device: i32, dst_device: i32) -> Outcome<String> {
+    // The other device may not have had its turn yet: initialise it first, as the core does
+    // before a device's first use.
+    plugin
+        .init_device(dst_device)
+        .map_err(|e| failure("init destination device", e))?;
     let data = pattern(1 << 20, 42);
     let size = data.len() as u64;
     let src = DeviceBuffer::new(plugin, src_device, size, AllocKind::DEVICE)

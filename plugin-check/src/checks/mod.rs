@@ -1,5 +1,6 @@
 //! The checks, one module per family. Each takes the loaded plugin and records its lines.
 
+pub mod allocation_while_running;
 pub mod errors;
 pub mod launch;
 pub mod memory;
