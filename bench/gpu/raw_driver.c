@@ -5,6 +5,9 @@
 //   raw_driver [OMP_PROGRAM]
 //
 // Prints `raw <figure> <value>` lines: launch_us, launch_copy_us, {h2d,d2h}_{pageable,pinned}_gbs.
+// The waits block (CU_CTX_SCHED_BLOCKING_SYNC), as the plugins' do (ours and LLVM's set it on
+// the primary context): a floor that spins would be faster than any plugin can be for reasons
+// that are not the plugin's. RAW_DRIVER_SCHED=spin measures the spinning floor instead.
 // With OMP_PROGRAM (a clang-19 sm_90 offload binary), also loads the cubin embedded in it, and
 // if that fails, tries the driver's linker on it first; `raw image_* ...` lines say how it went.
 // That checks our toolchain's output (scripts/setup-nvptx-toolchain.sh) apart from the plugin.
@@ -26,6 +29,8 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUlinkState_st *CUlinkState;
 
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_CTX_SCHED_SPIN 0x1
+#define CU_CTX_SCHED_BLOCKING_SYNC 0x4
 #define CU_JIT_INPUT_CUBIN 0
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
@@ -38,6 +43,8 @@ typedef struct CUlinkState_st *CUlinkState;
   X(cuDeviceGet, "cuDeviceGet", (CUdevice *, int))                                               \
   X(cuDeviceGetName, "cuDeviceGetName", (char *, int, CUdevice))                                 \
   X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *, int, CUdevice))                        \
+  X(cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState", (CUdevice, unsigned *, int *))    \
+  X(cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2", (CUdevice, unsigned))           \
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *, CUdevice))               \
   X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext))                                             \
   X(cuStreamCreate, "cuStreamCreate", (CUstream *, unsigned))                                    \
@@ -251,7 +258,18 @@ int main(int argc, char **argv) {
   CHECK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
   printf("raw device %s sm_%d%d driver %d.%d\n", name, major, minor, version / 1000,
          version % 1000 / 10);
-  // The primary context is the one a plugin (LLVM's, and ours) uses.
+  // The primary context is the one a plugin (LLVM's, and ours) uses, with the plugins' waits.
+  const char *sched = getenv("RAW_DRIVER_SCHED");
+  int spin = sched && strcmp(sched, "spin") == 0;
+  unsigned flags = 0;
+  int active = 0;
+  CHECK(cuDevicePrimaryCtxGetState(dev, &flags, &active));
+  if (!active)
+    CHECK(cuDevicePrimaryCtxSetFlags(dev, spin ? CU_CTX_SCHED_SPIN : CU_CTX_SCHED_BLOCKING_SYNC));
+  CHECK(cuDevicePrimaryCtxGetState(dev, &flags, &active));
+  printf("raw sched %s\n", (flags & 0x7) == CU_CTX_SCHED_BLOCKING_SYNC ? "blocking"
+                           : (flags & 0x7) == CU_CTX_SCHED_SPIN       ? "spin"
+                                                                       : "other");
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
