@@ -328,9 +328,9 @@ fn indirect_call_table(trace: &str) -> Vec<(u64, u64)> {
     let uploaded = |dst: &str| {
         trace
             .lines()
+            .rev()
             .filter(|l| l.starts_with("cuMemcpyHtoD") && field(l, "dst=") == Some(dst))
-            .filter_map(|l| field(l, "bytes="))
-            .last()
+            .find_map(|l| field(l, "bytes="))
             .map(words)
     };
     let env = uploaded(environment).expect("the device environment was written");
