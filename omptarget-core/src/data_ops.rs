@@ -573,10 +573,11 @@ fn end_list(
                     m.shadows_within(arg.begin, arg.size),
                     m.name,
                     m.event,
+                    m.is_infinite(),
                 )
             })
         };
-        let Some((key, device_begin, is_last, shadows, name, event)) = found else {
+        let Some((key, device_begin, is_last, shadows, name, event, infinite)) = found else {
             drop(table);
             if q.unified_shared_memory {
                 continue; // the host data itself was used
@@ -606,6 +607,18 @@ fn end_list(
                     if let Some(mut m) = table.get_mut(key) {
                         m.event = Some(event);
                     }
+                }
+            }
+        } else if !is_last && update_refs && !infinite {
+            // The data stays mapped, but this construct's work on it (its kernel) may still be
+            // running on this queue: whoever copies it back last, from another queue, must wait
+            // for that too. Chained after the mapping's previous event, so that its one event
+            // stands for every construct that let go of it (found on the emulated CUDA driver:
+            // threads/shared_counter_map_back lost updates in one run of five).
+            q.wait_for_transfer(event)?;
+            if let Some(event) = q.transfer_event(event)? {
+                if let Some(mut m) = table.get_mut(key) {
+                    m.event = Some(event);
                 }
             }
         }

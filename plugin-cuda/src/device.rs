@@ -703,6 +703,16 @@ impl CudaDevice {
     /// loads an image): device memory holding the sorted pairs, named in the device
     /// environment, which the device reads at each indirect call.
     pub fn set_indirect_calls(&self, handle: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
+        // Load time only: the image table stays locked while the table is placed.
+        let mut images = self.images.write().unwrap();
+        let image = index_of(handle.0, images.len())
+            .and_then(|i| images[i].as_mut())
+            .ok_or_else(|| invalid_handle("image", handle.0))?;
+        if image.indirect_calls.is_some() {
+            return Err(PluginError::invalid_argument(
+                "the image's indirect calls were set already",
+            ));
+        }
         let table = indirect_call_table(calls);
         let address = self.alloc(table.len() as u64, AllocKind::DEVICE)?;
         let written = self
@@ -713,21 +723,13 @@ impl CudaDevice {
                 QueueHandle::SYNC,
             )
             .and_then(|()| {
-                let mut images = self.images.write().unwrap();
-                let image = index_of(handle.0, images.len())
-                    .and_then(|i| images[i].as_mut())
-                    .ok_or_else(|| invalid_handle("image", handle.0))?;
-                if image.indirect_calls.is_some() {
-                    return Err(PluginError::invalid_argument(
-                        "the image's indirect calls were set already",
-                    ));
-                }
-                self.write_device_environment(image, (address as u64, calls.len() as u64))?;
-                image.indirect_calls = Some(address as u64);
-                Ok(())
+                self.write_device_environment(image, (address as u64, calls.len() as u64))
             });
-        if written.is_err() {
-            let _ = self.free(address, AllocKind::DEVICE);
+        match written {
+            Ok(()) => image.indirect_calls = Some(address as u64),
+            Err(_) => {
+                let _ = self.free(address, AllocKind::DEVICE);
+            }
         }
         written
     }
