@@ -20,9 +20,13 @@ struct OffloadSection {
     bytes: Vec<u8>,
 }
 
-/// One loaded copy of a twin image.
+/// One loaded copy of a twin image. Never unloaded, even when its module is: unlike GPU code
+/// on hardware, a twin's code is host code that the process's OpenMP runtime has run (its
+/// worker threads keep pointers to the microtasks and threadprivate data they last saw), so
+/// closing it left libomp to crash at exit: LLVM 19's runs, whose plugin releases the primary
+/// context at exit, died of SIGSEGV in a libomp worker thread in about 4 runs of 10.
 pub struct Twin {
-    library: libloading::os::unix::Library,
+    library: std::mem::ManuallyDrop<libloading::os::unix::Library>,
     _file: OwnedFd,
 }
 
@@ -69,7 +73,7 @@ pub fn load_for(image: usize, len: usize) -> Result<Option<Twin>, String> {
     let library = native_code::open_library(&native_code::fd_path(&file))
         .map_err(|e| format!("the dynamic loader refused the twin image: {e}"))?;
     Ok(Some(Twin {
-        library,
+        library: std::mem::ManuallyDrop::new(library),
         _file: file,
     }))
 }

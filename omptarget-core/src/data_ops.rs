@@ -8,9 +8,9 @@ use crate::error::{OffloadError, Result};
 use crate::info::{self, Ptr};
 use crate::logging;
 use crate::mapper;
-use crate::mapping::{Lookup, Mapping, ShadowPointer};
+use crate::mapping::{Lookup, Mapping, ShadowPointer, TransferEvent};
 use crate::queue::{ConstructQueue, Ended};
-use plugin_api::{AllocKind, EventHandle};
+use plugin_api::AllocKind;
 use smallvec::{smallvec, SmallVec};
 
 /// Arguments (by index) whose device base address `target data` returns to the program.
@@ -63,7 +63,7 @@ struct Placed {
     /// Shadow pointers inside the range, to re-apply after data is sent again.
     shadows: Vec<ShadowPointer>,
     /// The existing mapping's last transfer, which this construct's use of it waits for.
-    event: Option<EventHandle>,
+    event: Option<TransferEvent>,
 }
 
 /// The flags of one `place` request.
@@ -244,7 +244,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
 }
 
 /// Gives the mapping holding [begin, begin+size) the event of the transfer just queued.
-fn set_event(q: &ConstructQueue<'_>, begin: usize, size: u64, event: EventHandle) {
+fn set_event(q: &ConstructQueue<'_>, begin: usize, size: u64, event: TransferEvent) {
     let mut table = q.device.mapping.view(begin, size, begin);
     if let Some(mut m) = table.find_overlapping(begin, size) {
         m.event = Some(event);

@@ -11,7 +11,7 @@ use crate::ompt::{self, DataOp, DataOpKind};
 use crate::plugins::PluginLibrary;
 use crate::record_replay::RecordReplay;
 use crate::registry::{RegisteredLibrary, Registry};
-use plugin_api::{AllocKind, ImageHandle, QueueHandle};
+use plugin_api::{AllocKind, DeviceTraits, ImageHandle, QueueHandle};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -64,6 +64,9 @@ pub struct Device {
     uid: once_cell::sync::OnceCell<CString>,
     /// Kernel record and replay, once activated (LIBOMPTARGET_RECORD, or a replay tool).
     record_replay: once_cell::sync::OnceCell<RecordReplay>,
+    /// The plugin promised that work is done when the call submitting it returns (ABI 1.4):
+    /// transfers need no events. Set when the device initialises.
+    queues_complete_on_submission: AtomicBool,
 }
 
 impl Device {
@@ -80,7 +83,14 @@ impl Device {
             announced_to_tool: AtomicBool::new(false),
             uid: once_cell::sync::OnceCell::new(),
             record_replay: once_cell::sync::OnceCell::new(),
+            queues_complete_on_submission: AtomicBool::new(false),
         }
+    }
+
+    /// Whether work on this device's queues is complete once submitted (plugin ABI 1.4), so
+    /// that no construct needs an event to wait for another's transfers.
+    pub fn queues_complete_on_submission(&self) -> bool {
+        self.queues_complete_on_submission.load(Ordering::Relaxed)
     }
 
     /// The device's unique identifier: the plugin's `uid` property (LLVM 22's form: CUDA and
@@ -185,6 +195,11 @@ impl Device {
                 ))
             })?;
             state.initialized = true;
+            let traits = self.plugin.device_traits(self.local);
+            self.queues_complete_on_submission.store(
+                traits.contains(DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION),
+                Ordering::Relaxed,
+            );
             if crate::config::record_kernels() {
                 let save_output = crate::config::record_saves_output();
                 if let Err(e) = self.activate_record_replay(false, save_output, 0, 0) {
@@ -634,7 +649,7 @@ impl Device {
     /// Destroys the event of a mapping that was removed.
     pub fn discard_event(&self, m: &Mapping) {
         if let Some(event) = m.event {
-            if let Err(e) = self.plugin.destroy_event(self.local, event) {
+            if let Err(e) = self.plugin.destroy_event(self.local, event.handle) {
                 log::warn!(
                     "device {}: destroying an event failed: {}",
                     self.id,

@@ -80,10 +80,11 @@ pub fn launch(
         flags: kernel.launch_flags(0),
         ..Default::default()
     };
-    let queue = ConstructQueue::new(device)?;
+    let mut queue = ConstructQueue::new(device)?;
+    let handle = queue.handle()?;
     let launched = device
         .plugin
-        .launch_kernel_params(device.local, kernel.handle, params, &config, queue.handle())
+        .launch_kernel_params(device.local, kernel.handle, params, &config, handle)
         .unwrap_or_else(|| {
             Err(plugin_api::PluginError::unsupported(format!(
                 "the plugin is built for ABI {}, which cannot launch kernel-language kernels",

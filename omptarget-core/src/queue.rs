@@ -1,13 +1,15 @@
 //! The queue of one construct: every transfer and launch of a `target` or `target data`
 //! construct goes on it, and it is synchronised once at the end (as LLVM's `AsyncInfoTy`). Work
 //! that must wait for completion (freeing device memory, restoring host pointers overwritten by
-//! a copy back) is deferred until then.
+//! a copy back) is deferred until then. The plugin queue is taken on the first work submitted:
+//! a construct that submits nothing (a `target exit data` that only releases) neither takes nor
+//! synchronises one.
 
 use crate::device::Device;
 use crate::error::Result;
 use crate::info;
-use crate::mapping::{Changed, Mapping, MappingKey};
-use plugin_api::{AllocKind, EventHandle, QueueHandle};
+use crate::mapping::{Changed, Mapping, MappingKey, TransferEvent};
+use plugin_api::{AllocKind, QueueHandle};
 use smallvec::SmallVec;
 use std::sync::LazyLock;
 
@@ -19,7 +21,8 @@ pub struct ConstructQueue<'d> {
     pub device: &'d Device,
     /// `requires unified_shared_memory`: unmapped data is used in place.
     pub unified_shared_memory: bool,
-    handle: QueueHandle,
+    /// The plugin queue, once work was submitted.
+    handle: Option<QueueHandle>,
     /// Host buffers the queued copies read from; they must live until synchronisation. Boxed
     /// so that their addresses stay fixed when the vector grows.
     #[allow(clippy::vec_box)]
@@ -41,11 +44,10 @@ pub struct ConstructQueue<'d> {
 
 impl<'d> ConstructQueue<'d> {
     pub fn new(device: &'d Device) -> Result<Self> {
-        let handle = device.plugin.create_queue(device.local)?;
         Ok(ConstructQueue {
             device,
             unified_shared_memory: crate::runtime::Runtime::get().unified_shared_memory(),
-            handle,
+            handle: None,
             staged: Vec::new(),
             staged_bytes: Vec::new(),
             host_writes: SmallVec::new(),
@@ -57,9 +59,15 @@ impl<'d> ConstructQueue<'d> {
         })
     }
 
-    /// The plugin queue, for calls this type does not wrap.
-    pub fn handle(&self) -> QueueHandle {
-        self.handle
+    /// The plugin queue, taken now if no work was submitted yet; for calls this type does not
+    /// wrap.
+    pub fn handle(&mut self) -> Result<QueueHandle> {
+        if let Some(handle) = self.handle {
+            return Ok(handle);
+        }
+        let handle = self.device.plugin.create_queue(self.device.local)?;
+        self.handle = Some(handle);
+        Ok(handle)
     }
 
     pub fn copy_to_device(&mut self, device_dst: usize, host_src: usize, size: u64) -> Result<()> {
@@ -81,8 +89,9 @@ impl<'d> ConstructQueue<'d> {
         if info::enabled(info::DATA_TRANSFER) {
             self.print_copy(true, host_src, device_dst, size, name);
         }
+        let queue = self.handle()?;
         self.device
-            .copy_to_device(device_dst, host_src, size, self.handle)
+            .copy_to_device(device_dst, host_src, size, queue)
     }
 
     pub fn copy_from_device(
@@ -109,8 +118,9 @@ impl<'d> ConstructQueue<'d> {
         if info::enabled(info::DATA_TRANSFER) {
             self.print_copy(false, host_dst, device_src, size, name);
         }
+        let queue = self.handle()?;
         self.device
-            .copy_from_device(host_dst, device_src, size, self.handle)
+            .copy_from_device(host_dst, device_src, size, queue)
     }
 
     /// LLVM's data-transfer information line, naming the mapped variable when there is one.
@@ -165,34 +175,50 @@ impl<'d> ConstructQueue<'d> {
         self.created.push(host_begin);
     }
 
-    /// After a transfer for a mapping was queued: an event marking its end, for constructs on
-    /// other queues to wait for, unless the transfer has completed already (devices that run
-    /// work synchronously never need one) or `LIBOMPTARGET_MAP_FORCE_ATOMIC` is off. `current`
-    /// is the mapping's event, recorded again rather than replaced.
-    pub fn transfer_event(&mut self, current: Option<EventHandle>) -> Result<Option<EventHandle>> {
+    /// After work on a mapping was queued: an event marking its end, for constructs on other
+    /// queues to wait for. None when nothing was queued, when the device's queues complete work
+    /// on submission (plugin ABI 1.4; the host plugin), or when `LIBOMPTARGET_MAP_FORCE_ATOMIC`
+    /// is off. Recorded without asking the queue first whether it is done: the question costs
+    /// a driver call too, and the answer is mostly "not yet" on a GPU. `current` is the
+    /// mapping's event, recorded again rather than replaced.
+    pub fn transfer_event(
+        &mut self,
+        current: Option<TransferEvent>,
+    ) -> Result<Option<TransferEvent>> {
         static ENABLED: LazyLock<bool> = LazyLock::new(crate::config::map_force_atomic);
-        let (plugin, local) = (&self.device.plugin, self.device.local);
-        if !*ENABLED || plugin.query_queue(local, self.handle).unwrap_or(false) {
+        let Some(queue) = self.handle else {
+            return Ok(None);
+        };
+        if !*ENABLED || self.device.queues_complete_on_submission() {
             return Ok(None);
         }
+        let (plugin, local) = (&self.device.plugin, self.device.local);
         let event = match current {
-            Some(event) => event,
+            Some(event) => event.handle,
             None => plugin
                 .create_event(local)
                 .map_err(|e| self.device.plugin_error("creating an event", e))?,
         };
         plugin
-            .record_event(local, event, self.handle)
+            .record_event(local, event, queue)
             .map_err(|e| self.device.plugin_error("recording an event", e))?;
-        Ok(Some(event))
+        Ok(Some(TransferEvent {
+            handle: event,
+            queue,
+        }))
     }
 
-    /// Later work on this queue waits for a mapping's last transfer (see `transfer_event`).
-    pub fn wait_for_transfer(&mut self, event: Option<EventHandle>) -> Result<()> {
+    /// Later work on this queue waits for a mapping's last transfer (see `transfer_event`),
+    /// unless that transfer was queued on this same queue, which runs in order.
+    pub fn wait_for_transfer(&mut self, event: Option<TransferEvent>) -> Result<()> {
         let Some(event) = event else { return Ok(()) };
+        let queue = self.handle()?;
+        if queue == event.queue {
+            return Ok(());
+        }
         self.device
             .plugin
-            .wait_event(self.device.local, event, self.handle)
+            .wait_event(self.device.local, event.handle, queue)
             .map_err(|e| {
                 self.device
                     .plugin_error("waiting for a mapping's transfer", e)
@@ -271,9 +297,10 @@ impl<'d> ConstructQueue<'d> {
         args: &[usize],
         config: &plugin_api::LaunchConfig,
     ) -> Result<()> {
+        let queue = self.handle()?;
         self.device
             .plugin
-            .launch_kernel(self.device.local, kernel, args, config, self.handle)
+            .launch_kernel(self.device.local, kernel, args, config, queue)
             .map_err(|e| self.device.plugin_error("kernel launch", e))
     }
 
@@ -284,11 +311,14 @@ impl<'d> ConstructQueue<'d> {
 
     fn complete(&mut self) -> Result<()> {
         self.finished = true;
-        let synced = self
-            .device
-            .plugin
-            .synchronize(self.device.local, self.handle)
-            .map_err(|e| self.device.plugin_error("synchronisation", e));
+        let synced = match self.handle {
+            Some(queue) => self
+                .device
+                .plugin
+                .synchronize(self.device.local, queue)
+                .map_err(|e| self.device.plugin_error("synchronisation", e)),
+            None => Ok(()),
+        };
         if synced.is_ok() {
             for &(address, value) in &self.host_writes {
                 // SAFETY: the address is a pointer field inside mapped host data whose copy back
@@ -296,10 +326,9 @@ impl<'d> ConstructQueue<'d> {
                 unsafe { std::ptr::write_unaligned(address as *mut usize, value) };
             }
         }
-        let _ = self
-            .device
-            .plugin
-            .release_queue(self.device.local, self.handle);
+        if let Some(queue) = self.handle.take() {
+            let _ = self.device.plugin.release_queue(self.device.local, queue);
+        }
         self.remove_released_mappings();
         for ptr in std::mem::take(&mut self.frees) {
             if let Err(e) = self.device.free(ptr, AllocKind::DEFAULT) {

@@ -349,7 +349,8 @@ pub fn replay(device: &Device, replay: &Replay<'_>) -> Result<()> {
     })?;
     let name = kernel_name(replay.region_id).unwrap_or_default();
     let memory = state.alloc(replay.memory.len() as u64)?;
-    let queue = crate::queue::ConstructQueue::new(device)?;
+    let mut queue = crate::queue::ConstructQueue::new(device)?;
+    let handle = queue.handle()?;
     if !replay.memory.is_empty() {
         device
             .plugin
@@ -358,7 +359,7 @@ pub fn replay(device: &Device, replay: &Replay<'_>) -> Result<()> {
                 memory,
                 replay.memory.as_ptr() as usize,
                 replay.memory.len() as u64,
-                queue.handle(),
+                handle,
             )
             .map_err(|e| device.plugin_error("copying the recorded memory", e))?;
     }
@@ -373,15 +374,9 @@ pub fn replay(device: &Device, replay: &Replay<'_>) -> Result<()> {
     };
     device
         .plugin
-        .launch_kernel(
-            device.local,
-            kernel.handle,
-            replay.args,
-            &config,
-            queue.handle(),
-        )
+        .launch_kernel(device.local, kernel.handle, replay.args, &config, handle)
         .map_err(|e| device.plugin_error("replaying the kernel", e))?;
-    record_output(state, device, queue.handle(), &name)?;
+    record_output(state, device, handle, &name)?;
     queue.finish()
 }
 

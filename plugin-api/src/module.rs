@@ -233,6 +233,12 @@ pub struct PluginModule {
         image: ImageHandle,
         calls: RSlice<'_, IndirectCall>,
     ) -> PluginResult<()>,
+
+    // ---- ABI 1.4: optional; `None` for a plugin built for 1.0 to 1.3. ----
+    /// What the device's queues promise (see
+    /// [`Plugin::device_traits`](crate::Plugin::device_traits)). Read once per device, after
+    /// `init_device`.
+    pub device_traits: extern "C" fn(device: i32) -> PluginResult<DeviceTraits>,
 }
 
 impl RootModule for PluginModuleRef {
@@ -240,7 +246,7 @@ impl RootModule for PluginModuleRef {
     const BASE_NAME: &'static str = "omptarget_plugin";
     const NAME: &'static str = "omptarget_plugin";
     // abi_stable refuses a library whose major version differs; keep it equal to the ABI major.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.3.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.4.0");
 }
 
 impl PluginModule {
@@ -285,6 +291,7 @@ impl PluginModule {
             interop_info: shims::interop_info::<P>,
             launch_kernel_params: shims::launch_kernel_params::<P>,
             set_indirect_calls: shims::set_indirect_calls::<P>,
+            device_traits: shims::device_traits::<P>,
         }
         .leak_into_prefix()
     }

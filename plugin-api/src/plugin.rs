@@ -227,6 +227,20 @@ pub trait Plugin: Sized + Send + Sync + 'static {
              functions",
         ))
     }
+
+    /// ABI 1.4: what `device`'s queues promise ([`DeviceTraits`]). The core reads it once,
+    /// when the device starts. The default promises nothing, which is always correct; a plugin
+    /// whose queues run work before returning (the host plugin) answers
+    /// `QUEUES_COMPLETE_ON_SUBMISSION` and saves the core an event per transfer.
+    fn device_traits(&self, device: i32) -> Result<DeviceTraits> {
+        if !(0..self.num_devices()).contains(&device) {
+            return Err(PluginError::new(
+                ErrorCode::INVALID_DEVICE,
+                format!("no device {device}"),
+            ));
+        }
+        Ok(DeviceTraits::NONE)
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

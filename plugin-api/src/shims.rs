@@ -283,3 +283,7 @@ pub extern "C" fn set_indirect_calls<P: SlottedPlugin>(
 ) -> PluginResult<()> {
     with::<P, _>(|p| p.set_indirect_calls(device, image, calls.as_slice()))
 }
+
+pub extern "C" fn device_traits<P: SlottedPlugin>(device: i32) -> PluginResult<DeviceTraits> {
+    with::<P, _>(|p| p.device_traits(device))
+}

@@ -163,6 +163,32 @@ pub struct IndirectCall {
     pub device: u64,
 }
 
+/// What a device's queues promise the core (ABI 1.4), as bits. An open set: a core ignores bits
+/// it does not know, and a plugin sets only the bits whose promise it keeps.
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct DeviceTraits(pub u64);
+
+impl DeviceTraits {
+    /// No promise: work may still run after the call that submitted it returns.
+    pub const NONE: DeviceTraits = DeviceTraits(0);
+    /// Every copy, launch and event operation has completed when the call that submitted it
+    /// returns, whatever the queue. The core then records no events for other queues to wait
+    /// for and asks no queue whether it is done.
+    pub const QUEUES_COMPLETE_ON_SUBMISSION: DeviceTraits = DeviceTraits(1);
+
+    pub fn contains(self, other: DeviceTraits) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for DeviceTraits {
+    type Output = DeviceTraits;
+    fn bitor(self, other: DeviceTraits) -> DeviceTraits {
+        DeviceTraits(self.0 | other.0)
+    }
+}
+
 /// Answer to "can this plugin (or device) run this image?".
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]

@@ -252,8 +252,12 @@ impl CudaDevice {
         self.context
     }
 
-    /// Makes the device's context current on the calling thread (every entry point does:
-    /// the core calls from any thread).
+    /// Makes the device's context current on the calling thread, before driver calls that work
+    /// in the current context (allocations, copies, launches, creating streams, events and
+    /// modules): the core calls from any thread. Calls bound to a stream or an event
+    /// (synchronisations, queries, event records and waits) work in that object's context and
+    /// skip it, as LLVM's plugin does; a `cuCtxSetCurrent` per call was most of our driver
+    /// calls per construct.
     fn activate(&self) -> Result<()> {
         self.driver
             .set_current(self.context)
@@ -261,16 +265,13 @@ impl CudaDevice {
     }
 
     /// Runs `op` on the queue's stream, or, for `QueueHandle::SYNC`, on a pooled stream
-    /// that is synchronised before returning.
+    /// that is synchronised before returning. The context is made current only for a new
+    /// stream: `op` makes it current itself if its calls need it.
     fn on_queue(&self, queue: QueueHandle, op: impl FnOnce(Stream) -> Result<()>) -> Result<()> {
-        self.activate()?;
         if queue != QueueHandle::SYNC {
             return op(stream_of(queue));
         }
-        let stream = self
-            .streams
-            .take(&self.driver)
-            .map_err(|e| failed("taking a stream", e))?;
+        let stream = self.take_stream()?;
         let result = op(stream).and_then(|_| self.finish(stream));
         if result.is_err() {
             // Drain whatever was queued before reusing the stream.
@@ -321,12 +322,19 @@ impl CudaDevice {
     // ---- queues and events ----
 
     pub fn create_queue(&self) -> Result<QueueHandle> {
-        self.activate()?;
-        let stream = self
-            .streams
-            .take(&self.driver)
-            .map_err(|e| failed("taking a stream", e))?;
+        let stream = self.take_stream()?;
         Ok(QueueHandle(stream.0 as u64))
+    }
+
+    /// A pooled stream; the context is made current only when the pool must create more.
+    fn take_stream(&self) -> Result<Stream> {
+        if let Some(stream) = self.streams.try_take() {
+            return Ok(stream);
+        }
+        self.activate()?;
+        self.streams
+            .take(&self.driver)
+            .map_err(|e| failed("taking a stream", e))
     }
 
     pub fn release_queue(&self, queue: QueueHandle) -> Result<()> {
@@ -343,7 +351,6 @@ impl CudaDevice {
         if queue == QueueHandle::SYNC {
             return Ok(());
         }
-        self.activate()?;
         self.finish(stream_of(queue))
     }
 
@@ -374,7 +381,6 @@ impl CudaDevice {
         if queue == QueueHandle::SYNC {
             return Ok(true);
         }
-        self.activate()?;
         let stream = stream_of(queue);
         let done = self
             .driver
@@ -387,6 +393,9 @@ impl CudaDevice {
     }
 
     pub fn create_event(&self) -> Result<EventHandle> {
+        if let Some(event) = self.events.try_take() {
+            return Ok(EventHandle(event.0 as u64));
+        }
         self.activate()?;
         let event = self
             .events
@@ -412,7 +421,6 @@ impl CudaDevice {
     }
 
     pub fn sync_event(&self, event: EventHandle) -> Result<()> {
-        self.activate()?;
         self.driver
             .sync_event(event_of(event))
             .map_err(|e| failed("waiting for an event", e))
@@ -547,6 +555,7 @@ impl CudaDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         self.on_queue(queue, |s| {
+            self.activate()?;
             self.driver
                 .copy_to_device(dst as u64, src, size, s)
                 .map_err(|e| failed(format!("copying {size} bytes to the device"), e))
@@ -561,6 +570,7 @@ impl CudaDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         self.on_queue(queue, |s| {
+            self.activate()?;
             self.driver
                 .copy_from_device(dst, src as u64, size, s)
                 .map_err(|e| failed(format!("copying {size} bytes from the device"), e))
@@ -579,6 +589,7 @@ impl CudaDevice {
     ) -> Result<()> {
         let direct = peer.identity.ordinal != self.identity.ordinal && self.peer_access(peer)?;
         self.on_queue(queue, |s| {
+            self.activate()?;
             let result = if direct {
                 self.driver
                     .copy_peer(dst as u64, peer.context, src as u64, self.context, size, s)
@@ -1035,6 +1046,8 @@ impl CudaDevice {
             launch::mode_name(&kernel.limits, config),
         );
         let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
+        // The driver launches in the current context (LLVM's plugin does not make it current
+        // here, and fails on a thread whose first call is a launch).
         self.activate()?;
         self.reserve_shared_memory(&kernel, shared)?;
         self.on_queue(queue, |stream| {

@@ -94,6 +94,11 @@ impl<T: Copy + Send> ResourcePool<T> {
         }
     }
 
+    /// An idle resource, if there is one (no driver call).
+    pub fn try_take(&self) -> Option<T> {
+        self.idle.lock().unwrap().pop()
+    }
+
     pub fn give_back(&self, resource: T) {
         self.idle.lock().unwrap().push(resource);
     }

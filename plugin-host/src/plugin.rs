@@ -291,6 +291,12 @@ impl Plugin for HostPlugin {
         self.device(device).map(|_| ())
     }
 
+    fn device_traits(&self, device: i32) -> Result<DeviceTraits> {
+        // Copies are memcpy and launches run the kernel before returning.
+        self.device(device)
+            .map(|_| DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION)
+    }
+
     fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
         self.device(device)?;
         // Host devices share the machine's memory: what the kernel says is available.

@@ -4,7 +4,7 @@
 //! the same binaries through LLVM 19's plugin as the judge of the emulation, and a fault sweep
 //! that fails each driver function a program uses.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
 use tests::conformance::{self, Runtime};
@@ -199,9 +199,19 @@ fn a_failing_driver_call_never_crashes_hangs_or_gives_a_wrong_result() {
 /// in 150 runs here, see docs/emulated-drivers.md): the judge gets three tries, each crash
 /// reported.
 fn run_under_llvm_19(exe: &Path, trace: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    run_under_llvm_19_with_args(exe, &[], trace, env)
+}
+
+fn run_under_llvm_19_with_args(
+    exe: &Path,
+    args: &[&str],
+    trace: &Path,
+    env: &[(&str, &str)],
+) -> std::process::Output {
     let under_llvm = || {
         let _ = std::fs::remove_file(trace);
         Command::new(exe)
+            .args(args)
             .envs(env.iter().copied())
             .env(
                 "LD_LIBRARY_PATH",
@@ -520,4 +530,82 @@ fn page_locking_is_counted() {
         "{trace}"
     );
     assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{trace}");
+}
+
+/// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by function: the calls of
+/// 11 constructs less those of 1, over 10.
+fn calls_per_construct(exe: &Path, kind: &str, llvm: bool) -> HashMap<String, f64> {
+    let trace_of = |n: &str| {
+        let trace = std::env::temp_dir().join(format!(
+            "emu-per-construct-{}-{kind}-{n}-{llvm}",
+            std::process::id()
+        ));
+        if llvm {
+            run_under_llvm_19_with_args(exe, &[kind, n], &trace, &[]);
+        } else {
+            let mut cmd = Command::new(exe);
+            cmd.args([kind, n])
+                .env(
+                    "LD_LIBRARY_PATH",
+                    format!(
+                        "{}:{}",
+                        tests::dist().join("emu").display(),
+                        tests::lib_dir().display()
+                    ),
+                )
+                .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda")
+                .env("OMP_TARGET_OFFLOAD", "mandatory")
+                .env("OMPTARGET_EMU_TRACE", &trace);
+            let out = cmd.output().expect("run per_construct");
+            assert!(out.status.success(), "{kind}: {out:?}");
+        }
+        let text = std::fs::read_to_string(&trace).expect("a trace");
+        let _ = std::fs::remove_file(&trace);
+        let mut counts: HashMap<String, f64> = HashMap::new();
+        for line in text.lines() {
+            let function = line.split_whitespace().next().unwrap_or_default();
+            *counts.entry(function.to_string()).or_default() += 1.0;
+        }
+        counts
+    };
+    let (one, eleven) = (trace_of("1"), trace_of("11"));
+    eleven
+        .iter()
+        .map(|(f, n)| (f.clone(), (n - one.get(f).copied().unwrap_or(0.0)) / 10.0))
+        .collect()
+}
+
+/// What a construct costs at the driver, beside LLVM 19's plugin on the same binary
+/// (scripts/emu-driver-calls.sh prints the whole table): a construct that queues nothing
+/// synchronises nothing, no queue is asked whether it is done, an event is waited for only on
+/// another queue than the one it was recorded on, and the context is made current only for
+/// calls that need it. Together at most one call more than LLVM's per construct: the
+/// `cuCtxSetCurrent` before a launch, which LLVM's plugin leaves out (and then fails on a
+/// thread whose first call is a launch).
+#[test]
+fn constructs_cost_at_most_llvm_19s_driver_calls_and_a_context_for_the_launch() {
+    let exe = tests::compile_cuda_twin("../../bench/gpu/per_construct.c");
+    let count = |c: &HashMap<String, f64>, f: &str| c.get(f).copied().unwrap_or(0.0);
+    let total = |c: &HashMap<String, f64>| c.values().sum::<f64>();
+    for kind in ["empty", "map_to", "map_tofrom", "enter_exit", "update"] {
+        let ours = calls_per_construct(&exe, kind, false);
+        let llvm = calls_per_construct(&exe, kind, true);
+        let launches = count(&ours, "cuLaunchKernel");
+        let report = format!("{kind}: ours {ours:?}\nLLVM 19 {llvm:?}");
+        assert_eq!(count(&ours, "cuStreamQuery"), 0.0, "{report}");
+        assert!(
+            count(&ours, "cuStreamSynchronize") <= count(&llvm, "cuStreamSynchronize"),
+            "{report}"
+        );
+        assert!(
+            count(&ours, "cuEventRecord") + count(&ours, "cuStreamWaitEvent")
+                <= count(&llvm, "cuEventRecord") + count(&llvm, "cuStreamWaitEvent"),
+            "{report}"
+        );
+        assert!(
+            count(&ours, "cuCtxSetCurrent") <= count(&llvm, "cuCtxSetCurrent") + launches,
+            "{report}"
+        );
+        assert!(total(&ours) <= total(&llvm) + launches, "{report}");
+    }
 }

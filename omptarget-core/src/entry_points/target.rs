@@ -76,7 +76,7 @@ fn launch(
         Some(r) => Some(record_replay::record_inputs(
             r,
             device,
-            queue.handle(),
+            queue.handle()?,
             region_id,
             &values,
             &config,
@@ -90,7 +90,7 @@ fn launch(
             .map_err(|e| e.with_context("Executing target region abort target."))?;
     }
     if let (Some(r), Some(name)) = (recording, &recorded) {
-        record_replay::record_output(r, device, queue.handle(), name)?;
+        record_replay::record_output(r, device, queue.handle()?, name)?;
     }
     data_ops::end(&mut queue, &args).map_err(|e| {
         e.with_context("Call to targetDataEnd failed, abort target.")

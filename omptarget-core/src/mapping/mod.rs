@@ -8,7 +8,7 @@
 mod sorted;
 mod table;
 
-use plugin_api::EventHandle;
+use plugin_api::{EventHandle, QueueHandle};
 
 pub use sorted::Lookup;
 pub use table::{Changed, EntryMut, MappingKey, MappingTable, TableView};
@@ -24,6 +24,14 @@ pub struct ShadowPointer {
     pub host_value: usize,
     pub device_address: usize,
     pub device_value: usize,
+}
+
+/// An event marking the end of work queued on mapped data, with the queue it was recorded on:
+/// later work on that same queue runs after it anyway and need not wait for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransferEvent {
+    pub handle: EventHandle,
+    pub queue: QueueHandle,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +58,7 @@ pub struct Mapping {
     /// Marks the end of the last transfer of this data still running on some construct's
     /// queue, when a device runs queues asynchronously: constructs on other queues that use the
     /// data wait for it (LLVM's per-entry event, `LIBOMPTARGET_MAP_FORCE_ATOMIC`).
-    pub event: Option<EventHandle>,
+    pub event: Option<TransferEvent>,
 }
 
 impl Mapping {

@@ -226,6 +226,15 @@ impl PluginLibrary {
         Some(call(device, image, RSlice::from_slice(calls)).into_result())
     }
 
+    /// What the device's queues promise; nothing for a plugin older than ABI 1.4, which lacks
+    /// the call, or one that fails to answer.
+    pub fn device_traits(&self, device: i32) -> DeviceTraits {
+        let Some(call) = self.module.device_traits() else {
+            return DeviceTraits::NONE;
+        };
+        call(device).into_result().unwrap_or(DeviceTraits::NONE)
+    }
+
     /// Releases the whole plugin; no call may follow.
     pub fn deinit(&self) -> Result<()> {
         (self.module.deinit())().into_result()
