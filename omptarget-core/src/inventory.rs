@@ -35,16 +35,24 @@ pub struct Inventory {
 
 impl Inventory {
     pub fn collect(runtime: &Runtime) -> Inventory {
-        let plugins = runtime
+        let started = runtime.started_plugins();
+        let reports = runtime
             .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let plugins = reports
             .iter()
             .map(|r| {
-                let loaded = runtime
-                    .plugins
+                let loaded = started
                     .iter()
                     .find(|p| p.name == r.candidate.name && r.status == PluginStatus::Loaded);
                 let (status, reason) = match &r.status {
                     PluginStatus::Loaded => ("loaded".to_string(), None),
+                    PluginStatus::NotStarted => (
+                        "not started".to_string(),
+                        Some("no registered image may run on it".to_string()),
+                    ),
                     PluginStatus::Skipped(why) => ("skipped".to_string(), Some(why.clone())),
                 };
                 PluginRow {

@@ -15,6 +15,7 @@ pub mod address_map;
 pub mod config;
 pub mod data_ops;
 pub mod device;
+pub mod device_list;
 pub mod entry_points;
 pub mod error;
 pub mod host_openmp;

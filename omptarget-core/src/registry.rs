@@ -58,6 +58,34 @@ impl ProgramImage {
     }
 }
 
+impl ProgramImage {
+    /// The target triple from the container, else the one an ELF image's machine implies (LLVM
+    /// 19's programs register bare ELF images): what plugins are asked about before they start.
+    /// Empty when neither tells.
+    pub fn target_triple(&self) -> &str {
+        if !self.triple.is_empty() {
+            return &self.triple;
+        }
+        const EM_PPC64: u16 = 21;
+        const EM_X86_64: u16 = 62;
+        const EM_AARCH64: u16 = 183;
+        const EM_CUDA: u16 = 190;
+        const EM_AMDGPU: u16 = 224;
+        let b = self.bytes;
+        if b.len() < 20 || b[..4] != *b"\x7fELF" || b[5] != 1 {
+            return "";
+        }
+        match u16::from_le_bytes([b[18], b[19]]) {
+            EM_X86_64 => "x86_64-pc-linux-gnu",
+            EM_AARCH64 => "aarch64-unknown-linux-gnu",
+            EM_PPC64 => "powerpc64le-unknown-linux-gnu",
+            EM_CUDA => "nvptx64-nvidia-cuda",
+            EM_AMDGPU => "amdgcn-amd-amdhsa",
+            _ => "",
+        }
+    }
+}
+
 /// The processor a GPU image is built for, from its ELF header as LLVM's `tryGetCPUName`
 /// reads it: `sm_NN` of a cubin (`EF_CUDA_SM`; bits 8-15 from ELF ABI version 8), `gfxNNN` of
 /// an AMDGPU code object (`EF_AMDGPU_MACH`).

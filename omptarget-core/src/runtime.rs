@@ -4,19 +4,38 @@
 use crate::abi::source_location::{self, Ident};
 use crate::config::{self, OffloadPolicySetting};
 use crate::device::Device;
+use crate::device_list::{DeviceList, MAX_DEVICES};
 use crate::error::{OffloadError, Result};
 use crate::logging;
-use crate::plugins::{discovery, load_plugins, loader, PluginLibrary, PluginReport};
-use crate::registry::Registry;
+use crate::plugins::loader::log_skipped;
+use crate::plugins::{
+    discovery, loader, open_plugins, OpenedPlugin, PluginLibrary, PluginReport, PluginStatus,
+};
+use crate::registry::{ProgramImage, Registry};
 use once_cell::sync::OnceCell;
+use plugin_api::TargetClaim;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// An opened plugin and, once a registered image may run on it, the started plugin (`None` if
+/// starting failed).
+pub struct PluginEntry {
+    pub opened: OpenedPlugin,
+    started: OnceLock<Option<Arc<PluginLibrary>>>,
+    /// Which of its devices have an OpenMP device number.
+    numbered: Mutex<Vec<bool>>,
+}
 
 pub struct Runtime {
     pub search_path: Vec<String>,
-    pub reports: Vec<PluginReport>,
-    pub plugins: Vec<Arc<PluginLibrary>>,
-    pub devices: Vec<Device>,
+    /// What became of each plugin candidate, for `omptarget-info`; a plugin's entry changes
+    /// when it starts.
+    pub reports: Mutex<Vec<PluginReport>>,
+    /// The opened plugins, in load order.
+    pub plugins: Vec<PluginEntry>,
+    /// The OpenMP devices, numbered as registered images start plugins (LLVM's order: image by
+    /// image, each plugin in load order, each of its devices that can run the image).
+    pub devices: DeviceList,
     pub registry: RwLock<Registry>,
     pub policy: OffloadPolicySetting,
     /// `registry.generation`, readable without the lock (updated under the write lock).
@@ -48,31 +67,129 @@ impl Runtime {
         let runtime_dir = loader::runtime_directory();
         let search_path = discovery::search_path(&plugin_path, &runtime_dir);
         let candidates = discovery::find_candidates(&plugin_path, &runtime_dir);
-        let (reports, libraries) = load_plugins(&candidates, &config::plugins_to_load());
-        let plugins: Vec<Arc<PluginLibrary>> = libraries.into_iter().map(Arc::new).collect();
-        let mut devices = Vec::new();
-        for plugin in &plugins {
-            for local in 0..plugin.num_devices() {
-                devices.push(Device::new(devices.len() as i32, plugin.clone(), local));
-            }
-        }
+        let (reports, opened) = open_plugins(&candidates, &config::plugins_to_load());
+        let plugins: Vec<PluginEntry> = opened
+            .into_iter()
+            .map(|opened| PluginEntry {
+                opened,
+                started: OnceLock::new(),
+                numbered: Mutex::new(Vec::new()),
+            })
+            .collect();
         let policy = config::offload_policy();
         log::debug!(
-            "runtime ready: {} plugins, {} devices, search path {:?}, policy {:?}",
+            "runtime ready: {} plugins opened (started when an image may run on them), search path {:?}, policy {:?}",
             plugins.len(),
-            devices.len(),
             search_path,
             policy
         );
         Runtime {
             search_path,
-            reports,
+            reports: Mutex::new(reports),
             plugins,
-            devices,
+            devices: DeviceList::default(),
             registry: RwLock::new(Registry::default()),
             policy,
             registry_generation: AtomicU64::new(0),
             requirements: AtomicI64::new(0),
+        }
+    }
+
+    /// Starts a plugin (once; later calls return the first outcome), recording the outcome
+    /// in its report.
+    pub fn start_plugin(&self, entry: &PluginEntry) -> Option<Arc<PluginLibrary>> {
+        entry
+            .started
+            .get_or_init(|| {
+                let outcome = entry.opened.start();
+                let status = match &outcome {
+                    Ok(_) => PluginStatus::Loaded,
+                    Err(reason) => {
+                        log_skipped(&entry.opened.candidate, reason);
+                        PluginStatus::Skipped(reason.clone())
+                    }
+                };
+                let mut reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(r) = reports
+                    .iter_mut()
+                    .find(|r| r.candidate == entry.opened.candidate)
+                {
+                    r.status = status;
+                }
+                outcome.ok().map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// The plugins started so far, in load order.
+    pub fn started_plugins(&self) -> Vec<Arc<PluginLibrary>> {
+        self.plugins
+            .iter()
+            .filter_map(|e| e.started.get().cloned().flatten())
+            .collect()
+    }
+
+    /// Gives device numbers for newly registered images, as LLVM's runtime does at
+    /// registration: image by image, each plugin in load order that may run the image (it is
+    /// started then, and only then), each of its devices that can run the image and has no
+    /// number yet.
+    pub fn number_devices_for(&self, images: &[ProgramImage]) {
+        for image in images {
+            for entry in &self.plugins {
+                if entry.opened.may_run_target(image.target_triple()) == TargetClaim::NO {
+                    continue;
+                }
+                let Some(plugin) = self.start_plugin(entry) else {
+                    continue;
+                };
+                self.number_devices(entry, &plugin, |local| {
+                    plugin
+                        .check_image(local, image.bytes, &image.triple, &image.arch)
+                        .compatible
+                });
+            }
+        }
+    }
+
+    /// Starts every plugin and numbers every device that has no number yet, plugin by plugin
+    /// (`__tgt_init_all_rtls`, `omptarget-info`).
+    pub fn number_every_device(&self) {
+        for entry in &self.plugins {
+            if let Some(plugin) = self.start_plugin(entry) {
+                self.number_devices(entry, &plugin, |_| true);
+            }
+        }
+    }
+
+    fn number_devices(
+        &self,
+        entry: &PluginEntry,
+        plugin: &Arc<PluginLibrary>,
+        wanted: impl Fn(i32) -> bool,
+    ) {
+        let mut numbered = entry.numbered.lock().unwrap_or_else(|e| e.into_inner());
+        let count = plugin.num_devices();
+        numbered.resize(count as usize, false);
+        for local in 0..count {
+            if numbered[local as usize] || !wanted(local) {
+                continue;
+            }
+            let added = self
+                .devices
+                .push(|id| Device::new(id, plugin.clone(), local));
+            match added {
+                Some(device) => {
+                    log::debug!("device {} is {} device {local}", device.id, plugin.name)
+                }
+                None => {
+                    log::warn!(
+                        "{} device {local} gets no OpenMP device number: the runtime numbers at most {MAX_DEVICES} devices",
+                        plugin.name
+                    );
+                    return;
+                }
+            }
+            numbered[local as usize] = true;
         }
     }
 
@@ -252,7 +369,7 @@ impl Runtime {
     fn dump_tables(&self, loc: *const Ident) {
         // SAFETY: `loc` comes from the compiler: null or a valid ident_t.
         let at = unsafe { source_location::describe_or_unknown(loc) };
-        for device in &self.devices {
+        for device in self.devices.iter() {
             let mappings = device.mapping.view_all().snapshot();
             crate::info::dump_table(device.id, &at, &mappings, false);
         }
@@ -262,7 +379,7 @@ impl Runtime {
     pub fn shut_down_devices(&self) {
         // The runtime's own interop objects first: their queues belong to the devices.
         crate::interop::release_implicit_objects();
-        for device in &self.devices {
+        for device in self.devices.iter() {
             device.release_mappings();
             device.finalize_for_tool();
         }

@@ -110,6 +110,10 @@ impl AmdgpuPlugin {
 }
 
 impl Plugin for AmdgpuPlugin {
+    fn may_run_target(triple: &str) -> TargetClaim {
+        TargetClaim::for_architectures(triple, &["amdgcn"])
+    }
+
     fn init() -> Result<Self> {
         let runtime = match HsaRuntime::open() {
             Ok(r) => r,

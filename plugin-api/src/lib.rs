@@ -58,9 +58,9 @@ mod version;
 pub use abi_stable;
 pub use logging::{info, HostServices, LogLevel};
 pub use module::{PluginModule, PluginModuleRef};
-pub use plugin::{Plugin, PluginSlot, SlottedPlugin};
+pub use plugin::{may_run_target_of, Plugin, PluginSlot, SlottedPlugin};
 pub use types::*;
-pub use version::{AbiVersion, ABI_VERSION, ABI_VERSION_SYMBOL};
+pub use version::{AbiVersion, ABI_VERSION, ABI_VERSION_SYMBOL, MAY_RUN_TARGET_SYMBOL};
 
 /// Exports a [`Plugin`] implementation as an omptarget plugin library.
 ///
@@ -87,6 +87,17 @@ macro_rules! export_plugin {
         /// else in this library.
         #[no_mangle]
         pub static omptarget_plugin_abi_version: $crate::AbiVersion = $crate::ABI_VERSION;
+
+        /// Whether images for a target triple may run on this plugin (ABI 1.4); the core calls
+        /// it before it checks the function table or starts the plugin.
+        #[no_mangle]
+        pub unsafe extern "C" fn omptarget_plugin_may_run_target(
+            triple: *const u8,
+            len: usize,
+        ) -> $crate::TargetClaim {
+            // SAFETY: the core passes a triple's bytes and their length.
+            unsafe { $crate::may_run_target_of::<$plugin>(triple, len) }
+        }
 
         /// The abi_stable root module of this plugin: the table of C functions.
         #[$crate::abi_stable::export_root_module]

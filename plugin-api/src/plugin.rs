@@ -40,6 +40,17 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     /// Called by the first `init` call, which also installs the logger (so `log` macros work
     /// here). If two threads raced, one instance would be dropped; the core does not race.
     fn init() -> Result<Self>;
+
+    /// ABI 1.4: whether images built for `triple` (the offload container's target triple, such
+    /// as `nvptx64-nvidia-cuda`) may run on this plugin's devices, answered before `init`
+    /// (through the plain C function `omptarget_plugin_may_run_target`, before the core even
+    /// checks the function table): touch no driver and keep no state. The core starts a plugin only when a registered image
+    /// may run on it (as LLVM's runtime), so a program without images for it never pays for its
+    /// driver. `UNKNOWN` (the default) makes the core start the plugin and ask `check_image`.
+    fn may_run_target(triple: &str) -> TargetClaim {
+        let _ = triple;
+        TargetClaim::UNKNOWN
+    }
     /// Releases everything; no call follows. Not called by the current core. The default does
     /// nothing.
     fn deinit(&self) -> Result<()> {
@@ -283,6 +294,26 @@ impl<P: Plugin> Default for PluginSlot<P> {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// [`Plugin::may_run_target`] behind the plain C function that
+/// [`export_plugin!`](crate::export_plugin) exports; a panic or a triple that is not UTF-8
+/// answers `UNKNOWN`. Not for plugins to call.
+///
+/// # Safety
+/// `triple` points at `len` readable bytes (or `len` is 0).
+#[doc(hidden)]
+pub unsafe fn may_run_target_of<P: Plugin>(triple: *const u8, len: usize) -> TargetClaim {
+    let bytes = if len == 0 || triple.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the caller passes `len` readable bytes.
+        unsafe { std::slice::from_raw_parts(triple, len) }
+    };
+    let Ok(triple) = std::str::from_utf8(bytes) else {
+        return TargetClaim::UNKNOWN;
+    };
+    std::panic::catch_unwind(|| P::may_run_target(triple)).unwrap_or(TargetClaim::UNKNOWN)
 }
 
 /// Implemented by [`export_plugin!`](crate::export_plugin): gives the shims the plugin's slot.

@@ -189,6 +189,35 @@ impl std::ops::BitOr for DeviceTraits {
     }
 }
 
+/// Whether a plugin may run images built for a target triple, answered before it starts
+/// (ABI 1.4).
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TargetClaim(pub u32);
+
+impl TargetClaim {
+    /// The plugin cannot tell without starting: the core starts it and asks `check_image`.
+    pub const UNKNOWN: TargetClaim = TargetClaim(0);
+    /// Images for this target never run here: the core does not start the plugin for them.
+    pub const NO: TargetClaim = TargetClaim(1);
+    /// Images for this target may run here (`check_image` decides, after start).
+    pub const YES: TargetClaim = TargetClaim(2);
+
+    /// `YES` for a triple whose architecture (its first component) starts with one of
+    /// `architectures`, `NO` for another triple, `UNKNOWN` for an empty one (an image without
+    /// an offload container names none).
+    pub fn for_architectures(triple: &str, architectures: &[&str]) -> TargetClaim {
+        let arch = triple.split('-').next().unwrap_or_default();
+        if arch.is_empty() {
+            TargetClaim::UNKNOWN
+        } else if architectures.iter().any(|a| arch.starts_with(a)) {
+            TargetClaim::YES
+        } else {
+            TargetClaim::NO
+        }
+    }
+}
+
 /// Answer to "can this plugin (or device) run this image?".
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]

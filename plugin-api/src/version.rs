@@ -23,6 +23,12 @@ pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 4 };
 /// [`export_plugin!`](crate::export_plugin) defines it.
 pub const ABI_VERSION_SYMBOL: &str = "omptarget_plugin_abi_version";
 
+/// Name of the plain C function (ABI 1.4) that answers, before the plugin starts, whether
+/// images for a target triple may run on it: `TargetClaim (const uint8_t *triple, size_t len)`.
+/// [`export_plugin!`](crate::export_plugin) defines it from
+/// [`Plugin::may_run_target`](crate::Plugin::may_run_target).
+pub const MAY_RUN_TARGET_SYMBOL: &str = "omptarget_plugin_may_run_target";
+
 impl AbiVersion {
     /// Whether a core implementing `self` can use a plugin built for `plugin`: the same major
     /// version, any minor version.

@@ -61,6 +61,10 @@ impl CudaPlugin {
 }
 
 impl Plugin for CudaPlugin {
+    fn may_run_target(triple: &str) -> TargetClaim {
+        TargetClaim::for_architectures(triple, &["nvptx"])
+    }
+
     fn init() -> Result<Self> {
         let driver = match Driver::open() {
             Ok(d) => Arc::new(d),

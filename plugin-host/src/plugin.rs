@@ -64,6 +64,10 @@ impl HostPlugin {
 }
 
 impl Plugin for HostPlugin {
+    fn may_run_target(triple: &str) -> TargetClaim {
+        TargetClaim::for_architectures(triple, &[std::env::consts::ARCH])
+    }
+
     fn init() -> Result<Self> {
         let count = device_count_from_env();
         debug!("host plugin: {count} devices");

@@ -10,10 +10,14 @@ struct KernelArgs {
   uint64_t Tripcount, Flags;
   uint32_t NumTeams[3], ThreadLimit[3], DynCGroupMem;
 };
+void __tgt_init_all_rtls(void);
 int __tgt_target_kernel(void *Loc, int64_t DeviceId, int32_t NumTeams, int32_t ThreadLimit, void *HostPtr,
                         struct KernelArgs *Args);
 static char not_a_region;
 int main(void) {
+  // No image is registered, so no device would be numbered: start every plugin and number its
+  // devices, as a tool does.
+  __tgt_init_all_rtls();
   struct KernelArgs args;
   memset(&args, 0, sizeof args);
   args.Version = 3;

@@ -18,7 +18,12 @@ fn main() {
             }
         }
     }
-    let inventory = Inventory::collect(Runtime::get());
+    // Every plugin is started and every device numbered, plugin by plugin: the numbers a
+    // program gets when it has images for every plugin (a program's devices are numbered image
+    // by image, only for plugins its images may run on).
+    let runtime = Runtime::get();
+    runtime.number_every_device();
+    let inventory = Inventory::collect(runtime);
     if json {
         print!("{}", inventory.to_json());
     } else {

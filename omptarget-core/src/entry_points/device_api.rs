@@ -585,7 +585,7 @@ pub extern "C" fn llvm_omp_target_unlock_mem(ptr: *mut c_void, device_num: c_int
 #[no_mangle]
 pub extern "C" fn ompx_dump_mapping_tables() {
     guard("ompx_dump_mapping_tables", (), || {
-        for device in &Runtime::get().devices {
+        for device in Runtime::get().devices.iter() {
             let mappings = device.mapping.view_all().snapshot();
             crate::info::dump_table(device.id, "libomptarget:0:0", &mappings, true);
         }

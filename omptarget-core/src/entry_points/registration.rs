@@ -37,6 +37,8 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
                 Err(e) => logging::failure_message(&format!("device image {i} ignored: {e}")),
             }
         }
+        // Devices are numbered (and plugins started) for the images before any construct.
+        runtime.number_devices_for(&images);
         warn_about_unusable_images(runtime, &images);
         // Clang 19 and later pass `requires` clauses as flagged entries.
         for entry in description
@@ -71,7 +73,7 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
     })
 }
 
-/// Says, once at registration, why no loaded plugin can run any image of the program: otherwise the
+/// Says, once at registration, why no plugin can run any image of the program: otherwise the
 /// program would silently run on the host.
 fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage]) {
     if runtime.plugins.is_empty() {
@@ -81,23 +83,27 @@ fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage]) {
     // vendors) is fine as long as one image can run; only when none can is it worth a word.
     let mut refusals = Vec::new();
     for (i, image) in images.iter().enumerate() {
-        let answers: Vec<(String, plugin_api::ImageCompatibility)> = runtime
-            .plugins
-            .iter()
-            .map(|p| {
-                (
-                    p.name.clone(),
-                    p.check_image(-1, image.bytes, &image.triple, &image.arch),
-                )
-            })
-            .collect();
-        if answers.iter().any(|(_, a)| a.compatible) {
-            return;
+        let mut reasons = Vec::new();
+        for entry in &runtime.plugins {
+            let name = &entry.opened.candidate.name;
+            if entry.opened.may_run_target(image.target_triple()) == plugin_api::TargetClaim::NO {
+                reasons.push(format!(
+                    "{name}: does not run {} images",
+                    image.target_triple()
+                ));
+                continue;
+            }
+            // Started already by the numbering, unless starting failed (its report says why).
+            let Some(plugin) = runtime.start_plugin(entry) else {
+                reasons.push(format!("{name}: the plugin failed to start"));
+                continue;
+            };
+            let answer = plugin.check_image(-1, image.bytes, &image.triple, &image.arch);
+            if answer.compatible {
+                return;
+            }
+            reasons.push(format!("{name}: {}", answer.reason));
         }
-        let reasons: Vec<String> = answers
-            .iter()
-            .map(|(name, a)| format!("{name}: {}", a.reason))
-            .collect();
         refusals.push(format!(
             "device image {i} of the program can be run by no plugin ({})",
             reasons.join("; ")
@@ -116,7 +122,7 @@ pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
         let (removed, now_empty) =
             runtime.change_registry(|r| (r.remove(desc as usize), r.is_empty()));
         if let Some(library) = removed {
-            for device in &runtime.devices {
+            for device in runtime.devices.iter() {
                 device.unload_library(&library);
             }
             log::debug!("unregistered library {}", library.id);
@@ -130,7 +136,9 @@ pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
 #[no_mangle]
 pub extern "C" fn __tgt_init_all_rtls() {
     guard("__tgt_init_all_rtls", (), || {
-        Runtime::get();
+        // LLVM 19 starts every plugin here but numbers no device (so its llvm-omp-device-info
+        // lists none); we number them all, which is what the call is for.
+        Runtime::get().number_every_device();
         crate::ompt::connect();
     })
 }

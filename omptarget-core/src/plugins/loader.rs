@@ -1,17 +1,23 @@
-//! Loading plugin libraries: ABI version first, then abi_stable's layout check, then `init`.
+//! Loading plugin libraries: opening checks the ABI version (and finds the pre-start
+//! `may_run_target` function); starting checks abi_stable's layout, then runs `init`.
 
 use super::discovery::{self, Candidate};
 use super::library::PluginLibrary;
 use plugin_api::abi_stable::abi_stability::abi_checking::check_layout_compatibility;
 use plugin_api::abi_stable::library::{lib_header_from_raw_library, LibHeader, RawLibrary};
 use plugin_api::abi_stable::StableAbi;
-use plugin_api::{AbiVersion, PluginModuleRef, ABI_VERSION, ABI_VERSION_SYMBOL};
+use plugin_api::{
+    AbiVersion, PluginModuleRef, TargetClaim, ABI_VERSION, ABI_VERSION_SYMBOL,
+    MAY_RUN_TARGET_SYMBOL,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PluginStatus {
     Loaded,
+    /// Opened and checked, not started: no registered image may run on it yet.
+    NotStarted,
     /// Not loaded, and why.
     Skipped(String),
 }
@@ -27,10 +33,14 @@ pub struct PluginReport {
 }
 
 struct Opened {
-    module: PluginModuleRef,
     abi_version: AbiVersion,
     path: String,
+    may_run_target: Option<MayRunTarget>,
 }
+
+/// The plain C function `omptarget_plugin_may_run_target` (ABI 1.4): the triple's bytes and
+/// length.
+type MayRunTarget = unsafe extern "C" fn(*const u8, usize) -> TargetClaim;
 
 /// The file a loaded symbol lives in.
 fn file_of_address(address: *const std::ffi::c_void) -> Option<String> {
@@ -116,10 +126,27 @@ fn open(
             ABI_VERSION.major
         ));
     }
+    // SAFETY: when present (ABI 1.4 and later), the symbol is the plain C function
+    // `export_plugin!` defines with this signature.
+    let may_run_target = unsafe { library.get::<MayRunTarget>(MAY_RUN_TARGET_SYMBOL.as_bytes()) }
+        .ok()
+        .map(|f| *f);
+    // Plugins stay loaded for the life of the process, as with abi_stable.
+    std::mem::forget(library);
+    Ok(Opened {
+        abi_version: version,
+        path,
+        may_run_target,
+    })
+}
+
+/// Checks the plugin's function table (abi_stable's layout check, which costs about a million
+/// instructions: done when the plugin starts, not for every plugin found) and returns it.
+fn check_module(path: &str, version: AbiVersion) -> Result<PluginModuleRef, String> {
     // Headers are loaded per file: abi_stable's RootModule::load_from_file would cache one
     // module for all plugins, since they share the module type.
-    let header = load_header(Path::new(&path))?;
-    let module = init_module(header, version).map_err(|full| {
+    let header = load_header(Path::new(path))?;
+    init_module(header, version).map_err(|full| {
         log::debug!("layout check of {path} failed:\n{full}");
         format!(
             "plugin interface layout does not match this runtime: {} \
@@ -127,13 +154,6 @@ fn open(
             summarize_layout_error(&full),
             ABI_VERSION.major
         )
-    })?;
-    // Plugins stay loaded for the life of the process, as with abi_stable.
-    std::mem::forget(library);
-    Ok(Opened {
-        module,
-        abi_version: version,
-        path,
     })
 }
 
@@ -213,68 +233,103 @@ fn load_header(path: &Path) -> Result<&'static plugin_api::abi_stable::library::
         .map_err(|e| format!("not a valid plugin library: {e}"))
 }
 
-fn load_one(candidate: &Candidate) -> (PluginReport, Option<PluginLibrary>) {
-    let mut resolved = None;
-    let mut abi = None;
-    let outcome = open(candidate, &mut resolved, &mut abi).and_then(|opened| {
+/// A plugin library that was opened and whose ABI version is accepted, not started yet:
+/// starting checks its function table and runs its `init`, which loads its driver. The runtime
+/// starts a plugin only when a registered image may run on it, as LLVM's runtime does.
+pub struct OpenedPlugin {
+    pub candidate: Candidate,
+    pub path: String,
+    pub abi_version: AbiVersion,
+    may_run_target: Option<MayRunTarget>,
+}
+
+impl OpenedPlugin {
+    /// Whether images built for `triple` may run on the plugin, asked before it starts; plugins
+    /// older than ABI 1.4 cannot tell.
+    pub fn may_run_target(&self, triple: &str) -> TargetClaim {
+        match self.may_run_target {
+            // SAFETY: the plugin's C function reads `len` bytes at the pointer, which `triple`
+            // holds for the call.
+            Some(call) => unsafe { call(triple.as_ptr(), triple.len()) },
+            None => TargetClaim::UNKNOWN,
+        }
+    }
+
+    /// Checks the plugin's function table and runs its `init`; the error says why the plugin
+    /// is skipped.
+    pub fn start(&self) -> Result<PluginLibrary, String> {
+        let module = check_module(&self.path, self.abi_version)?;
         let services = crate::logging::host_services();
-        let description = (opened.module.init())(&services)
+        let description = (module.init())(&services)
             .into_result()
             .map_err(|e| format!("initialisation failed: {e}"))?;
-        Ok(PluginLibrary::new(
-            candidate.name.clone(),
-            opened.path,
-            opened.abi_version,
+        let library = PluginLibrary::new(
+            self.candidate.name.clone(),
+            self.path.clone(),
+            self.abi_version,
             description,
-            opened.module,
-        ))
-    });
-    match outcome {
-        Ok(library) => {
-            log::debug!(
-                "loaded plugin '{}' from {} (ABI {}, {} devices)",
-                library.name,
-                library.location,
-                library.abi_version,
-                library.description.num_devices
-            );
-            let report = PluginReport {
-                candidate: candidate.clone(),
-                resolved_path: resolved,
-                abi_version: abi,
-                status: PluginStatus::Loaded,
-            };
-            (report, Some(library))
-        }
-        Err(reason) => {
-            if candidate.origin == discovery::Origin::SystemLoader
-                && reason.starts_with("cannot be opened")
-            {
-                log::debug!("plugin '{}' not installed: {reason}", candidate.name);
-            } else {
-                log::warn!(
-                    "skipping plugin '{}' ({}): {reason}",
-                    candidate.name,
-                    candidate.location
-                );
-            }
-            let report = PluginReport {
-                candidate: candidate.clone(),
-                resolved_path: resolved,
-                abi_version: abi,
-                status: PluginStatus::Skipped(reason),
-            };
-            (report, None)
-        }
+            module,
+        );
+        log::debug!(
+            "started plugin '{}' from {} (ABI {}, {} devices)",
+            library.name,
+            library.location,
+            library.abi_version,
+            library.description.num_devices
+        );
+        Ok(library)
     }
 }
 
-/// Loads the wanted plugins among `candidates`, in the wanted order. Every candidate gets a
-/// report; only successfully initialised plugins are returned.
-pub fn load_plugins(
+/// Logs why a plugin is skipped: quietly for a bundled plugin that is simply not installed.
+pub fn log_skipped(candidate: &Candidate, reason: &str) {
+    if candidate.origin == discovery::Origin::SystemLoader && reason.starts_with("cannot be opened")
+    {
+        log::debug!("plugin '{}' not installed: {reason}", candidate.name);
+    } else {
+        log::warn!(
+            "skipping plugin '{}' ({}): {reason}",
+            candidate.name,
+            candidate.location
+        );
+    }
+}
+
+fn open_one(candidate: &Candidate) -> (PluginReport, Option<OpenedPlugin>) {
+    let mut resolved = None;
+    let mut abi = None;
+    let outcome = open(candidate, &mut resolved, &mut abi);
+    let (status, opened) = match outcome {
+        Ok(opened) => (
+            PluginStatus::NotStarted,
+            Some(OpenedPlugin {
+                candidate: candidate.clone(),
+                path: opened.path,
+                abi_version: opened.abi_version,
+                may_run_target: opened.may_run_target,
+            }),
+        ),
+        Err(reason) => {
+            log_skipped(candidate, &reason);
+            (PluginStatus::Skipped(reason), None)
+        }
+    };
+    let report = PluginReport {
+        candidate: candidate.clone(),
+        resolved_path: resolved,
+        abi_version: abi,
+        status,
+    };
+    (report, opened)
+}
+
+/// Opens the wanted plugins among `candidates`, in the wanted order, without starting them.
+/// Every candidate gets a report (in the same order as the opened plugins, then those not
+/// tried); only plugins that passed the checks are returned.
+pub fn open_plugins(
     candidates: &[Candidate],
     requested: &Option<Vec<String>>,
-) -> (Vec<PluginReport>, Vec<PluginLibrary>) {
+) -> (Vec<PluginReport>, Vec<OpenedPlugin>) {
     // Reports of plugins not tried go last, so the list reads in load (= device number) order.
     let mut not_tried = Vec::new();
     let mut wanted: Vec<(usize, &Candidate)> = Vec::new();
@@ -302,13 +357,44 @@ pub fn load_plugins(
     }
     wanted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.name.cmp(&b.1.name)));
     let mut reports = Vec::new();
-    let mut libraries = Vec::new();
+    let mut opened = Vec::new();
     for (_, candidate) in wanted {
-        let (report, library) = load_one(candidate);
+        let (report, plugin) = open_one(candidate);
         reports.push(report);
-        libraries.extend(library);
+        opened.extend(plugin);
     }
     reports.extend(not_tried);
+    (reports, opened)
+}
+
+/// Opens and starts the wanted plugins among `candidates` (the plugin checker's way: it tests
+/// one plugin whatever the images). Every candidate gets a report; only started plugins are
+/// returned.
+pub fn load_plugins(
+    candidates: &[Candidate],
+    requested: &Option<Vec<String>>,
+) -> (Vec<PluginReport>, Vec<PluginLibrary>) {
+    let (mut reports, opened) = open_plugins(candidates, requested);
+    let mut libraries = Vec::new();
+    for plugin in opened {
+        let report = reports
+            .iter_mut()
+            .find(|r| r.candidate == plugin.candidate && r.status == PluginStatus::NotStarted);
+        match plugin.start() {
+            Ok(library) => {
+                if let Some(r) = report {
+                    r.status = PluginStatus::Loaded;
+                }
+                libraries.push(library);
+            }
+            Err(reason) => {
+                log_skipped(&plugin.candidate, &reason);
+                if let Some(r) = report {
+                    r.status = PluginStatus::Skipped(reason);
+                }
+            }
+        }
+    }
     (reports, libraries)
 }
 

@@ -6,4 +6,4 @@ pub mod loader;
 
 pub use discovery::{Candidate, Origin};
 pub use library::PluginLibrary;
-pub use loader::{load_plugins, PluginReport, PluginStatus};
+pub use loader::{load_plugins, open_plugins, OpenedPlugin, PluginReport, PluginStatus};
