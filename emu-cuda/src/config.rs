@@ -11,6 +11,9 @@ pub struct Config {
     /// `OMPTARGET_EMU_DELAY_US`: a delay before each stream operation, so that a missing
     /// synchronisation reads data that is not there yet.
     pub delay_us: u64,
+    /// `OMPTARGET_EMU_INIT_DELAY_MS`: how long `cuInit` takes, standing in for a real driver's
+    /// start-up (0.1-0.5 s); 0 by default.
+    pub init_delay_ms: u64,
     /// `OMPTARGET_EMU_TRACE`: the file that gets one line per driver call.
     pub trace: Option<String>,
     /// `OMPTARGET_EMU_FAIL=FUNCTION:N`: the Nth call of FUNCTION fails.
@@ -42,6 +45,9 @@ impl Config {
                 .and_then(|v| parse_size(&v))
                 .unwrap_or(DEFAULT_MEMORY),
             delay_us: var("OMPTARGET_EMU_DELAY_US")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0),
+            init_delay_ms: var("OMPTARGET_EMU_INIT_DELAY_MS")
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0),
             trace: var("OMPTARGET_EMU_TRACE").filter(|v| !v.is_empty()),

@@ -80,12 +80,9 @@ pub extern "C" fn cuInit(flags: c_uint) -> CuResult {
         if flags != 0 {
             return Err(status::INVALID_VALUE);
         }
-        // A real driver's start-up takes 0.1-0.5 s; OMPTARGET_EMU_INIT_DELAY_MS stands in for it.
-        if let Some(ms) = std::env::var("OMPTARGET_EMU_INIT_DELAY_MS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            std::thread::sleep(std::time::Duration::from_millis(ms));
+        let delay = crate::config::get().init_delay_ms;
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
         }
         driver::init().map(|_| ())
     })

@@ -7,7 +7,7 @@ use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::pinning::PinTable;
 use crate::reduction::{LaunchBuffer, LaunchBufferPool};
-use crate::resources::ResourcePool;
+use crate::resources::{PooledResource, ResourcePool};
 use plugin_api::gpu::{indirect_call_table, DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
@@ -326,15 +326,21 @@ impl CudaDevice {
         Ok(QueueHandle(stream.0 as u64))
     }
 
-    /// A pooled stream; the context is made current only when the pool must create more.
     fn take_stream(&self) -> Result<Stream> {
-        if let Some(stream) = self.streams.try_take() {
-            return Ok(stream);
+        self.take_pooled(&self.streams, "taking a stream")
+    }
+
+    /// A pooled stream or event; the context is made current only when the pool must create
+    /// more.
+    fn take_pooled<T>(&self, pool: &ResourcePool<T>, what: &str) -> Result<T>
+    where
+        T: Copy + Send + PooledResource<Driver>,
+    {
+        if let Some(resource) = pool.try_take() {
+            return Ok(resource);
         }
         self.activate()?;
-        self.streams
-            .take(&self.driver)
-            .map_err(|e| failed("taking a stream", e))
+        pool.take(&self.driver).map_err(|e| failed(what, e))
     }
 
     pub fn release_queue(&self, queue: QueueHandle) -> Result<()> {
@@ -393,14 +399,7 @@ impl CudaDevice {
     }
 
     pub fn create_event(&self) -> Result<EventHandle> {
-        if let Some(event) = self.events.try_take() {
-            return Ok(EventHandle(event.0 as u64));
-        }
-        self.activate()?;
-        let event = self
-            .events
-            .take(&self.driver)
-            .map_err(|e| failed("taking an event", e))?;
+        let event = self.take_pooled(&self.events, "taking an event")?;
         Ok(EventHandle(event.0 as u64))
     }
 

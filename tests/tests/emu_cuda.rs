@@ -95,8 +95,16 @@ fn known_llvm_failures() -> Vec<String> {
 }
 
 fn run(exe: &Path, env: &[(&str, String)]) -> (Option<i32>, String, String) {
+    run_with_args(exe, &[], env)
+}
+
+fn run_with_args(
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> (Option<i32>, String, String) {
     let mut cmd = Command::new("timeout");
-    cmd.arg("60").arg(exe);
+    cmd.arg("60").arg(exe).args(args);
     cmd.env(
         "LD_LIBRARY_PATH",
         format!(
@@ -194,15 +202,11 @@ fn a_failing_driver_call_never_crashes_hangs_or_gives_a_wrong_result() {
     );
 }
 
-/// Runs `exe` through LLVM 19's CUDA plugin on the emulator with a trace into `trace`, and
-/// asserts that it succeeds. LLVM's run crashed once in CI (SIGSEGV, no output; not reproduced
-/// in 150 runs here, see docs/emulated-drivers.md): the judge gets three tries, each crash
-/// reported.
-fn run_under_llvm_19(exe: &Path, trace: &Path, env: &[(&str, &str)]) -> std::process::Output {
-    run_under_llvm_19_with_args(exe, &[], trace, env)
-}
-
-fn run_under_llvm_19_with_args(
+/// Runs `exe` with `args` through LLVM 19's CUDA plugin on the emulator with a trace into
+/// `trace`, and asserts that it succeeds. The judge gets three tries, each failure reported:
+/// LLVM's runs crashed at exit while the emulator unloaded twin images (fixed, see
+/// docs/emulated-drivers.md), and its launch without a current context depends on timing.
+fn run_under_llvm_19(
     exe: &Path,
     args: &[&str],
     trace: &Path,
@@ -243,6 +247,50 @@ fn run_under_llvm_19_with_args(
     status
 }
 
+/// One program run on ours (offloading mandatory; it must succeed) and on LLVM 19's plugin,
+/// both traced.
+struct TracedRuns {
+    stdout: String,
+    stderr: String,
+    trace: String,
+    llvm_stdout: String,
+    llvm_trace: String,
+}
+
+/// Runs `exe` with `args` and the extra `env` on ours, then on LLVM 19, each with its own
+/// trace file.
+fn run_both_traced(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> TracedRuns {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run_id = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let trace_file = |who: &str| {
+        std::env::temp_dir().join(format!(
+            "emu-{}-{who}-{}-{run_id}",
+            exe.file_name().unwrap().to_string_lossy(),
+            std::process::id()
+        ))
+    };
+    let (ours, llvm) = (trace_file("ours"), trace_file("llvm"));
+    let mut ours_env: Vec<(&str, String)> = vec![
+        ("OMPTARGET_EMU_TRACE", ours.display().to_string()),
+        ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+    ];
+    ours_env.extend(env.iter().map(|&(k, v)| (k, v.to_string())));
+    let _ = std::fs::remove_file(&ours);
+    let (code, stdout, stderr) = run_with_args(exe, args, &ours_env);
+    assert_eq!(code, Some(0), "{args:?}: {stdout}{stderr}");
+    let llvm_output = run_under_llvm_19(exe, args, &llvm, env);
+    let read = |p: &Path| std::fs::read_to_string(p).expect("a trace");
+    let runs = TracedRuns {
+        stdout,
+        stderr,
+        trace: read(&ours),
+        llvm_stdout: String::from_utf8_lossy(&llvm_output.stdout).into_owned(),
+        llvm_trace: read(&llvm),
+    };
+    let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&llvm));
+    runs
+}
+
 /// (kernel, grid, block) of each launch in a trace.
 fn launches(trace: &str) -> Vec<(String, String, String)> {
     trace
@@ -267,23 +315,8 @@ fn launches(trace: &str) -> Vec<(String, String, String)> {
 #[test]
 fn launch_geometry_matches_llvm_19() {
     let exe = tests::compile_cuda_twin("emu_saxpy.c");
-    let dir = std::env::temp_dir();
-    let (ours, llvm) = (
-        dir.join(format!("emu-ours-{}", std::process::id())),
-        dir.join(format!("emu-llvm-{}", std::process::id())),
-    );
-    let (code, stdout, stderr) = run(
-        &exe,
-        &[
-            ("OMPTARGET_EMU_TRACE", ours.display().to_string()),
-            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-        ],
-    );
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
-    run_under_llvm_19(&exe, &llvm, &[]);
-    let read = |p: &Path| std::fs::read_to_string(p).expect("a trace");
-    let (ours_launches, llvm_launches) = (launches(&read(&ours)), launches(&read(&llvm)));
-    let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&llvm));
+    let runs = run_both_traced(&exe, &[], &[]);
+    let (ours_launches, llvm_launches) = (launches(&runs.trace), launches(&runs.llvm_trace));
     assert!(ours_launches.len() >= 4, "{ours_launches:?}");
     assert_eq!(ours_launches, llvm_launches);
 }
@@ -366,28 +399,11 @@ fn printed_address(stdout: &str, name: &str) -> u64 {
 #[test]
 fn indirect_calls_get_the_device_runtime_table_llvm_19_writes() {
     let exe = tests::compile_cuda_twin("emu_indirect_calls.c");
-    let dir = std::env::temp_dir();
-    let (ours, llvm) = (
-        dir.join(format!("emu-indirect-ours-{}", std::process::id())),
-        dir.join(format!("emu-indirect-llvm-{}", std::process::id())),
-    );
-    let (code, stdout, stderr) = run(
-        &exe,
-        &[
-            ("OMPTARGET_EMU_TRACE", ours.display().to_string()),
-            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-        ],
-    );
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
-    assert!(!stderr.contains("indirect"), "{stderr}");
-    let llvm_output = run_under_llvm_19(&exe, &llvm, &[]);
-    let llvm_stdout = String::from_utf8_lossy(&llvm_output.stdout).into_owned();
-    let read = |p: &Path| std::fs::read_to_string(p).expect("a trace");
-    let (ours_trace, llvm_trace) = (read(&ours), read(&llvm));
-    let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&llvm));
+    let runs = run_both_traced(&exe, &[], &[]);
+    assert!(!runs.stderr.contains("indirect"), "{}", runs.stderr);
     for (who, trace, stdout) in [
-        ("ours", &ours_trace, &stdout),
-        ("LLVM 19", &llvm_trace, &llvm_stdout),
+        ("ours", &runs.trace, &runs.stdout),
+        ("LLVM 19", &runs.llvm_trace, &runs.llvm_stdout),
     ] {
         let table = indirect_call_table(trace);
         let mut hosts = vec![
@@ -461,24 +477,8 @@ fn calls<'a>(trace: &'a str, function: &str) -> Vec<&'a str> {
 fn reductions_reuse_buffers_and_the_heap_is_the_drivers_as_in_llvm_19() {
     let exe = tests::compile_cuda_twin("emu_reductions.c");
     const HEAP: &str = "33554432";
-    let dir = std::env::temp_dir();
-    let (ours, llvm) = (
-        dir.join(format!("emu-red-ours-{}", std::process::id())),
-        dir.join(format!("emu-red-llvm-{}", std::process::id())),
-    );
-    let (code, stdout, stderr) = run(
-        &exe,
-        &[
-            ("OMPTARGET_EMU_TRACE", ours.display().to_string()),
-            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-            ("LIBOMPTARGET_HEAP_SIZE", HEAP.into()),
-        ],
-    );
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
-    run_under_llvm_19(&exe, &llvm, &[("LIBOMPTARGET_HEAP_SIZE", HEAP)]);
-    let read = |p: &Path| std::fs::read_to_string(p).expect("a trace");
-    let (ours_trace, llvm_trace) = (read(&ours), read(&llvm));
-    let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&llvm));
+    let runs = run_both_traced(&exe, &[], &[("LIBOMPTARGET_HEAP_SIZE", HEAP)]);
+    let (ours_trace, llvm_trace) = (runs.trace, runs.llvm_trace);
     assert_eq!(calls(&ours_trace, "cuLaunchKernel").len(), 20);
     for function in ["cuMemAlloc_v2", "cuMemFree_v2"] {
         let (o, l) = (calls(&ours_trace, function), calls(&llvm_trace, function));
@@ -532,47 +532,32 @@ fn page_locking_is_counted() {
     assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{trace}");
 }
 
-/// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by function: the calls of
-/// 11 constructs less those of 1, over 10.
-fn calls_per_construct(exe: &Path, kind: &str, llvm: bool) -> HashMap<String, f64> {
-    let trace_of = |n: &str| {
-        let trace = std::env::temp_dir().join(format!(
-            "emu-per-construct-{}-{kind}-{n}-{llvm}",
-            std::process::id()
-        ));
-        if llvm {
-            run_under_llvm_19_with_args(exe, &[kind, n], &trace, &[]);
-        } else {
-            let mut cmd = Command::new(exe);
-            cmd.args([kind, n])
-                .env(
-                    "LD_LIBRARY_PATH",
-                    format!(
-                        "{}:{}",
-                        tests::dist().join("emu").display(),
-                        tests::lib_dir().display()
-                    ),
-                )
-                .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda")
-                .env("OMP_TARGET_OFFLOAD", "mandatory")
-                .env("OMPTARGET_EMU_TRACE", &trace);
-            let out = cmd.output().expect("run per_construct");
-            assert!(out.status.success(), "{kind}: {out:?}");
-        }
-        let text = std::fs::read_to_string(&trace).expect("a trace");
-        let _ = std::fs::remove_file(&trace);
+/// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by function, on ours and
+/// on LLVM 19: the calls of 11 constructs less those of 1, over 10.
+fn calls_per_construct(exe: &Path, kind: &str) -> [HashMap<String, f64>; 2] {
+    let counts = |trace: &str| {
         let mut counts: HashMap<String, f64> = HashMap::new();
-        for line in text.lines() {
+        for line in trace.lines() {
             let function = line.split_whitespace().next().unwrap_or_default();
             *counts.entry(function.to_string()).or_default() += 1.0;
         }
         counts
     };
-    let (one, eleven) = (trace_of("1"), trace_of("11"));
-    eleven
-        .iter()
-        .map(|(f, n)| (f.clone(), (n - one.get(f).copied().unwrap_or(0.0)) / 10.0))
-        .collect()
+    let (one, eleven) = (
+        run_both_traced(exe, &[kind, "1"], &[]),
+        run_both_traced(exe, &[kind, "11"], &[]),
+    );
+    let per_construct = |one: &str, eleven: &str| {
+        let (one, eleven) = (counts(one), counts(eleven));
+        eleven
+            .iter()
+            .map(|(f, n)| (f.clone(), (n - one.get(f).copied().unwrap_or(0.0)) / 10.0))
+            .collect()
+    };
+    [
+        per_construct(&one.trace, &eleven.trace),
+        per_construct(&one.llvm_trace, &eleven.llvm_trace),
+    ]
 }
 
 /// What a construct costs at the driver, beside LLVM 19's plugin on the same binary
@@ -588,8 +573,7 @@ fn constructs_cost_at_most_llvm_19s_driver_calls_and_a_context_for_the_launch() 
     let count = |c: &HashMap<String, f64>, f: &str| c.get(f).copied().unwrap_or(0.0);
     let total = |c: &HashMap<String, f64>| c.values().sum::<f64>();
     for kind in ["empty", "map_to", "map_tofrom", "enter_exit", "update"] {
-        let ours = calls_per_construct(&exe, kind, false);
-        let llvm = calls_per_construct(&exe, kind, true);
+        let [ours, llvm] = calls_per_construct(&exe, kind);
         let launches = count(&ours, "cuLaunchKernel");
         let report = format!("{kind}: ours {ours:?}\nLLVM 19 {llvm:?}");
         assert_eq!(count(&ours, "cuStreamQuery"), 0.0, "{report}");
