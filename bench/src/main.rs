@@ -85,6 +85,7 @@ fn cases(quick: bool) -> Vec<Case> {
             case("mappings", &[1000, 1000]),
             case("bandwidth", &[16]),
             case("threads", &[2000, 1]),
+            case("large_maps", &[16, 50, 1]),
         ];
     }
     vec![
@@ -95,6 +96,7 @@ fn cases(quick: bool) -> Vec<Case> {
         case("mappings", &[1_000_000, 20_000]),
         case("bandwidth", &[1024]),
         case("threads", &[50_000]),
+        case("large_maps", &[256, 400, 3]),
     ]
 }
 
@@ -232,6 +234,9 @@ fn rows(m: &Measurements) -> Vec<Row> {
         ("threads_2", "ops/s"),
         ("threads_scaling", "x"),
         ("threads_2_devices_scaling", "x"),
+        ("large_maps_small_alone", "ops/s"),
+        ("large_maps_small_beside", "ops/s"),
+        ("large_maps_kept", "x"),
     ] {
         rows.push(Row {
             metric: metric.into(),
@@ -361,6 +366,16 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
             fmt(median(m, "threads_2_devices_scaling", Runtime::Llvm))
         ),
         None,
+    );
+    let kept = median(m, "large_maps_kept", Runtime::Ours);
+    check(
+        "small regions beside a thread mapping and unmapping 256 MiB keep ≥ 80% of their throughput alone (ours)".into(),
+        format!(
+            "{}x (LLVM 19: {}x)",
+            fmt(kept),
+            fmt(median(m, "large_maps_kept", Runtime::Llvm))
+        ),
+        kept.map(|k| k >= 0.8),
     );
     let ours = footprint::measure(&footprint::tree_files(&o.dist));
     let llvm = footprint::measure(&[PathBuf::from(LLVM_LIB_DIR).join("libomptarget.so.19.1")]);

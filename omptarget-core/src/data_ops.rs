@@ -83,9 +83,9 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
     let t = r.map_type;
     let (hold, implicit, present) = (t.has(OMPX_HOLD), t.has(IMPLICIT), t.has(PRESENT));
     let device = q.device;
-    let mut table = device.mapping.view(r.begin, r.size, r.base);
     // Implicit maps may extend an existing mapping: they use what is there.
-    if let Some(key) = table.serving(r.begin, r.size, implicit) {
+    let (mut table, served) = device.mapping.serving(r.begin, r.size, r.base, implicit);
+    if let Some(key) = served {
         let mut m = table.get_mut(key).unwrap();
         let action = if r.update_refs {
             if !m.is_infinite() || hold {
@@ -179,8 +179,10 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
             shadows: Vec::new(),
             event: None,
         }),
-        // The table stays locked until the new mapping holds its data, so that another thread
-        // can neither map the same data twice nor use the device copy before it is filled.
+        // The mapping is published before it holds its data. A short copy is made under the
+        // table's lock; during a long one the mapping is marked moving and the lock let go, so
+        // that only constructs that use this data wait for it (LLVM copies under the entry's
+        // own lock).
         Lookup::Absent => {
             let device_alloc = device
                 .alloc(r.size + r.padding as u64, r.begin, AllocKind::DEFAULT)
@@ -202,6 +204,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 name: r.name,
                 ends_in_flight: 0,
                 event: None,
+                moving: false,
             };
             if info::enabled(info::MAPPING_CHANGED) {
                 info::line(
@@ -219,17 +222,32 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                     ),
                 );
             }
-            let key = table.insert(mapping);
             let sent = t.has(TO) && r.size > 0;
-            if sent {
+            let fill = |q: &mut ConstructQueue<'_>| {
                 q.copy_to_device_named(device_begin, r.begin, r.size, Some(r.name))?;
-                if let Some(event) = q.transfer_event(None)? {
-                    if let Some(mut m) = table.get_mut(key) {
-                        m.event = Some(event);
+                q.transfer_event(None)
+            };
+            if sent && is_long(r.size) {
+                let key = table.insert(Mapping {
+                    moving: true,
+                    ..mapping
+                });
+                drop(table);
+                let filled = fill(q);
+                let event = filled.as_ref().ok().copied().flatten();
+                device.mapping.end_move(key, |m| m.event = event);
+                filled?;
+            } else {
+                let key = table.insert(mapping);
+                if sent {
+                    if let Some(event) = fill(q)? {
+                        if let Some(mut m) = table.get_mut(key) {
+                            m.event = Some(event);
+                        }
                     }
                 }
+                drop(table);
             }
-            drop(table);
             q.note_created(r.begin);
             Ok(Placed {
                 device_begin,
@@ -241,6 +259,15 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
             })
         }
     }
+}
+
+/// Transfers at least this long (64 KiB: some microseconds of copying on the host, more on a
+/// GPU through pageable memory) are made with the mapping marked moving and the table's lock
+/// let go; shorter ones cost less than letting it go and taking it again.
+const LONG_TRANSFER: u64 = 64 << 10;
+
+fn is_long(size: u64) -> bool {
+    size >= LONG_TRANSFER
 }
 
 /// Gives the mapping holding [begin, begin+size) the event of the transfer just queued.
@@ -458,11 +485,11 @@ fn attach(
     device_value: usize,
 ) -> Result<()> {
     let name = {
-        let mut table = q
-            .device
-            .mapping
-            .view(host_address, POINTER_SIZE, host_address);
-        let Some(mut m) = table.find(host_address, POINTER_SIZE) else {
+        let (mut table, key) =
+            q.device
+                .mapping
+                .serving(host_address, POINTER_SIZE, host_address, false);
+        let Some(mut m) = key.and_then(|key| table.get_mut(key)) else {
             return Err(OffloadError::new(format!(
                 "attached pointer at {host_address:#x} is not mapped"
             )));
@@ -542,12 +569,16 @@ fn end_list(
             (t.member_of().is_none() || t.has(PTR_AND_OBJ)) && !(from_mapper && index == 0);
         let (hold, delete, implicit) = (t.has(OMPX_HOLD), t.has(DELETE), t.has(IMPLICIT));
         let device = q.device;
-        let mut table = device.mapping.view(arg.begin, arg.size, arg.begin);
+        let (mut table, served) = device
+            .mapping
+            .serving(arg.begin, arg.size, arg.begin, implicit);
         let found = {
-            table.serving(arg.begin, arg.size, implicit).map(|key| {
+            served.map(|key| {
                 let mut m = table.get_mut(key).unwrap();
                 let is_last = release(&mut m, hold, delete, update_refs);
                 m.ends_in_flight += 1;
+                let copies_back = t.has(FROM) && (is_last || t.has(ALWAYS)) && arg.size > 0;
+                m.moving = copies_back && is_long(arg.size);
                 if info::enabled(info::MAPPING_EXISTS) {
                     let action = match (update_refs, is_last, delete) {
                         (false, _, _) => " (update suppressed)",
@@ -566,18 +597,26 @@ fn end_list(
                         None,
                     );
                 }
+                let copy_back = copies_back.then(|| CopyBack {
+                    host_begin: arg.begin,
+                    device_begin: m.device_address(arg.begin),
+                    size: arg.size,
+                    name: m.name,
+                    after: m.event,
+                    is_last,
+                });
                 (
                     key,
-                    m.device_address(arg.begin),
+                    copy_back,
                     is_last,
                     m.shadows_within(arg.begin, arg.size),
-                    m.name,
                     m.event,
                     m.is_infinite(),
+                    m.moving,
                 )
             })
         };
-        let Some((key, device_begin, is_last, shadows, name, event, infinite)) = found else {
+        let Some((key, copy_back, is_last, shadows, event, infinite, moving)) = found else {
             drop(table);
             if q.unified_shared_memory {
                 continue; // the host data itself was used
@@ -593,20 +632,25 @@ fn end_list(
             );
             continue;
         };
-        // The copy back is issued before the table is unlocked, as LLVM copies under the
-        // entry's lock: issued after it, threads mapping one variable tofrom at once lost
-        // updates (conformance threads/shared_counter_map_back, about 3% of runs on 2 cores).
-        if t.has(FROM) && (is_last || t.has(ALWAYS)) && arg.size > 0 {
-            // After any transfer into the data still running on another construct's queue.
-            q.wait_for_transfer(event)?;
-            q.copy_from_device_named(arg.begin, device_begin, arg.size, Some(name))?;
-            // A construct reusing the mapping before this one removes it must not copy back
-            // before this copy has completed (as LLVM).
-            if is_last {
-                if let Some(event) = q.transfer_event(event)? {
-                    if let Some(mut m) = table.get_mut(key) {
-                        m.event = Some(event);
-                    }
+        // The copy back is issued while no other construct can use the mapping, as LLVM
+        // copies under the entry's lock: issued after letting it go, threads mapping one
+        // variable tofrom at once lost updates (conformance threads/shared_counter_map_back,
+        // about 3% of runs on 2 cores). A short one under the table's lock, a long one with the
+        // mapping marked moving and the table let go.
+        if moving {
+            drop(table);
+            let copied = copy_back.map_or(Ok(None), |c| c.issue(q));
+            let event = copied.as_ref().ok().copied().flatten();
+            device.mapping.end_move(key, |m| {
+                if event.is_some() {
+                    m.event = event;
+                }
+            });
+            copied?;
+        } else if let Some(copy_back) = copy_back {
+            if let Some(event) = copy_back.issue(q)? {
+                if let Some(mut m) = table.get_mut(key) {
+                    m.event = Some(event);
                 }
             }
         } else if !is_last && update_refs && !infinite {
@@ -622,7 +666,6 @@ fn end_list(
                 }
             }
         }
-        drop(table);
         if t.has(FROM) {
             restore_host_pointers(q, &shadows);
         }
@@ -630,6 +673,36 @@ fn end_list(
         touched.push((key, t.member_of().is_none() || t.has(PTR_AND_OBJ)));
     }
     Ok(())
+}
+
+/// The copy back of mapped data at the end of a construct.
+struct CopyBack {
+    host_begin: usize,
+    device_begin: usize,
+    size: u64,
+    name: usize,
+    /// The mapping's last transfer (on another construct's queue, maybe), to copy after.
+    after: Option<TransferEvent>,
+    is_last: bool,
+}
+
+impl CopyBack {
+    /// Queues the copy; for the last reference, returns the event that a construct reusing
+    /// the mapping before this one removes it must wait for before copying back (as LLVM).
+    fn issue(&self, q: &mut ConstructQueue<'_>) -> Result<Option<TransferEvent>> {
+        q.wait_for_transfer(self.after)?;
+        q.copy_from_device_named(
+            self.host_begin,
+            self.device_begin,
+            self.size,
+            Some(self.name),
+        )?;
+        if self.is_last {
+            q.transfer_event(self.after)
+        } else {
+            Ok(None)
+        }
+    }
 }
 
 /// One release of a mapping at the end of a construct; whether it was the last reference
@@ -738,12 +811,8 @@ fn find_in_use(
     size: u64,
     must_contain: bool,
 ) -> Option<(usize, Vec<ShadowPointer>)> {
-    let mut table = q.device.mapping.view(begin, size, begin);
-    let m = if must_contain {
-        table.find(begin, size)
-    } else {
-        table.find_overlapping(begin, size)
-    }?;
+    let (mut table, key) = q.device.mapping.serving(begin, size, begin, !must_contain);
+    let m = table.get_mut(key?)?;
     if info::enabled(info::MAPPING_EXISTS) {
         let action = " (update suppressed)";
         info::mapping_exists(q.device.id, &m, begin, size, false, false, action, None);

@@ -11,7 +11,7 @@ mod table;
 use plugin_api::{EventHandle, QueueHandle};
 
 pub use sorted::Lookup;
-pub use table::{Changed, EntryMut, MappingKey, MappingTable, TableView};
+pub use table::{Changed, EntryMut, MappingKey, MappingTable, MoveTicket, TableView};
 
 /// Reference count of data that is never unmapped (`declare target` globals).
 pub const INFINITE: u64 = u64::MAX;
@@ -59,6 +59,10 @@ pub struct Mapping {
     /// queue, when a device runs queues asynchronously: constructs on other queues that use the
     /// data wait for it (LLVM's per-entry event, `LIBOMPTARGET_MAP_FORCE_ATOMIC`).
     pub event: Option<TransferEvent>,
+    /// A construct is moving this data outside the table's locks (filling the new device copy,
+    /// or copying it back): whoever needs the data waits for the end of the move
+    /// ([`MappingTable::serving`]).
+    pub moving: bool,
 }
 
 impl Mapping {
@@ -78,6 +82,7 @@ impl Mapping {
             name: 0,
             ends_in_flight: 0,
             event: None,
+            moving: false,
         }
     }
 

@@ -168,6 +168,7 @@ pub(super) mod tests {
             shadow_pointers: Vec::new(),
             name: 0,
             ends_in_flight: 0,
+            moving: false,
             event: None,
         }
     }

@@ -12,13 +12,18 @@
 //!
 //! A [`TableView`] holds the locks an operation needs: its block's shard for data inside one
 //! block or inside a wide mapping, every shard (in order, so no two views deadlock) otherwise.
+//!
+//! Long transfers run with no lock held: the construct marks the mapping as moving
+//! ([`Mapping::moving`]), lets the view go, copies, then ends the move
+//! ([`MappingTable::end_move`]). Whoever needs that mapping's data meanwhile waits for the end
+//! of the move, also holding no lock ([`MappingTable::serving`]); everyone else goes on.
 
 use super::sorted::{Extent, Lookup, SortedMappings};
 use super::Mapping;
 use crate::lock::{into_inner, lock};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 const BLOCK_SHIFT: u32 = 21;
 const SHARD_BITS: u32 = 5;
@@ -93,7 +98,15 @@ pub struct MappingTable {
     shards: [Shard; SHARDS],
     /// Changed only through a view holding every shard; read through any view.
     wide: UnsafeCell<SortedMappings<WideEntry>>,
+    /// How many moves have ended; threads waiting for one sleep on `move_ended`.
+    moves_ended: Mutex<u64>,
+    move_ended: Condvar,
 }
+
+/// What a thread that found a moving mapping waits for: the count of ended moves to pass the
+/// one it read while the mapping was seen moving.
+#[derive(Clone, Copy, Debug)]
+pub struct MoveTicket(u64);
 
 // SAFETY: the shards are mutexes; `wide` is reached only through a `TableView`, which reads it
 // while holding at least one shard lock and changes it only while holding all of them, so no
@@ -105,6 +118,8 @@ impl Default for MappingTable {
         MappingTable {
             shards: std::array::from_fn(|_| Shard::default()),
             wide: UnsafeCell::new(SortedMappings::default()),
+            moves_ended: Mutex::new(0),
+            move_ended: Condvar::new(),
         }
     }
 }
@@ -150,6 +165,49 @@ impl MappingTable {
             table: self,
             locks: Locks::All(self.shards.iter().map(|s| lock(&s.0)).collect()),
         }
+    }
+
+    /// A view for [begin, begin+size) (see [`MappingTable::view`]) with the mapping that
+    /// serves it (see [`TableView::serving`]), which no other construct is moving: a moving
+    /// one is waited for with no lock held, then looked up again (it may be gone by then).
+    pub fn serving(
+        &self,
+        begin: usize,
+        size: u64,
+        base: usize,
+        allow_extension: bool,
+    ) -> (TableView<'_>, Option<MappingKey>) {
+        loop {
+            let mut view = self.view(begin, size, base);
+            let key = view.serving(begin, size, allow_extension);
+            let Some(ticket) = key.and_then(|key| view.move_ticket(key)) else {
+                return (view, key);
+            };
+            drop(view);
+            self.wait_for_move(ticket);
+        }
+    }
+
+    /// Sleeps until some move has ended after the ticket was taken.
+    pub fn wait_for_move(&self, ticket: MoveTicket) {
+        let mut ended = lock(&self.moves_ended);
+        while *ended == ticket.0 {
+            ended = self
+                .move_ended
+                .wait(ended)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Ends the move of a mapping marked [`Mapping::moving`], changing it on the way (its
+    /// transfer's event), and wakes whoever waits for it.
+    pub fn end_move(&self, key: MappingKey, change: impl FnOnce(&mut Mapping)) {
+        if let Some(mut m) = self.view_of(key).get_mut(key) {
+            m.moving = false;
+            change(&mut m);
+        }
+        *lock(&self.moves_ended) += 1;
+        self.move_ended.notify_all();
     }
 }
 
@@ -292,6 +350,15 @@ impl<'t> TableView<'t> {
             Lookup::Extends(key) if allow_extension => Some(key),
             _ => None,
         }
+    }
+
+    /// When another construct is moving the mapping's data, what to wait for once this view
+    /// is let go (taken while the mapping is seen moving, so the end of its move cannot be
+    /// missed: ending a move needs the lock this view holds on the mapping).
+    pub fn move_ticket(&mut self, key: MappingKey) -> Option<MoveTicket> {
+        let table = self.table;
+        let m = self.get_mut(key)?;
+        m.moving.then(|| MoveTicket(*lock(&table.moves_ended)))
     }
 
     pub fn get_mut(&mut self, key: MappingKey) -> Option<EntryMut<'_>> {
@@ -576,5 +643,42 @@ mod tests {
         let all = t.view_all().snapshot();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].dynamic_refs, 1 + 4 * 2000);
+    }
+
+    #[test]
+    fn a_moving_mapping_is_waited_for_by_its_users_only_and_with_no_lock_held() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::Duration;
+        let t = MappingTable::new();
+        let (begin, size) = (AT + MIB, 256 * MIB);
+        let mut m = mapping(begin, size);
+        m.moving = true;
+        let key = t.view(begin, size as u64, begin).insert(m);
+        let served = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let user = s.spawn(|| {
+                let (mut view, found) = t.serving(begin + 8, 8, begin + 8, false);
+                served.store(true, Ordering::SeqCst);
+                assert_eq!(found, Some(key));
+                assert!(!view.get_mut(key).unwrap().moving);
+                let refs = view.get_mut(key).unwrap().dynamic_refs;
+                refs
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(
+                !served.load(Ordering::SeqCst),
+                "the user waits for the move"
+            );
+            // Meanwhile other data, even right after the moving mapping, is served.
+            for at in [AT + 600 * MIB, begin + size] {
+                let other = at + 4096;
+                let (mut view, found) = t.serving(other, 64, other, false);
+                if found.is_none() {
+                    view.insert(mapping(other, 64));
+                }
+            }
+            t.end_move(key, |m| m.dynamic_refs = 7);
+            assert_eq!(user.join().unwrap(), 7);
+        });
     }
 }
