@@ -84,8 +84,8 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
     let (hold, implicit, present) = (t.has(OMPX_HOLD), t.has(IMPLICIT), t.has(PRESENT));
     let device = q.device;
     // Implicit maps may extend an existing mapping: they use what is there.
-    let (mut table, served) = device.mapping.serving(r.begin, r.size, r.base, implicit);
-    if let Some(key) = served {
+    let (mut table, found) = device.mapping.lookup(r.begin, r.size, r.base, implicit);
+    if let Some(key) = found.serving(implicit) {
         let mut m = table.get_mut(key).unwrap();
         let action = if r.update_refs {
             if !m.is_infinite() || hold {
@@ -126,7 +126,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
             event,
         });
     }
-    match table.lookup(r.begin, r.size) {
+    match found {
         Lookup::Contained(_) => unreachable!("served above"),
         Lookup::Extends(key) => {
             let m = table.get_mut(key).unwrap();

@@ -11,7 +11,6 @@
 //! - `inventory`: what `omptarget-info` prints.
 
 pub mod abi;
-pub mod address_map;
 pub mod config;
 pub mod data_ops;
 pub mod device;

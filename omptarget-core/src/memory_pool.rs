@@ -3,7 +3,7 @@
 //! every construct, and driver allocations are slow on real devices. Split in stripes, one per
 //! host thread, so that threads offloading at once do not serialise on it.
 
-use crate::address_map::AddressMap;
+use plugin_api::address_map::AddressMap;
 use std::sync::Mutex;
 
 /// LLVM's default threshold: 8 KiB.

@@ -44,6 +44,7 @@
 //! rules, is `docs/plugin-abi.md` in the omptarget-rs repository. The example plugin is
 //! `examples/plugin-example/`, and the conformance checker is `omptarget-plugin-check`.
 
+pub mod address_map;
 pub mod elf_layout;
 pub mod gpu;
 mod logging;

@@ -2,6 +2,7 @@
 
 use crate::sys;
 use log::debug;
+use plugin_api::address_map::AddressMap;
 use plugin_api::{ErrorCode, GlobalInfo, ImageHandle, KernelHandle, PluginError};
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -22,7 +23,7 @@ pub struct HostDevice {
     index: i32,
     images: Mutex<HashMap<u64, LoadedImage>>,
     /// Live allocations and their sizes, so a bad `free` is an error rather than heap corruption.
-    allocations: Mutex<HashMap<usize, u64>>,
+    allocations: Mutex<AddressMap<usize, u64>>,
     /// Name and execution mode of each kernel handed out, for launch information.
     kernels: Mutex<HashMap<u64, KernelInfo>>,
     next_handle: AtomicU64,
@@ -52,7 +53,7 @@ impl HostDevice {
         HostDevice {
             index,
             images: Mutex::new(HashMap::new()),
-            allocations: Mutex::new(HashMap::new()),
+            allocations: Mutex::new(AddressMap::default()),
             kernels: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
         }

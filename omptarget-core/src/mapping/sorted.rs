@@ -34,6 +34,16 @@ pub enum Lookup<K = usize> {
 }
 
 impl<K> Lookup<K> {
+    /// The mapping that serves the range: the one containing it, or with `allow_extension`
+    /// (implicit maps, kernel arguments) also one it overlaps.
+    pub fn serving(self, allow_extension: bool) -> Option<K> {
+        match self {
+            Lookup::Contained(k) => Some(k),
+            Lookup::Extends(k) if allow_extension => Some(k),
+            _ => None,
+        }
+    }
+
     pub fn map<L>(self, f: impl FnOnce(K) -> L) -> Lookup<L> {
         match self {
             Lookup::Contained(k) => Lookup::Contained(f(k)),
@@ -66,20 +76,24 @@ impl<V: Extent> SortedMappings<V> {
             return self.lookup_address(begin);
         }
         let end = begin.saturating_add(size as usize);
-        // The mapping that starts at or before `begin` is the only one that can contain it.
-        if let Some((&start, m)) = self.by_host_begin.range(..=begin).next_back() {
-            if begin < m.end() {
-                return if end <= m.end() {
-                    Lookup::Contained(start)
-                } else {
-                    Lookup::Extends(start)
-                };
-            }
+        // One search answers the usual cases: the last mapping starting before `end`. Starting
+        // at or before `begin`, it is the only one that can hold `begin` (mappings do not
+        // overlap), and none starts in between.
+        let Some((&start, m)) = self.by_host_begin.range(..end).next_back() else {
+            return Lookup::Absent;
+        };
+        if start <= begin {
+            return if begin >= m.end() {
+                Lookup::Absent
+            } else if end <= m.end() {
+                Lookup::Contained(start)
+            } else {
+                Lookup::Extends(start)
+            };
         }
-        if let Some((&start, _)) = self.by_host_begin.range(begin..end).next() {
-            return Lookup::Extends(start);
-        }
-        Lookup::Absent
+        // An overlap: named by the mapping holding `begin` if one does, else by the first one
+        // starting inside the range.
+        Lookup::Extends(self.first_overlapping(begin, end).unwrap_or(start))
     }
 
     /// A zero-length section (OpenMP 5.1 "pointer initialization"): found in the mapping that

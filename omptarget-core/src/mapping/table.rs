@@ -177,11 +177,25 @@ impl MappingTable {
         base: usize,
         allow_extension: bool,
     ) -> (TableView<'_>, Option<MappingKey>) {
+        let (view, found) = self.lookup(begin, size, base, allow_extension);
+        (view, found.serving(allow_extension))
+    }
+
+    /// As [`MappingTable::serving`], with the whole answer of the lookup (one search for
+    /// callers that go on to create a mapping when none serves).
+    pub fn lookup(
+        &self,
+        begin: usize,
+        size: u64,
+        base: usize,
+        allow_extension: bool,
+    ) -> (TableView<'_>, Lookup<MappingKey>) {
         loop {
             let mut view = self.view(begin, size, base);
-            let key = view.serving(begin, size, allow_extension);
-            let Some(ticket) = key.and_then(|key| view.move_ticket(key)) else {
-                return (view, key);
+            let found = view.lookup(begin, size);
+            let serving = found.serving(allow_extension);
+            let Some(ticket) = serving.and_then(|key| view.move_ticket(key)) else {
+                return (view, found);
             };
             drop(view);
             self.wait_for_move(ticket);
@@ -345,11 +359,7 @@ impl<'t> TableView<'t> {
     /// The mapping that serves the range: the one containing it, or with `allow_extension`
     /// (implicit maps, kernel arguments) also one it overlaps.
     pub fn serving(&self, begin: usize, size: u64, allow_extension: bool) -> Option<MappingKey> {
-        match self.lookup(begin, size) {
-            Lookup::Contained(key) => Some(key),
-            Lookup::Extends(key) if allow_extension => Some(key),
-            _ => None,
-        }
+        self.lookup(begin, size).serving(allow_extension)
     }
 
     /// When another construct is moving the mapping's data, what to wait for once this view

@@ -1,5 +1,5 @@
 //! Hash maps keyed by addresses and sizes, on the hot path of every construct (kernel lookup,
-//! the memory pool). The keys are not attacker-controlled, so std's SipHash buys nothing;
+//! the memory pool, a plugin's live allocations). The keys are not attacker-controlled, so std's SipHash buys nothing;
 //! a multiplicative (Fibonacci) hash of the integer is enough and far cheaper.
 
 use std::collections::HashMap;
