@@ -49,6 +49,15 @@ fn reach(base: usize, begin: usize, size: u64) -> (usize, usize) {
     (base.min(begin), end)
 }
 
+/// Whether a zero-length section at `address` lies in the reach of a wide mapping that starts
+/// in a later block (see [`TableView::lookup_address_with_wide`]).
+fn reaches_from_later_block(wide: &SortedMappings<WideEntry>, address: usize) -> bool {
+    match wide.lookup(address, 0) {
+        Lookup::Contained(start) => start > address && block(start) != block(address),
+        _ => false,
+    }
+}
+
 fn within_one_block((low, high): (usize, usize)) -> bool {
     block(low) == block(high - 1)
 }
@@ -138,7 +147,13 @@ impl MappingTable {
             locks: Locks::One(shard, lock(&self.shards[shard].0)),
         };
         if within_one_block(reach(base, begin, size)) {
-            return view;
+            // A zero-length section found only in the reach of a wide mapping starting in a
+            // later block needs the blocks in between, where a nearer mapping would hide it.
+            if size > 0 || view.wide().is_empty() || !reaches_from_later_block(view.wide(), begin) {
+                return view;
+            }
+            drop(view);
+            return self.view_all();
         }
         // Data spanning blocks can be answered from one shard only when a wide mapping holds
         // all of it (then nothing else overlaps it, and nothing is created).
@@ -312,6 +327,9 @@ impl<'t> TableView<'t> {
         let wide = self.wide();
         let end = begin.saturating_add(size as usize);
         let one_block = size == 0 || block(begin) == block(end - 1);
+        if size == 0 && !wide.is_empty() {
+            return self.lookup_address_with_wide(begin);
+        }
         if wide.is_empty() && one_block {
             // The usual case: only the block's shard can answer.
             return self
@@ -342,6 +360,56 @@ impl<'t> TableView<'t> {
             (Lookup::Contained(k), _) => Lookup::Contained(k),
             (Lookup::Extends(k), _) | (_, Lookup::Extends(k)) => Lookup::Extends(k),
             _ => Lookup::Absent,
+        }
+    }
+
+    /// A zero-length section at `address` with wide mappings about: as LLVM, the mapping
+    /// starting at or before it holds it if its range does, else the first one starting after
+    /// it does if its list item's base is at or before it (and no other starts in between).
+    fn lookup_address_with_wide(&self, address: usize) -> Lookup<MappingKey> {
+        let shard = shard_of(address);
+        let narrow = self.narrow(shard).lookup(address, 0);
+        let wide = self.wide().lookup(address, 0);
+        match (narrow, wide) {
+            (Lookup::Contained(n), _) if n <= address => {
+                return Lookup::Contained(MappingKey::narrow(n))
+            }
+            (_, Lookup::Contained(w)) if w <= address => {
+                return Lookup::Contained(MappingKey::wide(w))
+            }
+            _ => {}
+        }
+        // Held in the reach of a mapping starting after the address: the nearer start wins.
+        let wide_start = match wide {
+            Lookup::Contained(w) => w,
+            _ => usize::MAX,
+        };
+        if let Lookup::Contained(n) = narrow {
+            let wide_between = self.wide().first_overlapping(address + 1, n).is_some();
+            return if !wide_between {
+                Lookup::Contained(MappingKey::narrow(n))
+            } else {
+                Lookup::Absent
+            };
+        }
+        if wide_start == usize::MAX {
+            return Lookup::Absent;
+        }
+        // Any narrow mapping starting before the wide one hides it (its base is after the
+        // address: it would have held the address otherwise).
+        let hidden = if block(wide_start) == block(address) {
+            self.narrow(shard)
+                .first_overlapping(address + 1, wide_start)
+                .is_some()
+        } else if matches!(self.locks, Locks::All(_)) {
+            self.overlapping_narrow(address + 1, wide_start).is_some()
+        } else {
+            false // not reached: `MappingTable::view` takes every shard for this case
+        };
+        if hidden {
+            Lookup::Absent
+        } else {
+            Lookup::Contained(MappingKey::wide(wide_start))
         }
     }
 
@@ -690,5 +758,42 @@ mod tests {
             t.end_move(key, |m| m.dynamic_refs = 7);
             assert_eq!(user.join().unwrap(), 7);
         });
+    }
+
+    #[test]
+    fn a_zero_length_section_in_a_wide_mappings_reach_is_hidden_by_a_nearer_mapping() {
+        // LLVM 22's use_device_ptr test, case F, when a 2 MiB boundary falls between the
+        // pointee (`x`) and the section mapped from it: the pointer variable mapped between
+        // them is the first mapping after `x`, and its base is not at or before `x`.
+        let boundary = AT + 4 * MIB;
+        let x = boundary - 0x100;
+        let t = MappingTable::new();
+        let mut section = mapping(boundary + 0x98, 20);
+        section.host_base = x;
+        let wide = t.view(section.host_begin, 20, x).insert(section);
+        assert!(wide.wide);
+        let found = |t: &MappingTable| {
+            let (view, found) = t.lookup(x, 0, x, false);
+            drop(view);
+            found
+        };
+        assert_eq!(found(&t), Lookup::Contained(wide));
+        let pointer = t
+            .view(boundary + 0x60, 8, boundary + 0x60)
+            .insert(mapping(boundary + 0x60, 8));
+        assert!(!pointer.wide);
+        assert_eq!(found(&t), Lookup::Absent);
+        // The same in one block: a mapping in between hides the wide one too.
+        let near = t.view(x + 0x10, 8, x + 0x10).insert(mapping(x + 0x10, 8));
+        assert_eq!(found(&t), Lookup::Absent);
+        // Whereas data inside a mapping is found whatever lies about.
+        assert_eq!(
+            t.lookup(x + 0x10, 0, x + 0x10, false).1,
+            Lookup::Contained(near)
+        );
+        assert_eq!(
+            t.lookup(boundary + 0x98, 0, boundary + 0x98, false).1,
+            Lookup::Contained(wide)
+        );
     }
 }
