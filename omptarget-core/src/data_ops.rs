@@ -8,7 +8,7 @@ use crate::error::{OffloadError, Result};
 use crate::info::{self, Ptr};
 use crate::logging;
 use crate::mapper;
-use crate::mapping::{Lookup, Mapping, ShadowPointer, TransferEvent};
+use crate::mapping::{Lookup, Mapping, MappingKey, ShadowPointer, TransferEvent};
 use crate::queue::{ConstructQueue, Ended};
 use plugin_api::AllocKind;
 use smallvec::{smallvec, SmallVec};
@@ -233,10 +233,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                     ..mapping
                 });
                 drop(table);
-                let filled = fill(q);
-                let event = filled.as_ref().ok().copied().flatten();
-                device.mapping.end_move(key, |m| m.event = event);
-                filled?;
+                move_data(q, key, fill)?;
             } else {
                 let key = table.insert(mapping);
                 if sent {
@@ -268,6 +265,23 @@ const LONG_TRANSFER: u64 = 64 << 10;
 
 fn is_long(size: u64) -> bool {
     size >= LONG_TRANSFER
+}
+
+/// Makes a long transfer of a mapping marked moving, with the table let go, then ends the move
+/// (also when the transfer failed), giving the mapping the transfer's event if it has one.
+fn move_data(
+    q: &mut ConstructQueue<'_>,
+    key: MappingKey,
+    transfer: impl FnOnce(&mut ConstructQueue<'_>) -> Result<Option<TransferEvent>>,
+) -> Result<()> {
+    let moved = transfer(q);
+    let event = moved.as_ref().ok().copied().flatten();
+    q.device.mapping.end_move(key, |m| {
+        if event.is_some() {
+            m.event = event;
+        }
+    });
+    moved.map(drop)
 }
 
 /// Gives the mapping holding [begin, begin+size) the event of the transfer just queued.
@@ -639,14 +653,7 @@ fn end_list(
         // mapping marked moving and the table let go.
         if moving {
             drop(table);
-            let copied = copy_back.map_or(Ok(None), |c| c.issue(q));
-            let event = copied.as_ref().ok().copied().flatten();
-            device.mapping.end_move(key, |m| {
-                if event.is_some() {
-                    m.event = event;
-                }
-            });
-            copied?;
+            move_data(q, key, |q| copy_back.map_or(Ok(None), |c| c.issue(q)))?;
         } else if let Some(copy_back) = copy_back {
             if let Some(event) = copy_back.issue(q)? {
                 if let Some(mut m) = table.get_mut(key) {
