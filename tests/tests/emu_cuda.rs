@@ -127,9 +127,10 @@ fn run_with_args(
     )
 }
 
-/// The driver functions a clean run calls, from its OMPTARGET_EMU_TRACE.
-fn functions_called(exe: &Path) -> BTreeSet<String> {
-    let trace = std::env::temp_dir().join(format!("emu-trace-{}", std::process::id()));
+/// Runs a program on our runtime with offloading mandatory, tracing the driver calls: exit
+/// code, stdout, stderr and the trace ("" when none was written).
+fn run_traced(exe: &Path, name: &str) -> (Option<i32>, String, String, String) {
+    let trace = std::env::temp_dir().join(format!("emu-{name}-{}", std::process::id()));
     let _ = std::fs::remove_file(&trace);
     let (code, stdout, stderr) = run(
         exe,
@@ -138,10 +139,17 @@ fn functions_called(exe: &Path) -> BTreeSet<String> {
             ("OMP_TARGET_OFFLOAD", "mandatory".into()),
         ],
     );
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    let _ = std::fs::remove_file(&trace);
+    (code, stdout, stderr, text)
+}
+
+/// The driver functions a clean run calls, from its OMPTARGET_EMU_TRACE.
+fn functions_called(exe: &Path) -> BTreeSet<String> {
+    let (code, stdout, stderr, text) = run_traced(exe, "trace");
     assert_eq!(code, Some(0), "clean run failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains(" ok"), "{stdout}");
-    let text = std::fs::read_to_string(&trace).expect("a trace");
-    let _ = std::fs::remove_file(&trace);
+    assert!(!text.is_empty(), "a trace");
     for line in text.lines() {
         assert!(
             line.starts_with("cu") && line.contains(" -> CUDA_"),
@@ -326,16 +334,7 @@ fn launch_geometry_matches_llvm_19() {
 #[test]
 fn kernels_are_opted_in_to_more_than_48_kib_of_dynamic_shared_memory() {
     let exe = tests::compile_cuda_twin("emu_dyn_shared.c");
-    let trace = std::env::temp_dir().join(format!("emu-dyn-{}", std::process::id()));
-    let (code, stdout, stderr) = run(
-        &exe,
-        &[
-            ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
-            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-        ],
-    );
-    let text = std::fs::read_to_string(&trace).unwrap_or_default();
-    let _ = std::fs::remove_file(&trace);
+    let (code, stdout, stderr, text) = run_traced(&exe, "dyn");
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("dyn_shared=ok"), "{stdout}");
     assert!(
@@ -503,16 +502,7 @@ fn reductions_reuse_buffers_and_the_heap_is_the_drivers_as_in_llvm_19() {
 #[test]
 fn page_locking_is_counted() {
     let exe = tests::compile_cuda_twin("emu_pinning.c");
-    let trace_file = std::env::temp_dir().join(format!("emu-pin-{}", std::process::id()));
-    let (code, stdout, stderr) = run(
-        &exe,
-        &[
-            ("OMPTARGET_EMU_TRACE", trace_file.display().to_string()),
-            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-        ],
-    );
-    let trace = std::fs::read_to_string(&trace_file).unwrap_or_default();
-    let _ = std::fs::remove_file(&trace_file);
+    let (code, stdout, stderr, trace) = run_traced(&exe, "pin");
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
     let lines: Vec<&str> = trace.lines().collect();
