@@ -3,9 +3,11 @@
 //! `.nv.shared.<kernel>`), its global variables with their sections' initial bytes and the
 //! relocations that point them at each other; or a PTX text's `.target`, entries and globals.
 
+use crate::status;
 use object::elf;
 use object::read::elf::{ElfFile64, FileHeader, SectionHeader, Sym};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
+use plugin_api::gpu::cuda_image::{self, ImageKind, SmVersion};
 use std::collections::HashMap;
 
 /// NVIDIA's symbol type for variables in `.nv.global*`/`.nv.constant*` sections.
@@ -22,6 +24,8 @@ const EIFMT_SVAL: u8 = 0x04;
 const R_CUDA_32: u32 = 1;
 const R_CUDA_64: u32 = 2;
 const R_CUDA_G64: u32 = 4;
+/// A kernel's parameter space on devices of compute capability 7.0 and later (CUDA 12.1).
+const MAX_PARAM_BYTES: u32 = 32764;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Kernel {
@@ -94,6 +98,35 @@ pub fn sections_extent(bytes: &[u8]) -> Option<u64> {
         }
     }
     Some(end)
+}
+
+/// Why the driver refuses a module image: its status, and what it says on stderr.
+#[derive(Debug)]
+pub struct Refusal {
+    pub status: status::Error,
+    pub why: Option<String>,
+}
+
+/// `cuModuleLoadData`'s reading of an image whose bytes are known: what it is, whether it suits
+/// a device of compute capability `device`, and what it holds.
+pub fn read_module(bytes: &[u8], device: SmVersion) -> Result<ModuleImage, Refusal> {
+    let refuse = |status, why: Option<String>| Refusal { status, why };
+    let kind =
+        cuda_image::classify(bytes).map_err(|why| refuse(status::INVALID_IMAGE, Some(why)))?;
+    match kind {
+        ImageKind::Cubin { sm } => {
+            if cuda_image::compatible(&kind, device).is_err() {
+                let why = format!("the cubin is for {sm}, the device is {device}");
+                return Err(refuse(status::NO_BINARY_FOR_GPU, Some(why)));
+            }
+            ModuleImage::read_cubin(bytes).map_err(|why| refuse(status::INVALID_IMAGE, Some(why)))
+        }
+        ImageKind::Ptx { target } => match target {
+            Some(t) if t > device => Err(refuse(status::INVALID_PTX, None)),
+            _ => ModuleImage::read_ptx(&String::from_utf8_lossy(bytes))
+                .map_err(|why| refuse(status::INVALID_PTX, Some(why))),
+        },
+    }
 }
 
 impl ModuleImage {
@@ -196,8 +229,9 @@ impl ModuleImage {
     }
 
     /// PTX: `.entry` kernels (parameters: what `.param` lines say) and `.global` variables
-    /// (zero-initialised; the twin's storage is used where it has the variable).
-    pub fn read_ptx(text: &str) -> ModuleImage {
+    /// (zero-initialised; the twin's storage is used where it has the variable). A kernel whose
+    /// parameters exceed the parameter space, as ptxas would, is refused.
+    pub fn read_ptx(text: &str) -> Result<ModuleImage, String> {
         let mut image = ModuleImage::default();
         let mut globals = DataSection {
             name: ".nv.global".into(),
@@ -223,14 +257,25 @@ impl ModuleImage {
             } else if words.first() == Some(&".param") {
                 if let (Some(kernel), Some(size)) = (&current, ptx_param_size(&words)) {
                     let k = image.kernels.get_mut(kernel).unwrap();
-                    let offset = k.param_size.next_multiple_of(size.min(8));
+                    let offset = k.param_size.next_multiple_of(size.clamp(1, 8));
+                    k.param_size = offset
+                        .checked_add(size)
+                        .filter(|&end| end <= MAX_PARAM_BYTES)
+                        .ok_or_else(|| {
+                            format!(
+                                "kernel {kernel}'s parameters exceed the {MAX_PARAM_BYTES}-byte \
+                                 parameter space"
+                            )
+                        })?;
                     k.params.push((offset, size));
-                    k.param_size = offset + size;
                 }
             } else if words.contains(&".global") && !line.contains('(') {
                 if let Some((name, size)) = ptx_global(&words) {
-                    let offset = globals.size.next_multiple_of(8);
-                    globals.size = offset + size;
+                    let placed = globals.size.checked_next_multiple_of(8);
+                    let (offset, end) = placed
+                        .and_then(|offset| Some((offset, offset.checked_add(size)?)))
+                        .ok_or("the module's global variables overflow the address space")?;
+                    globals.size = end;
                     image.globals.insert(
                         name,
                         Global {
@@ -245,7 +290,7 @@ impl ModuleImage {
             }
         }
         image.sections.push(globals);
-        image
+        Ok(image)
     }
 }
 

@@ -7,7 +7,7 @@
 mod config;
 mod driver;
 mod entry;
-mod image;
+pub mod image;
 mod launch;
 mod load;
 mod memory;

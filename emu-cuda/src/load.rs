@@ -7,7 +7,7 @@ use crate::memory::{Kind, Region};
 use crate::profile;
 use crate::status::{self, Result};
 use crate::twin;
-use plugin_api::gpu::cuda_image::{self, ImageKind, SmVersion};
+use plugin_api::gpu::cuda_image::SmVersion;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -43,29 +43,12 @@ fn read(address: usize, len: usize) -> Result<&'static [u8]> {
 
 pub fn load(driver: &Driver, device: usize, address: usize) -> Result<Module> {
     let bytes = image_bytes(address)?;
-    let device_sm = SmVersion(profile::SM);
-    let kind = cuda_image::classify(bytes).map_err(|why| {
-        eprintln!("omptarget-emu (CUDA): cuModuleLoadData: {why}");
-        status::INVALID_IMAGE
+    let image = image::read_module(bytes, SmVersion(profile::SM)).map_err(|refusal| {
+        if let Some(why) = &refusal.why {
+            eprintln!("omptarget-emu (CUDA): cuModuleLoadData: {why}");
+        }
+        refusal.status
     })?;
-    let image = match kind {
-        ImageKind::Cubin { sm } => {
-            if cuda_image::compatible(&kind, device_sm).is_err() {
-                eprintln!("omptarget-emu (CUDA): the cubin is for {sm}, the device is {device_sm}");
-                return Err(status::NO_BINARY_FOR_GPU);
-            }
-            ModuleImage::read_cubin(bytes).map_err(|why| {
-                eprintln!("omptarget-emu (CUDA): cuModuleLoadData: {why}");
-                status::INVALID_IMAGE
-            })?
-        }
-        ImageKind::Ptx { target } => {
-            if target.is_some_and(|t| t > device_sm) {
-                return Err(status::INVALID_PTX);
-            }
-            ModuleImage::read_ptx(&String::from_utf8_lossy(bytes))
-        }
-    };
     let storage = place(driver, device, &image)?;
     let twin = match twin::load_for(address, bytes.len()) {
         Ok(twin) => twin,

@@ -38,6 +38,16 @@ const PT_LOAD: u32 = 1;
 const PT_DYNAMIC: u32 = 2;
 const PT_GNU_RELRO: u32 = 0x6474_e552;
 const SHT_NOBITS: u32 = 8;
+const PF_X: u32 = 1;
+const SYM_SIZE: u64 = 24;
+const STT_FUNC: u8 = 2;
+const STT_TLS: u8 = 6;
+const SHN_UNDEF: u16 = 0;
+const SHN_ABS: u16 = 0xfff1;
+const DT_HASH: u64 = 4;
+const DT_STRSZ: u64 = 10;
+const DT_SYMTAB: u64 = 6;
+const DT_GNU_HASH: u64 = 0x6fff_fef5;
 const DYN_SIZE: u64 = 16;
 const RELA_SIZE: u64 = 24;
 const REL_SIZE: u64 = 16;
@@ -97,6 +107,7 @@ struct Segment {
     vaddr: u64,
     filesz: u64,
     memsz: u64,
+    executable: bool,
 }
 
 impl Segment {
@@ -185,6 +196,7 @@ fn check_program_headers(
             vaddr: u64_at(bytes, at + 16),
             filesz: u64_at(bytes, at + 32),
             memsz: u64_at(bytes, at + 40),
+            executable: u32_at(bytes, at + 4) & PF_X != 0,
         };
         let align = u64_at(bytes, at + 48);
         if !within(segment.offset, segment.filesz, bytes.len()) {
@@ -393,6 +405,113 @@ fn check_dynamic(
                     "relocation {i} of the table at {address:#x} writes to {target:#x}, outside the loaded segments"
                 ));
             }
+        }
+    }
+    check_symbols(bytes, segments, &value)
+}
+
+/// The loaded file bytes at `[vaddr, vaddr + size)`, where a table the loader reads must be.
+fn loaded<'b>(bytes: &'b [u8], segments: &[Segment], vaddr: u64, size: u64) -> Option<&'b [u8]> {
+    let offset = segments.iter().find_map(|s| s.file_offset(vaddr, size))?;
+    bytes.get(offset as usize..(offset + size) as usize)
+}
+
+/// The symbols the loader finds by name (those its hash table reaches, the GNU one where
+/// there is one, as glibc prefers it): the table's structure within loaded bytes, every
+/// chain ending inside the symbol table, and each defined symbol's name within the string
+/// table and its address within the loaded segments, a function's in an executable one. A
+/// symbol the plugin looks up and calls must be code the loader mapped.
+fn check_symbols(
+    bytes: &[u8],
+    segments: &[Segment],
+    value: &dyn Fn(u64) -> Option<u64>,
+) -> Result<(), LayoutError> {
+    let Some(symtab) = value(DT_SYMTAB) else {
+        return Ok(());
+    };
+    let strsz = value(DT_STRSZ).unwrap_or(0);
+    let table = |what: &str, vaddr: u64, size: u64| {
+        loaded(bytes, segments, vaddr, size).ok_or_else(|| {
+            LayoutError(format!(
+                "the {what} ({size:#x} bytes at {vaddr:#x}) lies outside the loaded file bytes"
+            ))
+        })
+    };
+    let words = |b: &[u8]| -> Vec<u32> {
+        b.chunks_exact(4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+            .collect()
+    };
+    // The symbol indices the hash table reaches.
+    let mut reached: Vec<u64> = Vec::new();
+    if let Some(gnu) = value(DT_GNU_HASH) {
+        let header = words(table("GNU hash table", gnu, 16)?);
+        let (nbuckets, symoffset, bloom_size) = (header[0] as u64, header[1] as u64, header[2]);
+        let bloom_bytes = u64::from(bloom_size) * 8;
+        let buckets_at = gnu.saturating_add(16).saturating_add(bloom_bytes);
+        let buckets = words(table("GNU hash buckets", buckets_at, nbuckets * 4)?);
+        let chains_at = buckets_at.saturating_add(nbuckets * 4);
+        for &start in buckets.iter().filter(|&&b| b != 0) {
+            let mut index = u64::from(start);
+            if index < symoffset {
+                return bad(format!(
+                    "a GNU hash bucket starts at symbol {index}, below the table's first hashed symbol {symoffset}"
+                ));
+            }
+            loop {
+                if reached.len() > 1 << 20 {
+                    return bad("the GNU hash chains do not end");
+                }
+                reached.push(index);
+                let link = chains_at.saturating_add((index - symoffset) * 4);
+                let hash = words(table("GNU hash chain", link, 4)?)[0];
+                if hash & 1 == 1 {
+                    break;
+                }
+                index = index.saturating_add(1);
+            }
+        }
+    } else if let Some(sysv) = value(DT_HASH) {
+        let header = words(table("hash table", sysv, 8)?);
+        let (nbucket, nchain) = (header[0] as u64, header[1] as u64);
+        let rest = words(table(
+            "hash table",
+            sysv.saturating_add(8),
+            (nbucket + nchain) * 4,
+        )?);
+        if let Some(bad_index) = rest.iter().find(|&&i| u64::from(i) >= nchain) {
+            return bad(format!(
+                "the hash table names symbol {bad_index} of {nchain}"
+            ));
+        }
+        reached.extend(0..nchain);
+    }
+    for index in reached {
+        let at = symtab.saturating_add(index.saturating_mul(SYM_SIZE));
+        let symbol = table("dynamic symbol table", at, SYM_SIZE)?;
+        let name = u32::from_le_bytes(symbol[..4].try_into().unwrap());
+        let kind = symbol[4] & 0xf;
+        let section = u16::from_le_bytes([symbol[6], symbol[7]]);
+        let address = u64::from_le_bytes(symbol[8..16].try_into().unwrap());
+        if u64::from(name) >= strsz.max(1) {
+            return bad(format!(
+                "dynamic symbol {index}'s name lies outside the {strsz:#x}-byte string table"
+            ));
+        }
+        if matches!(section, SHN_UNDEF | SHN_ABS) || kind == STT_TLS {
+            continue;
+        }
+        let home = segments.iter().find(|s| s.holds(address, 1));
+        match home {
+            None => {
+                return bad(format!(
+                    "dynamic symbol {index} is defined at {address:#x}, outside the loaded segments"
+                ))
+            }
+            Some(segment) if kind == STT_FUNC && !segment.executable => return bad(format!(
+                "function symbol {index} at {address:#x} lies in a segment that is not executable"
+            )),
+            Some(_) => {}
         }
     }
     Ok(())

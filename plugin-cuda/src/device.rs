@@ -631,19 +631,14 @@ impl CudaDevice {
     // ---- images ----
 
     pub fn load_image(&self, bytes: &[u8]) -> Result<ImageHandle> {
-        let kind = image::classify(bytes).map_err(PluginError::invalid_argument)?;
-        if let image::ImageKind::Cubin { .. } = kind {
-            // The driver trusts a cubin's layout: a damaged one must not reach it.
-            plugin_api::elf_layout::check(bytes, plugin_api::elf_layout::Addresses::Unused)
-                .map_err(|e| PluginError::invalid_argument(format!("the cubin is damaged: {e}")))?;
-        }
-        image::compatible(&kind, self.identity.sm).map_err(|why| {
-            PluginError::unsupported(format!(
-                "device {} ({}, {}): {why}",
-                self.identity.ordinal, self.identity.name, self.identity.sm
-            ))
-        })?;
-        let symbols = SymbolTable::read(bytes).map_err(PluginError::invalid_argument)?;
+        let image::CheckedImage { kind, symbols } =
+            image::check(bytes, self.identity.sm).map_err(|e| match e.code {
+                ErrorCode::UNSUPPORTED => PluginError::unsupported(format!(
+                    "device {} ({}, {}): {}",
+                    self.identity.ordinal, self.identity.name, self.identity.sm, e.message
+                )),
+                _ => e,
+            })?;
         self.activate()?;
         let module = match kind {
             ImageKind::Cubin { .. } => self.driver.load_module(bytes),

@@ -7,7 +7,7 @@
 //! All work completes before a call returns, so queues and events are trivially ordered.
 
 mod device;
-mod elf_check;
+pub mod elf_check;
 mod plugin;
 mod sys;
 

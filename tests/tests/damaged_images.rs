@@ -1,5 +1,6 @@
-//! A real clang-19 program whose x86_64 device image is damaged in its ELF header and its program
-//! and section header tables: every run must end with the program's correct output (the image was
+//! A real clang-19 program whose x86_64 device image is damaged in its offload container's
+//! metadata (header, entry, string table) or in its ELF header and its program and section header
+//! tables: every run must end with the program's correct output (the image was
 //! refused and the region ran on the host, or the damage did not matter) or a clear error
 //! from the runtime, never a signal, a hang or a wrong result. The damage is pseudo-random with
 //! a fixed seed, so a failure reproduces; the counts of each outcome are printed.
@@ -12,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tests::{build_dir, compile, lib_dir, retry_while_busy, text, Compiler};
 
-const VARIANTS: usize = 150;
+const VARIANTS: usize = 200;
 const EXPECTED: &str = "sum=65280";
 
 /// xorshift64*: deterministic damage.
@@ -36,23 +37,34 @@ fn u64_at(b: &[u8], at: usize) -> usize {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize
 }
 
-/// Where the image lies in the program file, and the byte ranges of the image damaged here.
-fn image_and_metadata(program: &[u8]) -> (usize, Vec<Range<usize>>) {
+/// Where the image's container lies in the program file, and the byte ranges damaged here
+/// (relative to it): the container's own header, entry and string table (the image's triple
+/// and architecture), and the image's ELF header, program headers and section headers.
+fn container_and_metadata(program: &[u8]) -> (usize, Vec<Range<usize>>) {
     let file = object::File::parse(program).unwrap();
     let section = file.section_by_name(".llvm.offloading").unwrap();
     let (section_offset, _) = section.file_range().unwrap();
     let data = section.data().unwrap();
-    let image = omptarget_core::offload_binary::unwrap(data).unwrap();
+    let containers = omptarget_core::offload_binary::containers(data);
+    assert_eq!(containers.len(), 1, "one x86_64 image expected");
+    let container = containers[0];
+    let image = omptarget_core::offload_binary::unwrap(container).unwrap();
     assert!(image.triple.starts_with("x86_64"), "{}", image.triple);
-    let start = section_offset as usize + (image.bytes.as_ptr() as usize - data.as_ptr() as usize);
+    let start = section_offset as usize + (container.as_ptr() as usize - data.as_ptr() as usize);
+    let image_at = image.bytes.as_ptr() as usize - container.as_ptr() as usize;
     let elf = image.bytes;
-    let phoff = u64_at(elf, 32);
+    let phoff = image_at + u64_at(elf, 32);
     let phnum = u16_at(elf, 56);
-    let shoff = u64_at(elf, 40);
+    let shoff = image_at + u64_at(elf, 40);
     let shnum = u16_at(elf, 60);
     // Not yet the dynamic section: damage there still crashes glibc's loader in ways the layout
     // check does not catch yet (hash tables, version records, code addresses).
-    let ranges = vec![0..64, phoff..phoff + phnum * 56, shoff..shoff + shnum * 64];
+    let ranges = vec![
+        0..image_at,
+        image_at..image_at + 64,
+        phoff..phoff + phnum * 56,
+        shoff..shoff + shnum * 64,
+    ];
     (start, ranges)
 }
 
@@ -107,7 +119,7 @@ fn damaged_device_images_end_correctly_or_with_a_clear_error() {
         matches!(run(&exe), Outcome::Correct),
         "the undamaged program fails"
     );
-    let (image_start, ranges) = image_and_metadata(&program);
+    let (container_start, ranges) = container_and_metadata(&program);
     let dir = build_dir().join("damaged-images");
     std::fs::create_dir_all(&dir).unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -116,19 +128,24 @@ fn damaged_device_images_end_correctly_or_with_a_clear_error() {
         let mut damaged = program.clone();
         let range = &ranges[rng.below(ranges.len())];
         let mut what = Vec::new();
-        // One to three changes: a flipped bit, or a byte or an 8-byte word rewritten.
+        // One to three changes: a flipped bit, a byte or an 8-byte word rewritten, or a run of
+        // up to 16 bytes zeroed.
         for _ in 0..1 + rng.below(3) {
-            let at = image_start + range.start + rng.below(range.len());
-            match rng.below(3) {
+            let at = container_start + range.start + rng.below(range.len());
+            match rng.below(4) {
                 0 => damaged[at] ^= 1 << rng.below(8),
                 1 => damaged[at] = rng.next() as u8,
+                2 => {
+                    let end = (at + 1 + rng.below(16)).min(container_start + range.end);
+                    damaged[at..end].fill(0);
+                }
                 _ => {
-                    let end = (at + 8).min(image_start + range.end);
+                    let end = (at + 8).min(container_start + range.end);
                     let word = rng.next().to_le_bytes();
                     damaged[at..end].copy_from_slice(&word[..end - at]);
                 }
             }
-            what.push(at - image_start);
+            what.push(at - container_start);
         }
         let path = dir.join(format!("variant-{variant}"));
         std::fs::write(&path, &damaged).unwrap();
@@ -137,9 +154,9 @@ fn damaged_device_images_end_correctly_or_with_a_clear_error() {
         match run(&path) {
             Outcome::Correct => correct += 1,
             Outcome::ClearError => clear += 1,
-            Outcome::Failure(why) => {
-                failures.push(format!("variant {variant} (image bytes {what:x?}): {why}"))
-            }
+            Outcome::Failure(why) => failures.push(format!(
+                "variant {variant} (container bytes {what:x?}): {why}"
+            )),
         }
     }
     eprintln!(

@@ -71,6 +71,7 @@ pub enum EntryTableError {
     UnknownLayout(usize),
     UnsupportedVersion(u16),
     NullName(usize),
+    UnreadableName(usize),
 }
 
 impl std::fmt::Display for EntryTableError {
@@ -87,6 +88,7 @@ impl std::fmt::Display for EntryTableError {
                 write!(f, "entry version {v} is not supported (only 0 and 1)")
             }
             EntryTableError::NullName(i) => write!(f, "entry {i} has no name"),
+            EntryTableError::UnreadableName(i) => write!(f, "entry {i}'s name cannot be read"),
         }
     }
 }
@@ -116,15 +118,14 @@ fn word(bytes: &[u8], at: usize) -> u64 {
     u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap())
 }
 
+/// The C string at a name address of the running program.
+///
 /// # Safety
-/// Name fields must be null or point to NUL-terminated strings.
-unsafe fn read_name(address: u64, index: usize) -> Result<String, EntryTableError> {
-    if address == 0 {
-        return Err(EntryTableError::NullName(index));
-    }
-    // SAFETY: non-null name pointer of a valid table (caller's promise).
+/// `address` must be non-null and point to a NUL-terminated string.
+unsafe fn name_in_memory(address: u64) -> Option<String> {
+    // SAFETY: caller's promise.
     let name = unsafe { CStr::from_ptr(address as *const c_char) };
-    Ok(name.to_string_lossy().into_owned())
+    Some(name.to_string_lossy().into_owned())
 }
 
 /// Entry versions of the new layout that are read: 1, what clang emits, and 0, what programs
@@ -136,6 +137,22 @@ fn known_version(version: u16) -> bool {
 /// # Safety
 /// As [`read_entry_table`]: name fields point to NUL-terminated strings.
 pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<EntryTable, EntryTableError> {
+    // SAFETY: `parse_entry_bytes` asks only for non-null name addresses, which point to
+    // NUL-terminated strings (caller's promise).
+    parse_entry_bytes(bytes, &mut |address| unsafe { name_in_memory(address) })
+}
+
+/// Reads an entry table of either layout from its bytes; `name_at` answers the string at a
+/// non-null name address, or `None` where nothing can be read. The safe core of
+/// [`read_entry_table`], which the fuzzer drives with names of its own.
+pub fn parse_entry_bytes(
+    bytes: &[u8],
+    name_at: &mut dyn FnMut(u64) -> Option<String>,
+) -> Result<EntryTable, EntryTableError> {
+    let mut name = |address: u64, index: usize| match address {
+        0 => Err(EntryTableError::NullName(index)),
+        _ => name_at(address).ok_or(EntryTableError::UnreadableName(index)),
+    };
     // The new layout starts with 8 zero bytes and a known version. A legacy entry may start
     // with a null address too (hand-made `requires` entries), but then a name pointer follows:
     // where both layouts fit, a new entry is also told by its kind (a name pointer whose bytes
@@ -169,8 +186,7 @@ pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<EntryTable, EntryTabl
             entries.push(OffloadEntry {
                 flags: u32::from_ne_bytes(e[12..16].try_into().unwrap()),
                 address: word(e, 16) as usize,
-                // SAFETY: caller's promise on name pointers.
-                name: unsafe { read_name(word(e, 24), i) }?,
+                name: name(word(e, 24), i)?,
                 name_address: word(e, 24) as usize,
                 size: word(e, 32),
                 data: word(e, 40),
@@ -178,8 +194,7 @@ pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<EntryTable, EntryTabl
         } else {
             entries.push(OffloadEntry {
                 address: word(e, 0) as usize,
-                // SAFETY: caller's promise on name pointers.
-                name: unsafe { read_name(word(e, 8), i) }?,
+                name: name(word(e, 8), i)?,
                 name_address: word(e, 8) as usize,
                 size: word(e, 16),
                 flags: u32::from_ne_bytes(e[24..28].try_into().unwrap()),

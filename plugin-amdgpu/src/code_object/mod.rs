@@ -134,6 +134,15 @@ pub fn check_compatibility(image: &TargetId, device_isas: &[TargetId]) -> Result
     Err(message)
 }
 
+/// Everything the plugin reads of a code object before the HSA runtime's loader, which trusts
+/// it, sees it: its layout, then the code object itself; whether it suits a device, then,
+/// is [`check_compatibility`] with the code object's target.
+pub fn check(bytes: &[u8]) -> Result<CodeObject, String> {
+    plugin_api::elf_layout::check(bytes, plugin_api::elf_layout::Addresses::Mapped)
+        .map_err(|e| format!("the code object is damaged: {e}"))?;
+    CodeObject::parse(bytes)
+}
+
 impl CodeObject {
     /// Reads a code object: its ELF header and target, the metadata note and the symbols.
     pub fn parse(bytes: &[u8]) -> Result<CodeObject, String> {

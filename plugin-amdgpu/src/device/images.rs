@@ -3,7 +3,7 @@
 //! lookup.
 
 use super::{failed, invalid_handle, AmdgpuDevice, Kernel, LoadedImage, Result, DEFAULT_HEAP_SIZE};
-use crate::code_object::{self, CodeObject};
+use crate::code_object;
 use plugin_api::gpu::{
     indirect_call_table, DeviceEnvironment, KernelEnvironment, KernelLimits,
     KERNEL_ENVIRONMENT_SIZE,
@@ -17,12 +17,7 @@ impl AmdgpuDevice {
     // ---- images ----
 
     pub fn load_image(&self, bytes: &[u8]) -> Result<ImageHandle> {
-        // The HSA runtime's loader trusts the code object's layout: a damaged one must not
-        // reach it.
-        plugin_api::elf_layout::check(bytes, plugin_api::elf_layout::Addresses::Mapped).map_err(
-            |e| PluginError::invalid_argument(format!("the code object is damaged: {e}")),
-        )?;
-        let code = CodeObject::parse(bytes).map_err(PluginError::invalid_argument)?;
+        let code = code_object::check(bytes).map_err(PluginError::invalid_argument)?;
         code_object::check_compatibility(code.target(), &self.targets)
             .map_err(PluginError::unsupported)?;
         let executable = self

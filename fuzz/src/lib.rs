@@ -1,0 +1,158 @@
+//! Fuzz targets: each parser the runtime, its plugins and the driver emulator run over bytes
+//! they did not make (a program's offload section and entry table, device images, image
+//! metadata), driven as the real code drives it. A target may refuse its input with an error;
+//! it may not panic, hang or grow without bound.
+//!
+//! `scripts/fuzz.sh` runs them under libFuzzer (`src/bin/fuzz.rs`); `tests/replay.rs` runs
+//! every saved corpus input and crash reproducer through them as an ordinary test.
+
+use plugin_api::abi_stable::std_types::{RSlice, RStr};
+use plugin_api::gpu::cuda_image::SmVersion;
+
+/// A fuzz target: its name (the directory of its corpus) and the function that takes one input.
+pub struct Target {
+    pub name: &'static str,
+    pub run: fn(&[u8]),
+    /// What it covers, for `scripts/fuzz.sh list`.
+    pub covers: &'static str,
+}
+
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "offload_binary",
+        run: offload_binary,
+        covers: "a program's .llvm.offloading section: its containers, each unwrapped",
+    },
+    Target {
+        name: "offload_entries",
+        run: offload_entries,
+        covers: "offload-entry tables of both layouts (clang 19's 32-byte, clang 20+'s 56-byte)",
+    },
+    Target {
+        name: "host_image",
+        run: host_image,
+        covers: "the host plugin's check of an x86-64 image before glibc's loader maps it",
+    },
+    Target {
+        name: "cuda_image",
+        run: cuda_image,
+        covers:
+            "the CUDA plugin's reading of a cubin or PTX before the driver: kind, layout, symbols",
+    },
+    Target {
+        name: "amdgpu_code_object",
+        run: amdgpu_code_object,
+        covers: "the AMDGPU plugin's reading of a code object before HSA's loader: target ID, \
+                 layout, metadata note, symbols",
+    },
+    Target {
+        name: "amdgpu_metadata",
+        run: amdgpu_metadata,
+        covers: "the msgpack reader and the kernel metadata of an NT_AMDGPU_METADATA note",
+    },
+    Target {
+        name: "emu_cuda_image",
+        run: emu_cuda_image,
+        covers: "the CUDA driver emulator's cuModuleLoadData: image extent, cubin and PTX readers",
+    },
+];
+
+pub fn target(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| t.name == name)
+}
+
+/// What the core does with each device image of a registered program.
+pub fn offload_binary(data: &[u8]) {
+    for container in plugin_api::offload_binary::containers(data) {
+        let _ = plugin_api::offload_binary::unwrap(container);
+    }
+    let _ = plugin_api::offload_binary::unwrap(data);
+}
+
+/// The address the fuzzer's entry tables see their own input at: a name field holding
+/// `NAMES_BASE + n` names the C string at input offset `n`.
+pub const NAMES_BASE: u64 = 0x1000_0000;
+
+/// Input: a 16-bit little-endian table length, the table, then anything (names among it).
+pub fn offload_entries(data: &[u8]) {
+    let Some((table, _)) = entry_input(data) else {
+        return;
+    };
+    let mut names = |address: u64| {
+        let start = usize::try_from(address.checked_sub(NAMES_BASE)?).ok()?;
+        let tail = data.get(start..)?;
+        let end = tail.iter().position(|&b| b == 0)?;
+        Some(String::from_utf8_lossy(&tail[..end]).into_owned())
+    };
+    if let Ok(table) = omptarget_core::abi::offload_entry::parse_entry_bytes(table, &mut names) {
+        for entry in &table.entries {
+            let _ = (entry.is_kernel(), entry.is_global(), entry.is_indirect());
+        }
+    }
+}
+
+/// The table of an `offload_entries` input, and its length field.
+pub fn entry_input(data: &[u8]) -> Option<(&[u8], usize)> {
+    let len = u16::from_le_bytes([*data.first()?, *data.get(1)?]) as usize;
+    Some((data.get(2..2 + len)?, len))
+}
+
+/// The host plugin's check, asked as the core asks it (with and without the container's
+/// triple).
+pub fn host_image(data: &[u8]) {
+    for triple in ["x86_64-pc-linux-gnu", ""] {
+        let _ = omptarget_rtl_host::elf_check::check(&plugin_api::ImageRef {
+            bytes: RSlice::from_slice(data),
+            triple: RStr::from_str(triple),
+            arch: RStr::from_str(""),
+        });
+    }
+}
+
+/// The CUDA plugin before `cuModuleLoadData`, for an sm_90 device.
+pub fn cuda_image(data: &[u8]) {
+    if let Ok(image) = omptarget_rtl_cuda::image::check(data, SmVersion(90)) {
+        for symbol in image.symbols.functions().chain(image.symbols.globals()) {
+            let _ = image.symbols.find(&symbol.name);
+        }
+    }
+}
+
+/// The AMDGPU plugin: `check_image` (the target ID alone), then loading's checks for a gfx90a
+/// device, then what launches ask of the kernels.
+pub fn amdgpu_code_object(data: &[u8]) {
+    use omptarget_rtl_amdgpu::code_object::{self, TargetId};
+    let _ = code_object::identify(data);
+    let Ok(code) = code_object::check(data) else {
+        return;
+    };
+    let _ = code_object::check_compatibility(code.target(), &[TargetId::new("gfx90a")]);
+    for kernel in code.kernels() {
+        let _ = (kernel.explicit_args_size(), kernel.implicit_args_offset());
+        let _ = code.kernel_descriptor(&kernel.name);
+    }
+    for symbol in code.symbols() {
+        let _ = code.symbol_bytes(&symbol.name);
+    }
+}
+
+/// A metadata note's descriptor alone, where most of a code object's structure lies.
+pub fn amdgpu_metadata(data: &[u8]) {
+    let _ = omptarget_rtl_amdgpu::code_object::msgpack::decode(data);
+    let _ = omptarget_rtl_amdgpu::code_object::metadata::parse(data);
+}
+
+/// The emulator's `cuModuleLoadData`: the image's extent from its headers, as it finds it from a
+/// bare pointer (an extent past the input is where the driver would read on: not this
+/// reader's concern), then the image read for an sm_90 device.
+pub fn emu_cuda_image(data: &[u8]) {
+    use omptarget_emu_cuda::image;
+    if let Some(header) = data.get(..64) {
+        if let Some(extent) = image::elf_extent(header.try_into().unwrap()) {
+            if let Some(headers) = usize::try_from(extent).ok().and_then(|e| data.get(..e)) {
+                let _ = image::sections_extent(headers);
+            }
+        }
+    }
+    let _ = image::read_module(data, SmVersion(90));
+}

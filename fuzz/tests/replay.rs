@@ -1,0 +1,139 @@
+//! Every saved input of every fuzz target, run as an ordinary test: the corpora
+//! (`fuzz/corpus/<target>`, seeded from real clang-19 and clang-22 programs and grown by
+//! libFuzzer) and the reproducers of crashes found and fixed (`fuzz/crashes/<target>`).
+
+use std::path::{Path, PathBuf};
+
+fn inputs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+#[test]
+fn every_saved_input_is_refused_or_read_without_a_panic() {
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for target in omptarget_fuzz::TARGETS {
+        for kind in ["corpus", "crashes"] {
+            for file in inputs(&root().join(kind).join(target.name)) {
+                let data = std::fs::read(&file).unwrap();
+                total += 1;
+                let run = target.run;
+                if let Err(panic) = std::panic::catch_unwind(move || run(&data)) {
+                    let why = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    failures.push(format!("{}: {why}", file.display()));
+                }
+            }
+        }
+    }
+    eprintln!("replayed {total} saved inputs");
+    assert!(failures.is_empty(), "panics:\n{}", failures.join("\n"));
+}
+
+/// Each corpus starts from real images of both compilers: the fuzzer's mutations begin from
+/// what clang emits.
+#[test]
+fn every_corpus_holds_seeds_from_clang_19_and_clang_22() {
+    for target in omptarget_fuzz::TARGETS {
+        let names: Vec<String> = inputs(&root().join("corpus").join(target.name))
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for compiler in ["clang19", "clang22"] {
+            assert!(
+                names
+                    .iter()
+                    .any(|n| n.starts_with(&format!("seed-{compiler}-"))),
+                "fuzz/corpus/{} has no seed from {compiler} (scripts/fuzz.sh seeds makes them)",
+                target.name
+            );
+        }
+    }
+}
+
+/// The seeds are what the real code accepts (else fuzzing would start from refusals): each image
+/// passes its plugin's checks, and each entry table reads with its names.
+#[test]
+fn every_seed_is_accepted_by_the_code_it_seeds() {
+    use plugin_api::abi_stable::std_types::{RSlice, RStr};
+    use plugin_api::gpu::cuda_image::SmVersion;
+    let seeds = |target: &str| {
+        inputs(&root().join("corpus").join(target))
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("seed-")
+            })
+            .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+    };
+    for (path, data) in seeds("host_image") {
+        let answer = omptarget_rtl_host::elf_check::check(&plugin_api::ImageRef {
+            bytes: RSlice::from_slice(&data),
+            triple: RStr::from_str("x86_64-pc-linux-gnu"),
+            arch: RStr::from_str(""),
+        });
+        assert!(answer.compatible, "{path}: {}", answer.reason);
+    }
+    for (path, data) in seeds("cuda_image") {
+        // PTX's symbols are the driver's to find; a cubin's are read here.
+        let image = omptarget_rtl_cuda::image::check(&data, SmVersion(90));
+        let is_ptx = data.starts_with(b"//");
+        assert!(
+            image.is_ok_and(|i| is_ptx || !i.symbols.is_empty()),
+            "{path}"
+        );
+    }
+    for (path, data) in seeds("emu_cuda_image") {
+        let image = omptarget_emu_cuda::image::read_module(&data, SmVersion(90));
+        assert!(image.is_ok_and(|i| !i.kernels.is_empty()), "{path}");
+    }
+    for (path, data) in seeds("amdgpu_code_object") {
+        let code = omptarget_rtl_amdgpu::code_object::check(&data);
+        assert!(code.is_ok_and(|c| !c.kernels().is_empty()), "{path}");
+    }
+    for (path, data) in seeds("amdgpu_metadata") {
+        let metadata = omptarget_rtl_amdgpu::code_object::metadata::parse(&data);
+        assert!(metadata.is_ok(), "{path}: {metadata:?}");
+    }
+    for (path, data) in seeds("offload_binary") {
+        let containers = plugin_api::offload_binary::containers(&data);
+        assert!(!containers.is_empty(), "{path}");
+        for container in containers {
+            let image = plugin_api::offload_binary::unwrap(container).unwrap();
+            assert!(
+                !image.triple.is_empty() && !image.bytes.is_empty(),
+                "{path}"
+            );
+        }
+    }
+    for (path, data) in seeds("offload_entries") {
+        let (table, _) = omptarget_fuzz::entry_input(&data).unwrap();
+        let mut names = |address: u64| {
+            let tail = data.get(usize::try_from(address - omptarget_fuzz::NAMES_BASE).ok()?..)?;
+            Some(String::from_utf8_lossy(&tail[..tail.iter().position(|&b| b == 0)?]).into_owned())
+        };
+        let entries =
+            omptarget_core::abi::offload_entry::parse_entry_bytes(table, &mut names).unwrap();
+        assert!(
+            entries
+                .entries
+                .iter()
+                .any(|e| e.name.starts_with("__omp_offloading_")),
+            "{path}: {entries:?}"
+        );
+    }
+}

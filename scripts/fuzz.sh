@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every parser of untrusted image bytes (fuzz/src/lib.rs lists the
+# targets), with libFuzzer on stable Rust: libfuzzer-sys builds libFuzzer from its sources and
+# rustc's SanitizerCoverage pass instruments our code (stable -C flags; no nightly needed).
+#
+#   scripts/fuzz.sh list                  the targets
+#   scripts/fuzz.sh seeds                 compile real programs with clang-19 and clang-22 for
+#                                         x86_64, NVPTX and AMDGPU and seed fuzz/corpus/ from them
+#   scripts/fuzz.sh run TARGET [RUNS]     fuzz TARGET for RUNS executions (default 10 million),
+#                                         starting from fuzz/corpus/TARGET; crashes are written to
+#                                         fuzz/crashes/TARGET/; prints libFuzzer's final stats
+#   scripts/fuzz.sh merge TARGET          fold what the last run found into fuzz/corpus/TARGET,
+#                                         keeping only inputs that add coverage
+#   scripts/fuzz.sh replay                the ordinary test CI runs: every saved input, once
+#
+# Work corpora and the instrumented build live under target/fuzz/. The saved corpora and
+# reproducers are replayed by `cargo test -p omptarget-fuzz` (part of scripts/test.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$root/target/fuzz
+triple=x86_64-unknown-linux-gnu
+# --target keeps these flags off build scripts, which must not be instrumented.
+instrument="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Copt-level=3"
+
+fuzzer() {
+    RUSTFLAGS="$instrument" CARGO_TARGET_DIR="$work/build" \
+        cargo build --release --quiet -p omptarget-fuzz --features libfuzzer --bin omptarget-fuzz \
+        --target "$triple" >&2
+    echo "$work/build/$triple/release/omptarget-fuzz"
+}
+
+# Seeds: programs built for every target by both compilers. LLVM 22's GPU device runtime is
+# not packaged for this system, so clang-22's GPU images link LLVM 19's (its bitcode for the
+# one architecture, through ld.lld-19 for AMDGPU) from fuzz/seeds/device_image.c, which needs
+# nothing LLVM 22 added to it; its host images and PTX come from every source.
+seeds() {
+    local out=$work/seed-programs cuda=${NVPTX_CUDA_PATH:-/opt/cuda-min}
+    local omp22=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}/usr/lib/llvm-22/lib/clang/22/include
+    local rocm=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode llvm19=/usr/lib/llvm-19/lib
+    mkdir -p "$out/bin" && ln -sf "$(command -v ld.lld-19)" "$out/bin/ld.lld"
+    cargo build --release --quiet -p omptarget-fuzz --bin omptarget-fuzz-seeds
+    local seed=$root/target/release/omptarget-fuzz-seeds
+    rm -f fuzz/corpus/*/seed-*
+    local src stem
+    for src in fuzz/seeds/device_image.c tests/programs/constructs.c tests/programs/emu_indirect_calls.c; do
+        stem=$(basename "$src" .c)
+        # clang-19
+        local c19=(clang-19 -O2 -fopenmp -Wno-unused-command-line-argument "$src")
+        "${c19[@]}" -fopenmp-targets=x86_64-pc-linux-gnu -o "$out/$stem-clang19-x86_64"
+        PATH=$cuda/bin:$PATH "${c19[@]}" --offload-arch=sm_90 -foffload-lto --cuda-path="$cuda" \
+            --libomptarget-nvptx-bc-path=$llvm19 -o "$out/$stem-clang19-nvptx"
+        "${c19[@]}" --offload-arch=gfx90a --rocm-device-lib-path=$rocm -o "$out/$stem-clang19-amdgcn"
+        "${c19[@]}" --offload-arch=sm_90 --offload-device-only -S -o "$out/$stem-clang19.ptx"
+        "$seed" fuzz/corpus "clang19-$stem" "$out/$stem-clang19"-{x86_64,nvptx,amdgcn} \
+            "$out/$stem-clang19.ptx"
+        # clang-22: links -lomptarget (ours, from dist/) and -lomp (LLVM 19's)
+        local c22=(clang-22 -O2 -fopenmp -Wno-unused-command-line-argument -I"$omp22" -L"$root/dist/lib" -L$llvm19 "$src")
+        "${c22[@]}" -fopenmp-targets=x86_64-pc-linux-gnu -o "$out/$stem-clang22-x86_64"
+        "${c22[@]}" --offload-arch=sm_90 --offload-device-only -nogpulib --cuda-path="$cuda" -S -o "$out/$stem-clang22.ptx"
+        local programs=("$out/$stem-clang22-x86_64" "$out/$stem-clang22.ptx")
+        if [ "$stem" = device_image ]; then
+            PATH=$cuda/bin:$PATH "${c22[@]}" --offload-arch=sm_90 -foffload-lto -nogpulib \
+                -Xoffload-linker $llvm19/libomptarget-nvptx-sm_90.bc --cuda-path="$cuda" \
+                -o "$out/$stem-clang22-nvptx"
+            PATH=$out/bin:$PATH "${c22[@]}" --offload-arch=gfx90a -fno-offload-lto -nogpulib \
+                -Xoffload-linker $llvm19/libomptarget-amdgpu-gfx90a.bc -o "$out/$stem-clang22-amdgcn" \
+                2> >(grep -v "is not a recognized feature" >&2)
+            programs+=("$out/$stem-clang22-nvptx" "$out/$stem-clang22-amdgcn")
+        fi
+        "$seed" fuzz/corpus "clang22-$stem" "${programs[@]}"
+    done
+}
+
+run() {
+    local target=$1 runs=${2:-10000000}
+    local bin
+    bin=$(fuzzer)
+    mkdir -p "$work/corpus/$target" "fuzz/crashes/$target"
+    # Sizes up to the largest real image (an AMDGPU code object is about 40 KiB); 4 GiB of
+    # resident memory is libFuzzer's signal of unbounded growth; 10 s on one input, a hang.
+    FUZZ_TARGET=$target "$bin" "$work/corpus/$target" "fuzz/corpus/$target" \
+        -runs="$runs" -max_len=65536 -rss_limit_mb=4096 -malloc_limit_mb=1024 -timeout=10 \
+        -print_final_stats=1 -artifact_prefix="fuzz/crashes/$target/" 2>&1 |
+        grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse)' | tail -40
+}
+
+merge() {
+    local target=$1 bin
+    bin=$(fuzzer)
+    local merged=$work/merged/$target
+    rm -rf "$merged" && mkdir -p "$merged"
+    FUZZ_TARGET=$target "$bin" -merge=1 -max_len=65536 "$merged" "fuzz/corpus/$target" \
+        "$work/corpus/$target" 2>&1 | tail -3
+    # Seeds stay under their own names; the rest is replaced by the minimal set.
+    find "fuzz/corpus/$target" -type f ! -name 'seed-*' -delete
+    for f in "$merged"/*; do
+        cp "$f" "fuzz/corpus/$target/"
+    done
+    for seed in "fuzz/corpus/$target"/seed-*; do
+        rm -f "fuzz/corpus/$target/$(sha1sum "$seed" | cut -d' ' -f1)"
+    done
+    echo "fuzz/corpus/$target: $(ls "fuzz/corpus/$target" | wc -l) inputs, $(du -sh "fuzz/corpus/$target" | cut -f1)"
+}
+
+case "${1:-}" in
+    list) cargo run --release --quiet -p omptarget-fuzz --bin omptarget-fuzz-seeds -- --list ;;
+    seeds) seeds ;;
+    run) run "${2:?target}" "${3:-}" ;;
+    merge) merge "${2:?target}" ;;
+    replay) cargo test --release -p omptarget-fuzz ;;
+    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
