@@ -72,6 +72,10 @@ seeds() {
         fi
         "$seed" fuzz/corpus "clang22-$stem" "${programs[@]}"
     done
+    for cc in 19 22; do
+        "clang-$cc" -O2 -shared -fPIC fuzz/seeds/plugin_library.c -o "$out/plugin_library-clang$cc.so"
+        "$seed" fuzz/corpus "clang$cc-plugin_library" "$out/plugin_library-clang$cc.so"
+    done
 }
 
 run() {

@@ -51,6 +51,11 @@ pub const TARGETS: &[Target] = &[
         covers: "the msgpack reader and the kernel metadata of an NT_AMDGPU_METADATA note",
     },
     Target {
+        name: "plugin_library",
+        run: plugin_library,
+        covers: "the runtime's check of a plugin library's file before dlopen",
+    },
+    Target {
         name: "emu_cuda_image",
         run: emu_cuda_image,
         covers: "the CUDA driver emulator's cuModuleLoadData: image extent, cubin and PTX readers",
@@ -140,6 +145,11 @@ pub fn amdgpu_code_object(data: &[u8]) {
 pub fn amdgpu_metadata(data: &[u8]) {
     let _ = omptarget_rtl_amdgpu::code_object::msgpack::decode(data);
     let _ = omptarget_rtl_amdgpu::code_object::metadata::parse(data);
+}
+
+/// What the runtime reads of a plugin library's file before the system loader opens it.
+pub fn plugin_library(data: &[u8]) {
+    let _ = omptarget_core::plugins::file_check::check(data);
 }
 
 /// The emulator's `cuModuleLoadData`: the image's extent from its headers, as it finds it from a

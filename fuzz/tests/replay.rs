@@ -109,6 +109,10 @@ fn every_seed_is_accepted_by_the_code_it_seeds() {
         let metadata = omptarget_rtl_amdgpu::code_object::metadata::parse(&data);
         assert!(metadata.is_ok(), "{path}: {metadata:?}");
     }
+    for (path, data) in seeds("plugin_library") {
+        let answer = omptarget_core::plugins::file_check::check(&data);
+        assert!(answer.is_ok(), "{path}: {answer:?}");
+    }
     for (path, data) in seeds("offload_binary") {
         let containers = plugin_api::offload_binary::containers(&data);
         assert!(!containers.is_empty(), "{path}");

@@ -398,9 +398,17 @@ fn check_dynamic(
                 "relocation table at {address:#x} ({size:#x} bytes) lies outside the loaded file bytes"
             ));
         };
-        for i in 0..size / entry {
-            let target = u64_at(bytes, (offset + i * entry) as usize);
-            if !in_memory(target, 8) {
+        // Relocations come sorted by target in practice: ask the segment of the last one first.
+        let mut home = segments[0].vaddr..segments[0].vaddr + segments[0].memsz;
+        let table = &bytes[offset as usize..(offset + size) as usize];
+        for (i, record) in table.chunks_exact(entry as usize).enumerate() {
+            let target = u64::from_le_bytes(record[..8].try_into().unwrap());
+            if home.contains(&target) && home.end - target >= 8 {
+                continue;
+            }
+            if let Some(segment) = segments.iter().find(|s| s.holds(target, 8)) {
+                home = segment.vaddr..segment.vaddr + segment.memsz;
+            } else {
                 return bad(format!(
                     "relocation {i} of the table at {address:#x} writes to {target:#x}, outside the loaded segments"
                 ));
@@ -508,9 +516,11 @@ fn check_symbols(
                     "dynamic symbol {index} is defined at {address:#x}, outside the loaded segments"
                 ))
             }
-            Some(segment) if kind == STT_FUNC && !segment.executable => return bad(format!(
+            Some(segment) if kind == STT_FUNC && !segment.executable => {
+                return bad(format!(
                 "function symbol {index} at {address:#x} lies in a segment that is not executable"
-            )),
+            ))
+            }
             Some(_) => {}
         }
     }

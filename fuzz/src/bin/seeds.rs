@@ -1,7 +1,8 @@
 //! Seeds the fuzz corpora from real programs: `omptarget-fuzz-seeds CORPUS LABEL FILE...`
 //! writes, for each offload program, its `.llvm.offloading` section, each device image (by its
 //! triple: host, CUDA and emulator, AMDGPU), an AMDGPU image's metadata note and the program's
-//! entry table (names resolved from its relocations); for a PTX file, the text. Files are named
+//! entry table (names resolved from its relocations); for a shared library of no offload
+//! program, the library (a plugin library's seed); for a PTX file, the text. Files are named
 //! `seed-LABEL-<what>-<hash>` under `CORPUS/<target>/`. `scripts/fuzz.sh seeds` runs it.
 
 use object::read::elf::{ElfFile64, NoteIterator, SectionHeader};
@@ -108,12 +109,15 @@ fn entry_seed(file: &object::File) -> Option<Vec<u8>> {
 
 fn seed_program(corpus: &Path, label: &str, bytes: &[u8]) {
     let file = object::File::parse(bytes).expect("not an object file");
+    if file.section_by_name(".llvm.offloading").is_none() {
+        // A shared library of no offload program: a plugin library's seed.
+        save(corpus, "plugin_library", label, "library", bytes);
+        return;
+    }
     if let Some(seed) = entry_seed(&file) {
         save(corpus, "offload_entries", label, "entries", &seed);
     }
-    let section = file
-        .section_by_name(".llvm.offloading")
-        .expect("no .llvm.offloading section: not an offload program");
+    let section = file.section_by_name(".llvm.offloading").unwrap();
     let data = section.data().unwrap();
     save(corpus, "offload_binary", label, "section", data);
     for container in plugin_api::offload_binary::containers(data) {

@@ -2,6 +2,7 @@
 //! `may_run_target` function); starting checks abi_stable's layout, then runs `init`.
 
 use super::discovery::{self, Candidate};
+use super::file_check;
 use super::library::PluginLibrary;
 use plugin_api::abi_stable::abi_stability::abi_checking::check_layout_compatibility;
 use plugin_api::abi_stable::library::{lib_header_from_raw_library, LibHeader, RawLibrary};
@@ -99,6 +100,13 @@ fn open(
     resolved: &mut Option<String>,
     abi: &mut Option<AbiVersion>,
 ) -> Result<Opened, String> {
+    // A file found by path is checked before the loader trusts it (a bare name is the system
+    // loader's to find: the loader reports what it finds).
+    if candidate.location.contains('/') {
+        if let Some(file) = file_check::MappedFile::open(&candidate.location) {
+            file_check::check(file.bytes()).map_err(|refusal| refusal.to_string())?;
+        }
+    }
     // SAFETY: opening a plugin runs its initialisers; plugins are trusted code found in the
     // configured plugin directories, as with LLVM's runtime.
     let library =

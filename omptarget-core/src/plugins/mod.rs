@@ -1,6 +1,7 @@
 //! Finding, checking and calling plugin libraries.
 
 pub mod discovery;
+pub mod file_check;
 pub mod library;
 pub mod loader;
 
