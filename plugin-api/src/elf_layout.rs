@@ -37,6 +37,13 @@ const SHDR_SIZE: usize = 64;
 const PT_LOAD: u32 = 1;
 const PT_DYNAMIC: u32 = 2;
 const PT_GNU_RELRO: u32 = 0x6474_e552;
+const PT_TLS: u32 = 7;
+const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
+const PF_R: u32 = 4;
+const PF_W: u32 = 2;
+const DT_TEXTREL: u64 = 22;
+const DT_FLAGS: u64 = 30;
+const DF_TEXTREL: u64 = 4;
 const SHT_NOBITS: u32 = 8;
 const PF_X: u32 = 1;
 const SYM_SIZE: u64 = 24;
@@ -47,7 +54,30 @@ const SHN_ABS: u16 = 0xfff1;
 const DT_HASH: u64 = 4;
 const DT_STRSZ: u64 = 10;
 const DT_SYMTAB: u64 = 6;
+const DT_STRTAB: u64 = 5;
 const DT_GNU_HASH: u64 = 0x6fff_fef5;
+const DT_NEEDED: u64 = 1;
+const DT_SONAME: u64 = 14;
+const DT_RPATH: u64 = 15;
+const DT_RUNPATH: u64 = 29;
+const DT_INIT: u64 = 12;
+const DT_FINI: u64 = 13;
+const DT_RELAENT: u64 = 9;
+const DT_RELENT: u64 = 19;
+const DT_SYMENT: u64 = 11;
+const DT_INIT_ARRAY: u64 = 25;
+const DT_FINI_ARRAY: u64 = 26;
+const DT_INIT_ARRAYSZ: u64 = 27;
+const DT_FINI_ARRAYSZ: u64 = 28;
+const DT_PREINIT_ARRAY: u64 = 32;
+const DT_PREINIT_ARRAYSZ: u64 = 33;
+const DT_RELACOUNT: u64 = 0x6fff_fff9;
+const DT_RELCOUNT: u64 = 0x6fff_fffa;
+const DT_VERSYM: u64 = 0x6fff_fff0;
+const DT_VERDEF: u64 = 0x6fff_fffc;
+const DT_VERDEFNUM: u64 = 0x6fff_fffd;
+const DT_VERNEED: u64 = 0x6fff_fffe;
+const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
 const DYN_SIZE: u64 = 16;
 const RELA_SIZE: u64 = 24;
 const REL_SIZE: u64 = 16;
@@ -108,13 +138,16 @@ struct Segment {
     filesz: u64,
     memsz: u64,
     executable: bool,
+    readable: bool,
+    writable: bool,
 }
 
 impl Segment {
-    /// The file offset of `[vaddr, vaddr + size)` when it lies in this segment's file bytes.
+    /// The file offset of `[vaddr, vaddr + size)` when it lies in this segment's file bytes,
+    /// loaded readable (where the loader reads its tables).
     fn file_offset(&self, vaddr: u64, size: u64) -> Option<u64> {
         let end = vaddr.checked_add(size)?;
-        (vaddr >= self.vaddr && end <= self.vaddr + self.filesz)
+        (self.readable && vaddr >= self.vaddr && end <= self.vaddr + self.filesz)
             .then(|| self.offset + (vaddr - self.vaddr))
     }
     /// Whether `[vaddr, vaddr + size)` lies in this segment's memory.
@@ -197,6 +230,8 @@ fn check_program_headers(
             filesz: u64_at(bytes, at + 32),
             memsz: u64_at(bytes, at + 40),
             executable: u32_at(bytes, at + 4) & PF_X != 0,
+            readable: u32_at(bytes, at + 4) & PF_R != 0,
+            writable: u32_at(bytes, at + 4) & PF_W != 0,
         };
         let align = u64_at(bytes, at + 48);
         if !within(segment.offset, segment.filesz, bytes.len()) {
@@ -261,16 +296,21 @@ fn check_program_headers(
             return bad("the loadable segments span more than 1 TiB");
         }
     }
-    // The range a loader makes read-only after relocation must be memory it loaded.
+    // Ranges the loader or the unwinder use in place must be memory the loader loaded: the one
+    // made read-only after relocation, the thread-local initial image, the unwind table index.
     for i in 0..phnum {
         let at = (phoff + i * PHDR_SIZE as u64) as usize;
-        if u32_at(bytes, at) == PT_GNU_RELRO {
-            let (vaddr, size) = (u64_at(bytes, at + 16), u64_at(bytes, at + 40));
-            if !segments.iter().any(|s| s.holds(vaddr, size)) {
-                return bad(format!(
-                    "the read-only-after-relocation range ({size:#x} bytes at {vaddr:#x}) lies outside the loaded segments"
-                ));
-            }
+        let what = match u32_at(bytes, at) {
+            PT_GNU_RELRO => "the read-only-after-relocation range",
+            PT_TLS => "the thread-local storage image",
+            PT_GNU_EH_FRAME => "the unwind table index",
+            _ => continue,
+        };
+        let (vaddr, size) = (u64_at(bytes, at + 16), u64_at(bytes, at + 40));
+        if !segments.iter().any(|s| s.holds(vaddr, size)) {
+            return bad(format!(
+                "{what} ({size:#x} bytes at {vaddr:#x}) lies outside the loaded segments"
+            ));
         }
     }
     Ok(segments)
@@ -356,18 +396,30 @@ fn check_dynamic(
             "the dynamic section ({size:#x} bytes at {vaddr:#x}) lies outside the loaded file bytes"
         ));
     };
-    // The entries up to DT_NULL (the loader stops there).
+    // The entries up to DT_NULL (the loader stops there). Linkers leave only DT_NULLs after
+    // it (spare entries): an entry there is one cut off by a damaged tag.
     let mut entries = Vec::new();
+    let mut ended = false;
     for i in 0..size / DYN_SIZE {
         let at = (offset + i * DYN_SIZE) as usize;
         let (tag, value) = (u64_at(bytes, at), u64_at(bytes, at + 8));
-        if tag == DT_NULL {
-            break;
+        match (tag, ended) {
+            (DT_NULL, _) => ended = true,
+            (_, false) => entries.push((tag, value)),
+            (_, true) => {
+                return bad(format!(
+                    "dynamic entry {i} (tag {tag:#x}) follows the DT_NULL that ends the section"
+                ))
+            }
         }
-        entries.push((tag, value));
     }
     let value = |tag: u64| entries.iter().find(|(t, _)| *t == tag).map(|(_, v)| *v);
-    let in_memory = |address: u64, size: u64| segments.iter().any(|s| s.holds(address, size));
+    check_entries(&entries, &value, segments)?;
+    let in_memory = |address: u64, size: u64| {
+        segments
+            .iter()
+            .any(|s| s.readable && s.holds(address, size))
+    };
     for &(tag, size_tag, name) in DYNAMIC_TABLES {
         let Some(address) = value(tag) else { continue };
         let size = match size_tag {
@@ -385,11 +437,16 @@ fn check_dynamic(
         Some(DT_REL) => REL_SIZE,
         _ => RELA_SIZE,
     };
+    let machine = u16_at(bytes, 18);
+    // With text relocations the loader makes read-only segments writable while relocating.
+    let text_relocations =
+        value(DT_TEXTREL).is_some() || value(DT_FLAGS).is_some_and(|f| f & DF_TEXTREL != 0);
     for (table, table_size, entry) in [
         (DT_RELA, DT_RELASZ, RELA_SIZE),
         (DT_REL, DT_RELSZ, REL_SIZE),
         (DT_JMPREL, DT_PLTRELSZ, jmprel_entry),
     ] {
+        check_relative_count(bytes, segments, &value, table, machine)?;
         let (Some(address), Some(size)) = (value(table), value(table_size)) else {
             continue;
         };
@@ -399,23 +456,274 @@ fn check_dynamic(
             ));
         };
         // Relocations come sorted by target in practice: ask the segment of the last one first.
-        let mut home = segments[0].vaddr..segments[0].vaddr + segments[0].memsz;
+        let mut home = 0..0;
         let table = &bytes[offset as usize..(offset + size) as usize];
         for (i, record) in table.chunks_exact(entry as usize).enumerate() {
             let target = u64::from_le_bytes(record[..8].try_into().unwrap());
             if home.contains(&target) && home.end - target >= 8 {
                 continue;
             }
-            if let Some(segment) = segments.iter().find(|s| s.holds(target, 8)) {
-                home = segment.vaddr..segment.vaddr + segment.memsz;
-            } else {
+            match segments.iter().find(|s| s.holds(target, 8)) {
+                Some(segment) if segment.writable || text_relocations => {
+                    home = segment.vaddr..segment.vaddr + segment.memsz;
+                }
+                Some(_) => {
+                    return bad(format!(
+                        "relocation {i} of the table at {address:#x} writes to {target:#x}, in a segment loaded read-only"
+                    ))
+                }
+                None => {
+                    return bad(format!(
+                        "relocation {i} of the table at {address:#x} writes to {target:#x}, outside the loaded segments"
+                    ))
+                }
+            }
+        }
+    }
+    check_relocation_sections(bytes, &value)?;
+    let symbols = check_symbols(bytes, segments, &value)?;
+    check_versions(bytes, segments, &value, symbols)
+}
+
+/// Where section headers describe the image, each allocated relocation section must be one the
+/// dynamic section names: a table left out (its entry's tag damaged away) is relocations the
+/// loader silently skips. (The header tables were checked to lie in the file.)
+fn check_relocation_sections(
+    bytes: &[u8],
+    value: &dyn Fn(u64) -> Option<u64>,
+) -> Result<(), LayoutError> {
+    const SHT_RELA: u32 = 4;
+    const SHT_REL: u32 = 9;
+    const SHF_ALLOC: u64 = 2;
+    let shoff = u64_at(bytes, 40);
+    if shoff == 0 {
+        return Ok(());
+    }
+    let count = match u16_at(bytes, 60) {
+        0 => u64_at(bytes, shoff as usize + 32),
+        n => u64::from(n),
+    };
+    let named: Vec<(u64, u64)> = [
+        (DT_RELA, DT_RELASZ),
+        (DT_REL, DT_RELSZ),
+        (DT_JMPREL, DT_PLTRELSZ),
+    ]
+    .iter()
+    .filter_map(|&(table, size)| Some((value(table)?, value(size).unwrap_or(0))))
+    .collect();
+    for i in 1..count {
+        let at = (shoff + i * SHDR_SIZE as u64) as usize;
+        let kind = u32_at(bytes, at + 4);
+        let (flags, address, size) = (
+            u64_at(bytes, at + 8),
+            u64_at(bytes, at + 16),
+            u64_at(bytes, at + 32),
+        );
+        if !matches!(kind, SHT_RELA | SHT_REL) || flags & SHF_ALLOC == 0 || size == 0 {
+            continue;
+        }
+        let covered = named.iter().any(|&(start, len)| {
+            address >= start && address.saturating_add(size) <= start.saturating_add(len)
+        });
+        if !covered {
+            return bad(format!(
+                "relocation section {i} ({size:#x} bytes at {address:#x}) is not named by the dynamic section"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// DT_RELACOUNT (DT_RELCOUNT): the loader applies that many leading relocations of the table as
+/// relative ones without looking at their types, so they must exist and be relative.
+fn check_relative_count(
+    bytes: &[u8],
+    segments: &[Segment],
+    value: &dyn Fn(u64) -> Option<u64>,
+    table: u64,
+    machine: u16,
+) -> Result<(), LayoutError> {
+    let (count_tag, size_tag, entry, name) = match table {
+        DT_RELA => (DT_RELACOUNT, DT_RELASZ, RELA_SIZE, "DT_RELACOUNT"),
+        DT_REL => (DT_RELCOUNT, DT_RELSZ, REL_SIZE, "DT_RELCOUNT"),
+        _ => return Ok(()),
+    };
+    let (Some(count), Some(address)) = (value(count_tag), value(table)) else {
+        return Ok(());
+    };
+    let total = value(size_tag).unwrap_or(0) / entry;
+    if count > total {
+        return bad(format!(
+            "{name} says {count} relative relocations, the table has {total}"
+        ));
+    }
+    // The relative relocation type of the machines whose images we load.
+    let relative = match machine {
+        62 => 8,     // R_X86_64_RELATIVE
+        224 => 13,   // R_AMDGPU_RELATIVE64
+        183 => 1027, // R_AARCH64_RELATIVE
+        _ => return Ok(()),
+    };
+    let Some(records) = loaded(bytes, segments, address, count * entry) else {
+        return Ok(()); // the table's own check says where it is
+    };
+    for (i, record) in records.chunks_exact(entry as usize).enumerate() {
+        let kind = u32::from_le_bytes(record[8..12].try_into().unwrap());
+        if kind != relative {
+            return bad(format!(
+                "{name} counts relocation {i} as relative, its type is {kind}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the loader assumes of the dynamic section's entries without checking: the tables it
+/// looks names up in, the sizes of table entries, each table's companion entries, names within
+/// the string table, initialisers in executable memory.
+fn check_entries(
+    entries: &[(u64, u64)],
+    value: &dyn Fn(u64) -> Option<u64>,
+    segments: &[Segment],
+) -> Result<(), LayoutError> {
+    for (tag, name) in [
+        (DT_STRTAB, "DT_STRTAB"),
+        (DT_STRSZ, "DT_STRSZ"),
+        (DT_SYMTAB, "DT_SYMTAB"),
+    ] {
+        if value(tag).is_none() {
+            return bad(format!("the dynamic section has no {name}"));
+        }
+    }
+    if value(DT_HASH).is_none() && value(DT_GNU_HASH).is_none() {
+        return bad("the dynamic section names no hash table (DT_HASH or DT_GNU_HASH)");
+    }
+    for (tag, size, name) in [
+        (DT_RELAENT, RELA_SIZE, "DT_RELAENT"),
+        (DT_RELENT, REL_SIZE, "DT_RELENT"),
+        (DT_SYMENT, SYM_SIZE, "DT_SYMENT"),
+    ] {
+        if let Some(found) = value(tag).filter(|&v| v != size) {
+            return bad(format!("{name} is {found}, not {size}"));
+        }
+    }
+    for (table, companions, name) in [
+        (DT_RELA, &[DT_RELASZ, DT_RELAENT][..], "DT_RELA"),
+        (DT_REL, &[DT_RELSZ, DT_RELENT][..], "DT_REL"),
+        (DT_INIT_ARRAY, &[DT_INIT_ARRAYSZ][..], "DT_INIT_ARRAY"),
+        (DT_FINI_ARRAY, &[DT_FINI_ARRAYSZ][..], "DT_FINI_ARRAY"),
+        (
+            DT_PREINIT_ARRAY,
+            &[DT_PREINIT_ARRAYSZ][..],
+            "DT_PREINIT_ARRAY",
+        ),
+        (DT_JMPREL, &[DT_PLTRELSZ, DT_PLTREL][..], "DT_JMPREL"),
+        (DT_VERNEED, &[DT_VERNEEDNUM, DT_VERSYM][..], "DT_VERNEED"),
+        (DT_VERDEF, &[DT_VERDEFNUM, DT_VERSYM][..], "DT_VERDEF"),
+        (DT_VERNEEDNUM, &[DT_VERNEED][..], "DT_VERNEEDNUM"),
+        (DT_VERDEFNUM, &[DT_VERDEF][..], "DT_VERDEFNUM"),
+        // A size whose table is gone: the relocations or initialisers are silently skipped.
+        (DT_RELASZ, &[DT_RELA][..], "DT_RELASZ"),
+        (DT_RELSZ, &[DT_REL][..], "DT_RELSZ"),
+        (DT_PLTRELSZ, &[DT_JMPREL][..], "DT_PLTRELSZ"),
+        (DT_RELACOUNT, &[DT_RELA][..], "DT_RELACOUNT"),
+        (DT_RELCOUNT, &[DT_REL][..], "DT_RELCOUNT"),
+        (DT_INIT_ARRAYSZ, &[DT_INIT_ARRAY][..], "DT_INIT_ARRAYSZ"),
+        (DT_FINI_ARRAYSZ, &[DT_FINI_ARRAY][..], "DT_FINI_ARRAYSZ"),
+    ] {
+        if value(table).is_some() && companions.iter().any(|&c| value(c).is_none()) {
+            return bad(format!("{name} lacks the entries that go with it"));
+        }
+    }
+    if value(DT_PLTREL).is_some_and(|kind| kind != DT_RELA && kind != DT_REL) {
+        return bad("DT_PLTREL names neither DT_RELA nor DT_REL");
+    }
+    let strsz = value(DT_STRSZ).unwrap_or(0);
+    for &(tag, at) in entries {
+        if matches!(tag, DT_NEEDED | DT_SONAME | DT_RPATH | DT_RUNPATH) && at >= strsz {
+            return bad(format!(
+                "a dynamic entry (tag {tag}) names string {at:#x}, past the {strsz:#x}-byte string table"
+            ));
+        }
+    }
+    for (tag, name) in [(DT_INIT, "DT_INIT"), (DT_FINI, "DT_FINI")] {
+        if let Some(address) = value(tag) {
+            if !segments.iter().any(|s| s.executable && s.holds(address, 1)) {
                 return bad(format!(
-                    "relocation {i} of the table at {address:#x} writes to {target:#x}, outside the loaded segments"
+                    "{name} ({address:#x}) lies outside the executable segments"
                 ));
             }
         }
     }
-    check_symbols(bytes, segments, &value)
+    Ok(())
+}
+
+/// The symbol version tables: DT_VERSYM's entry per symbol, and the DT_VERNEED and DT_VERDEF
+/// chains (their records, counts, links and names) within loaded bytes.
+fn check_versions(
+    bytes: &[u8],
+    segments: &[Segment],
+    value: &dyn Fn(u64) -> Option<u64>,
+    symbols: u64,
+) -> Result<(), LayoutError> {
+    let strsz = value(DT_STRSZ).unwrap_or(0);
+    let read = |what: &str, vaddr: u64, size: u64| {
+        loaded(bytes, segments, vaddr, size).ok_or_else(|| {
+            LayoutError(format!(
+                "{what} ({size:#x} bytes at {vaddr:#x}) lies outside the loaded file bytes"
+            ))
+        })
+    };
+    let u16_in = |b: &[u8], at: usize| u64::from(u16::from_le_bytes([b[at], b[at + 1]]));
+    let u32_in =
+        |b: &[u8], at: usize| u64::from(u32::from_le_bytes(b[at..at + 4].try_into().unwrap()));
+    let name = |what: &str, offset: u64| match offset < strsz {
+        true => Ok(()),
+        false => bad(format!(
+            "{what} names string {offset:#x}, past the {strsz:#x}-byte string table"
+        )),
+    };
+    if let Some(versym) = value(DT_VERSYM) {
+        read(
+            "the symbol version table",
+            versym,
+            symbols.saturating_mul(2),
+        )?;
+    }
+    for (tag, count_tag, what) in [
+        (DT_VERNEED, DT_VERNEEDNUM, "a version requirement"),
+        (DT_VERDEF, DT_VERDEFNUM, "a version definition"),
+    ] {
+        let (Some(mut at), Some(count)) = (value(tag), value(count_tag)) else {
+            continue;
+        };
+        let needs = tag == DT_VERNEED;
+        for _ in 0..count.min(1 << 16) {
+            let record = read(what, at, if needs { 16 } else { 20 })?;
+            // Verneed: version, cnt, file, aux, next. Verdef: version, flags, ndx, cnt, hash,
+            // aux, next.
+            let (entries, aux, next) = match needs {
+                true => (u16_in(record, 2), u32_in(record, 8), u32_in(record, 12)),
+                false => (u16_in(record, 6), u32_in(record, 12), u32_in(record, 16)),
+            };
+            if needs {
+                name(what, u32_in(record, 4))?;
+            }
+            let mut aux_at = at.saturating_add(aux);
+            for _ in 0..entries {
+                // Vernaux: hash, flags, other, name, next. Verdaux: name, next.
+                let record = read(what, aux_at, if needs { 16 } else { 8 })?;
+                let (aux_name, aux_next) = match needs {
+                    true => (u32_in(record, 8), u32_in(record, 12)),
+                    false => (u32_in(record, 0), u32_in(record, 4)),
+                };
+                name(what, aux_name)?;
+                aux_at = aux_at.saturating_add(aux_next);
+            }
+            at = at.saturating_add(next);
+        }
+    }
+    Ok(())
 }
 
 /// The loaded file bytes at `[vaddr, vaddr + size)`, where a table the loader reads must be.
@@ -428,14 +736,15 @@ fn loaded<'b>(bytes: &'b [u8], segments: &[Segment], vaddr: u64, size: u64) -> O
 /// there is one, as glibc prefers it): the table's structure within loaded bytes, every
 /// chain ending inside the symbol table, and each defined symbol's name within the string
 /// table and its address within the loaded segments, a function's in an executable one. A
-/// symbol the plugin looks up and calls must be code the loader mapped.
+/// symbol the plugin looks up and calls must be code the loader mapped. Returns how many
+/// symbols the table has, as far as the hash table tells.
 fn check_symbols(
     bytes: &[u8],
     segments: &[Segment],
     value: &dyn Fn(u64) -> Option<u64>,
-) -> Result<(), LayoutError> {
+) -> Result<u64, LayoutError> {
     let Some(symtab) = value(DT_SYMTAB) else {
-        return Ok(());
+        return Ok(0);
     };
     let strsz = value(DT_STRSZ).unwrap_or(0);
     let table = |what: &str, vaddr: u64, size: u64| {
@@ -452,9 +761,11 @@ fn check_symbols(
     };
     // The symbol indices the hash table reaches.
     let mut reached: Vec<u64> = Vec::new();
+    let mut count = 0;
     if let Some(gnu) = value(DT_GNU_HASH) {
         let header = words(table("GNU hash table", gnu, 16)?);
         let (nbuckets, symoffset, bloom_size) = (header[0] as u64, header[1] as u64, header[2]);
+        count = symoffset;
         let bloom_bytes = u64::from(bloom_size) * 8;
         let buckets_at = gnu.saturating_add(16).saturating_add(bloom_bytes);
         let buckets = words(table("GNU hash buckets", buckets_at, nbuckets * 4)?);
@@ -493,7 +804,9 @@ fn check_symbols(
             ));
         }
         reached.extend(0..nchain);
+        count = nchain;
     }
+    count = count.max(reached.iter().max().map_or(0, |&i| i + 1));
     for index in reached {
         let at = symtab.saturating_add(index.saturating_mul(SYM_SIZE));
         let symbol = table("dynamic symbol table", at, SYM_SIZE)?;
@@ -524,7 +837,7 @@ fn check_symbols(
             Some(_) => {}
         }
     }
-    Ok(())
+    Ok(count)
 }
 
 #[cfg(test)]
@@ -553,23 +866,30 @@ mod tests {
         // PT_LOAD: the whole file at address 0.
         let load = 64;
         b[load..load + 4].copy_from_slice(&PT_LOAD.to_le_bytes());
+        b[load + 4..load + 8].copy_from_slice(&PF_R.to_le_bytes());
         b[load + 32..load + 40].copy_from_slice(&0x200u64.to_le_bytes());
         b[load + 40..load + 48].copy_from_slice(&0x200u64.to_le_bytes());
         b[load + 48..load + 56].copy_from_slice(&0x1000u64.to_le_bytes());
-        // PT_DYNAMIC at 0x100, two entries: DT_STRTAB 0x140 (DT_STRSZ 0x10), DT_NULL.
+        // PT_DYNAMIC at 0x100, eight entries: DT_STRTAB 0xb0 (DT_STRSZ 0x10), DT_SYMTAB 0xd0,
+        // DT_HASH 0xc0 (one bucket, one chain: the null symbol), then DT_NULL.
         let dynamic = 64 + 56;
         b[dynamic..dynamic + 4].copy_from_slice(&PT_DYNAMIC.to_le_bytes());
         b[dynamic + 8..dynamic + 16].copy_from_slice(&0x100u64.to_le_bytes());
         b[dynamic + 16..dynamic + 24].copy_from_slice(&0x100u64.to_le_bytes());
-        b[dynamic + 32..dynamic + 40].copy_from_slice(&0x30u64.to_le_bytes());
-        b[0x100..0x108].copy_from_slice(&5u64.to_le_bytes());
-        b[0x108..0x110].copy_from_slice(&0x140u64.to_le_bytes());
-        b[0x110..0x118].copy_from_slice(&10u64.to_le_bytes());
-        b[0x118..0x120].copy_from_slice(&0x10u64.to_le_bytes());
+        b[dynamic + 32..dynamic + 40].copy_from_slice(&0x80u64.to_le_bytes());
+        for (i, (tag, value)) in [(5u64, 0xb0u64), (10, 0x10), (6, 0xd0), (4, 0xc0)]
+            .into_iter()
+            .enumerate()
+        {
+            b[0x100 + 16 * i..0x108 + 16 * i].copy_from_slice(&tag.to_le_bytes());
+            b[0x108 + 16 * i..0x110 + 16 * i].copy_from_slice(&value.to_le_bytes());
+        }
+        b[0xc0..0xc4].copy_from_slice(&1u32.to_le_bytes());
+        b[0xc4..0xc8].copy_from_slice(&1u32.to_le_bytes());
         // Section 1: the string table.
         let s1 = 0x180 + 64;
         b[s1 + 4..s1 + 8].copy_from_slice(&3u32.to_le_bytes());
-        b[s1 + 24..s1 + 32].copy_from_slice(&0x140u64.to_le_bytes());
+        b[s1 + 24..s1 + 32].copy_from_slice(&0xb0u64.to_le_bytes());
         b[s1 + 32..s1 + 40].copy_from_slice(&0x10u64.to_le_bytes());
         b
     }
@@ -637,14 +957,86 @@ mod tests {
     #[test]
     fn relocations_writing_outside_loaded_memory_are_refused() {
         let mut b = image();
-        // DT_RELA at 0x160, 24 bytes: one relocation targeting 0x8000.
-        b[0x110..0x118].copy_from_slice(&DT_RELA.to_le_bytes());
-        b[0x118..0x120].copy_from_slice(&0x160u64.to_le_bytes());
-        b[0x120..0x128].copy_from_slice(&DT_RELASZ.to_le_bytes());
-        b[0x128..0x130].copy_from_slice(&24u64.to_le_bytes());
-        b[0x160..0x168].copy_from_slice(&0x80u64.to_le_bytes());
+        // DT_RELA at 0xe8, 24 bytes: one relocation targeting 0x8000.
+        b[0x140..0x148].copy_from_slice(&DT_RELA.to_le_bytes());
+        b[0x148..0x150].copy_from_slice(&0xe8u64.to_le_bytes());
+        b[0x150..0x158].copy_from_slice(&DT_RELASZ.to_le_bytes());
+        b[0x158..0x160].copy_from_slice(&24u64.to_le_bytes());
+        b[0xe8..0xf0].copy_from_slice(&0x80u64.to_le_bytes());
+        assert!(error(&b).contains("DT_RELA lacks"), "{}", error(&b));
+        b[0x160..0x168].copy_from_slice(&DT_RELAENT.to_le_bytes());
+        b[0x168..0x170].copy_from_slice(&24u64.to_le_bytes());
+        // The target must be writable when the loader relocates.
+        assert!(error(&b).contains("read-only"), "{}", error(&b));
+        b[64 + 4..64 + 8].copy_from_slice(&(PF_R | PF_W).to_le_bytes());
         assert_eq!(check(&b, Addresses::Mapped), Ok(()));
-        b[0x160..0x168].copy_from_slice(&0x8000u64.to_le_bytes());
+        // DT_RELACOUNT: the leading relocations the loader applies as relative ones unseen.
+        let mut counted = b.clone();
+        counted[0x170..0x178].copy_from_slice(&DT_RELACOUNT.to_le_bytes());
+        counted[0x178..0x180].copy_from_slice(&2u64.to_le_bytes());
+        assert!(
+            error(&counted).contains("says 2 relative"),
+            "{}",
+            error(&counted)
+        );
+        counted[0x178..0x180].copy_from_slice(&1u64.to_le_bytes());
+        assert!(
+            error(&counted).contains("its type is 0"),
+            "{}",
+            error(&counted)
+        );
+        counted[0xf0..0xf4].copy_from_slice(&8u32.to_le_bytes()); // R_X86_64_RELATIVE
+        assert_eq!(check(&counted, Addresses::Mapped), Ok(()));
+        // Tables in a segment loaded unreadable.
+        let mut unreadable = b.clone();
+        unreadable[64 + 4..64 + 8].copy_from_slice(&0u32.to_le_bytes());
+        assert!(
+            error(&unreadable).contains("dynamic section"),
+            "{}",
+            error(&unreadable)
+        );
+        b[0xe8..0xf0].copy_from_slice(&0x8000u64.to_le_bytes());
         assert!(error(&b).contains("relocation 0"), "{}", error(&b));
+    }
+
+    /// The dynamic entries glibc's loader trusts (found by damaging a real program's dynamic
+    /// section: each let through crashes the loader or the program).
+    #[test]
+    fn dynamic_entries_the_loader_trusts_are_checked() {
+        let entry = |b: &mut Vec<u8>, i: usize, tag: u64, value: u64| {
+            b[0x100 + 16 * i..0x108 + 16 * i].copy_from_slice(&tag.to_le_bytes());
+            b[0x108 + 16 * i..0x110 + 16 * i].copy_from_slice(&value.to_le_bytes());
+        };
+        // A DT_NULL written over DT_SYMTAB ends the section early, hiding what follows.
+        let mut b = image();
+        entry(&mut b, 2, 0, 0);
+        assert!(error(&b).contains("follows the DT_NULL"), "{}", error(&b));
+        entry(&mut b, 2, 0x1234, 0xd0);
+        assert!(error(&b).contains("no DT_SYMTAB"), "{}", error(&b));
+        let mut b = image();
+        entry(&mut b, 3, 0x1234, 0xc0);
+        assert!(error(&b).contains("no hash table"), "{}", error(&b));
+        let mut b = image();
+        entry(&mut b, 4, DT_RELAENT, 25);
+        assert!(error(&b).contains("DT_RELAENT is 25"), "{}", error(&b));
+        let mut b = image();
+        entry(&mut b, 4, DT_NEEDED, 0x10);
+        assert!(
+            error(&b).contains("past the 0x10-byte string table"),
+            "{}",
+            error(&b)
+        );
+        entry(&mut b, 4, DT_NEEDED, 0xf);
+        assert_eq!(check(&b, Addresses::Mapped), Ok(()));
+        let mut b = image();
+        entry(&mut b, 4, DT_VERNEED, 0xe8);
+        entry(&mut b, 5, DT_VERNEEDNUM, 1);
+        assert!(error(&b).contains("DT_VERNEED lacks"), "{}", error(&b));
+        // DT_INIT must be code: the one segment is not executable, then is.
+        let mut b = image();
+        entry(&mut b, 4, DT_INIT, 0xe8);
+        assert!(error(&b).contains("DT_INIT"), "{}", error(&b));
+        b[64 + 4..64 + 8].copy_from_slice(&5u32.to_le_bytes());
+        assert_eq!(check(&b, Addresses::Mapped), Ok(()));
     }
 }

@@ -1,6 +1,6 @@
 //! A real clang-19 program whose x86_64 device image is damaged in its offload container's
-//! metadata (header, entry, string table) or in its ELF header and its program and section header
-//! tables: every run must end with the program's correct output (the image was
+//! metadata (header, entry, string table) or in its ELF header, its program and section header
+//! tables and its dynamic section: every run must end with the program's correct output (the image was
 //! refused and the region ran on the host, or the damage did not matter) or a clear error
 //! from the runtime, never a signal, a hang or a wrong result. The damage is pseudo-random with
 //! a fixed seed, so a failure reproduces; the counts of each outcome are printed.
@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tests::{build_dir, compile, lib_dir, retry_while_busy, text, Compiler};
 
-const VARIANTS: usize = 200;
+const VARIANTS: usize = 400;
 const EXPECTED: &str = "sum=65280";
 
 /// xorshift64*: deterministic damage.
@@ -39,7 +39,8 @@ fn u64_at(b: &[u8], at: usize) -> usize {
 
 /// Where the image's container lies in the program file, and the byte ranges damaged here
 /// (relative to it): the container's own header, entry and string table (the image's triple
-/// and architecture), and the image's ELF header, program headers and section headers.
+/// and architecture), and the image's ELF header, program headers, section headers and
+/// dynamic section.
 fn container_and_metadata(program: &[u8]) -> (usize, Vec<Range<usize>>) {
     let file = object::File::parse(program).unwrap();
     let section = file.section_by_name(".llvm.offloading").unwrap();
@@ -57,15 +58,27 @@ fn container_and_metadata(program: &[u8]) -> (usize, Vec<Range<usize>>) {
     let phnum = u16_at(elf, 56);
     let shoff = image_at + u64_at(elf, 40);
     let shnum = u16_at(elf, 60);
-    // Not yet the dynamic section: damage there still crashes glibc's loader in ways the layout
-    // check does not catch yet (hash tables, version records, code addresses).
     let ranges = vec![
         0..image_at,
         image_at..image_at + 64,
         phoff..phoff + phnum * 56,
         shoff..shoff + shnum * 64,
+        dynamic(elf, image_at),
     ];
     (start, ranges)
+}
+
+/// The dynamic section's bytes (its segment's), relative to the container.
+fn dynamic(elf: &[u8], image_at: usize) -> Range<usize> {
+    let phoff = u64_at(elf, 32);
+    for i in 0..u16_at(elf, 56) {
+        let at = phoff + i * 56;
+        if u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) == 2 {
+            let (off, size) = (u64_at(elf, at + 8), u64_at(elf, at + 32));
+            return image_at + off..image_at + off + size;
+        }
+    }
+    panic!("no dynamic segment")
 }
 
 enum Outcome {
