@@ -216,6 +216,11 @@ impl Plugin for AmdgpuPlugin {
         let Some(d) = device else {
             return ImageCompatibility::yes();
         };
+        // Everything loading checks before HSA's loader, so that a damaged code object is
+        // refused here, where the runtime can still run the region elsewhere.
+        if let Err(why) = code_object::check(image.bytes.as_slice()) {
+            return ImageCompatibility::no(format!("amdgpu: {why}"));
+        }
         match self.slot(d) {
             Err(e) => ImageCompatibility::no(e.message.to_string()),
             Ok(slot) => match code_object::check_compatibility(&target, &slot.targets) {

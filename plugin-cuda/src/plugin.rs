@@ -134,21 +134,24 @@ impl Plugin for CudaPlugin {
     }
 
     fn check_image(&self, device: Option<i32>, image: ImageRef<'_>) -> ImageCompatibility {
-        let kind = match image::classify(image.bytes.as_slice()) {
-            Ok(kind) => kind,
-            Err(why) => return ImageCompatibility::no(format!("cuda: {why}")),
-        };
+        let bytes = image.bytes.as_slice();
+        if let Err(why) = image::classify(bytes) {
+            return ImageCompatibility::no(format!("cuda: {why}"));
+        }
         let Some(d) = device else {
             return ImageCompatibility::yes();
         };
+        // Everything loading checks before the driver, so that a damaged image is refused
+        // here, where the runtime can still run the region elsewhere, not when it loads.
         match self.slot(d) {
             Err(e) => ImageCompatibility::no(e.message.to_string()),
-            Ok(slot) => match image::compatible(&kind, slot.identity.sm) {
-                Ok(()) => ImageCompatibility::yes(),
-                Err(why) => ImageCompatibility::no(format!(
-                    "cuda device {d} ({}, {}): {why}",
-                    slot.identity.name, slot.identity.sm
+            Ok(slot) => match image::check(bytes, slot.identity.sm) {
+                Ok(_) => ImageCompatibility::yes(),
+                Err(e) if e.code == ErrorCode::UNSUPPORTED => ImageCompatibility::no(format!(
+                    "cuda device {d} ({}, {}): {}",
+                    slot.identity.name, slot.identity.sm, e.message
                 )),
+                Err(e) => ImageCompatibility::no(format!("cuda: {}", e.message)),
             },
         }
     }

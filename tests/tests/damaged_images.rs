@@ -1,19 +1,20 @@
-//! A real clang-19 program whose x86_64 device image is damaged in its offload container's
-//! metadata (header, entry, string table) or in its ELF header, its program and section header
-//! tables and its dynamic section: every run must end with the program's correct output (the image was
-//! refused and the region ran on the host, or the damage did not matter) or a clear error
-//! from the runtime, never a signal, a hang or a wrong result. The damage is pseudo-random with
-//! a fixed seed, so a failure reproduces; the counts of each outcome are printed.
+//! Real clang-19 programs whose device image is damaged in its header and metadata bytes: the
+//! offload container's own header, entry and string table, and the image's ELF header, program
+//! and section header tables and dynamic section. Every run must end with the program's correct
+//! output (the image was refused and the region ran on the host, or the damage did not matter)
+//! or a clear error from the runtime, never a signal, a hang or a wrong result. Host images
+//! (with the default policy and with `OMP_TARGET_OFFLOAD=mandatory`) and sm_90 cubins on the
+//! emulated CUDA driver are damaged. The damage is pseudo-random with fixed seeds, so a failure
+//! reproduces; the counts of each outcome are printed.
 
 use object::{Object, ObjectSection};
 use std::ops::Range;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tests::{build_dir, compile, lib_dir, retry_while_busy, text, Compiler};
 
-const VARIANTS: usize = 400;
 const EXPECTED: &str = "sum=65280";
 
 /// xorshift64*: deterministic damage.
@@ -33,52 +34,46 @@ impl Rng {
 fn u16_at(b: &[u8], at: usize) -> usize {
     u16::from_le_bytes([b[at], b[at + 1]]) as usize
 }
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
 fn u64_at(b: &[u8], at: usize) -> usize {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize
 }
 
-/// Where the image's container lies in the program file, and the byte ranges damaged here
-/// (relative to it): the container's own header, entry and string table (the image's triple
-/// and architecture), and the image's ELF header, program headers, section headers and
-/// dynamic section.
-fn container_and_metadata(program: &[u8]) -> (usize, Vec<Range<usize>>) {
+/// Where the container of the image for `triple` lies in the program file, and the byte ranges
+/// damaged here (relative to it): the container's own header, entry and string table (the
+/// image's triple and architecture), and the image's ELF header, program headers, section
+/// headers and dynamic section (where it has one).
+fn container_and_metadata(program: &[u8], triple: &str) -> (usize, Vec<Range<usize>>) {
     let file = object::File::parse(program).unwrap();
     let section = file.section_by_name(".llvm.offloading").unwrap();
     let (section_offset, _) = section.file_range().unwrap();
     let data = section.data().unwrap();
-    let containers = omptarget_core::offload_binary::containers(data);
-    assert_eq!(containers.len(), 1, "one x86_64 image expected");
-    let container = containers[0];
-    let image = omptarget_core::offload_binary::unwrap(container).unwrap();
-    assert!(image.triple.starts_with("x86_64"), "{}", image.triple);
+    let (container, image) = omptarget_core::offload_binary::containers(data)
+        .into_iter()
+        .map(|c| (c, omptarget_core::offload_binary::unwrap(c).unwrap()))
+        .find(|(_, image)| image.triple.starts_with(triple))
+        .unwrap_or_else(|| panic!("no {triple} image"));
     let start = section_offset as usize + (container.as_ptr() as usize - data.as_ptr() as usize);
     let image_at = image.bytes.as_ptr() as usize - container.as_ptr() as usize;
     let elf = image.bytes;
-    let phoff = image_at + u64_at(elf, 32);
-    let phnum = u16_at(elf, 56);
-    let shoff = image_at + u64_at(elf, 40);
-    let shnum = u16_at(elf, 60);
-    let ranges = vec![
+    let (phoff, phnum) = (u64_at(elf, 32), u16_at(elf, 56));
+    let (shoff, shnum) = (u64_at(elf, 40), u16_at(elf, 60));
+    let mut ranges = vec![
         0..image_at,
         image_at..image_at + 64,
-        phoff..phoff + phnum * 56,
-        shoff..shoff + shnum * 64,
-        dynamic(elf, image_at),
+        image_at + phoff..image_at + phoff + phnum * 56,
+        image_at + shoff..image_at + shoff + shnum * 64,
     ];
-    (start, ranges)
-}
-
-/// The dynamic section's bytes (its segment's), relative to the container.
-fn dynamic(elf: &[u8], image_at: usize) -> Range<usize> {
-    let phoff = u64_at(elf, 32);
-    for i in 0..u16_at(elf, 56) {
+    for i in 0..phnum {
         let at = phoff + i * 56;
-        if u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) == 2 {
-            let (off, size) = (u64_at(elf, at + 8), u64_at(elf, at + 32));
-            return image_at + off..image_at + off + size;
+        if u32_at(elf, at) == 2 {
+            let (offset, size) = (u64_at(elf, at + 8), u64_at(elf, at + 32));
+            ranges.push(image_at + offset..image_at + offset + size);
         }
     }
-    panic!("no dynamic segment")
+    (start, ranges)
 }
 
 enum Outcome {
@@ -87,11 +82,19 @@ enum Outcome {
     Failure(String),
 }
 
-fn run(exe: &Path) -> Outcome {
+/// How a damaged program runs: its library path and environment.
+struct Setting {
+    library_path: String,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+fn run(exe: &Path, setting: &Setting) -> Outcome {
     let mut cmd = Command::new(exe);
-    cmd.env("LD_LIBRARY_PATH", lib_dir())
+    cmd.env("LD_LIBRARY_PATH", &setting.library_path)
         .env_remove("OMP_TARGET_OFFLOAD")
         .env_remove("LIBOMPTARGET_DEBUG")
+        .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
+        .envs(setting.env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = retry_while_busy(|| cmd.spawn()).unwrap();
@@ -124,20 +127,27 @@ fn run(exe: &Path) -> Outcome {
     }
 }
 
-#[test]
-fn damaged_device_images_end_correctly_or_with_a_clear_error() {
-    let exe = compile(Compiler::Clang19, &["damaged_image_probe.c"], &[]);
-    let program = std::fs::read(&exe).unwrap();
+/// Damages the `triple` image of `exe` `variants` ways from `seed` and runs each; panics with
+/// every failure, after printing the count of each outcome.
+fn damage_and_run(
+    name: &str,
+    exe: &Path,
+    triple: &str,
+    variants: usize,
+    seed: u64,
+    setting: &Setting,
+) {
+    let program = std::fs::read(exe).unwrap();
     assert!(
-        matches!(run(&exe), Outcome::Correct),
-        "the undamaged program fails"
+        matches!(run(exe, setting), Outcome::Correct),
+        "{name}: the undamaged program fails"
     );
-    let (container_start, ranges) = container_and_metadata(&program);
-    let dir = build_dir().join("damaged-images");
+    let (container_start, ranges) = container_and_metadata(&program, triple);
+    let dir = build_dir().join(format!("damaged-images-{name}"));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng(seed);
     let (mut correct, mut clear, mut failures) = (0, 0, Vec::new());
-    for variant in 0..VARIANTS {
+    for variant in 0..variants {
         let mut damaged = program.clone();
         let range = &ranges[rng.below(ranges.len())];
         let mut what = Vec::new();
@@ -164,7 +174,7 @@ fn damaged_device_images_end_correctly_or_with_a_clear_error() {
         std::fs::write(&path, &damaged).unwrap();
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
-        match run(&path) {
+        match run(&path, setting) {
             Outcome::Correct => correct += 1,
             Outcome::ClearError => clear += 1,
             Outcome::Failure(why) => failures.push(format!(
@@ -173,8 +183,69 @@ fn damaged_device_images_end_correctly_or_with_a_clear_error() {
         }
     }
     eprintln!(
-        "damaged images: {VARIANTS} runs, {correct} correct output, {clear} clear error, {} failures",
+        "damaged images ({name}): {variants} runs, {correct} correct output, {clear} clear error, {} failures",
         failures.len()
     );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
+}
+
+fn host_program() -> PathBuf {
+    compile(Compiler::Clang19, &["damaged_image_probe.c"], &[])
+}
+
+#[test]
+fn damaged_host_images_end_correctly_or_with_a_clear_error() {
+    let setting = Setting {
+        library_path: lib_dir().display().to_string(),
+        env: vec![],
+    };
+    damage_and_run(
+        "host",
+        &host_program(),
+        "x86_64",
+        400,
+        0x9e37_79b9_7f4a_7c15,
+        &setting,
+    );
+}
+
+/// Where offloading is mandatory, a refused image is LLVM's fatal error, never a crash.
+#[test]
+fn damaged_host_images_with_offload_mandatory_end_correctly_or_with_a_clear_error() {
+    let setting = Setting {
+        library_path: lib_dir().display().to_string(),
+        env: vec![("OMP_TARGET_OFFLOAD", "mandatory")],
+    };
+    damage_and_run(
+        "mandatory",
+        &host_program(),
+        "x86_64",
+        100,
+        0x0123_4567_89ab_cdef,
+        &setting,
+    );
+}
+
+/// An sm_90 cubin damaged, run by our CUDA plugin on the emulated CUDA driver (the program's
+/// x86_64 twin image runs the kernels there, and on the host plugin when the cubin is refused).
+#[test]
+fn damaged_cubins_on_the_emulated_driver_end_correctly_or_with_a_clear_error() {
+    let exe = tests::compile_cuda_twin("damaged_image_probe.c");
+    let setting = Setting {
+        library_path: format!(
+            "{}:{}",
+            tests::dist().join("emu").display(),
+            lib_dir().display()
+        ),
+        // The emulated GPU alone, as device 0.
+        env: vec![("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda")],
+    };
+    damage_and_run(
+        "cubin",
+        &exe,
+        "nvptx64",
+        200,
+        0x5555_aaaa_1234_9876,
+        &setting,
+    );
 }
