@@ -249,3 +249,15 @@ fn damaged_cubins_on_the_emulated_driver_end_correctly_or_with_a_clear_error() {
         &setting,
     );
 }
+
+/// An entry whose name pointer points nowhere readable (a damaged relocation): registration
+/// ends with the runtime's message naming the entry, and the program goes on.
+#[test]
+fn an_entry_name_pointing_nowhere_is_refused_with_a_message() {
+    let exe = compile(Compiler::Clang19, &["damaged_entry_names.c"], &[]);
+    let out = tests::run(&exe, &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains("survived"), "{stdout}");
+    assert!(stderr.contains("entry 1's name cannot be read"), "{stderr}");
+}

@@ -7,8 +7,9 @@
 //! is the address of a symbol), which tells the two apart. The layout also tells which LLVM
 //! runtime's behaviour the program expects ([`LlvmRelease`]).
 
+use super::c_strings::LoadedMemory;
 pub use crate::llvm_release::LlvmRelease;
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::c_void;
 
 /// The flags LLVM defines for entries (`OpenMPOffloadingDeclareTargetFlags`).
 pub mod flags {
@@ -96,7 +97,7 @@ impl std::fmt::Display for EntryTableError {
 /// Reads an entry table of either layout.
 ///
 /// # Safety
-/// `[begin, end)` must be null/empty or an entry table as clang emits it, with valid name strings.
+/// `[begin, end)` must be null/empty or readable memory (names are read without trusting them).
 pub unsafe fn read_entry_table(
     begin: *const c_void,
     end: *const c_void,
@@ -110,22 +111,11 @@ pub unsafe fn read_entry_table(
     }
     // SAFETY: the table is valid for `e - b` bytes (caller's promise).
     let bytes = unsafe { std::slice::from_raw_parts(b as *const u8, e - b) };
-    // SAFETY: names in a valid table are NUL-terminated strings (caller's promise).
-    unsafe { parse_entries(bytes) }
+    parse_entries(bytes)
 }
 
 fn word(bytes: &[u8], at: usize) -> u64 {
     u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap())
-}
-
-/// The C string at a name address of the running program.
-///
-/// # Safety
-/// `address` must be non-null and point to a NUL-terminated string.
-unsafe fn name_in_memory(address: u64) -> Option<String> {
-    // SAFETY: caller's promise.
-    let name = unsafe { CStr::from_ptr(address as *const c_char) };
-    Some(name.to_string_lossy().into_owned())
 }
 
 /// Entry versions of the new layout that are read: 1, what clang emits, and 0, what programs
@@ -134,12 +124,11 @@ fn known_version(version: u16) -> bool {
     version <= 1
 }
 
-/// # Safety
-/// As [`read_entry_table`]: name fields point to NUL-terminated strings.
-pub(crate) unsafe fn parse_entries(bytes: &[u8]) -> Result<EntryTable, EntryTableError> {
-    // SAFETY: `parse_entry_bytes` asks only for non-null name addresses, which point to
-    // NUL-terminated strings (caller's promise).
-    parse_entry_bytes(bytes, &mut |address| unsafe { name_in_memory(address) })
+/// Reads an entry table whose names are in this process's memory: a name pointer that points
+/// nowhere readable (a damaged program) is an error, not a fault.
+pub(crate) fn parse_entries(bytes: &[u8]) -> Result<EntryTable, EntryTableError> {
+    let memory = LoadedMemory::snapshot();
+    parse_entry_bytes(bytes, &mut |address| memory.c_string(address as usize))
 }
 
 /// Reads an entry table of either layout from its bytes; `name_at` answers the string at a
@@ -213,6 +202,7 @@ pub fn parse_entry_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CStr;
 
     fn legacy(addr: u64, name: &CStr, size: u64, flags: u32) -> Vec<u8> {
         let mut v = Vec::new();
@@ -247,7 +237,7 @@ mod tests {
         newer.extend(new(1, 0x2000, g, 4, 0));
         newer.extend(new(2, 0x3000, g, 4, 0)); // a CUDA entry: skipped
         for (bytes, release) in [(old, LlvmRelease::Llvm19), (newer, LlvmRelease::Llvm22)] {
-            let table = unsafe { parse_entries(&bytes) }.unwrap();
+            let table = parse_entries(&bytes).unwrap();
             assert_eq!(table.release, release);
             let entries = table.entries;
             assert_eq!(entries.len(), 2);
@@ -263,7 +253,7 @@ mod tests {
         let r = c"";
         let mut two = legacy(0, r, 0, flags::REGISTER_REQUIRES);
         two.extend(legacy(0, r, 0, flags::REGISTER_REQUIRES));
-        let table = unsafe { parse_entries(&two) }.unwrap();
+        let table = parse_entries(&two).unwrap();
         assert_eq!(table.release, LlvmRelease::Llvm19);
         assert_eq!(table.entries.len(), 2);
         assert!(!table.entries[0].is_kernel() && !table.entries[0].is_global());
@@ -278,7 +268,7 @@ mod tests {
         for count in [1, 4] {
             // Four entries (224 bytes) fit the legacy layout too; the kind tells them apart.
             let bytes = one.repeat(count);
-            let table = unsafe { parse_entries(&bytes) }.unwrap();
+            let table = parse_entries(&bytes).unwrap();
             assert_eq!(table.release, LlvmRelease::Llvm22);
             assert_eq!(table.entries.len(), count);
             assert_eq!(table.entries[0].flags, flags::REGISTER_REQUIRES);
@@ -291,13 +281,13 @@ mod tests {
         let mut bad = legacy(0x1000, g, 0, 0);
         bad.pop();
         assert!(matches!(
-            unsafe { parse_entries(&bad) },
+            parse_entries(&bad),
             Err(EntryTableError::UnknownLayout(31))
         ));
         let mut v2 = new(1, 0x1000, g, 0, 0);
         v2[8] = 2;
         assert_eq!(
-            unsafe { parse_entries(&v2) },
+            parse_entries(&v2),
             Err(EntryTableError::UnsupportedVersion(2))
         );
     }
