@@ -18,7 +18,7 @@ fn root() -> PathBuf {
 }
 
 #[test]
-fn every_saved_input_is_refused_or_read_without_a_panic() {
+fn every_saved_input_is_refused_or_read_without_a_panic_or_a_hang() {
     let mut failures = Vec::new();
     let mut total = 0;
     for target in omptarget_fuzz::TARGETS {
@@ -27,7 +27,13 @@ fn every_saved_input_is_refused_or_read_without_a_panic() {
                 let data = std::fs::read(&file).unwrap();
                 total += 1;
                 let run = target.run;
-                if let Err(panic) = std::panic::catch_unwind(move || run(&data)) {
+                let start = std::time::Instant::now();
+                let outcome = std::panic::catch_unwind(move || run(&data));
+                // libFuzzer's limit is 10 s; a saved input far slower than the rest is a hang.
+                if start.elapsed() > std::time::Duration::from_secs(2) {
+                    failures.push(format!("{}: took {:?}", file.display(), start.elapsed()));
+                }
+                if let Err(panic) = outcome {
                     let why = panic
                         .downcast_ref::<String>()
                         .cloned()
@@ -140,4 +146,17 @@ fn every_seed_is_accepted_by_the_code_it_seeds() {
             "{path}: {entries:?}"
         );
     }
+}
+
+/// One input, timed: `FUZZ_TARGET=host_image FUZZ_INPUT=path cargo test --release -p
+/// omptarget-fuzz --test replay -- --ignored time_one_input --nocapture`.
+#[test]
+#[ignore]
+fn time_one_input() {
+    let path = std::env::var("FUZZ_INPUT").unwrap();
+    let target = omptarget_fuzz::target(&std::env::var("FUZZ_TARGET").unwrap()).unwrap();
+    let data = std::fs::read(path).unwrap();
+    let start = std::time::Instant::now();
+    (target.run)(&data);
+    eprintln!("took {:?}", start.elapsed());
 }

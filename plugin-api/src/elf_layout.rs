@@ -690,15 +690,26 @@ fn check_versions(
             symbols.saturating_mul(2),
         )?;
     }
-    for (tag, count_tag, what) in [
-        (DT_VERNEED, DT_VERNEEDNUM, "a version requirement"),
-        (DT_VERDEF, DT_VERDEFNUM, "a version definition"),
+    // The loader follows each chain to a zero link, as here; a chain that does not end within
+    // this many records is damaged.
+    let mut budget = 1u32 << 16;
+    let mut visit = |what: &str| match budget.checked_sub(1) {
+        Some(left) => {
+            budget = left;
+            Ok(())
+        }
+        None => bad(format!("{what} chain does not end")),
+    };
+    for (tag, what) in [
+        (DT_VERNEED, "a version requirement"),
+        (DT_VERDEF, "a version definition"),
     ] {
-        let (Some(mut at), Some(count)) = (value(tag), value(count_tag)) else {
+        let Some(mut at) = value(tag) else {
             continue;
         };
         let needs = tag == DT_VERNEED;
-        for _ in 0..count.min(1 << 16) {
+        loop {
+            visit(what)?;
             let record = read(what, at, if needs { 16 } else { 20 })?;
             // Verneed: version, cnt, file, aux, next. Verdef: version, flags, ndx, cnt, hash,
             // aux, next.
@@ -711,6 +722,7 @@ fn check_versions(
             }
             let mut aux_at = at.saturating_add(aux);
             for _ in 0..entries {
+                visit(what)?;
                 // Vernaux: hash, flags, other, name, next. Verdaux: name, next.
                 let record = read(what, aux_at, if needs { 16 } else { 8 })?;
                 let (aux_name, aux_next) = match needs {
@@ -718,7 +730,13 @@ fn check_versions(
                     false => (u32_in(record, 0), u32_in(record, 4)),
                 };
                 name(what, aux_name)?;
+                if aux_next == 0 {
+                    break;
+                }
                 aux_at = aux_at.saturating_add(aux_next);
+            }
+            if next == 0 {
+                break;
             }
             at = at.saturating_add(next);
         }
