@@ -801,7 +801,8 @@ fn check_symbols(
                 }
                 reached.push(index);
                 let link = chains_at.saturating_add((index - symoffset) * 4);
-                let hash = words(table("GNU hash chain", link, 4)?)[0];
+                let hash =
+                    u32::from_le_bytes(table("GNU hash chain", link, 4)?.try_into().unwrap());
                 if hash & 1 == 1 {
                     break;
                 }
