@@ -78,17 +78,28 @@ seeds() {
     done
 }
 
+# What the fuzzer found and kept is packed beside the seeds (fuzz/corpus/TARGET.found.tar.xz:
+# thousands of similar images, a few MiB unpacked, compress well).
+unpack_found() {
+    local target=$1 into=$2
+    mkdir -p "$into"
+    if [ -e "fuzz/corpus/$target.found.tar.xz" ]; then
+        tar -xJf "fuzz/corpus/$target.found.tar.xz" -C "$into"
+    fi
+}
+
 run() {
     local target=$1 runs=${2:-10000000}
     local bin
     bin=$(fuzzer)
-    mkdir -p "$work/corpus/$target" "fuzz/crashes/$target"
-    # Sizes up to the largest real image (an AMDGPU code object is about 40 KiB); 4 GiB of
-    # resident memory is libFuzzer's signal of unbounded growth; 10 s on one input, a hang.
+    unpack_found "$target" "$work/corpus/$target"
+    mkdir -p "fuzz/crashes/$target"
+    # Sizes up to the largest real image (a PTX text is about 44 KiB); 4 GiB of resident memory
+    # is libFuzzer's signal of unbounded growth; 10 s on one input, a hang.
     FUZZ_TARGET=$target "$bin" "$work/corpus/$target" "fuzz/corpus/$target" \
         -runs="$runs" -max_len=65536 -rss_limit_mb=4096 -malloc_limit_mb=1024 -timeout=10 \
         -print_final_stats=1 -artifact_prefix="fuzz/crashes/$target/" 2>&1 |
-        grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse)' | tail -40
+        grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse)' | grep -v -E '^"|# Uses:|dictionary' | tail -20
 }
 
 merge() {
@@ -96,17 +107,19 @@ merge() {
     bin=$(fuzzer)
     local merged=$work/merged/$target
     rm -rf "$merged" && mkdir -p "$merged"
+    unpack_found "$target" "$work/corpus/$target"
+    # The smallest set of inputs with all the coverage of the seeds and what was found.
     FUZZ_TARGET=$target "$bin" -merge=1 -max_len=65536 "$merged" "fuzz/corpus/$target" \
-        "$work/corpus/$target" 2>&1 | tail -3
-    # Seeds stay under their own names; the rest is replaced by the minimal set.
-    find "fuzz/corpus/$target" -type f ! -name 'seed-*' -delete
-    for f in "$merged"/*; do
-        cp "$f" "fuzz/corpus/$target/"
-    done
+        "$work/corpus/$target" 2>&1 | grep MERGE-OUTER | tail -1
     for seed in "fuzz/corpus/$target"/seed-*; do
-        rm -f "fuzz/corpus/$target/$(sha1sum "$seed" | cut -d' ' -f1)"
+        rm -f "$merged/$(sha1sum "$seed" | cut -d' ' -f1)"
     done
-    echo "fuzz/corpus/$target: $(ls "fuzz/corpus/$target" | wc -l) inputs, $(du -sh "fuzz/corpus/$target" | cut -f1)"
+    (cd "$merged" && find . -type f | sort |
+        tar --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - -T - | xz -9 >"$root/fuzz/corpus/$target.found.tar.xz")
+    echo "fuzz/corpus/$target.found.tar.xz: $(ls "$merged" | wc -l) inputs, $(du -sh "$merged" | cut -f1) unpacked, $(du -h "fuzz/corpus/$target.found.tar.xz" | cut -f1) packed"
+    # The coverage of what is kept: libFuzzer's count of edges (cov) and features (ft).
+    FUZZ_TARGET=$target "$bin" -runs=0 -max_len=65536 "$merged" "fuzz/corpus/$target" 2>&1 |
+        grep -E 'INITED' | sed 's/^/kept: /'
 }
 
 case "${1:-}" in

@@ -1,6 +1,7 @@
-//! Every saved input of every fuzz target, run as an ordinary test: the corpora
-//! (`fuzz/corpus/<target>`, seeded from real clang-19 and clang-22 programs and grown by
-//! libFuzzer) and the reproducers of crashes found and fixed (`fuzz/crashes/<target>`).
+//! Every saved input of every fuzz target, run as an ordinary test: the corpora (the seeds from
+//! real clang-19 and clang-22 programs in `fuzz/corpus/<target>`, and what libFuzzer found and
+//! kept, packed in `fuzz/corpus/<target>.found.tar.xz`) and the reproducers of crashes and hangs
+//! found and fixed (`fuzz/crashes/<target>`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,13 +18,38 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
+/// What the fuzzer found and kept for `target` (`corpus/<target>.found.tar.xz`), unpacked.
+fn found(target: &str) -> Vec<PathBuf> {
+    let archive = root().join("corpus").join(format!("{target}.found.tar.xz"));
+    if !archive.exists() {
+        return Vec::new();
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("found").join(target);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-xJf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&dir)
+        .status()
+        .expect("run tar");
+    assert!(status.success(), "unpacking {}", archive.display());
+    inputs(&dir)
+}
+
 #[test]
 fn every_saved_input_is_refused_or_read_without_a_panic_or_a_hang() {
     let mut failures = Vec::new();
     let mut total = 0;
     for target in omptarget_fuzz::TARGETS {
-        for kind in ["corpus", "crashes"] {
-            for file in inputs(&root().join(kind).join(target.name)) {
+        let saved = [
+            inputs(&root().join("corpus").join(target.name)),
+            found(target.name),
+            inputs(&root().join("crashes").join(target.name)),
+        ];
+        for files in saved {
+            for file in files {
                 let data = std::fs::read(&file).unwrap();
                 total += 1;
                 let run = target.run;
