@@ -24,7 +24,9 @@ fn found(target: &str) -> Vec<PathBuf> {
     if !archive.exists() {
         return Vec::new();
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("found").join(target);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("found")
+        .join(target);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let status = std::process::Command::new("tar")

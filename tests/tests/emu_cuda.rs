@@ -583,3 +583,43 @@ fn constructs_cost_at_most_llvm_19s_driver_calls_and_a_context_for_the_launch() 
         assert!(total(&ours) <= total(&llvm) + launches, "{report}");
     }
 }
+
+/// Defect 7 of the review (leaks on error paths): when creating the event pool fails while a
+/// device starts, the streams already created are destroyed and the primary context retained
+/// for the device is released again, as the driver trace shows handle by handle.
+#[test]
+fn a_device_whose_start_fails_gives_back_its_streams_and_context() {
+    let exe = tests::compile_cuda_twin("emu_saxpy.c");
+    for streams in ["1", "3"] {
+        let trace =
+            std::env::temp_dir().join(format!("emu-start-{streams}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&trace);
+        let (code, stdout, stderr) = run(
+            &exe,
+            &[
+                ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
+                ("OMPTARGET_EMU_FAIL", "cuEventCreate:1".into()),
+                ("LIBOMPTARGET_NUM_INITIAL_STREAMS", streams.into()),
+            ],
+        );
+        let text = std::fs::read_to_string(&trace).unwrap_or_default();
+        let _ = std::fs::remove_file(&trace);
+        assert!(
+            stderr.contains("creating the event pool"),
+            "{code:?}\n{stdout}\n{stderr}"
+        );
+        let handles = |function: &str| -> BTreeSet<String> {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{function} ")) && l.ends_with("CUDA_SUCCESS"))
+                .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("stream=")))
+                .map(str::to_owned)
+                .collect()
+        };
+        let created = handles("cuStreamCreate");
+        assert_eq!(created.len(), streams.parse::<usize>().unwrap(), "{text}");
+        assert_eq!(created, handles("cuStreamDestroy_v2"), "{text}");
+        let calls = |function: &str| text.lines().filter(|l| l.starts_with(function)).count();
+        assert_eq!(calls("cuDevicePrimaryCtxRetain"), 1, "{text}");
+        assert_eq!(calls("cuDevicePrimaryCtxRelease"), 1, "{text}");
+    }
+}
