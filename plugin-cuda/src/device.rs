@@ -8,7 +8,7 @@ use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::pinning::PinTable;
 use crate::reduction::{LaunchBuffer, LaunchBufferPool};
 use crate::resources::{PooledResource, ResourcePool};
-use plugin_api::gpu::{indirect_call_table, DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
+use plugin_api::gpu::{place_indirect_call_table, DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
 };
@@ -718,25 +718,20 @@ impl CudaDevice {
                 "the image's indirect calls were set already",
             ));
         }
-        let table = indirect_call_table(calls);
-        let address = self.alloc(table.len() as u64, AllocKind::DEVICE)?;
-        let written = self
-            .copy_to_device(
-                address,
-                table.as_ptr() as usize,
-                table.len() as u64,
-                QueueHandle::SYNC,
-            )
-            .and_then(|()| {
-                self.write_device_environment(image, (address as u64, calls.len() as u64))
-            });
-        match written {
-            Ok(()) => image.indirect_calls = Some(address as u64),
-            Err(_) => {
+        let address = place_indirect_call_table(
+            calls,
+            |size| self.alloc(size, AllocKind::DEVICE),
+            |address, table| {
+                let (from, size) = (table.as_ptr() as usize, table.len() as u64);
+                self.copy_to_device(address, from, size, QueueHandle::SYNC)
+            },
+            |table, count| self.write_device_environment(image, (table, count)),
+            |address| {
                 let _ = self.free(address, AllocKind::DEVICE);
-            }
-        }
-        written
+            },
+        )?;
+        image.indirect_calls = Some(address as u64);
+        Ok(())
     }
 
     fn with_image<T>(

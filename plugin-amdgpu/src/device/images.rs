@@ -5,7 +5,7 @@
 use super::{failed, invalid_handle, AmdgpuDevice, Kernel, LoadedImage, Result, DEFAULT_HEAP_SIZE};
 use crate::code_object;
 use plugin_api::gpu::{
-    indirect_call_table, DeviceEnvironment, KernelEnvironment, KernelLimits,
+    place_indirect_call_table, DeviceEnvironment, KernelEnvironment, KernelLimits,
     KERNEL_ENVIRONMENT_SIZE,
 };
 use plugin_api::LaunchConfig;
@@ -91,25 +91,20 @@ impl AmdgpuDevice {
                 "the image's indirect calls were set already",
             ));
         }
-        let table = indirect_call_table(calls);
-        let address = self.alloc(table.len() as u64, AllocKind::DEVICE)?;
-        let written = self
-            .copy_to_device(
-                address,
-                table.as_ptr() as usize,
-                table.len() as u64,
-                QueueHandle::SYNC,
-            )
-            .and_then(|()| {
-                self.write_device_environment(&image, (address as u64, calls.len() as u64))
-            });
-        match written {
-            Ok(()) => *slot = Some(address),
-            Err(_) => {
+        let address = place_indirect_call_table(
+            calls,
+            |size| self.alloc(size, AllocKind::DEVICE),
+            |address, table| {
+                let (from, size) = (table.as_ptr() as usize, table.len() as u64);
+                self.copy_to_device(address, from, size, QueueHandle::SYNC)
+            },
+            |table, count| self.write_device_environment(&image, (table, count)),
+            |address| {
                 let _ = self.free(address, AllocKind::DEVICE);
-            }
-        }
-        written
+            },
+        )?;
+        *slot = Some(address);
+        Ok(())
     }
 
     fn image(&self, handle: ImageHandle) -> Result<Arc<LoadedImage>> {

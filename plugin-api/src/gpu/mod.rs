@@ -15,7 +15,8 @@ pub mod launch_rules;
 pub mod settings;
 
 pub use device_runtime::{
-    indirect_call_table, DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT,
+    indirect_call_table, place_indirect_call_table, DeviceEnvironment, KernelLaunchEnvironment,
+    NO_LAUNCH_ENVIRONMENT,
 };
 pub use launch_rules::{
     ExecMode, GridValues, KernelEnvironment, KernelLimits, KERNEL_ENVIRONMENT_SIZE,
