@@ -83,17 +83,20 @@ pub fn offload_entries(data: &[u8]) {
     let Some((table, _)) = entry_input(data) else {
         return;
     };
-    let mut names = |address: u64| {
-        let start = usize::try_from(address.checked_sub(NAMES_BASE)?).ok()?;
-        let tail = data.get(start..)?;
-        let end = tail.iter().position(|&b| b == 0)?;
-        Some(String::from_utf8_lossy(&tail[..end]).into_owned())
-    };
+    let mut names = |address: u64| name_in_input(data, address);
     if let Ok(table) = omptarget_core::abi::offload_entry::parse_entry_bytes(table, &mut names) {
         for entry in &table.entries {
             let _ = (entry.is_kernel(), entry.is_global(), entry.is_indirect());
         }
     }
+}
+
+/// The C string an `offload_entries` input holds at name address `address`, if any.
+pub fn name_in_input(data: &[u8], address: u64) -> Option<String> {
+    let start = usize::try_from(address.checked_sub(NAMES_BASE)?).ok()?;
+    let tail = data.get(start..)?;
+    let end = tail.iter().position(|&b| b == 0)?;
+    Some(String::from_utf8_lossy(&tail[..end]).into_owned())
 }
 
 /// The table of an `offload_entries` input, and its length field.

@@ -160,10 +160,7 @@ fn every_seed_is_accepted_by_the_code_it_seeds() {
     }
     for (path, data) in seeds("offload_entries") {
         let (table, _) = omptarget_fuzz::entry_input(&data).unwrap();
-        let mut names = |address: u64| {
-            let tail = data.get(usize::try_from(address - omptarget_fuzz::NAMES_BASE).ok()?..)?;
-            Some(String::from_utf8_lossy(&tail[..tail.iter().position(|&b| b == 0)?]).into_owned())
-        };
+        let mut names = |address: u64| omptarget_fuzz::name_in_input(&data, address);
         let entries =
             omptarget_core::abi::offload_entry::parse_entry_bytes(table, &mut names).unwrap();
         assert!(
