@@ -630,6 +630,9 @@ fn end_list(
                 )
             })
         };
+        if matches!(found, Some((.., true))) {
+            table.count_move();
+        }
         let Some((key, copy_back, is_last, shadows, event, infinite, moving)) = found else {
             drop(table);
             if q.unified_shared_memory {

@@ -23,6 +23,7 @@ use super::Mapping;
 use crate::lock::{into_inner, lock};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 const BLOCK_SHIFT: u32 = 21;
@@ -110,6 +111,10 @@ pub struct MappingTable {
     /// How many moves have ended; threads waiting for one sleep on `move_ended`.
     moves_ended: Mutex<u64>,
     move_ended: Condvar,
+    /// How many mappings are marked moving: while none is, a lookup need not look at the flag
+    /// of the mapping it found (a second search). Counted up while the view that marks the
+    /// mapping is held, down after the flag is cleared.
+    moves_in_progress: AtomicUsize,
 }
 
 /// What a thread that found a moving mapping waits for: the count of ended moves to pass the
@@ -129,6 +134,7 @@ impl Default for MappingTable {
             wide: UnsafeCell::new(SortedMappings::default()),
             moves_ended: Mutex::new(0),
             move_ended: Condvar::new(),
+            moves_in_progress: AtomicUsize::new(0),
         }
     }
 }
@@ -209,7 +215,9 @@ impl MappingTable {
             let mut view = self.view(begin, size, base);
             let found = view.lookup(begin, size);
             let serving = found.serving(allow_extension);
-            let Some(ticket) = serving.and_then(|key| view.move_ticket(key)) else {
+            let any_moving = self.moves_in_progress.load(Ordering::SeqCst) > 0;
+            let ticket = serving.filter(|_| any_moving);
+            let Some(ticket) = ticket.and_then(|key| view.move_ticket(key)) else {
                 return (view, found);
             };
             drop(view);
@@ -235,6 +243,7 @@ impl MappingTable {
             m.moving = false;
             change(&mut m);
         }
+        self.moves_in_progress.fetch_sub(1, Ordering::SeqCst);
         *lock(&self.moves_ended) += 1;
         self.move_ended.notify_all();
     }
@@ -439,6 +448,12 @@ impl<'t> TableView<'t> {
         m.moving.then(|| MoveTicket(*lock(&table.moves_ended)))
     }
 
+    /// Counts a mapping this view marked [`Mapping::moving`] (before the view is let go);
+    /// [`MappingTable::end_move`] counts it off.
+    pub fn count_move(&self) {
+        self.table.moves_in_progress.fetch_add(1, Ordering::SeqCst);
+    }
+
     pub fn get_mut(&mut self, key: MappingKey) -> Option<EntryMut<'_>> {
         if key.wide {
             let entry = self.wide().get(key.start)?;
@@ -484,6 +499,9 @@ impl<'t> TableView<'t> {
     /// Adds a mapping the view was made for (see [`MappingTable::view`]); it must not overlap
     /// any other.
     pub fn insert(&mut self, mapping: Mapping) -> MappingKey {
+        if mapping.moving {
+            self.count_move();
+        }
         let start = mapping.host_begin;
         if within_one_block(reach(mapping.host_base, start, mapping.size())) {
             self.narrow_mut(shard_of(start)).insert(mapping);
