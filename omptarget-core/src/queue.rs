@@ -311,13 +311,14 @@ impl<'d> ConstructQueue<'d> {
 
     fn complete(&mut self) -> Result<()> {
         self.finished = true;
+        // Nothing to wait for on a device whose queues complete work on submission.
         let synced = match self.handle {
-            Some(queue) => self
+            Some(queue) if !self.device.queues_complete_on_submission() => self
                 .device
                 .plugin
                 .synchronize(self.device.local, queue)
                 .map_err(|e| self.device.plugin_error("synchronisation", e)),
-            None => Ok(()),
+            _ => Ok(()),
         };
         if synced.is_ok() {
             for &(address, value) in &self.host_writes {

@@ -174,7 +174,7 @@ impl DeviceTraits {
     pub const NONE: DeviceTraits = DeviceTraits(0);
     /// Every copy, launch and event operation has completed when the call that submitted it
     /// returns, whatever the queue. The core then records no events for other queues to wait
-    /// for and asks no queue whether it is done.
+    /// for, asks no queue whether it is done and waits for none.
     pub const QUEUES_COMPLETE_ON_SUBMISSION: DeviceTraits = DeviceTraits(1);
 
     pub fn contains(self, other: DeviceTraits) -> bool {
