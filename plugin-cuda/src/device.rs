@@ -5,7 +5,6 @@
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
-use crate::pinning::PinTable;
 use crate::reduction::{LaunchBuffer, LaunchBufferPool};
 use crate::resources::{PooledResource, ResourcePool};
 use plugin_api::gpu::{place_indirect_call_table, DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
@@ -111,8 +110,6 @@ pub struct CudaDevice {
     deferred: Mutex<HashMap<usize, Vec<Deferred>>>,
     deferred_count: AtomicUsize,
     launch_buffers: LaunchBufferPool,
-    /// Host ranges pinned on this device, with their pin counts.
-    pinned: Mutex<PinTable>,
     peers: Mutex<Vec<PeerAccess>>,
     /// A stream for the stream-ordered allocator, apart from every queue.
     allocation_stream: Mutex<Option<Stream>>,
@@ -241,7 +238,6 @@ impl CudaDevice {
             deferred: Mutex::new(HashMap::new()),
             deferred_count: AtomicUsize::new(0),
             launch_buffers: LaunchBufferPool::default(),
-            pinned: Mutex::new(PinTable::default()),
             peers: Mutex::new(vec![PeerAccess::Unknown; plugin_devices as usize]),
             allocation_stream: Mutex::new(None),
             released: std::sync::atomic::AtomicBool::new(false),
@@ -494,54 +490,34 @@ impl CudaDevice {
         result.map_err(|e| failed(format!("freeing {ptr:#x}"), e))
     }
 
-    /// Page-locks `[host, host + size)` and returns the address the device uses for `host`.
-    /// A range inside one already pinned counts on it. The table stays locked across the
-    /// driver calls so that two threads never lock the same range twice.
-    pub fn pin(&self, host: usize, size: u64) -> Result<usize> {
-        if size == 0 {
-            return Err(PluginError::invalid_argument("cannot page-lock 0 bytes"));
-        }
-        let mut table = self.pinned.lock().unwrap();
-        let existing = table
-            .pin_existing(host, size)
-            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
-        if let Some(device) = existing {
-            return Ok(device as usize);
-        }
+    /// Page-locks `[host, host + size)` for every context (the plugin counts pins, see
+    /// `CudaPlugin::pin_memory`): the address the device uses for `host`, and whether this call
+    /// locked it (`false`: the program or another library had registered it already; it stays
+    /// registered after the last unpin).
+    pub fn page_lock(&self, host: usize, size: u64) -> Result<(u64, bool)> {
         self.activate()?;
         let what = || format!("page-locking {size} bytes at {host:#x}");
-        // `false`: the program (or another library) registered it already; it stays
-        // registered after our last unpin.
         let ours = self
             .driver
             .register_host(host, size)
             .map_err(|e| failed(what(), e))?;
-        let device = match self.driver.host_device_pointer(host) {
-            Ok(d) => d,
+        match self.driver.host_device_pointer(host) {
+            Ok(device) => Ok((device, ours)),
             Err(e) => {
                 if ours {
                     let _ = self.driver.unregister_host(host);
                 }
-                return Err(failed(what(), e));
+                Err(failed(what(), e))
             }
-        };
-        table.insert(host, size, device, ours);
-        Ok(device as usize)
+        }
     }
 
-    /// Undoes a pin made with `host`; the range is unlocked with its last pin.
-    pub fn unpin(&self, host: usize) -> Result<()> {
-        let mut table = self.pinned.lock().unwrap();
-        let last = table
-            .unpin(host)
-            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
-        let Some(range) = last.filter(|r| r.ours) else {
-            return Ok(());
-        };
+    /// Undoes `page_lock` of the range starting at `start`.
+    pub fn page_unlock(&self, start: usize) -> Result<()> {
         self.activate()?;
         self.driver
-            .unregister_host(range.start)
-            .map_err(|e| failed(format!("unlocking {:#x}", range.start), e))
+            .unregister_host(start)
+            .map_err(|e| failed(format!("unlocking {start:#x}"), e))
     }
 
     // ---- copies ----
@@ -1186,11 +1162,6 @@ impl CudaDevice {
             self.complete(item);
         }
         self.free_launch_buffers();
-        for range in self.pinned.lock().unwrap().drain() {
-            if range.ours {
-                let _ = self.driver.unregister_host(range.start);
-            }
-        }
         if let Some(s) = self.allocation_stream.lock().unwrap().take() {
             let _ = self.driver.destroy_stream(s);
         }

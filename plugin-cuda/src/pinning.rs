@@ -1,4 +1,4 @@
-//! The host ranges a device has page-locked, with how many pins use each (LLVM's
+//! The host ranges the plugin has page-locked, with how many pins use each (LLVM's
 //! `PinnedAllocationMapTy`). A pin inside a range that is already locked counts on that range
 //! instead of locking again; the range is unlocked when its last pin is undone. Each pin is
 //! undone by the address it was made with.
@@ -63,10 +63,7 @@ impl std::fmt::Display for PinError {
                 "{size} bytes at {host:#x} partly overlap the {pinned} pinned bytes at {start:#x}"
             ),
             PinError::NotPinned(host) => {
-                write!(
-                    f,
-                    "{host:#x} is not an address that was pinned on this device"
-                )
+                write!(f, "{host:#x} is not an address that was pinned")
             }
         }
     }

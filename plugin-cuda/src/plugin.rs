@@ -4,9 +4,10 @@
 use crate::device::{CudaDevice, DeviceIdentity};
 use crate::driver::{sys, Driver};
 use crate::image;
+use crate::pinning::PinTable;
 use plugin_api::gpu::Settings;
 use plugin_api::*;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 type Result<T> = std::result::Result<T, PluginError>;
 
@@ -18,6 +19,11 @@ struct DeviceSlot {
 pub struct CudaPlugin {
     driver: Option<Arc<Driver>>,
     devices: Vec<DeviceSlot>,
+    /// Host ranges page-locked through any device, with their pin counts: registration is
+    /// the process's (`CU_MEMHOSTREGISTER_PORTABLE`), not a device's, so a range two devices
+    /// pin stays locked until both unpin it. The table stays locked across the driver calls so
+    /// that two threads never lock the same range twice.
+    pinned: Mutex<PinTable>,
     /// Why there are no devices, or the driver's version and location.
     note: String,
     settings: Settings,
@@ -30,6 +36,7 @@ impl CudaPlugin {
         CudaPlugin {
             driver: None,
             devices: Vec::new(),
+            pinned: Mutex::default(),
             note: why,
             settings: Settings::from_env(),
         }
@@ -102,12 +109,23 @@ impl Plugin for CudaPlugin {
         Ok(CudaPlugin {
             driver: Some(driver),
             devices,
+            pinned: Mutex::default(),
             note,
             settings: Settings::from_env(),
         })
     }
 
     fn deinit(&self) -> Result<()> {
+        if let Some(driver) = &self.driver {
+            let pinned = self
+                .pinned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain();
+            for range in pinned.into_iter().filter(|r| r.ours) {
+                let _ = driver.unregister_host(range.start);
+            }
+        }
         let mut first_error = Ok(());
         for (i, slot) in self.devices.iter().enumerate() {
             if slot.device.get().is_some() {
@@ -431,16 +449,39 @@ impl Plugin for CudaPlugin {
         self.device(device)?.set_indirect_calls(image, calls)
     }
 
+    /// A range inside one already pinned (through any device) counts on it.
     fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
         if host_ptr == 0 {
             return Err(PluginError::invalid_argument(
                 "cannot page-lock a null pointer",
             ));
         }
-        self.device(device)?.pin(host_ptr, size)
+        if size == 0 {
+            return Err(PluginError::invalid_argument("cannot page-lock 0 bytes"));
+        }
+        let device = self.device(device)?;
+        let mut table = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        let existing = table
+            .pin_existing(host_ptr, size)
+            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        if let Some(address) = existing {
+            return Ok(address as usize);
+        }
+        let (address, ours) = device.page_lock(host_ptr, size)?;
+        table.insert(host_ptr, size, address, ours);
+        Ok(address as usize)
     }
 
+    /// Undoes a pin made with `host_ptr`; the range is unlocked with its last pin.
     fn unpin_memory(&self, device: i32, host_ptr: usize) -> Result<()> {
-        self.device(device)?.unpin(host_ptr)
+        let device = self.device(device)?;
+        let mut table = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        let last = table
+            .unpin(host_ptr)
+            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        match last.filter(|r| r.ours) {
+            Some(range) => device.page_unlock(range.start),
+            None => Ok(()),
+        }
     }
 }

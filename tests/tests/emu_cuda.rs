@@ -522,6 +522,43 @@ fn page_locking_is_counted() {
     assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{trace}");
 }
 
+/// Issue 17's pinning across devices: one buffer locked through two devices is registered
+/// once and unregistered only after the second unlock, after the region on the second device
+/// (with a pin table per device, the first unlock unregistered it while the second device
+/// still used it).
+#[test]
+fn page_locking_is_counted_across_devices() {
+    let exe = tests::compile_cuda_twin("emu_pinning_two_devices.c");
+    let trace = std::env::temp_dir().join(format!("emu-pin2-{}", std::process::id()));
+    let _ = std::fs::remove_file(&trace);
+    let (code, stdout, stderr) = run(
+        &exe,
+        &[
+            ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
+            ("OMPTARGET_EMU_DEVICES", "2".into()),
+            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+        ],
+    );
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    let _ = std::fs::remove_file(&trace);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |prefix: &str| -> Vec<usize> {
+        (0..lines.len())
+            .filter(|&i| lines[i].starts_with(prefix))
+            .collect()
+    };
+    let (register, unregister) = (at("cuMemHostRegister"), at("cuMemHostUnregister"));
+    assert_eq!((register.len(), unregister.len()), (1, 1), "{text}");
+    let last_copy_back = *at("cuMemcpyDtoH").last().expect("the region's copy back");
+    assert!(
+        last_copy_back < unregister[0],
+        "unregistered before the region:\n{text}"
+    );
+    assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{text}");
+}
+
 /// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by function, on ours and
 /// on LLVM 19: the calls of 11 constructs less those of 1, over 10.
 fn calls_per_construct(exe: &Path, kind: &str) -> [HashMap<String, f64>; 2] {
