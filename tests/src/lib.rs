@@ -323,6 +323,47 @@ fn compile_device(source: &str, archs: &str, flags: &[String], path: &str) -> Pa
 
 /// Builds `source` with `clang-19 -fopenmp FLAGS` into `<stem>-<flavour>`, once per test run.
 fn build_once(source: &str, flavour: &str, flags: &[String], path: &str) -> PathBuf {
+    build_once_with("clang-19", source, flavour, flags, path)
+}
+
+/// Compiles one C source with clang-22 into a program with an sm_90 image and its x86-64 twin,
+/// for the emulated CUDA driver. LLVM 22's GPU device runtime is not packaged for this system:
+/// the image links LLVM 19's (its sm_90 bitcode), which serves kernels that use nothing LLVM 22
+/// added to it (no `parallel` region: `__kmpc_parallel_60` is new). The kernels the emulator
+/// runs are the twin's, so the device runtime's code does not run; its globals and the kernels'
+/// environments are clang-22's.
+pub fn compile_cuda_twin_clang22(source: &str) -> PathBuf {
+    let cuda = nvptx_cuda_path();
+    let path = format!(
+        "{}:{}",
+        cuda.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let flags: Vec<String> = vec![
+        "-O2".into(),
+        "-nogpulib".into(),
+        "-Wno-unused-command-line-argument".into(),
+        "-foffload-lto".into(),
+        "-fopenmp-targets=nvptx64-nvidia-cuda,x86_64-pc-linux-gnu".into(),
+        "-Xopenmp-target=nvptx64-nvidia-cuda".into(),
+        "-march=sm_90".into(),
+        format!("--cuda-path={}", cuda.display()),
+        "-Xoffload-linker-nvptx64-nvidia-cuda".into(),
+        "/usr/lib/llvm-19/lib/libomptarget-nvptx-sm_90.bc".into(),
+        format!("-I{}", clang22_include().display()),
+        format!("-L{}", lib_dir().display()),
+        "-L/usr/lib/llvm-19/lib".into(),
+    ];
+    build_once_with("clang-22", source, "sm_90-twin-clang22", &flags, &path)
+}
+
+fn build_once_with(
+    compiler: &str,
+    source: &str,
+    flavour: &str,
+    flags: &[String],
+    path: &str,
+) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<Vec<PathBuf>>> = OnceLock::new();
     let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
     let out = build_dir().join(format!("{stem}-{flavour}"));
@@ -334,7 +375,7 @@ fn build_once(source: &str, flavour: &str, flags: &[String], path: &str) -> Path
     if built.contains(&out) {
         return out;
     }
-    let output = Command::new("clang-19")
+    let output = Command::new(compiler)
         .arg("-fopenmp")
         .args(flags)
         .arg(program(source))
@@ -342,7 +383,7 @@ fn build_once(source: &str, flavour: &str, flags: &[String], path: &str) -> Path
         .arg(&out)
         .env("PATH", path)
         .output()
-        .expect("cannot run clang-19");
+        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
     assert!(
         output.status.success(),
         "compiling {source} ({flavour}) failed:\n{}",

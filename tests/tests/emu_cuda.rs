@@ -522,6 +522,27 @@ fn page_locking_is_counted() {
     assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{trace}");
 }
 
+/// A clang-22 program through our CUDA plugin on the emulator: the kernel-language launch
+/// path (`llvmLaunchKernel` with the kernel's own parameter block, README "Not done yet") and
+/// a clang-22 image's kernel environment read by the plugin (issue 17, defect 9). The driver
+/// refuses a parameter block of the wrong size, as the program expects.
+#[test]
+fn a_clang_22_program_launches_kernels_through_the_kernel_language_path() {
+    let exe = tests::compile_cuda_twin_clang22("kernel_language.c");
+    let (code, stdout, stderr, trace) = run_traced(&exe, "kernel-language");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    for line in ["configuration ok", "launch ok", "errors ok"] {
+        assert!(stdout.contains(line), "{stdout}{stderr}");
+    }
+    let launches: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.starts_with("cuLaunchKernel") && l.contains("fill_kernel"))
+        .collect();
+    assert_eq!(launches.len(), 2, "{trace}");
+    assert!(launches[0].ends_with("CUDA_SUCCESS"), "{trace}");
+    assert!(launches[1].ends_with("CUDA_ERROR_INVALID_VALUE"), "{trace}");
+}
+
 /// Issue 17's pinning across devices: one buffer locked through two devices is registered
 /// once and unregistered only after the second unlock, after the region on the second device
 /// (with a pin table per device, the first unlock unregistered it while the second device
