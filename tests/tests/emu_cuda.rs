@@ -543,6 +543,23 @@ fn a_clang_22_program_launches_kernels_through_the_kernel_language_path() {
     assert!(launches[1].ends_with("CUDA_ERROR_INVALID_VALUE"), "{trace}");
 }
 
+/// Issue 17, defect 9: clang-22's three-dimensional `ompx_bare` launch reaches the driver with
+/// the grid and block the program asked for (`num_teams(3, 2, 1) thread_limit(4, 2, 2)`).
+#[test]
+fn a_three_dimensional_bare_launch_keeps_its_geometry() {
+    let exe = tests::compile_cuda_twin_clang22("emu_bare_3d.c");
+    let (code, stdout, stderr, trace) = run_traced(&exe, "bare-3d");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let launch = trace
+        .lines()
+        .find(|l| l.starts_with("cuLaunchKernel"))
+        .unwrap_or_else(|| panic!("no launch:\n{trace}"));
+    assert!(
+        launch.contains("grid=3x2x1 block=4x2x2") && launch.ends_with("CUDA_SUCCESS"),
+        "{launch}"
+    );
+}
+
 /// Issue 17's pinning across devices: one buffer locked through two devices is registered
 /// once and unregistered only after the second unlock, after the region on the second device
 /// (with a pin table per device, the first unlock unregistered it while the second device
