@@ -57,7 +57,7 @@ fn note_stream(c: &mut Call, stream: Handle) {
 /// Notes a host-to-device copy's destination and, for small copies, the bytes copied (so a
 /// trace shows what a plugin wrote into the device runtime's globals and tables).
 fn note_upload(c: &mut Call, dst: CUdeviceptr, src: *const c_void, size: usize) {
-    const SHOWN: usize = 64;
+    const SHOWN: usize = 256;
     c.note(|| {
         let mut text = format!("dst={dst:#x} size={size}");
         if !src.is_null() && size > 0 && size <= SHOWN {

@@ -326,7 +326,7 @@ fn build_once(source: &str, flavour: &str, flags: &[String], path: &str) -> Path
     build_once_with("clang-19", source, flavour, flags, path)
 }
 
-/// Compiles one C source with clang-22 into a program with an sm_90 image and its x86-64 twin,
+/// Compiles one C or C++ source with clang-22 into a program with an sm_90 image and its x86-64 twin,
 /// for the emulated CUDA driver. LLVM 22's GPU device runtime is not packaged for this system:
 /// the image links LLVM 19's (its sm_90 bitcode), which serves kernels that use nothing LLVM 22
 /// added to it (no `parallel` region: `__kmpc_parallel_60` is new). The kernels the emulator
@@ -354,7 +354,11 @@ pub fn compile_cuda_twin_clang22(source: &str) -> PathBuf {
         format!("-L{}", lib_dir().display()),
         "-L/usr/lib/llvm-19/lib".into(),
     ];
-    build_once_with("clang-22", source, "sm_90-twin-clang22", &flags, &path)
+    let compiler = match source.ends_with(".cpp") {
+        true => "clang++-22",
+        false => "clang-22",
+    };
+    build_once_with(compiler, source, "sm_90-twin-clang22", &flags, &path)
 }
 
 fn build_once_with(

@@ -560,6 +560,35 @@ fn a_three_dimensional_bare_launch_keeps_its_geometry() {
     );
 }
 
+/// Issue 17, LLVM 22's virtual tables of `declare target indirect` classes: the table the
+/// plugin hands the device runtime translates each slot of both classes' virtual tables (the
+/// objects' table pointers among them) to the device's copy, besides the two functions. (The
+/// calls themselves run in the x86-64 twin, where host tables are valid, so the output alone
+/// would not show a missing translation.)
+#[test]
+fn virtual_tables_of_indirect_classes_are_in_the_indirect_call_table() {
+    let exe = tests::compile_cuda_twin_clang22("emu_virtual_indirect.cpp");
+    let (code, stdout, stderr, trace) = run_traced(&exe, "vtables");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("derived=42 base=21"), "{stdout}");
+    let table = indirect_call_table(&trace);
+    for object in ["derived", "base"] {
+        let vptr = printed_address(&stdout, object);
+        let slot = table.iter().find(|(host, _)| *host == vptr);
+        assert!(
+            slot.is_some_and(|(host, device)| *device != 0 && device != host),
+            "{object}'s table pointer {vptr:#x} is not translated: {table:x?}"
+        );
+    }
+    // Each table's slots map to consecutive device slots.
+    let translated = |host: u64| table.iter().find(|(h, _)| *h == host).map(|(_, d)| *d);
+    for object in ["derived", "base"] {
+        let vptr = printed_address(&stdout, object);
+        let (before, at) = (translated(vptr - 8), translated(vptr));
+        assert_eq!(before.zip(at).map(|(b, a)| a - b), Some(8), "{table:x?}");
+    }
+}
+
 /// Issue 17's pinning across devices: one buffer locked through two devices is registered
 /// once and unregistered only after the second unlock, after the region on the second device
 /// (with a pin table per device, the first unlock unregistered it while the second device
