@@ -12,6 +12,8 @@
 #   scripts/fuzz.sh merge TARGET          fold what the last run found into fuzz/corpus/TARGET,
 #                                         keeping only inputs that add coverage
 #   scripts/fuzz.sh replay                the ordinary test CI runs: every saved input, once
+#   scripts/fuzz.sh smoke                 every target fuzzed briefly (20 000 runs), as
+#                                         scripts/test.sh does
 #
 # Work corpora and the instrumented build live under target/fuzz/. The saved corpora and
 # reproducers are replayed by `cargo test -p omptarget-fuzz` (part of scripts/test.sh).
@@ -122,11 +124,35 @@ merge() {
         grep -E 'INITED' | sed 's/^/kept: /'
 }
 
+# Every target for a few seconds from its saved inputs, as scripts/test.sh runs it: the
+# instrumented build and the targets keep working between fuzzing runs.
+smoke() {
+    local bin target
+    bin=$(fuzzer)
+    local targets
+    targets=$(cargo run --release --quiet -p omptarget-fuzz --bin omptarget-fuzz-seeds -- --list |
+        cut -d' ' -f1)
+    for target in $targets; do
+        local dir=$work/smoke/$target
+        rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/crashes"
+        unpack_found "$target" "$dir/corpus"
+        if ! FUZZ_TARGET=$target "$bin" "$dir/corpus" "fuzz/corpus/$target" -runs=20000 \
+            -max_len=65536 -rss_limit_mb=4096 -malloc_limit_mb=1024 -timeout=10 \
+            -max_total_time=120 -artifact_prefix="$dir/crashes/" >"$dir/log" 2>&1; then
+            tail -30 "$dir/log" >&2
+            echo "fuzz smoke: $target failed (reproducer in $dir/crashes/)" >&2
+            return 1
+        fi
+        echo "fuzz smoke: $target: $(grep -E '^Done' "$dir/log")"
+    done
+}
+
 case "${1:-}" in
     list) cargo run --release --quiet -p omptarget-fuzz --bin omptarget-fuzz-seeds -- --list ;;
     seeds) seeds ;;
     run) run "${2:?target}" "${3:-}" ;;
     merge) merge "${2:?target}" ;;
     replay) cargo test --release -p omptarget-fuzz ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    smoke) smoke ;;
+    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

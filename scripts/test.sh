@@ -3,13 +3,16 @@
 # conformance suite that compile real OpenMP programs with clang-19 and clang-22 and run them
 # against dist/ (and LLVM 19's runtime), valgrind runs, and LLVM's own offload test suites of
 # 19 (built by clang-19) and 22 (built by clang-22), fetched once from Debian's source tarballs
-# into target/, then the Debian packages (installed, checked and purged: scripts/test-packages.sh).
+# into target/, a short run of every fuzz target, then the Debian packages (installed, checked
+# and purged: scripts/test-packages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-dist.sh
 scripts/fetch-llvm-offload-tests.sh 19 >/dev/null
 scripts/fetch-llvm-offload-tests.sh 22 >/dev/null
 cargo test --release --workspace --no-fail-fast
+# The fuzz targets, instrumented and fuzzed briefly from their saved inputs (FUZZING.md).
+scripts/fuzz.sh smoke
 # The example plugin is its own workspace, as a vendor's copy would be: its unit tests and a
 # real program run on it through dist/.
 cargo test --release --manifest-path examples/plugin-example/Cargo.toml
