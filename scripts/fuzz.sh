@@ -125,7 +125,8 @@ merge() {
 }
 
 # Every target for a few seconds from its saved inputs, as scripts/test.sh runs it: the
-# instrumented build and the targets keep working between fuzzing runs.
+# instrumented build and the targets keep working between fuzzing runs. A fixed seed keeps the
+# runs the same from one CI run to the next.
 smoke() {
     local bin target
     bin=$(fuzzer)
@@ -136,7 +137,7 @@ smoke() {
         local dir=$work/smoke/$target
         rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/crashes"
         unpack_found "$target" "$dir/corpus"
-        if ! FUZZ_TARGET=$target "$bin" "$dir/corpus" "fuzz/corpus/$target" -runs=20000 \
+        if ! FUZZ_TARGET=$target "$bin" "$dir/corpus" "fuzz/corpus/$target" -runs=20000 -seed=1 \
             -max_len=65536 -rss_limit_mb=4096 -malloc_limit_mb=1024 -timeout=10 \
             -max_total_time=120 -artifact_prefix="$dir/crashes/" >"$dir/log" 2>&1; then
             tail -30 "$dir/log" >&2
