@@ -348,33 +348,29 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
             met,
         );
     }
+    // A ratio of ours with LLVM 19's beside it.
+    let beside_llvm = |metric: &str| {
+        format!(
+            "{}x (LLVM 19: {}x)",
+            fmt(median(m, metric, Runtime::Ours)),
+            fmt(median(m, metric, Runtime::Llvm))
+        )
+    };
     let scaling = median(m, "threads_scaling", Runtime::Ours);
     check(
         "two threads ≥ 1.6 × one thread's throughput (ours)".into(),
-        format!(
-            "{}x (LLVM 19: {}x)",
-            fmt(scaling),
-            fmt(median(m, "threads_scaling", Runtime::Llvm))
-        ),
+        beside_llvm("threads_scaling"),
         scaling.map(|s| s >= 1.6),
     );
     check(
         "two threads on two devices, for reference (nothing per device shared)".into(),
-        format!(
-            "{}x (LLVM 19: {}x)",
-            fmt(median(m, "threads_2_devices_scaling", Runtime::Ours)),
-            fmt(median(m, "threads_2_devices_scaling", Runtime::Llvm))
-        ),
+        beside_llvm("threads_2_devices_scaling"),
         None,
     );
     let kept = median(m, "large_maps_kept", Runtime::Ours);
     check(
         "small regions beside a thread mapping and unmapping 256 MiB keep ≥ 80% of their throughput alone (ours)".into(),
-        format!(
-            "{}x (LLVM 19: {}x)",
-            fmt(kept),
-            fmt(median(m, "large_maps_kept", Runtime::Llvm))
-        ),
+        beside_llvm("large_maps_kept"),
         kept.map(|k| k >= 0.8),
     );
     let ours = footprint::measure(&footprint::tree_files(&o.dist));

@@ -241,6 +241,15 @@ pub fn nvptx_cuda_path() -> PathBuf {
     dir
 }
 
+/// `$PATH` with the NVPTX toolchain's `bin` (ptxas) first, for clang's device link.
+fn path_with_ptxas() -> String {
+    format!(
+        "{}:{}",
+        nvptx_cuda_path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// clang-19 flags (beside the usual ones) for an sm_90 image with an x86-64 twin, whose
 /// kernels the emulated CUDA driver runs; with `--cuda-path` and ptxas on `PATH`. -foffload-lto
 /// because the one-cubin nvlink cannot link several cubins.
@@ -254,12 +263,7 @@ pub const CUDA_TWIN_FLAGS: &[&str] = &[
 
 /// Compiles one C source into a program with an NVPTX (`sm_arch`) device image, with clang-19.
 pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
-    let cuda = nvptx_cuda_path();
-    let path = format!(
-        "{}:{}",
-        cuda.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (cuda, path) = (nvptx_cuda_path(), path_with_ptxas());
     compile_device(
         source,
         arch,
@@ -276,12 +280,7 @@ pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
 /// Compiles one C source with clang-19 into a program with an sm_90 image and its x86-64 twin
 /// (see [`CUDA_TWIN_FLAGS`]), for the emulated CUDA driver.
 pub fn compile_cuda_twin(source: &str) -> PathBuf {
-    let cuda = nvptx_cuda_path();
-    let path = format!(
-        "{}:{}",
-        cuda.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (cuda, path) = (nvptx_cuda_path(), path_with_ptxas());
     let mut flags: Vec<String> = vec!["-O2".into()];
     flags.extend(CUDA_TWIN_FLAGS.iter().map(|f| f.to_string()));
     flags.push(format!("--cuda-path={}", cuda.display()));
@@ -333,12 +332,7 @@ fn build_once(source: &str, flavour: &str, flags: &[String], path: &str) -> Path
 /// runs are the twin's, so the device runtime's code does not run; its globals and the kernels'
 /// environments are clang-22's.
 pub fn compile_cuda_twin_clang22(source: &str) -> PathBuf {
-    let cuda = nvptx_cuda_path();
-    let path = format!(
-        "{}:{}",
-        cuda.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (cuda, path) = (nvptx_cuda_path(), path_with_ptxas());
     let flags: Vec<String> = vec![
         "-O2".into(),
         "-nogpulib".into(),

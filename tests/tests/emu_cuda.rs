@@ -130,15 +130,23 @@ fn run_with_args(
 /// Runs a program on our runtime with offloading mandatory, tracing the driver calls: exit
 /// code, stdout, stderr and the trace ("" when none was written).
 fn run_traced(exe: &Path, name: &str) -> (Option<i32>, String, String, String) {
+    run_traced_with(exe, name, &[])
+}
+
+/// As [`run_traced`], with more environment variables.
+fn run_traced_with(
+    exe: &Path,
+    name: &str,
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String, String) {
     let trace = std::env::temp_dir().join(format!("emu-{name}-{}", std::process::id()));
     let _ = std::fs::remove_file(&trace);
-    let (code, stdout, stderr) = run(
-        exe,
-        &[
-            ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
-            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-        ],
-    );
+    let mut all = vec![
+        ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
+        ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+    ];
+    all.extend(env.iter().map(|&(k, v)| (k, v.to_string())));
+    let (code, stdout, stderr) = run(exe, &all);
     let text = std::fs::read_to_string(&trace).unwrap_or_default();
     let _ = std::fs::remove_file(&trace);
     (code, stdout, stderr, text)
@@ -567,7 +575,7 @@ fn a_three_dimensional_bare_launch_keeps_its_geometry() {
 /// would not show a missing translation.)
 #[test]
 fn virtual_tables_of_indirect_classes_are_in_the_indirect_call_table() {
-    let exe = tests::compile_cuda_twin_clang22("emu_virtual_indirect.cpp");
+    let exe = tests::compile_cuda_twin_clang22("../conformance/cpp/virtual_call_indirect.cpp");
     let (code, stdout, stderr, trace) = run_traced(&exe, "vtables");
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("derived=42 base=21"), "{stdout}");
@@ -596,18 +604,8 @@ fn virtual_tables_of_indirect_classes_are_in_the_indirect_call_table() {
 #[test]
 fn page_locking_is_counted_across_devices() {
     let exe = tests::compile_cuda_twin("emu_pinning_two_devices.c");
-    let trace = std::env::temp_dir().join(format!("emu-pin2-{}", std::process::id()));
-    let _ = std::fs::remove_file(&trace);
-    let (code, stdout, stderr) = run(
-        &exe,
-        &[
-            ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
-            ("OMPTARGET_EMU_DEVICES", "2".into()),
-            ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-        ],
-    );
-    let text = std::fs::read_to_string(&trace).unwrap_or_default();
-    let _ = std::fs::remove_file(&trace);
+    let (code, stdout, stderr, text) =
+        run_traced_with(&exe, "pin2", &[("OMPTARGET_EMU_DEVICES", "2")]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
     let lines: Vec<&str> = text.lines().collect();
@@ -695,19 +693,14 @@ fn constructs_cost_at_most_llvm_19s_driver_calls_and_a_context_for_the_launch() 
 fn a_device_whose_start_fails_gives_back_its_streams_and_context() {
     let exe = tests::compile_cuda_twin("emu_saxpy.c");
     for streams in ["1", "3"] {
-        let trace =
-            std::env::temp_dir().join(format!("emu-start-{streams}-{}", std::process::id()));
-        let _ = std::fs::remove_file(&trace);
-        let (code, stdout, stderr) = run(
+        let (code, stdout, stderr, text) = run_traced_with(
             &exe,
+            &format!("start-{streams}"),
             &[
-                ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
-                ("OMPTARGET_EMU_FAIL", "cuEventCreate:1".into()),
-                ("LIBOMPTARGET_NUM_INITIAL_STREAMS", streams.into()),
+                ("OMPTARGET_EMU_FAIL", "cuEventCreate:1"),
+                ("LIBOMPTARGET_NUM_INITIAL_STREAMS", streams),
             ],
         );
-        let text = std::fs::read_to_string(&trace).unwrap_or_default();
-        let _ = std::fs::remove_file(&trace);
         assert!(
             stderr.contains("creating the event pool"),
             "{code:?}\n{stdout}\n{stderr}"

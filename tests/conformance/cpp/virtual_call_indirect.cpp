@@ -24,6 +24,9 @@ int main() {
     p = &b;
     base = p->scale(21);
   }
+  // The objects' virtual table pointers, for the emulator's test of the indirect-call table
+  // (tests/tests/emu_cuda.rs).
+  std::printf("vptr derived=%p base=%p\n", *(void **)&d, *(void **)&b);
   std::printf("derived=%d base=%d\n", derived, base);
   return !(derived == 42 && base == 21);
 }
