@@ -7,6 +7,7 @@
 #   dist/lib/libomptarget.rtl.cuda.so      the CUDA plugin (opens libcuda.so.1 at run time)
 #   dist/lib/libomptarget.rtl.amdgpu.so    the AMDGPU plugin (opens libhsa-runtime64.so.1 at run time)
 #   dist/emu/libcuda.so.1 (and libcuda.so)  the emulated CUDA driver, for tests and CI without GPUs
+#   dist/emu/libhsa-runtime64.so.1 (and .so) the emulated HSA runtime, likewise for AMDGPU
 #   dist/bin/omptarget-info                the device and plugin inventory
 #   dist/bin/omptarget-plugin-check        the plugin conformance checker, with the program
 #   dist/share/omptarget-rs/check_program.c  it takes as --image
@@ -52,6 +53,9 @@ done
 # with dist/emu on LD_LIBRARY_PATH; libcuda.so is the name LLVM's CUDA plugin opens.
 install -D -m 755 "$target/libomptarget_emu_cuda.so" "$dist/emu/libcuda.so.1"
 ln -sf libcuda.so.1 "$dist/emu/libcuda.so"
+# libhsa-runtime64.so is the name LLVM's AMDGPU plugin opens; ours opens .so.1 or HSA_RUNTIME_LIB.
+install -D -m 755 "$target/libomptarget_emu_hsa.so" "$dist/emu/libhsa-runtime64.so.1"
+ln -sf libhsa-runtime64.so.1 "$dist/emu/libhsa-runtime64.so"
 install -m 755 "$target/omptarget-info" "$dist/bin/omptarget-info"
 install -m 755 "$target/omptarget-plugin-check" "$dist/bin/omptarget-plugin-check"
 install -D -m 644 plugin-check/check_program.c "$dist/share/omptarget-rs/check_program.c"

@@ -18,7 +18,7 @@ use crate::profile;
 use crate::status::{self, CuResult, Result};
 use crate::streams::{Event, Stream};
 use crate::trace::{call, Call};
-use crate::twin;
+use plugin_api::twin;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -1080,7 +1080,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
             eprintln!(
                 "omptarget-emu (CUDA): kernel {} has no x86-64 twin to run on the CPU; {}",
                 f.name,
-                twin::HOW_TO_BUILD
+                twin::how_to_build("nvptx64-nvidia-cuda", "sm_90")
             );
             return Err(status::NOT_SUPPORTED);
         };

@@ -15,6 +15,5 @@ mod profile;
 mod status;
 mod streams;
 mod trace;
-mod twin;
 
 pub use entry::*;

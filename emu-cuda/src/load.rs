@@ -6,7 +6,7 @@ use crate::image::{self, ModuleImage};
 use crate::memory::{Kind, Region};
 use crate::profile;
 use crate::status::{self, Result};
-use crate::twin;
+use plugin_api::twin;
 use plugin_api::gpu::cuda_image::SmVersion;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -50,7 +50,7 @@ pub fn load(driver: &Driver, device: usize, address: usize) -> Result<Module> {
         refusal.status
     })?;
     let storage = place(driver, device, &image)?;
-    let twin = match twin::load_for(address, bytes.len()) {
+    let twin = match twin::load_for(address, bytes.len(), crate::config::get().twins.as_deref()) {
         Ok(twin) => twin,
         Err(why) => {
             eprintln!("omptarget-emu (CUDA): {why}");

@@ -51,6 +51,7 @@ mod logging;
 mod module;
 pub mod native_code;
 pub mod offload_binary;
+pub mod twin;
 mod plugin;
 mod shims;
 mod types;

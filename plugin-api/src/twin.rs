@@ -1,17 +1,22 @@
 //! A GPU image's x86-64 twin: the host image that clang builds beside it when a program names
-//! both offload targets, whose kernels have the same names. The emulator finds the twin in the
-//! loaded program's `.llvm.offloading` section, loads one copy per module from memory, and runs
-//! each kernel through it.
+//! both offload targets, whose kernels have the same names. The driver emulators (CUDA, HSA)
+//! find the twin in the loaded program's `.llvm.offloading` section, load one copy per module
+//! from memory, and run each kernel through it (`native_code::call_with_args`).
 
-use plugin_api::native_code;
-use plugin_api::offload_binary;
+use crate::native_code;
+use crate::offload_binary;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// How to build a program whose kernels can run here.
-pub const HOW_TO_BUILD: &str = "build the program with an x86-64 twin of its GPU image: \
-    -fopenmp-targets=nvptx64-nvidia-cuda,x86_64-pc-linux-gnu -Xopenmp-target=nvptx64-nvidia-cuda \
-    -march=sm_90 (see the README, section on the emulated drivers)";
+/// How to build a program whose kernels can run on an emulated GPU, for messages: `gpu_target`
+/// is the GPU's offload triple and `arch` its `-march`.
+pub fn how_to_build(gpu_target: &str, arch: &str) -> String {
+    format!(
+        "build the program with an x86-64 twin of its GPU image: \
+         -fopenmp-targets={gpu_target},x86_64-pc-linux-gnu -Xopenmp-target={gpu_target} \
+         -march={arch} (see the README, section on the emulated drivers)"
+    )
+}
 
 /// The offload section of one loaded object (the program or a shared library).
 struct OffloadSection {
@@ -38,11 +43,13 @@ impl Twin {
 }
 
 /// Loads the twin of the GPU image at `image` (`len` bytes): the x86-64 image of the same
-/// object's offload section. `Ok(None)` when there is none; `Err` when it would not load.
-pub fn load_for(image: usize, len: usize) -> Result<Option<Twin>, String> {
+/// object's offload section, searched in every loaded object, then in the program file
+/// `also_in` (not loaded: matched by the image's bytes only; the emulators'
+/// `OMPTARGET_EMU_TWINS`). `Ok(None)` when there is none; `Err` when it would not load.
+pub fn load_for(image: usize, len: usize, also_in: Option<&str>) -> Result<Option<Twin>, String> {
     // SAFETY: the caller read `len` bytes at `image` already (the module's own bytes).
     let wanted = unsafe { std::slice::from_raw_parts(image as *const u8, len) };
-    let sections = offload_sections();
+    let sections = offload_sections(also_in)?;
     let owner = sections
         .iter()
         .find(|s| s.mapped.contains(&image))
@@ -79,24 +86,19 @@ pub fn load_for(image: usize, len: usize) -> Result<Option<Twin>, String> {
 }
 
 /// The `.llvm.offloading` sections of every object loaded in this process, then that of the
-/// program `OMPTARGET_EMU_TWINS` names (not loaded: matched by the image's bytes only).
-fn offload_sections() -> Vec<OffloadSection> {
+/// program `also_in`.
+fn offload_sections(also_in: Option<&str>) -> Result<Vec<OffloadSection>, String> {
     let mut sections: Vec<OffloadSection> = loaded_objects()
         .into_iter()
         .filter_map(|(path, bias)| section_of(&path, bias))
         .collect();
-    if let Some(path) = &crate::config::get().twins {
-        match section_of(path, 0) {
-            Some(mut section) => {
-                section.mapped = 0..0;
-                sections.push(section);
-            }
-            None => {
-                eprintln!("omptarget-emu (CUDA): OMPTARGET_EMU_TWINS={path} has no offload section")
-            }
-        }
+    if let Some(path) = also_in {
+        let mut section = section_of(path, 0)
+            .ok_or_else(|| format!("OMPTARGET_EMU_TWINS={path} has no offload section"))?;
+        section.mapped = 0..0;
+        sections.push(section);
     }
-    sections
+    Ok(sections)
 }
 
 fn section_of(path: &str, bias: usize) -> Option<OffloadSection> {

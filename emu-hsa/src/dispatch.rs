@@ -1,0 +1,102 @@
+//! A kernel dispatch packet, run: the checks the packet processor makes (kernel object,
+//! geometry within the agent's limits, group memory within what the agent has, kernel
+//! arguments the agent can read), then the kernel's x86-64 twin, called once with the explicit
+//! arguments read from the kernarg segment at the offsets the kernel's metadata gives.
+
+use crate::agents::{GROUP_MEMORY, WORKGROUP_MAX_DIM, WORKGROUP_MAX_SIZE};
+use crate::queues::Queue;
+use crate::runtime::Runtime;
+use crate::status::{self, Error, Result};
+use hsa_sys::*;
+
+pub fn run(runtime: &Runtime, queue: &Queue, packet: &hsa_kernel_dispatch_packet_t) -> Result<()> {
+    let Some(kernel) = runtime.code.kernel(packet.kernel_object) else {
+        eprintln!(
+            "omptarget-emu (HSA): dispatch of kernel object {:#x}, which no loaded executable \
+             defines",
+            packet.kernel_object
+        );
+        return Err(Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT));
+    };
+    if kernel.agent != queue.agent {
+        eprintln!(
+            "omptarget-emu (HSA): kernel {} was loaded for agent {} but dispatched on a queue \
+             of agent {}",
+            kernel.name, kernel.agent, queue.agent
+        );
+        return Err(Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT));
+    }
+    check_geometry(packet)?;
+    if packet.group_segment_size < kernel.group_size || packet.group_segment_size > GROUP_MEMORY {
+        eprintln!(
+            "omptarget-emu (HSA): kernel {} dispatched with {} bytes of group memory; it needs \
+             at least {} and the agent has {GROUP_MEMORY}",
+            kernel.name, packet.group_segment_size, kernel.group_size
+        );
+        return Err(status::INVALID_ALLOCATION);
+    }
+    if packet.private_segment_size < kernel.private_size && !kernel.dynamic_stack {
+        return Err(status::INVALID_ALLOCATION);
+    }
+    let kernarg = packet.kernarg_address as usize;
+    if kernel.kernarg_size > 0 {
+        if kernarg == 0 || kernarg % kernel.kernarg_align as usize != 0 {
+            return Err(status::INVALID_ARGUMENT);
+        }
+        if let Err(fault) = runtime.memory.check(queue.agent, kernarg, kernel.kernarg_size as usize) {
+            runtime.memory_fault(fault, Some(queue));
+            return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
+        }
+    }
+    let Some(entry) = kernel.entry else {
+        eprintln!(
+            "omptarget-emu (HSA): kernel {} has no x86-64 twin to run on the CPU; {}",
+            kernel.name,
+            plugin_api::twin::how_to_build("amdgcn-amd-amdhsa", crate::agents::GPU_PROCESSOR)
+        );
+        return Err(Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT));
+    };
+    let mut arguments = Vec::with_capacity(kernel.explicit_args.len());
+    for &(offset, size) in &kernel.explicit_args {
+        if size != 8 || offset % 8 != 0 || offset + size > kernel.kernarg_size {
+            eprintln!(
+                "omptarget-emu (HSA): kernel {} has arguments that are not 8-byte values; its \
+                 twin cannot be called with them",
+                kernel.name
+            );
+            return Err(status::Error(HSA_STATUS_ERROR_NOT_SUPPORTED));
+        }
+        // SAFETY: the kernarg segment holds `kernarg_size` bytes that this agent may read
+        // (checked above); the argument lies inside it.
+        arguments.push(unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) });
+    }
+    // SAFETY: `entry` is the twin's kernel of this name, which takes one pointer-sized value
+    // per explicit argument; the kernel record keeps the twin loaded.
+    unsafe { plugin_api::native_code::call_with_args(entry, &arguments) };
+    Ok(())
+}
+
+/// Dimensions 1 to 3; a work-group within the agent's limits; a grid of at least one
+/// work-item in each used dimension and exactly one in each unused one.
+fn check_geometry(packet: &hsa_kernel_dispatch_packet_t) -> Result<()> {
+    let dimensions = (packet.setup >> HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS) & 3;
+    let group = [packet.workgroup_size_x, packet.workgroup_size_y, packet.workgroup_size_z];
+    let grid = [packet.grid_size_x, packet.grid_size_y, packet.grid_size_z];
+    let threads: u32 = group.iter().map(|&g| g as u32).product();
+    let fits = (0..3).all(|d| {
+        let used = d < dimensions as usize;
+        group[d] >= 1
+            && group[d] <= WORKGROUP_MAX_DIM[d]
+            && grid[d] >= 1
+            && (used || (group[d] == 1 && grid[d] == 1))
+    });
+    if dimensions == 0 || !fits || threads > WORKGROUP_MAX_SIZE {
+        eprintln!(
+            "omptarget-emu (HSA): a dispatch with {dimensions} dimensions, work-group {group:?} \
+             and grid {grid:?} is outside the agent's limits (work-group of at most \
+             {WORKGROUP_MAX_SIZE} work-items)"
+        );
+        return Err(status::INVALID_ARGUMENT);
+    }
+    Ok(())
+}

@@ -1,0 +1,316 @@
+//! Memory as HSA sees it: pool allocations (mapped anonymously, one mapping each), host ranges
+//! locked with `hsa_amd_memory_lock`, and device variables placed in a twin's storage; which
+//! agents may reach each (an agent its own pool, others once granted), and the checks a copy
+//! engine makes before it touches a buffer.
+
+use crate::agents::{AgentIndex, Pool, PoolKind, System, GRANULE};
+use crate::status::{self, Result};
+use omptarget_emu_support::calls::lock;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// From `hsa_amd_memory_pool_allocate`.
+    Allocated(Pool),
+    /// A host range locked for the GPUs; `count` locks of the same range.
+    Locked { count: u32 },
+    /// A device variable of a loaded code object that lives in its twin's storage.
+    Variable { agent: AgentIndex },
+}
+
+#[derive(Copy, Clone, Debug)]
+pub struct Block {
+    pub start: usize,
+    pub len: usize,
+    pub kind: BlockKind,
+    /// Agents granted access (bit per agent index) beyond what the kind allows by itself.
+    pub granted: u64,
+}
+
+impl Block {
+    /// Whether `agent` may touch this block.
+    pub fn reachable_by(&self, agent: AgentIndex) -> bool {
+        let granted = self.granted & (1 << agent) != 0;
+        match self.kind {
+            BlockKind::Allocated(pool) => pool.owner == agent || granted,
+            BlockKind::Locked { .. } => agent == 0 || granted,
+            BlockKind::Variable { agent: owner } => owner == agent || granted,
+        }
+    }
+}
+
+/// Why an agent could not touch an address.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub agent: AgentIndex,
+    pub address: usize,
+    /// The address is in no allocation or locked range (else: not granted to the agent).
+    pub unmapped: bool,
+}
+
+#[derive(Default)]
+pub struct Memory {
+    blocks: Mutex<BTreeMap<usize, Block>>,
+    /// Bytes allocated from each GPU's pool, by agent index.
+    used: Mutex<Vec<u64>>,
+}
+
+fn round_up(size: usize) -> Option<usize> {
+    size.checked_add(GRANULE - 1).map(|s| s & !(GRANULE - 1))
+}
+
+impl Memory {
+    /// `hsa_amd_memory_pool_allocate`.
+    pub fn allocate(&self, system: &System, pool: Pool, size: usize) -> Result<usize> {
+        if size == 0 {
+            return Err(status::INVALID_ALLOCATION);
+        }
+        let len = round_up(size).ok_or(status::INVALID_ALLOCATION)?;
+        if len as u64 > system.pool_size(pool) {
+            return Err(status::INVALID_ALLOCATION);
+        }
+        if pool.kind == PoolKind::Device {
+            let mut used = lock(&self.used);
+            if used.len() <= pool.owner {
+                used.resize(pool.owner + 1, 0);
+            }
+            if used[pool.owner] + len as u64 > system.device_memory {
+                return Err(status::OUT_OF_RESOURCES);
+            }
+            used[pool.owner] += len as u64;
+        }
+        let start = map(len).ok_or_else(|| {
+            self.release_use(pool, len);
+            status::OUT_OF_RESOURCES
+        })?;
+        lock(&self.blocks).insert(
+            start,
+            Block {
+                start,
+                len,
+                kind: BlockKind::Allocated(pool),
+                granted: 0,
+            },
+        );
+        Ok(start)
+    }
+
+    fn release_use(&self, pool: Pool, len: usize) {
+        if pool.kind == PoolKind::Device {
+            let mut used = lock(&self.used);
+            used[pool.owner] = used[pool.owner].saturating_sub(len as u64);
+        }
+    }
+
+    /// `hsa_amd_memory_pool_free`: `ptr` must be what an allocation returned.
+    pub fn free(&self, ptr: usize) -> Result<()> {
+        let block = {
+            let mut blocks = lock(&self.blocks);
+            match blocks.get(&ptr) {
+                Some(Block {
+                    kind: BlockKind::Allocated(_),
+                    ..
+                }) => blocks.remove(&ptr).unwrap(),
+                _ => return Err(status::INVALID_ARGUMENT),
+            }
+        };
+        if let BlockKind::Allocated(pool) = block.kind {
+            self.release_use(pool, block.len);
+        }
+        unmap(block.start, block.len);
+        Ok(())
+    }
+
+    /// `hsa_amd_agents_allow_access`: `ptr` must be what an allocation returned.
+    pub fn allow_access(&self, agents: &[AgentIndex], ptr: usize) -> Result<()> {
+        let mut blocks = lock(&self.blocks);
+        let block = blocks.get_mut(&ptr).ok_or(status::INVALID_ARGUMENT)?;
+        if !matches!(block.kind, BlockKind::Allocated(_)) {
+            return Err(status::INVALID_ARGUMENT);
+        }
+        for &agent in agents {
+            block.granted |= 1 << agent;
+        }
+        Ok(())
+    }
+
+    /// `hsa_amd_memory_lock`: host memory that HSA did not allocate, for `gpus`. Locking the
+    /// same range again counts; a range overlapping another block is refused.
+    pub fn lock(&self, start: usize, len: usize, gpus: &[AgentIndex]) -> Result<usize> {
+        if start == 0 || len == 0 {
+            return Err(status::INVALID_ARGUMENT);
+        }
+        let end = start.checked_add(len).ok_or(status::INVALID_ARGUMENT)?;
+        let granted = gpus.iter().fold(0u64, |bits, &a| bits | 1 << a);
+        let mut blocks = lock(&self.blocks);
+        if let Some(block) = blocks.get_mut(&start) {
+            if let BlockKind::Locked { count } = &mut block.kind {
+                if block.len == len {
+                    *count += 1;
+                    block.granted |= granted;
+                    return Ok(start);
+                }
+            }
+            return Err(status::INVALID_ARGUMENT);
+        }
+        if overlaps(&blocks, start, end) {
+            return Err(status::INVALID_ARGUMENT);
+        }
+        blocks.insert(
+            start,
+            Block {
+                start,
+                len,
+                kind: BlockKind::Locked { count: 1 },
+                granted,
+            },
+        );
+        Ok(start)
+    }
+
+    /// `hsa_amd_memory_unlock`: `start` must be what a lock was given.
+    pub fn unlock(&self, start: usize) -> Result<()> {
+        let mut blocks = lock(&self.blocks);
+        match blocks.get_mut(&start).map(|b| &mut b.kind) {
+            Some(BlockKind::Locked { count }) if *count > 1 => *count -= 1,
+            Some(BlockKind::Locked { .. }) => {
+                blocks.remove(&start);
+            }
+            _ => return Err(status::INVALID_ARGUMENT),
+        }
+        Ok(())
+    }
+
+    /// Records a device variable that lives outside the pools (in a twin's storage).
+    pub fn add_variable(&self, agent: AgentIndex, start: usize, len: usize) {
+        let mut blocks = lock(&self.blocks);
+        if len == 0 || overlaps(&blocks, start, start + len) {
+            return;
+        }
+        blocks.insert(
+            start,
+            Block {
+                start,
+                len: len.max(1),
+                kind: BlockKind::Variable { agent },
+                granted: 0,
+            },
+        );
+    }
+
+    /// The block holding `address`.
+    pub fn find(&self, address: usize) -> Option<Block> {
+        let blocks = lock(&self.blocks);
+        let (_, block) = blocks.range(..=address).next_back()?;
+        (address < block.start + block.len).then_some(*block)
+    }
+
+    /// Whether `agent` may touch `[address, address + len)`. The CPU reaches every host
+    /// address; a GPU only blocks it was given.
+    pub fn check(&self, agent: AgentIndex, address: usize, len: usize) -> std::result::Result<(), Fault> {
+        if agent == 0 && self.find(address).map_or(true, |b| b.reachable_by(0)) {
+            return Ok(());
+        }
+        let fault = |unmapped| Fault {
+            agent,
+            address,
+            unmapped,
+        };
+        let block = self.find(address).ok_or(fault(true))?;
+        if address.saturating_add(len) > block.start + block.len {
+            return Err(Fault {
+                agent,
+                address: block.start + block.len,
+                unmapped: true,
+            });
+        }
+        if block.reachable_by(agent) {
+            Ok(())
+        } else {
+            Err(fault(false))
+        }
+    }
+}
+
+fn overlaps(blocks: &BTreeMap<usize, Block>, start: usize, end: usize) -> bool {
+    blocks
+        .range(..end)
+        .next_back()
+        .is_some_and(|(_, b)| b.start + b.len > start)
+}
+
+fn map(len: usize) -> Option<usize> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's choosing; nothing
+    // else refers to it until it is returned.
+    let address = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    (address != libc::MAP_FAILED).then_some(address as usize)
+}
+
+fn unmap(start: usize, len: usize) {
+    // SAFETY: `start..start + len` is one mapping made by `map` and removed from the registry,
+    // so no new work can reach it.
+    unsafe { libc::munmap(start as *mut libc::c_void, len) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn system() -> System {
+        System {
+            gpus: 2,
+            device_memory: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn device_memory_is_counted_and_reachable_only_by_its_gpu_until_granted() {
+        let (system, memory) = (system(), Memory::default());
+        let pool = system.pools_of(1)[0];
+        let a = memory.allocate(&system, pool, 512 << 10).unwrap();
+        assert_eq!(memory.allocate(&system, pool, 768 << 10), Err(status::OUT_OF_RESOURCES));
+        assert!(memory.check(1, a + 100, 1000).is_ok());
+        assert_eq!(memory.check(2, a, 8).unwrap_err().unmapped, false);
+        assert!(memory.check(1, a + (512 << 10) - 4, 8).unwrap_err().unmapped);
+        memory.allow_access(&[2], a).unwrap();
+        assert!(memory.check(2, a, 8).is_ok());
+        assert_eq!(memory.allow_access(&[2], a + 8), Err(status::INVALID_ARGUMENT));
+        assert_eq!(memory.free(a + 8), Err(status::INVALID_ARGUMENT));
+        memory.free(a).unwrap();
+        assert!(memory.check(1, a, 8).unwrap_err().unmapped);
+        memory.allocate(&system, pool, 1 << 20).unwrap();
+    }
+
+    #[test]
+    fn host_memory_reaches_gpus_only_locked_or_granted() {
+        let (system, memory) = (system(), Memory::default());
+        let buffer = vec![0u8; 8192];
+        let at = buffer.as_ptr() as usize;
+        assert!(memory.check(0, at, 10).is_ok());
+        assert!(memory.check(1, at, 10).unwrap_err().unmapped);
+        assert_eq!(memory.lock(at, 4096, &[1]), Ok(at));
+        assert!(memory.check(1, at, 10).is_ok());
+        assert!(memory.check(2, at, 10).is_err());
+        assert_eq!(memory.lock(at + 16, 64, &[1]), Err(status::INVALID_ARGUMENT));
+        assert_eq!(memory.lock(at, 4096, &[2]), Ok(at));
+        memory.unlock(at).unwrap();
+        assert!(memory.check(2, at, 10).is_ok());
+        memory.unlock(at).unwrap();
+        assert_eq!(memory.unlock(at), Err(status::INVALID_ARGUMENT));
+        let host = memory.allocate(&system, system.pools_of(0)[1], 100).unwrap();
+        assert!(memory.check(1, host, 100).is_err());
+        assert_eq!(memory.lock(host, 100, &[1]), Err(status::INVALID_ARGUMENT));
+        memory.allow_access(&[1, 2], host).unwrap();
+        assert!(memory.check(2, host, 100).is_ok());
+    }
+}

@@ -1,0 +1,180 @@
+//! The emulated runtime's state, created by the first `hsa_init` and counted as HSA counts
+//! it: every other entry point refuses to run while the count is zero.
+
+use crate::agents::System;
+use crate::code::Code;
+use crate::memory::{Fault, Memory};
+use crate::queues::{Packet, Queue, Queues};
+use crate::signals::Signals;
+use crate::status::{self, Result};
+use hsa_sys::*;
+use omptarget_emu_support::calls::lock;
+use std::sync::{Mutex, OnceLock};
+
+type EventCallback = unsafe extern "C" fn(*const hsa_amd_event_t, *mut std::ffi::c_void) -> hsa_status_t;
+
+pub struct Runtime {
+    pub system: System,
+    pub memory: Memory,
+    pub signals: Signals,
+    pub code: Code,
+    pub queues: Queues,
+    /// `hsa_amd_register_system_event_handler`'s handlers and their data.
+    pub event_handlers: Mutex<Vec<(EventCallback, usize)>>,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static REFERENCES: Mutex<u32> = Mutex::new(0);
+
+/// `hsa_init`.
+pub fn init() -> Result<()> {
+    let mut references = lock(&REFERENCES);
+    if *references == 0 && RUNTIME.get().is_none() {
+        let delay = crate::config::get().init_delay_ms;
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
+    }
+    *references = references.checked_add(1).ok_or(status::Error(HSA_STATUS_ERROR_REFCOUNT_OVERFLOW))?;
+    RUNTIME.get_or_init(|| {
+        let config = crate::config::get();
+        Runtime {
+            system: System {
+                gpus: config.devices.min(62),
+                device_memory: config.memory,
+            },
+            memory: Memory::default(),
+            signals: Signals::default(),
+            code: Code::default(),
+            queues: Queues::default(),
+            event_handlers: Mutex::new(Vec::new()),
+        }
+    });
+    Ok(())
+}
+
+/// `hsa_shut_down`. The state stays (threads of the program may still hold handles); only the
+/// count drops.
+pub fn shut_down() -> Result<()> {
+    let mut references = lock(&REFERENCES);
+    *references = references.checked_sub(1).ok_or(status::NOT_INITIALIZED)?;
+    Ok(())
+}
+
+/// The runtime, if initialised.
+pub fn get() -> Result<&'static Runtime> {
+    if *lock(&REFERENCES) == 0 {
+        return Err(status::NOT_INITIALIZED);
+    }
+    RUNTIME.get().ok_or(status::NOT_INITIALIZED)
+}
+
+/// The runtime for an entry point without a status to return (signal and queue index
+/// operations): calling one before `hsa_init` is a program error that stops it here.
+pub fn expect(function: &str) -> &'static Runtime {
+    get().unwrap_or_else(|_| {
+        eprintln!("omptarget-emu (HSA): {function} called while the runtime is not initialised");
+        std::process::abort()
+    })
+}
+
+impl Runtime {
+    /// A GPU touched memory it may not: the system event handlers are told (they decide what
+    /// happens, as on ROCm), then the queue's error callback; with no handler the process stops
+    /// with ROCm's message.
+    pub fn memory_fault(&self, fault: Fault, queue: Option<&Queue>) {
+        let event = hsa_amd_event_t {
+            event_type: HSA_AMD_GPU_MEMORY_FAULT_EVENT,
+            memory_fault: hsa_amd_gpu_memory_fault_info_t {
+                agent: System::agent_handle(fault.agent),
+                virtual_address: fault.address as u64,
+                fault_reason_mask: if fault.unmapped {
+                    HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT
+                } else {
+                    HSA_AMD_MEMORY_FAULT_HOST_ONLY
+                },
+            },
+        };
+        crate::trace::calls().trace_line(|| {
+            format!(
+                "memory-fault agent={} address={:#x} reason={}",
+                fault.agent,
+                fault.address,
+                if fault.unmapped { "not-mapped" } else { "not-granted" }
+            )
+        });
+        let handlers = lock(&self.event_handlers).clone();
+        if handlers.is_empty() {
+            eprintln!(
+                "Memory access fault by GPU node-{} (Agent handle: {:#x}) on address {:#x}. \
+                 Reason: {}. (omptarget-emu (HSA))",
+                fault.agent,
+                System::agent_handle(fault.agent).handle,
+                fault.address,
+                if fault.unmapped {
+                    "Page not present or supervisor privilege"
+                } else {
+                    "the memory was not made accessible to this agent (hsa_amd_agents_allow_access)"
+                }
+            );
+            std::process::abort();
+        }
+        for (handler, data) in handlers {
+            // SAFETY: a handler and its data as the program registered them; HSA calls them on
+            // a runtime thread with an event that lives for the call.
+            unsafe { handler(&event, data as *mut std::ffi::c_void) };
+        }
+        if let Some(queue) = queue {
+            queue.fail(HSA_STATUS_ERROR_MEMORY_FAULT);
+        }
+    }
+
+    /// One trace line per processed packet: type, barrier bit, signals, geometry.
+    pub fn trace_packet(&self, queue: &Queue, index: u64, packet: &Packet) {
+        let calls = crate::trace::calls();
+        if !calls.tracing() {
+            return;
+        }
+        calls.trace_line(|| {
+            let head = format!(
+                "packet queue={} index={index} barrier={}",
+                queue.public().cast::<hsa_queue_t>() as usize,
+                packet.barrier() as u8
+            );
+            match packet.kind() {
+                HSA_PACKET_TYPE_KERNEL_DISPATCH => {
+                    let d = packet.dispatch();
+                    format!(
+                        "{head} type=dispatch kernel={:#x} grid={}x{}x{} group={}x{}x{} \
+                         group_memory={} completion={:#x}",
+                        d.kernel_object,
+                        d.grid_size_x,
+                        d.grid_size_y,
+                        d.grid_size_z,
+                        d.workgroup_size_x,
+                        d.workgroup_size_y,
+                        d.workgroup_size_z,
+                        d.group_segment_size,
+                        d.completion_signal.handle
+                    )
+                }
+                kind @ (HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR) => {
+                    let b = packet.barrier_packet();
+                    let deps: Vec<String> = b
+                        .dep_signal
+                        .iter()
+                        .filter(|s| s.handle != 0)
+                        .map(|s| format!("{:#x}", s.handle))
+                        .collect();
+                    format!(
+                        "{head} type={} deps=[{}] completion={:#x}",
+                        if kind == HSA_PACKET_TYPE_BARRIER_AND { "barrier-and" } else { "barrier-or" },
+                        deps.join(","),
+                        b.completion_signal.handle
+                    )
+                }
+                other => format!("{head} type={other}"),
+            }
+        });
+    }
+}
