@@ -12,7 +12,8 @@
 //! // COMPILERS: clang19      only with these compilers (default: every compiler)
 //! // LLVM-DIFFERS: why       our behaviour deliberately differs; skip the LLVM 19 reference run
 //! // NOT-ON-EMULATOR: why    not run on the emulated GPU drivers (a host device's own behaviour,
-//! //                         or driver calls of the program's own that the emulators lack)
+//! //                         or driver calls of the program's own that the emulators lack);
+//! //                         `NOT-ON-EMULATOR: cuda: why` (or `amdgpu: why`) for one of them
 //! ```
 //!
 //! Every program also checks its own results and exits non-zero when they are wrong. The same
@@ -30,26 +31,52 @@ pub enum Runtime {
     Ours,
     /// LLVM 19's own runtime from libomp-19-dev (clang-19 binaries only).
     Llvm19,
-    /// Our runtime with only its CUDA plugin, on the emulated CUDA driver (dist/emu), with
+    /// Our runtime with only the plugin of `gpu`, on its emulated driver (dist/emu), with
     /// `OMPTARGET_EMU_DELAY_US` set to `delay_us` when it is not 0. The programs are built for
-    /// sm_90 with an x86-64 twin (clang-19).
-    OursOnCudaEmulator {
-        delay_us: u32,
-    },
-    /// LLVM 19's runtime on the emulated CUDA driver, its CUDA device made the default.
-    Llvm19OnCudaEmulator,
+    /// the GPU with an x86-64 twin (clang-19).
+    OursOnEmulator { gpu: EmulatedGpu, delay_us: u32 },
+    /// LLVM 19's runtime on the emulated driver of `gpu`, its first GPU made the default.
+    Llvm19OnEmulator { gpu: EmulatedGpu },
+}
+
+/// The GPUs whose drivers dist/emu emulates.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EmulatedGpu {
+    /// sm_90 on the emulated CUDA driver (libcuda.so.1).
+    Cuda,
+    /// gfx90a on the emulated HSA runtime (libhsa-runtime64.so.1).
+    Amdgpu,
+}
+
+impl EmulatedGpu {
+    /// The plugin's name for `LIBOMPTARGET_PLUGINS_TO_LOAD`.
+    pub fn plugin(self) -> &'static str {
+        match self {
+            EmulatedGpu::Cuda => "cuda",
+            EmulatedGpu::Amdgpu => "amdgpu",
+        }
+    }
+
+    /// The name of the build flavour: the GPU image's architecture.
+    pub fn arch(self) -> &'static str {
+        match self {
+            EmulatedGpu::Cuda => "sm_90",
+            EmulatedGpu::Amdgpu => "gfx90a",
+        }
+    }
 }
 
 impl Runtime {
-    pub fn on_cuda_emulator(self) -> bool {
-        matches!(
-            self,
-            Runtime::OursOnCudaEmulator { .. } | Runtime::Llvm19OnCudaEmulator
-        )
+    /// The emulated GPU the runtime runs on, if any.
+    pub fn emulator(self) -> Option<EmulatedGpu> {
+        match self {
+            Runtime::OursOnEmulator { gpu, .. } | Runtime::Llvm19OnEmulator { gpu } => Some(gpu),
+            Runtime::Ours | Runtime::Llvm19 => None,
+        }
     }
 
     fn is_llvm(self) -> bool {
-        matches!(self, Runtime::Llvm19 | Runtime::Llvm19OnCudaEmulator)
+        matches!(self, Runtime::Llvm19 | Runtime::Llvm19OnEmulator { .. })
     }
 }
 
@@ -57,8 +84,8 @@ impl Runtime {
 /// host devices' numbers run unchanged.
 pub const EMULATED_DEVICES: u32 = 4;
 
-/// LLVM 19 numbers its four host devices before the CUDA devices.
-pub const LLVM19_FIRST_CUDA_DEVICE: u32 = 4;
+/// LLVM 19 numbers its four host devices before the GPUs (CUDA's and AMDGPU's alike).
+pub const LLVM19_FIRST_GPU_DEVICE: u32 = 4;
 
 pub const LLVM19_LIB_DIR: &str = "/usr/lib/llvm-19/lib";
 
@@ -74,8 +101,9 @@ pub struct Spec {
     pub flags: Vec<String>,
     pub compilers: Option<Vec<String>>,
     pub llvm_differs: Option<String>,
-    /// Why the program is not run on the emulated GPU drivers.
-    pub emulator_skip: Option<String>,
+    /// Why the program is not run on the emulated GPU drivers: for one of them (the plugin's
+    /// name), or for all (`None`).
+    pub emulator_skips: Vec<(Option<String>, String)>,
 }
 
 impl Spec {
@@ -113,7 +141,16 @@ impl Spec {
                     spec.compilers = Some(value.split_whitespace().map(str::to_string).collect())
                 }
                 "LLVM-DIFFERS" => spec.llvm_differs = Some(value),
-                "NOT-ON-EMULATOR" => spec.emulator_skip = Some(value),
+                "NOT-ON-EMULATOR" => spec.emulator_skips.push(
+                    match value.split_once(": ").filter(|(gpu, _)| {
+                        [EmulatedGpu::Cuda, EmulatedGpu::Amdgpu]
+                            .iter()
+                            .any(|g| g.plugin() == *gpu)
+                    }) {
+                        Some((gpu, why)) => (Some(gpu.to_string()), why.to_string()),
+                        None => (None, value),
+                    },
+                ),
                 _ => {}
             }
         }
@@ -131,6 +168,14 @@ impl Spec {
             .unwrap_or(&self.path)
             .display()
             .to_string()
+    }
+
+    /// Whether the program runs on the emulated driver of `gpu`.
+    pub fn runs_on_emulator(&self, gpu: EmulatedGpu) -> bool {
+        !self
+            .emulator_skips
+            .iter()
+            .any(|(only, _)| only.as_deref().is_none_or(|g| g == gpu.plugin()))
     }
 
     pub fn runs_with(&self, compiler: Compiler) -> bool {
@@ -162,11 +207,10 @@ pub fn programs() -> Vec<PathBuf> {
     found
 }
 
-fn exe_path(spec: &Spec, compiler: Compiler, cuda_twin: bool) -> PathBuf {
-    let flavour = if cuda_twin {
-        format!("{}-sm_90-twin", compiler.tag())
-    } else {
-        compiler.tag().to_string()
+fn exe_path(spec: &Spec, compiler: Compiler, twin: Option<EmulatedGpu>) -> PathBuf {
+    let flavour = match twin {
+        Some(gpu) => format!("{}-{}-twin", compiler.tag(), gpu.arch()),
+        None => compiler.tag().to_string(),
     };
     let dir = workspace_root().join("target/conformance").join(flavour);
     std::fs::create_dir_all(&dir).unwrap();
@@ -175,13 +219,17 @@ fn exe_path(spec: &Spec, compiler: Compiler, cuda_twin: bool) -> PathBuf {
 
 /// Compiles one program (again only when the source is newer than the executable).
 pub fn compile(spec: &Spec, compiler: Compiler) -> Result<PathBuf, String> {
-    compile_for(spec, compiler, false)
+    compile_for(spec, compiler, None)
 }
 
-/// As [`compile`]; with `cuda_twin`, for sm_90 with an x86-64 twin of the GPU image, which the
-/// emulated CUDA driver runs the kernels through.
-pub fn compile_for(spec: &Spec, compiler: Compiler, cuda_twin: bool) -> Result<PathBuf, String> {
-    let out = exe_path(spec, compiler, cuda_twin);
+/// As [`compile`]; with `twin`, for that GPU with an x86-64 twin of the GPU image, which the
+/// emulated driver runs the kernels through.
+pub fn compile_for(
+    spec: &Spec,
+    compiler: Compiler,
+    twin: Option<EmulatedGpu>,
+) -> Result<PathBuf, String> {
+    let out = exe_path(spec, compiler, twin);
     let fresh = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
     if let (Some(built), Some(written)) = (fresh(&out), fresh(&spec.path)) {
         if built > written {
@@ -190,12 +238,17 @@ pub fn compile_for(spec: &Spec, compiler: Compiler, cuda_twin: bool) -> Result<P
     }
     let cpp = spec.path.extension().is_some_and(|e| e == "cpp");
     let mut cmd = compiler.command(cpp);
-    if cuda_twin {
-        let cuda = crate::nvptx_cuda_path();
-        let path = std::env::var("PATH").unwrap_or_default();
-        cmd.env("PATH", format!("{}:{path}", cuda.join("bin").display()))
-            .args(crate::CUDA_TWIN_FLAGS)
-            .arg(format!("--cuda-path={}", cuda.display()));
+    match twin {
+        Some(EmulatedGpu::Cuda) => {
+            let cuda = crate::nvptx_cuda_path();
+            cmd.env("PATH", crate::path_with_ptxas())
+                .args(crate::CUDA_TWIN_FLAGS)
+                .arg(format!("--cuda-path={}", cuda.display()));
+        }
+        Some(EmulatedGpu::Amdgpu) => {
+            cmd.args(crate::AMDGPU_TWIN_FLAGS);
+        }
+        None => {}
     }
     cmd.arg(&spec.path).args(&spec.flags).arg("-o").arg(&out);
     let output = cmd
@@ -228,10 +281,10 @@ pub fn run_under(
     let lib_dir = match runtime {
         Runtime::Ours => crate::lib_dir().display().to_string(),
         Runtime::Llvm19 => LLVM19_LIB_DIR.to_string(),
-        Runtime::OursOnCudaEmulator { .. } => {
+        Runtime::OursOnEmulator { .. } => {
             format!("{}:{}", emulators.display(), crate::lib_dir().display())
         }
-        Runtime::Llvm19OnCudaEmulator => format!("{}:{LLVM19_LIB_DIR}", emulators.display()),
+        Runtime::Llvm19OnEmulator { .. } => format!("{}:{LLVM19_LIB_DIR}", emulators.display()),
     };
     let mut cmd = match wrapper.split_first() {
         Some((program, args)) => {
@@ -253,22 +306,26 @@ pub fn run_under(
         "OMPTARGET_EMU_TRACE",
         "OMPTARGET_EMU_FAIL",
         "OMPTARGET_EMU_DEVICES",
+        "HSA_RUNTIME_LIB",
     ] {
         cmd.env_remove(var);
     }
     match runtime {
-        Runtime::OursOnCudaEmulator { delay_us } => {
+        Runtime::OursOnEmulator { gpu, delay_us } => {
             cmd.env("OMPTARGET_EMU_DEVICES", EMULATED_DEVICES.to_string())
-                .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda")
+                .env("LIBOMPTARGET_PLUGINS_TO_LOAD", gpu.plugin())
                 .env("OMP_TARGET_OFFLOAD", "mandatory");
+            if gpu == EmulatedGpu::Amdgpu {
+                cmd.env("HSA_RUNTIME_LIB", emulators.join("libhsa-runtime64.so.1"));
+            }
             if delay_us > 0 {
                 cmd.env("OMPTARGET_EMU_DELAY_US", delay_us.to_string());
             }
         }
-        Runtime::Llvm19OnCudaEmulator => {
+        Runtime::Llvm19OnEmulator { .. } => {
             cmd.env("OMPTARGET_EMU_DEVICES", EMULATED_DEVICES.to_string())
                 .env("OMP_TARGET_OFFLOAD", "mandatory")
-                .env("OMP_DEFAULT_DEVICE", LLVM19_FIRST_CUDA_DEVICE.to_string());
+                .env("OMP_DEFAULT_DEVICE", LLVM19_FIRST_GPU_DEVICE.to_string());
         }
         Runtime::Ours | Runtime::Llvm19 => {}
     }
@@ -417,11 +474,12 @@ fn check_one(path: &Path, compiler: Compiler, runtime: Runtime) -> Option<Outcom
     if !spec.runs_with(compiler) || (runtime.is_llvm() && spec.llvm_differs.is_some()) {
         return None;
     }
-    if runtime.on_cuda_emulator() && (compiler != Compiler::Clang19 || spec.emulator_skip.is_some())
-    {
-        return None;
+    if let Some(gpu) = runtime.emulator() {
+        if compiler != Compiler::Clang19 || !spec.runs_on_emulator(gpu) {
+            return None;
+        }
     }
-    let result = compile_for(&spec, compiler, runtime.on_cuda_emulator())
+    let result = compile_for(&spec, compiler, runtime.emulator())
         .and_then(|exe| run(&spec, &exe, runtime));
     Some(Outcome {
         name: spec.name(),

@@ -242,7 +242,7 @@ pub fn nvptx_cuda_path() -> PathBuf {
 }
 
 /// `$PATH` with the NVPTX toolchain's `bin` (ptxas) first, for clang's device link.
-fn path_with_ptxas() -> String {
+pub fn path_with_ptxas() -> String {
     format!(
         "{}:{}",
         nvptx_cuda_path().join("bin").display(),
@@ -289,6 +289,15 @@ pub fn compile_cuda_twin(source: &str) -> PathBuf {
 
 /// Where rocm-device-libs puts the AMDGPU device libraries (ocml, ockl, oclc_*).
 pub const ROCM_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+
+/// clang-19 flags for a gfx90a image with an x86-64 twin, whose kernels the emulated HSA
+/// runtime runs.
+pub const AMDGPU_TWIN_FLAGS: &[&str] = &[
+    "-fopenmp-targets=amdgcn-amd-amdhsa,x86_64-pc-linux-gnu",
+    "-Xopenmp-target=amdgcn-amd-amdhsa",
+    "-march=gfx90a",
+    "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+];
 
 /// Compiles one C source into a program with AMDGPU code objects for `archs` (comma-separated
 /// target IDs such as `gfx90a,gfx1030`), with clang-19, lld-19 and rocm-device-libs.

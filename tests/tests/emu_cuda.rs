@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
-use tests::conformance::{self, Runtime};
+use tests::conformance::{self, EmulatedGpu, Runtime};
 
 const JOBS: usize = 2;
 
@@ -33,16 +33,16 @@ fn passed(outcomes: &[conformance::Outcome]) -> BTreeSet<String> {
 /// passes, ours passes, and each of its failures is explained in docs/emulated-drivers.md.
 #[test]
 fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
-    let ours = suite(Runtime::OursOnCudaEmulator { delay_us: 0 });
+    let ours = suite(Runtime::OursOnEmulator { gpu: EmulatedGpu::Cuda, delay_us: 0 });
     assert!(ours.len() >= 150, "only {} programs ran", ours.len());
     if let Some(report) = conformance::failures(&ours) {
         panic!("{report}");
     }
-    let delayed = suite(Runtime::OursOnCudaEmulator { delay_us: 200 });
+    let delayed = suite(Runtime::OursOnEmulator { gpu: EmulatedGpu::Cuda, delay_us: 200 });
     if let Some(report) = conformance::failures(&delayed) {
         panic!("with OMPTARGET_EMU_DELAY_US=200: {report}");
     }
-    let llvm = suite(Runtime::Llvm19OnCudaEmulator);
+    let llvm = suite(Runtime::Llvm19OnEmulator { gpu: EmulatedGpu::Cuda });
     let (llvm_passed, ours_passed) = (passed(&llvm), passed(&ours));
     let only_llvm: Vec<&String> = llvm_passed.difference(&ours_passed).collect();
     assert!(
@@ -244,7 +244,7 @@ fn run_under_llvm_19(
             .env("OMP_TARGET_OFFLOAD", "mandatory")
             .env(
                 "OMP_DEFAULT_DEVICE",
-                conformance::LLVM19_FIRST_CUDA_DEVICE.to_string(),
+                conformance::LLVM19_FIRST_GPU_DEVICE.to_string(),
             )
             .env("OMPTARGET_EMU_TRACE", trace)
             .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")

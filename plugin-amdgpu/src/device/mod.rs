@@ -348,10 +348,22 @@ impl AmdgpuDevice {
             .map_err(|_| PluginError::new(ErrorCode::OUT_OF_MEMORY, "allocation too large"))?;
         let what = || format!("allocating {size} bytes of {} memory", kind.name());
         match kind {
-            AllocKind::DEFAULT | AllocKind::DEVICE | AllocKind::DEVICE_NON_BLOCKING => self
-                .hsa
-                .allocate(self.device_pool, size)
-                .map_err(|e| failed(what(), e)),
+            AllocKind::DEFAULT | AllocKind::DEVICE | AllocKind::DEVICE_NON_BLOCKING => {
+                let ptr = self
+                    .hsa
+                    .allocate(self.device_pool, size)
+                    .map_err(|e| failed(what(), e))?;
+                // Device memory is reachable by default only from its own GPU; the others
+                // need it for device-to-device copies (a copy engine of either side may run
+                // them) and for kernels given another device's pointer, as LLVM grants too.
+                if self.host.gpu_agents.len() > 1 {
+                    if let Err(e) = self.hsa.allow_access(&self.host.gpu_agents, ptr) {
+                        let _ = self.hsa.free(ptr);
+                        return Err(failed(what(), e));
+                    }
+                }
+                Ok(ptr)
+            }
             // Fine-grained host memory the GPUs may access (LLVM uses it for shared memory
             // too: without XNACK there is no migration).
             AllocKind::HOST | AllocKind::SHARED => {

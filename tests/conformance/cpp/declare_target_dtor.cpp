@@ -1,4 +1,5 @@
 // RULE: static destructors of declare target C++ globals in the device image run when the image is unloaded at program exit
+// NOT-ON-EMULATOR: amdgpu: printf in AMDGPU device code needs LLVM's GPU libc (rpc_fprintf), which Debian's LLVM 19 does not ship, so the program has no gfx90a build
 // EXPECT: value=42
 // EXPECT: device destructor ran
 #include <cstdio>

@@ -1,5 +1,6 @@
 // RULE: an OMPT tool sees each target construct as begin and end events around its data operations and kernel submission, in LLVM's order, each event carrying the construct's id and the program's call site
-// NOT-ON-EMULATOR: clang-19's NVPTX back end emits PTX for this program that ptxas refuses (call has wrong number of parameters), so it has no sm_90 build
+// NOT-ON-EMULATOR: cuda: clang-19's NVPTX back end emits PTX for this program that ptxas refuses (call has wrong number of parameters), so it has no sm_90 build
+// NOT-ON-EMULATOR: amdgpu: clang-19's gfx90a device compilation does not see dladdr in <dlfcn.h> (the host helper in_program is compiled for the device too), so it has no gfx90a build
 // EXPECT: devices initialised=4 images loaded=1
 // EXPECT: target: B1 A T A T S2 F F D D E1
 // EXPECT: target data: B2 A T E2 | B1 S2 E1 | B4 F E4 | B3 F D E3

@@ -3,10 +3,15 @@
 //! `--llvm` runs the clang-19 binaries against LLVM 19's runtime, the reference.
 //! `--emu-cuda` (`--emu-cuda-delay`: with a 200 us delay per stream operation) runs programs
 //! built for sm_90 with an x86-64 twin through our CUDA plugin on the emulated CUDA driver;
-//! `--emu-cuda-llvm` runs them through LLVM 19's CUDA plugin on it.
+//! `--emu-cuda-llvm` runs them through LLVM 19's CUDA plugin on it. `--emu-hsa`,
+//! `--emu-hsa-delay` and `--emu-hsa-llvm` do the same for gfx90a on the emulated HSA runtime.
 
-use tests::conformance::{self, Runtime};
+use tests::conformance::{self, EmulatedGpu, Runtime};
 use tests::Compiler;
+
+fn ours_on(gpu: EmulatedGpu, delay_us: u32) -> Runtime {
+    Runtime::OursOnEmulator { gpu, delay_us }
+}
 
 fn main() {
     let mut runtime = Runtime::Ours;
@@ -17,9 +22,12 @@ fn main() {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--llvm" => runtime = Runtime::Llvm19,
-            "--emu-cuda" => runtime = Runtime::OursOnCudaEmulator { delay_us: 0 },
-            "--emu-cuda-delay" => runtime = Runtime::OursOnCudaEmulator { delay_us: 200 },
-            "--emu-cuda-llvm" => runtime = Runtime::Llvm19OnCudaEmulator,
+            "--emu-cuda" => runtime = ours_on(EmulatedGpu::Cuda, 0),
+            "--emu-cuda-delay" => runtime = ours_on(EmulatedGpu::Cuda, 200),
+            "--emu-cuda-llvm" => runtime = Runtime::Llvm19OnEmulator { gpu: EmulatedGpu::Cuda },
+            "--emu-hsa" => runtime = ours_on(EmulatedGpu::Amdgpu, 0),
+            "--emu-hsa-delay" => runtime = ours_on(EmulatedGpu::Amdgpu, 200),
+            "--emu-hsa-llvm" => runtime = Runtime::Llvm19OnEmulator { gpu: EmulatedGpu::Amdgpu },
             "--compiler" => {
                 compilers = match args.next().as_deref() {
                     Some("clang19") => vec![Compiler::Clang19],
@@ -71,6 +79,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: conformance [--llvm|--emu-cuda|--emu-cuda-delay|--emu-cuda-llvm] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
+    eprintln!("usage: conformance [--llvm|--emu-cuda|--emu-cuda-delay|--emu-cuda-llvm|--emu-hsa|--emu-hsa-delay|--emu-hsa-llvm] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
     std::process::exit(2)
 }
