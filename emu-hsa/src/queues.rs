@@ -263,6 +263,7 @@ impl Queue {
                     self.release_slot(slot, next);
                     self.delay();
                     let result = wait_dependencies(runtime, &packet);
+                    runtime.trace_packet_done(&self, next);
                     self.complete(runtime, &packet, result);
                 }
                 HSA_PACKET_TYPE_KERNEL_DISPATCH => {
@@ -274,6 +275,7 @@ impl Queue {
                         .spawn(move || {
                             queue.delay();
                             let result = dispatch::run(runtime, &queue, &packet.dispatch());
+                            runtime.trace_packet_done(&queue, next);
                             queue.complete(runtime, &packet, result);
                             let mut state = lock(&queue.state);
                             state.in_flight -= 1;

@@ -129,6 +129,12 @@ impl Runtime {
         }
     }
 
+    /// One trace line per completed packet (after its work, before its completion signal).
+    pub fn trace_packet_done(&self, queue: &Queue, index: u64) {
+        crate::trace::calls()
+            .trace_line(|| format!("packet-done queue={:#x} index={index}", queue.public() as usize));
+    }
+
     /// One trace line per processed packet: type, barrier bit, signals, geometry.
     pub fn trace_packet(&self, queue: &Queue, index: u64, packet: &Packet) {
         let calls = crate::trace::calls();
@@ -137,8 +143,8 @@ impl Runtime {
         }
         calls.trace_line(|| {
             let head = format!(
-                "packet queue={} index={index} barrier={}",
-                queue.public().cast::<hsa_queue_t>() as usize,
+                "packet queue={:#x} index={index} barrier={}",
+                queue.public() as usize,
                 packet.barrier() as u8
             );
             match packet.kind() {

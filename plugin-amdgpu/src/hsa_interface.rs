@@ -82,6 +82,16 @@ pub struct KernelDispatch {
     pub private_segment_size: u32,
 }
 
+/// Whether a packet waits for the packets before it in its queue (the AQL barrier bit).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum QueueOrder {
+    /// Starts only after every earlier packet of the queue completed.
+    AfterEarlierPackets,
+    /// May start while earlier packets still run (barrier packets before it still hold it
+    /// back: the packet processor launches nothing past a barrier packet that waits).
+    Unordered,
+}
+
 /// Work a handler runs once a signal reaches zero (see [`HsaInterface::on_signal_zero`]).
 pub type SignalHandler = Box<dyn FnOnce() + Send + 'static>;
 
@@ -121,20 +131,23 @@ pub trait HsaInterface: Send + Sync + 'static {
     /// check this instead of waiting forever.
     fn queue_error(&self, queue: Queue) -> Option<HsaError>;
     /// Writes a barrier-AND packet: later packets of `queue` start after every signal in `deps`
-    /// (at most 5, as the packet has 5 slots) reaches 0; then `completion` is decremented.
+    /// (at most 5, as the packet has 5 slots) reaches 0 (and, with
+    /// [`QueueOrder::AfterEarlierPackets`], every earlier packet completed); then `completion`
+    /// is decremented.
     fn submit_barrier_and(
         &self,
         queue: Queue,
         deps: &[Signal],
         completion: Signal,
+        order: QueueOrder,
     ) -> HsaResult<()>;
     /// Writes a kernel dispatch packet; `completion` is decremented when the kernel finishes.
-    /// The packet has the barrier bit set, so it starts after the packets before it completed.
     fn submit_kernel(
         &self,
         queue: Queue,
         dispatch: &KernelDispatch,
         completion: Signal,
+        order: QueueOrder,
     ) -> HsaResult<()>;
 
     // --- Memory --------------------------------------------------------------------------

@@ -15,7 +15,7 @@
 use crate::hsa::packets::{barrier_and_packet, kernel_dispatch_packet, ReadyPacket};
 use crate::hsa::signals::{self, timeout_ticks, wait_state};
 use crate::hsa::{check, HsaQueue, HsaRuntime};
-use crate::hsa_interface::{
+use crate::hsa_interface::{QueueOrder, 
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, Signal,
     SignalHandler,
 };
@@ -172,8 +172,9 @@ impl HsaInterface for RealHsa {
         queue: Queue,
         deps: &[Signal],
         completion: Signal,
+        order: QueueOrder,
     ) -> HsaResult<()> {
-        let packet = ReadyPacket::from(barrier_and_packet(deps, completion)?);
+        let packet = ReadyPacket::from(barrier_and_packet(deps, completion, order)?);
         self.queue(queue)?.submit(&packet)
     }
 
@@ -182,8 +183,9 @@ impl HsaInterface for RealHsa {
         queue: Queue,
         dispatch: &KernelDispatch,
         completion: Signal,
+        order: QueueOrder,
     ) -> HsaResult<()> {
-        let packet = ReadyPacket::from(kernel_dispatch_packet(dispatch, completion)?);
+        let packet = ReadyPacket::from(kernel_dispatch_packet(dispatch, completion, order)?);
         self.queue(queue)?.submit(&packet)
     }
 

@@ -23,7 +23,7 @@
 //! signals, memory freed under a pending copy, signals decremented below 0), which a test
 //! checks is empty. Dropping the double stops and joins its threads.
 
-use crate::hsa_interface::{
+use crate::hsa_interface::{QueueOrder, 
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, Signal,
     SignalHandler,
 };
@@ -839,7 +839,9 @@ impl HsaInterface for SoftwareHsa {
         queue: Queue,
         deps: &[Signal],
         completion: Signal,
+        _order: QueueOrder,
     ) -> HsaResult<()> {
+        // Packets run one at a time here: every order is kept.
         let packet = Packet::Barrier {
             deps: deps.to_vec(),
             completion,
@@ -852,6 +854,7 @@ impl HsaInterface for SoftwareHsa {
         queue: Queue,
         dispatch: &KernelDispatch,
         completion: Signal,
+        _order: QueueOrder,
     ) -> HsaResult<()> {
         let packet = Packet::Kernel {
             dispatch: *dispatch,

@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 pub mod conformance;
+pub mod emulated;
 pub mod llvm_suite;
 
 pub fn workspace_root() -> PathBuf {
@@ -285,6 +286,19 @@ pub fn compile_cuda_twin(source: &str) -> PathBuf {
     flags.extend(CUDA_TWIN_FLAGS.iter().map(|f| f.to_string()));
     flags.push(format!("--cuda-path={}", cuda.display()));
     build_once(source, "sm_90-twin", &flags, &path)
+}
+
+/// Compiles one C source (under tests/programs) with clang-19 for gfx90a with an x86-64 twin
+/// (see [`AMDGPU_TWIN_FLAGS`]), for the emulated HSA runtime.
+pub fn compile_amdgpu_twin(source: &str) -> PathBuf {
+    let mut flags: Vec<String> = vec!["-O2".into()];
+    flags.extend(AMDGPU_TWIN_FLAGS.iter().map(|f| f.to_string()));
+    build_once(
+        source,
+        "gfx90a-twin",
+        &flags,
+        &std::env::var("PATH").unwrap_or_default(),
+    )
 }
 
 /// Where rocm-device-libs puts the AMDGPU device libraries (ocml, ockl, oclc_*).

@@ -8,48 +8,32 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
 use tests::conformance::{self, EmulatedGpu, Runtime};
+use tests::emulated::{self, field, known_llvm_failures, passed, suite, TracedRuns};
 
-const JOBS: usize = 2;
-
-fn suite(runtime: Runtime) -> Vec<conformance::Outcome> {
-    conformance::check_all(
-        &conformance::programs(),
-        &[tests::Compiler::Clang19],
-        runtime,
-        JOBS,
-    )
-}
-
-fn passed(outcomes: &[conformance::Outcome]) -> BTreeSet<String> {
-    outcomes
-        .iter()
-        .filter(|o| o.result.is_ok())
-        .map(|o| o.name.clone())
-        .collect()
-}
+const CUDA: EmulatedGpu = EmulatedGpu::Cuda;
 
 /// Our plugin passes every program (with and without a delay before each stream operation);
 /// LLVM 19's plugin on the same emulator and binaries is the judge of the emulation: what it
 /// passes, ours passes, and each of its failures is explained in docs/emulated-drivers.md.
 #[test]
 fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
-    let ours = suite(Runtime::OursOnEmulator { gpu: EmulatedGpu::Cuda, delay_us: 0 });
+    let ours = suite(Runtime::OursOnEmulator { gpu: CUDA, delay_us: 0 });
     assert!(ours.len() >= 150, "only {} programs ran", ours.len());
     if let Some(report) = conformance::failures(&ours) {
         panic!("{report}");
     }
-    let delayed = suite(Runtime::OursOnEmulator { gpu: EmulatedGpu::Cuda, delay_us: 200 });
+    let delayed = suite(Runtime::OursOnEmulator { gpu: CUDA, delay_us: 200 });
     if let Some(report) = conformance::failures(&delayed) {
         panic!("with OMPTARGET_EMU_DELAY_US=200: {report}");
     }
-    let llvm = suite(Runtime::Llvm19OnEmulator { gpu: EmulatedGpu::Cuda });
+    let llvm = suite(Runtime::Llvm19OnEmulator { gpu: CUDA });
     let (llvm_passed, ours_passed) = (passed(&llvm), passed(&ours));
     let only_llvm: Vec<&String> = llvm_passed.difference(&ours_passed).collect();
     assert!(
         only_llvm.is_empty(),
         "LLVM 19 passes, ours fails: {only_llvm:?}"
     );
-    let known = known_llvm_failures();
+    let known = known_llvm_failures(CUDA);
     // LLVM's launch without a current context (see the docs) hits whichever program has a
     // thread whose first driver call is a launch, depending on timing.
     let llvm_context_bug = |o: &conformance::Outcome| {
@@ -77,102 +61,21 @@ fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
     );
 }
 
-/// The programs LLVM 19's CUDA plugin fails on the emulator, from the table in
-/// docs/emulated-drivers.md (first column, between the markers).
-fn known_llvm_failures() -> Vec<String> {
-    let doc = std::fs::read_to_string(tests::workspace_root().join("docs/emulated-drivers.md"))
-        .expect("docs/emulated-drivers.md");
-    let table = doc
-        .split("<!-- llvm19-cuda-failures -->")
-        .nth(1)
-        .expect("the LLVM 19 failures table");
-    table
-        .lines()
-        .filter_map(|l| l.strip_prefix("| `"))
-        .filter_map(|l| l.split('`').next())
-        .map(str::to_owned)
-        .collect()
-}
-
-fn run(exe: &Path, env: &[(&str, String)]) -> (Option<i32>, String, String) {
-    run_with_args(exe, &[], env)
-}
-
-fn run_with_args(
-    exe: &Path,
-    args: &[&str],
-    env: &[(&str, String)],
-) -> (Option<i32>, String, String) {
-    let mut cmd = Command::new("timeout");
-    cmd.arg("60").arg(exe).args(args);
-    cmd.env(
-        "LD_LIBRARY_PATH",
-        format!(
-            "{}:{}",
-            tests::dist().join("emu").display(),
-            tests::lib_dir().display()
-        ),
-    )
-    .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda")
-    .env_remove("OMP_TARGET_OFFLOAD")
-    .env_remove("LIBOMPTARGET_INFO");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let output = cmd.output().expect("run the program");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-/// Runs a program on our runtime with offloading mandatory, tracing the driver calls: exit
-/// code, stdout, stderr and the trace ("" when none was written).
+/// Runs a program on our runtime with offloading mandatory, tracing the driver calls.
 fn run_traced(exe: &Path, name: &str) -> (Option<i32>, String, String, String) {
-    run_traced_with(exe, name, &[])
+    emulated::run_traced(CUDA, exe, name, &[])
 }
 
-/// As [`run_traced`], with more environment variables.
 fn run_traced_with(
     exe: &Path,
     name: &str,
     env: &[(&str, &str)],
 ) -> (Option<i32>, String, String, String) {
-    let trace = std::env::temp_dir().join(format!("emu-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_file(&trace);
-    let mut all = vec![
-        ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
-        ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-    ];
-    all.extend(env.iter().map(|&(k, v)| (k, v.to_string())));
-    let (code, stdout, stderr) = run(exe, &all);
-    let text = std::fs::read_to_string(&trace).unwrap_or_default();
-    let _ = std::fs::remove_file(&trace);
-    (code, stdout, stderr, text)
+    emulated::run_traced(CUDA, exe, name, env)
 }
 
-/// The driver functions a clean run calls, from its OMPTARGET_EMU_TRACE.
-fn functions_called(exe: &Path) -> BTreeSet<String> {
-    let (code, stdout, stderr, text) = run_traced(exe, "trace");
-    assert_eq!(code, Some(0), "clean run failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains(" ok"), "{stdout}");
-    assert!(!text.is_empty(), "a trace");
-    for line in text.lines() {
-        assert!(
-            line.starts_with("cu") && line.contains(" -> CUDA_"),
-            "trace line without function and result: {line}"
-        );
-    }
-    assert!(text
-        .lines()
-        .any(|l| l.starts_with("cuLaunchKernel stream=0x")
-            && l.contains("grid=")
-            && l.contains("block=")));
-    text.lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_owned)
-        .collect()
+fn run_both_traced(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> TracedRuns {
+    emulated::run_both_traced(CUDA, exe, args, env)
 }
 
 /// Each driver function the program uses fails once, at its first call and at its second:
@@ -182,129 +85,20 @@ fn functions_called(exe: &Path) -> BTreeSet<String> {
 #[test]
 fn a_failing_driver_call_never_crashes_hangs_or_gives_a_wrong_result() {
     let exe = tests::compile_cuda_twin("emu_saxpy.c");
-    let functions = functions_called(&exe);
+    let (_, _, _, text) = run_traced(&exe, "launches");
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("cuLaunchKernel stream=0x")
+            && l.contains("grid=")
+            && l.contains("block=")));
+    let functions = emulated::functions_called(CUDA, &exe, "cu");
     assert!(functions.len() >= 15, "{functions:?}");
-    let (mut right, mut clear_error) = (0, 0);
-    for function in &functions {
-        for nth in [1, 2] {
-            let (code, stdout, stderr) =
-                run(&exe, &[("OMPTARGET_EMU_FAIL", format!("{function}:{nth}"))]);
-            let case = format!("{function}:{nth}");
-            assert_ne!(code, Some(124), "{case}: hung\n{stderr}");
-            assert!(
-                !stdout.contains("WRONG"),
-                "{case}: wrong result\n{stdout}\n{stderr}"
-            );
-            if code == Some(0) {
-                assert!(stdout.contains(" ok"), "{case}: {stdout}");
-                right += 1;
-            } else {
-                // `timeout` reports a signal as 128 + its number. A fatal offload error ends
-                // with abort(), as LLVM's does; any other signal is a crash.
-                let crashed = matches!(code, Some(132 | 135 | 136 | 139))
-                    || (code == Some(134) && !stderr.contains("fatal error"));
-                assert!(
-                    !crashed && stderr.contains("omptarget"),
-                    "{case}: ended with {code:?} without a clear error\n{stdout}\n{stderr}"
-                );
-                clear_error += 1;
-            }
-        }
-    }
+    let (right, clear_error) = emulated::fault_sweep(CUDA, &exe, &functions);
     eprintln!(
         "fault sweep: {} runs over {} functions: {right} right results, {clear_error} clear errors",
         2 * functions.len(),
         functions.len()
     );
-}
-
-/// Runs `exe` with `args` through LLVM 19's CUDA plugin on the emulator with a trace into
-/// `trace`, and asserts that it succeeds. The judge gets three tries, each failure reported:
-/// LLVM's runs crashed at exit while the emulator unloaded twin images (fixed, see
-/// docs/emulated-drivers.md), and its launch without a current context depends on timing.
-fn run_under_llvm_19(
-    exe: &Path,
-    args: &[&str],
-    trace: &Path,
-    env: &[(&str, &str)],
-) -> std::process::Output {
-    let under_llvm = || {
-        let _ = std::fs::remove_file(trace);
-        Command::new(exe)
-            .args(args)
-            .envs(env.iter().copied())
-            .env(
-                "LD_LIBRARY_PATH",
-                format!(
-                    "{}:{}",
-                    tests::dist().join("emu").display(),
-                    conformance::LLVM19_LIB_DIR
-                ),
-            )
-            .env("OMP_TARGET_OFFLOAD", "mandatory")
-            .env(
-                "OMP_DEFAULT_DEVICE",
-                conformance::LLVM19_FIRST_GPU_DEVICE.to_string(),
-            )
-            .env("OMPTARGET_EMU_TRACE", trace)
-            .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
-            .output()
-            .expect("run under LLVM 19")
-    };
-    let mut status = under_llvm();
-    for _ in 0..2 {
-        if status.status.success() {
-            break;
-        }
-        eprintln!("LLVM 19's run failed, tried again: {status:?}");
-        status = under_llvm();
-    }
-    assert!(status.status.success(), "{status:?}");
-    status
-}
-
-/// One program run on ours (offloading mandatory; it must succeed) and on LLVM 19's plugin,
-/// both traced.
-struct TracedRuns {
-    stdout: String,
-    stderr: String,
-    trace: String,
-    llvm_stdout: String,
-    llvm_trace: String,
-}
-
-/// Runs `exe` with `args` and the extra `env` on ours, then on LLVM 19, each with its own
-/// trace file.
-fn run_both_traced(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> TracedRuns {
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let run_id = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let trace_file = |who: &str| {
-        std::env::temp_dir().join(format!(
-            "emu-{}-{who}-{}-{run_id}",
-            exe.file_name().unwrap().to_string_lossy(),
-            std::process::id()
-        ))
-    };
-    let (ours, llvm) = (trace_file("ours"), trace_file("llvm"));
-    let mut ours_env: Vec<(&str, String)> = vec![
-        ("OMPTARGET_EMU_TRACE", ours.display().to_string()),
-        ("OMP_TARGET_OFFLOAD", "mandatory".into()),
-    ];
-    ours_env.extend(env.iter().map(|&(k, v)| (k, v.to_string())));
-    let _ = std::fs::remove_file(&ours);
-    let (code, stdout, stderr) = run_with_args(exe, args, &ours_env);
-    assert_eq!(code, Some(0), "{args:?}: {stdout}{stderr}");
-    let llvm_output = run_under_llvm_19(exe, args, &llvm, env);
-    let read = |p: &Path| std::fs::read_to_string(p).expect("a trace");
-    let runs = TracedRuns {
-        stdout,
-        stderr,
-        trace: read(&ours),
-        llvm_stdout: String::from_utf8_lossy(&llvm_output.stdout).into_owned(),
-        llvm_trace: read(&llvm),
-    };
-    let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&llvm));
-    runs
 }
 
 /// (kernel, grid, block) of each launch in a trace.
@@ -350,11 +144,6 @@ fn kernels_are_opted_in_to_more_than_48_kib_of_dynamic_shared_memory() {
             .any(|l| l.starts_with("cuFuncSetAttribute attribute=8 value=65536 -> CUDA_SUCCESS")),
         "{text}"
     );
-}
-
-/// A trace line's `key=` value.
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.split_whitespace().find_map(|w| w.strip_prefix(key))
 }
 
 fn words(hex: &str) -> Vec<u64> {
@@ -624,32 +413,8 @@ fn page_locking_is_counted_across_devices() {
     assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{text}");
 }
 
-/// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by function, on ours and
-/// on LLVM 19: the calls of 11 constructs less those of 1, over 10.
 fn calls_per_construct(exe: &Path, kind: &str) -> [HashMap<String, f64>; 2] {
-    let counts = |trace: &str| {
-        let mut counts: HashMap<String, f64> = HashMap::new();
-        for line in trace.lines() {
-            let function = line.split_whitespace().next().unwrap_or_default();
-            *counts.entry(function.to_string()).or_default() += 1.0;
-        }
-        counts
-    };
-    let (one, eleven) = (
-        run_both_traced(exe, &[kind, "1"], &[]),
-        run_both_traced(exe, &[kind, "11"], &[]),
-    );
-    let per_construct = |one: &str, eleven: &str| {
-        let (one, eleven) = (counts(one), counts(eleven));
-        eleven
-            .iter()
-            .map(|(f, n)| (f.clone(), (n - one.get(f).copied().unwrap_or(0.0)) / 10.0))
-            .collect()
-    };
-    [
-        per_construct(&one.trace, &eleven.trace),
-        per_construct(&one.llvm_trace, &eleven.llvm_trace),
-    ]
+    emulated::calls_per_construct(CUDA, exe, kind)
 }
 
 /// What a construct costs at the driver, beside LLVM 19's plugin on the same binary

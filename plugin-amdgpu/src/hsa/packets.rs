@@ -1,24 +1,26 @@
 //! AQL packets built as plain values, away from the queue ring they end up in.
 //!
-//! Every packet here has the barrier bit set (it starts only after the packets before it in
-//! the queue completed) and system-scope acquire and release fences (memory written by the
-//! host or other agents before it is visible to it, and what it writes is visible to them
-//! once its completion signal is decremented). A barrier-AND packet with the barrier bit set
-//! completes only after both its dependencies and everything before it in the queue: its
-//! completion signal then means "the queue has got this far".
+//! Every packet here has system-scope acquire and release fences (memory written by the host
+//! or other agents before it is visible to it, and what it writes is visible to them once its
+//! completion signal is decremented), and the barrier bit where its [`QueueOrder`] asks for it:
+//! it then starts only after the packets before it in the queue completed. Without it,
+//! independent work of streams sharing a queue runs concurrently. A barrier-AND packet with the
+//! barrier bit completes only after both its dependencies and everything before it in the
+//! queue: its completion signal then means "the queue has got this far".
 
 use super::error::usage_error;
-use crate::hsa_interface::{HsaError, KernelDispatch, Signal};
+use crate::hsa_interface::{HsaError, KernelDispatch, QueueOrder, Signal};
 use hsa_sys::*;
 
 /// Dependency slots of a barrier-AND packet.
 pub const MAX_BARRIER_DEPENDENCIES: usize = 5;
 
-/// The 16-bit header of a packet of `packet_type` with the barrier bit and system-scope
-/// fences.
-pub fn header(packet_type: hsa_packet_type_t) -> u16 {
+/// The 16-bit header of a packet of `packet_type` with system-scope fences, and the barrier
+/// bit for [`QueueOrder::AfterEarlierPackets`].
+pub fn header(packet_type: hsa_packet_type_t, order: QueueOrder) -> u16 {
+    let barrier = (order == QueueOrder::AfterEarlierPackets) as u32;
     let header = (packet_type << HSA_PACKET_HEADER_TYPE)
-        | (1 << HSA_PACKET_HEADER_BARRIER)
+        | (barrier << HSA_PACKET_HEADER_BARRIER)
         | (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE)
         | (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
     header as u16
@@ -41,6 +43,7 @@ pub fn dimensions(dispatch: &KernelDispatch) -> u16 {
 pub fn kernel_dispatch_packet(
     dispatch: &KernelDispatch,
     completion: Signal,
+    order: QueueOrder,
 ) -> Result<hsa_kernel_dispatch_packet_t, HsaError> {
     if dispatch.workgroup_size.contains(&0) || dispatch.grid_size.contains(&0) {
         return Err(usage_error(
@@ -60,7 +63,7 @@ pub fn kernel_dispatch_packet(
     let [workgroup_x, workgroup_y, workgroup_z] = dispatch.workgroup_size;
     let [grid_x, grid_y, grid_z] = dispatch.grid_size;
     Ok(hsa_kernel_dispatch_packet_t {
-        header: header(HSA_PACKET_TYPE_KERNEL_DISPATCH),
+        header: header(HSA_PACKET_TYPE_KERNEL_DISPATCH, order),
         setup: dimensions(dispatch) << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
         workgroup_size_x: workgroup_x,
         workgroup_size_y: workgroup_y,
@@ -85,6 +88,7 @@ pub fn kernel_dispatch_packet(
 pub fn barrier_and_packet(
     deps: &[Signal],
     completion: Signal,
+    order: QueueOrder,
 ) -> Result<hsa_barrier_and_packet_t, HsaError> {
     if deps.len() > MAX_BARRIER_DEPENDENCIES {
         return Err(usage_error(
@@ -100,7 +104,7 @@ pub fn barrier_and_packet(
         slot.handle = dep.0;
     }
     Ok(hsa_barrier_and_packet_t {
-        header: header(HSA_PACKET_TYPE_BARRIER_AND),
+        header: header(HSA_PACKET_TYPE_BARRIER_AND, order),
         reserved0: 0,
         reserved1: 0,
         dep_signal,
@@ -162,13 +166,16 @@ mod tests {
 
     #[test]
     fn headers_carry_type_barrier_and_system_fences() {
-        let kernel = header(HSA_PACKET_TYPE_KERNEL_DISPATCH);
+        let kernel = header(HSA_PACKET_TYPE_KERNEL_DISPATCH, QueueOrder::AfterEarlierPackets);
         assert_eq!(kernel & 0xff, 2);
         assert_eq!((kernel >> 8) & 1, 1);
         assert_eq!((kernel >> 9) & 3, 2);
         assert_eq!((kernel >> 11) & 3, 2);
         assert_eq!(kernel, 0x1502);
-        assert_eq!(header(HSA_PACKET_TYPE_BARRIER_AND), 0x1503);
+        assert_eq!(header(HSA_PACKET_TYPE_BARRIER_AND, QueueOrder::AfterEarlierPackets), 0x1503);
+        // Without the barrier bit: the same fences, bit 8 clear.
+        assert_eq!(header(HSA_PACKET_TYPE_KERNEL_DISPATCH, QueueOrder::Unordered), 0x1402);
+        assert_eq!(header(HSA_PACKET_TYPE_BARRIER_AND, QueueOrder::Unordered), 0x1403);
     }
 
     #[test]
@@ -184,7 +191,7 @@ mod tests {
     #[test]
     fn a_kernel_packet_holds_the_dispatch() {
         let packet =
-            kernel_dispatch_packet(&dispatch([8, 4, 2], [64, 32, 4]), Signal(0xabc)).unwrap();
+            kernel_dispatch_packet(&dispatch([8, 4, 2], [64, 32, 4]), Signal(0xabc), QueueOrder::AfterEarlierPackets).unwrap();
         assert_eq!(packet.header, 0x1502);
         assert_eq!(packet.setup, 3);
         assert_eq!(
@@ -210,7 +217,7 @@ mod tests {
     #[test]
     fn a_one_dimensional_kernel_packet_has_setup_one() {
         let packet =
-            kernel_dispatch_packet(&dispatch([256, 1, 1], [2560, 1, 1]), Signal(1)).unwrap();
+            kernel_dispatch_packet(&dispatch([256, 1, 1], [2560, 1, 1]), Signal(1), QueueOrder::AfterEarlierPackets).unwrap();
         assert_eq!(packet.setup, 1);
         let ready = ReadyPacket::from(packet);
         assert_eq!(ready.header_word(), 0x1502 | (1 << 16));
@@ -223,21 +230,21 @@ mod tests {
 
     #[test]
     fn empty_dimensions_and_missing_kernels_are_refused() {
-        let zero_grid = kernel_dispatch_packet(&dispatch([64, 1, 1], [0, 1, 1]), Signal(1));
+        let zero_grid = kernel_dispatch_packet(&dispatch([64, 1, 1], [0, 1, 1]), Signal(1), QueueOrder::Unordered);
         assert_eq!(
             zero_grid.unwrap_err().status,
             HSA_STATUS_ERROR_INVALID_ARGUMENT
         );
-        let zero_group = kernel_dispatch_packet(&dispatch([64, 0, 1], [64, 1, 1]), Signal(1));
+        let zero_group = kernel_dispatch_packet(&dispatch([64, 0, 1], [64, 1, 1]), Signal(1), QueueOrder::Unordered);
         assert!(zero_group.unwrap_err().message.contains("empty dimension"));
         let mut no_kernel = dispatch([64, 1, 1], [64, 1, 1]);
         no_kernel.kernel_object = 0;
-        assert!(kernel_dispatch_packet(&no_kernel, Signal(1)).is_err());
+        assert!(kernel_dispatch_packet(&no_kernel, Signal(1), QueueOrder::Unordered).is_err());
     }
 
     #[test]
     fn a_barrier_packet_holds_its_dependencies_and_zeroes_the_rest() {
-        let packet = barrier_and_packet(&[Signal(11), Signal(22)], Signal(33)).unwrap();
+        let packet = barrier_and_packet(&[Signal(11), Signal(22)], Signal(33), QueueOrder::AfterEarlierPackets).unwrap();
         assert_eq!(packet.header, 0x1503);
         let deps: Vec<u64> = packet.dep_signal.iter().map(|s| s.handle).collect();
         assert_eq!(deps, [11, 22, 0, 0, 0]);
@@ -253,14 +260,14 @@ mod tests {
 
     #[test]
     fn a_barrier_takes_zero_to_five_dependencies() {
-        let none = barrier_and_packet(&[], Signal(0)).unwrap();
+        let none = barrier_and_packet(&[], Signal(0), QueueOrder::Unordered).unwrap();
         assert!(none.dep_signal.iter().all(|s| s.handle == 0));
         assert_eq!(none.completion_signal.handle, 0);
         let five: Vec<Signal> = (1..=5).map(Signal).collect();
-        let full = barrier_and_packet(&five, Signal(9)).unwrap();
+        let full = barrier_and_packet(&five, Signal(9), QueueOrder::Unordered).unwrap();
         assert_eq!(full.dep_signal[4].handle, 5);
         let six: Vec<Signal> = (1..=6).map(Signal).collect();
-        let error = barrier_and_packet(&six, Signal(9)).unwrap_err();
+        let error = barrier_and_packet(&six, Signal(9), QueueOrder::Unordered).unwrap_err();
         assert_eq!(error.status, HSA_STATUS_ERROR_INVALID_ARGUMENT);
         assert!(error.message.contains("at most 5"), "{}", error.message);
     }

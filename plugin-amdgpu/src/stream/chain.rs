@@ -8,7 +8,7 @@ use super::queue_pool::QueueHealth;
 use super::signal_pool::SignalRef;
 use super::slot::{finish_slots, run_release, QueueSet, Release, Slot};
 use super::wait::wait_zero;
-use crate::hsa_interface::{
+use crate::hsa_interface::{QueueOrder, 
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, Queue, Signal, SignalHandler,
 };
 use std::sync::atomic::Ordering;
@@ -148,11 +148,16 @@ impl<H: HsaInterface> Stream<H> {
         }
         let done = self.shared.signals.acquire()?;
         let input = state.pending_input();
-        // The barrier bit orders the kernel after earlier packets of this queue; anything else
-        // pending (a copy, a host step) needs a barrier packet first.
-        let barrier = match (&input, state.slots.last()) {
-            (Some(_), Some(last)) => last.on_queue != Some(queue),
-            _ => false,
+        // A pending packet of this stream on this queue: the barrier bit orders the kernel
+        // after it. Anything else pending (a copy, a host step) needs a barrier packet first,
+        // which holds the kernel back by itself. With nothing pending the kernel is free to
+        // run beside other streams' packets.
+        let (barrier, order) = match (&input, state.slots.last()) {
+            (Some(_), Some(last)) if last.on_queue == Some(queue) => {
+                (false, QueueOrder::AfterEarlierPackets)
+            }
+            (Some(_), _) => (true, QueueOrder::Unordered),
+            _ => (false, QueueOrder::Unordered),
         };
         if barrier {
             // The barrier and the kernel each decrement the kernel's signal once.
@@ -161,14 +166,19 @@ impl<H: HsaInterface> Stream<H> {
         let submitted = {
             let _order = self.queue.submit_lock();
             let barrier_submitted = match input.as_ref().filter(|_| barrier) {
-                Some(dep) => hsa.submit_barrier_and(queue, &[dep.signal()], done.signal()),
+                Some(dep) => hsa.submit_barrier_and(
+                    queue,
+                    &[dep.signal()],
+                    done.signal(),
+                    QueueOrder::Unordered,
+                ),
                 None => Ok(()),
             };
             if let Err(err) = barrier_submitted {
                 done.retire_unused();
                 return Err(err);
             }
-            hsa.submit_kernel(queue, dispatch, done.signal())
+            hsa.submit_kernel(queue, dispatch, done.signal(), order)
         };
         let slot = Slot::new(done, Some(queue));
         match submitted {
@@ -553,7 +563,8 @@ impl<H: HsaInterface> Stream<H> {
         };
         let submitted = {
             let _order = self.queue.submit_lock();
-            hsa.submit_barrier_and(queue, deps, done.signal())
+            // The dependencies say what to wait for; nothing else in the queue is waited on.
+            hsa.submit_barrier_and(queue, deps, done.signal(), QueueOrder::Unordered)
         };
         if let Err(err) = submitted {
             done.retire_unused();
@@ -585,7 +596,7 @@ impl<H: HsaInterface> Stream<H> {
         let deps: Vec<Signal> = input.iter().map(SignalRef::signal).collect();
         let submitted = {
             let _order = self.queue.submit_lock();
-            hsa.submit_barrier_and(queue, &deps, done.signal())
+            hsa.submit_barrier_and(queue, &deps, done.signal(), QueueOrder::AfterEarlierPackets)
         };
         if let Err(err) = submitted {
             done.retire_unused();

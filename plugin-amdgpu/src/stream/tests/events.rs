@@ -1,6 +1,7 @@
 //! Events: record, wait across streams, synchronize.
 
 use super::support::{dispatch, watchdog, Fixture, Gate};
+use crate::hsa_interface::QueueOrder;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -226,7 +227,12 @@ fn a_queue_fence_waits_for_packets_submitted_beside_the_stream() {
         });
         let completion = fx.hsa.create_signal(1).unwrap();
         fx.hsa
-            .submit_kernel(stream.hsa_queue(), &dispatch(native, 0), completion)
+            .submit_kernel(
+                stream.hsa_queue(),
+                &dispatch(native, 0),
+                completion,
+                QueueOrder::Unordered,
+            )
             .unwrap();
         stream.fence_queue().unwrap();
         stream.synchronize().unwrap();

@@ -1,0 +1,292 @@
+//! Running programs on the emulated GPU drivers (dist/emu), for the tests of each emulator:
+//! our runtime with only the GPU's plugin, LLVM 19's runtime as the judge, traces, the
+//! conformance suite with LLVM's explained failures, and the fault sweep.
+
+use crate::conformance::{self, EmulatedGpu, Runtime};
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::process::Command;
+
+/// Our runtime with only `gpu`'s plugin on its emulator, under `timeout 60`: exit code (124
+/// when it hung), stdout, stderr.
+pub fn run(
+    gpu: EmulatedGpu,
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("60").arg(exe).args(args);
+    cmd.env(
+        "LD_LIBRARY_PATH",
+        format!(
+            "{}:{}",
+            crate::dist().join("emu").display(),
+            crate::lib_dir().display()
+        ),
+    )
+    .env("LIBOMPTARGET_PLUGINS_TO_LOAD", gpu.plugin())
+    .env_remove("OMP_TARGET_OFFLOAD")
+    .env_remove("LIBOMPTARGET_INFO")
+    .env_remove("HSA_RUNTIME_LIB");
+    if gpu == EmulatedGpu::Amdgpu {
+        cmd.env(
+            "HSA_RUNTIME_LIB",
+            crate::dist().join("emu/libhsa-runtime64.so.1"),
+        );
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let output = cmd.output().expect("run the program");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Runs a program on our runtime with offloading mandatory, tracing the driver calls, with
+/// more environment variables: exit code, stdout, stderr and the trace ("" when none was
+/// written).
+pub fn run_traced(
+    gpu: EmulatedGpu,
+    exe: &Path,
+    name: &str,
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String, String) {
+    let trace = std::env::temp_dir().join(format!(
+        "emu-{}-{name}-{}",
+        gpu.plugin(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&trace);
+    let mut all = vec![
+        ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
+        ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+    ];
+    all.extend(env.iter().map(|&(k, v)| (k, v.to_string())));
+    let (code, stdout, stderr) = run(gpu, exe, &[], &all);
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    let _ = std::fs::remove_file(&trace);
+    (code, stdout, stderr, text)
+}
+
+/// Runs `exe` with `args` through LLVM 19's runtime on the emulators with a trace into
+/// `trace`, and asserts that it succeeds. The judge gets three tries, each failure reported:
+/// LLVM's runs crashed at exit while the CUDA emulator unloaded twin images (fixed, see
+/// docs/emulated-drivers.md), and its CUDA launch without a current context depends on timing.
+pub fn run_under_llvm_19(
+    exe: &Path,
+    args: &[&str],
+    trace: &Path,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let under_llvm = || {
+        let _ = std::fs::remove_file(trace);
+        Command::new(exe)
+            .args(args)
+            .envs(env.iter().copied())
+            .env(
+                "LD_LIBRARY_PATH",
+                format!(
+                    "{}:{}",
+                    crate::dist().join("emu").display(),
+                    conformance::LLVM19_LIB_DIR
+                ),
+            )
+            .env("OMP_TARGET_OFFLOAD", "mandatory")
+            .env(
+                "OMP_DEFAULT_DEVICE",
+                conformance::LLVM19_FIRST_GPU_DEVICE.to_string(),
+            )
+            .env("OMPTARGET_EMU_TRACE", trace)
+            .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
+            .env_remove("HSA_RUNTIME_LIB")
+            .output()
+            .expect("run under LLVM 19")
+    };
+    let mut status = under_llvm();
+    for _ in 0..2 {
+        if status.status.success() {
+            break;
+        }
+        eprintln!("LLVM 19's run failed, tried again: {status:?}");
+        status = under_llvm();
+    }
+    assert!(status.status.success(), "{status:?}");
+    status
+}
+
+/// One program run on ours (offloading mandatory; it must succeed) and on LLVM 19's plugin,
+/// both traced.
+pub struct TracedRuns {
+    pub stdout: String,
+    pub stderr: String,
+    pub trace: String,
+    pub llvm_stdout: String,
+    pub llvm_trace: String,
+}
+
+/// Runs `exe` with `args` and the extra `env` on ours, then on LLVM 19, each with its own
+/// trace file.
+pub fn run_both_traced(
+    gpu: EmulatedGpu,
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> TracedRuns {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run_id = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let trace_file = |who: &str| {
+        std::env::temp_dir().join(format!(
+            "emu-{}-{who}-{}-{run_id}",
+            exe.file_name().unwrap().to_string_lossy(),
+            std::process::id()
+        ))
+    };
+    let (ours, llvm) = (trace_file("ours"), trace_file("llvm"));
+    let mut ours_env: Vec<(&str, String)> = vec![
+        ("OMPTARGET_EMU_TRACE", ours.display().to_string()),
+        ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+    ];
+    ours_env.extend(env.iter().map(|&(k, v)| (k, v.to_string())));
+    let _ = std::fs::remove_file(&ours);
+    let (code, stdout, stderr) = run(gpu, exe, args, &ours_env);
+    assert_eq!(code, Some(0), "{args:?}: {stdout}{stderr}");
+    let llvm_output = run_under_llvm_19(exe, args, &llvm, env);
+    let read = |p: &Path| std::fs::read_to_string(p).expect("a trace");
+    let runs = TracedRuns {
+        stdout,
+        stderr,
+        trace: read(&ours),
+        llvm_stdout: String::from_utf8_lossy(&llvm_output.stdout).into_owned(),
+        llvm_trace: read(&llvm),
+    };
+    let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&llvm));
+    runs
+}
+
+/// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by trace line kind (the
+/// first word: a function, or `packet`), on ours and on LLVM 19: the lines of 11 constructs
+/// less those of 1, over 10.
+pub fn calls_per_construct(gpu: EmulatedGpu, exe: &Path, kind: &str) -> [HashMap<String, f64>; 2] {
+    let counts = |trace: &str| {
+        let mut counts: HashMap<String, f64> = HashMap::new();
+        for line in trace.lines() {
+            let function = line.split_whitespace().next().unwrap_or_default();
+            *counts.entry(function.to_string()).or_default() += 1.0;
+        }
+        counts
+    };
+    let (one, eleven) = (
+        run_both_traced(gpu, exe, &[kind, "1"], &[]),
+        run_both_traced(gpu, exe, &[kind, "11"], &[]),
+    );
+    let per_construct = |one: &str, eleven: &str| {
+        let (one, eleven) = (counts(one), counts(eleven));
+        eleven
+            .iter()
+            .map(|(f, n)| (f.clone(), (n - one.get(f).copied().unwrap_or(0.0)) / 10.0))
+            .collect()
+    };
+    [
+        per_construct(&one.trace, &eleven.trace),
+        per_construct(&one.llvm_trace, &eleven.llvm_trace),
+    ]
+}
+
+/// The conformance suite (clang-19 builds) on `runtime`, two programs at a time.
+pub fn suite(runtime: Runtime) -> Vec<conformance::Outcome> {
+    conformance::check_all(
+        &conformance::programs(),
+        &[crate::Compiler::Clang19],
+        runtime,
+        2,
+    )
+}
+
+pub fn passed(outcomes: &[conformance::Outcome]) -> BTreeSet<String> {
+    outcomes
+        .iter()
+        .filter(|o| o.result.is_ok())
+        .map(|o| o.name.clone())
+        .collect()
+}
+
+/// The programs LLVM 19 fails on `gpu`'s emulator, from the table in
+/// docs/emulated-drivers.md between the markers `<!-- llvm19-<plugin>-failures -->` (first
+/// column; a cell may name several programs).
+pub fn known_llvm_failures(gpu: EmulatedGpu) -> Vec<String> {
+    let doc = std::fs::read_to_string(crate::workspace_root().join("docs/emulated-drivers.md"))
+        .expect("docs/emulated-drivers.md");
+    let marker = format!("<!-- llvm19-{}-failures -->", gpu.plugin());
+    let table = doc.split(&marker).nth(1).expect("the LLVM 19 failures table");
+    table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split(" |").next())
+        .flat_map(|cell| cell.split(", "))
+        .filter_map(|name| name.strip_prefix('`')?.strip_suffix('`'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The driver functions a clean run calls, from its OMPTARGET_EMU_TRACE (lines that start
+/// with `prefix`, the API's function prefix; the result follows ` -> `).
+pub fn functions_called(gpu: EmulatedGpu, exe: &Path, prefix: &str) -> BTreeSet<String> {
+    let (code, stdout, stderr, text) = run_traced(gpu, exe, "trace", &[]);
+    assert_eq!(code, Some(0), "clean run failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains(" ok"), "{stdout}");
+    assert!(!text.is_empty(), "a trace");
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .inspect(|l| assert!(l.contains(" -> "), "trace line without a result: {l}"))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Each of `functions` fails once, at its first call and at its second: every run ends with
+/// the right result (the region falls back to the host where OMP_TARGET_OFFLOAD allows) or
+/// with a clear error, never with a crash, a hang or a wrong result reported as success.
+/// Returns (right results, clear errors).
+pub fn fault_sweep(gpu: EmulatedGpu, exe: &Path, functions: &BTreeSet<String>) -> (usize, usize) {
+    let (mut right, mut clear_error) = (0, 0);
+    for function in functions {
+        for nth in [1, 2] {
+            let (code, stdout, stderr) = run(
+                gpu,
+                exe,
+                &[],
+                &[("OMPTARGET_EMU_FAIL", format!("{function}:{nth}"))],
+            );
+            let case = format!("{function}:{nth}");
+            assert_ne!(code, Some(124), "{case}: hung\n{stderr}");
+            assert!(
+                !stdout.contains("WRONG"),
+                "{case}: wrong result\n{stdout}\n{stderr}"
+            );
+            if code == Some(0) {
+                assert!(stdout.contains(" ok"), "{case}: {stdout}");
+                right += 1;
+            } else {
+                // `timeout` reports a signal as 128 + its number. A fatal offload error ends
+                // with abort(), as LLVM's does; any other signal is a crash.
+                let crashed = matches!(code, Some(132 | 135 | 136 | 139))
+                    || (code == Some(134) && !stderr.contains("fatal error"));
+                assert!(
+                    !crashed && stderr.contains("omptarget"),
+                    "{case}: ended with {code:?} without a clear error\n{stdout}\n{stderr}"
+                );
+                clear_error += 1;
+            }
+        }
+    }
+    (right, clear_error)
+}
+
+/// A trace line's `key=` value.
+pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace().find_map(|w| w.strip_prefix(key))
+}
