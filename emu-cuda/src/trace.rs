@@ -3,8 +3,8 @@
 
 use crate::config;
 use crate::status::{self, CuResult, Error, Result};
-use omptarget_emu_support::calls::{Calls, Codes};
 pub use omptarget_emu_support::calls::Call;
+use omptarget_emu_support::calls::{Calls, Codes};
 use std::sync::OnceLock;
 
 fn calls() -> &'static Calls {

@@ -165,7 +165,12 @@ impl System {
 /// The machine's memory, as the system pools report it.
 fn host_memory() -> u64 {
     // SAFETY: sysconf only reads system configuration.
-    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
     (pages.max(0) as u64).saturating_mul(page.max(0) as u64)
 }
 
@@ -189,8 +194,17 @@ mod tests {
         assert_eq!(system.agent(System::agent_handle(3)), None);
         assert_eq!(system.pool(hsa_amd_memory_pool_t { handle: 7 }), None);
         let gpu1 = system.pools_of(1)[0];
-        assert_eq!(system.access(1, gpu1), HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT);
-        assert_eq!(system.access(2, gpu1), HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT);
-        assert_eq!(system.access(1, system.pools_of(0)[0]), HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT);
+        assert_eq!(
+            system.access(1, gpu1),
+            HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT
+        );
+        assert_eq!(
+            system.access(2, gpu1),
+            HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT
+        );
+        assert_eq!(
+            system.access(1, system.pools_of(0)[0]),
+            HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT
+        );
     }
 }

@@ -34,7 +34,11 @@ pub struct Kernel {
 
 pub enum Symbol {
     Kernel(Arc<Kernel>),
-    Variable { name: String, address: usize, size: u64 },
+    Variable {
+        name: String,
+        address: usize,
+        size: u64,
+    },
 }
 
 impl Symbol {
@@ -133,7 +137,9 @@ impl Code {
 
     pub fn freeze(&self, handle: u64) -> Result<()> {
         let mut executables = lock(&self.executables);
-        let executable = executables.get_mut(&handle).ok_or(status::INVALID_EXECUTABLE)?;
+        let executable = executables
+            .get_mut(&handle)
+            .ok_or(status::INVALID_EXECUTABLE)?;
         if executable.frozen {
             return Err(status::FROZEN_EXECUTABLE);
         }
@@ -160,7 +166,9 @@ impl Code {
     ) -> Result<()> {
         {
             let executables = lock(&self.executables);
-            let found = executables.get(&executable).ok_or(status::INVALID_EXECUTABLE)?;
+            let found = executables
+                .get(&executable)
+                .ok_or(status::INVALID_EXECUTABLE)?;
             if found.frozen {
                 return Err(status::FROZEN_EXECUTABLE);
             }
@@ -170,7 +178,9 @@ impl Code {
         }
         let (address, bytes) = {
             let readers = lock(&self.readers);
-            let reader = readers.get(&reader).ok_or(status::INVALID_CODE_OBJECT_READER)?;
+            let reader = readers
+                .get(&reader)
+                .ok_or(status::INVALID_CODE_OBJECT_READER)?;
             (reader.address, reader.bytes.clone())
         };
         let code = code_object::check(&bytes).map_err(|why| {
@@ -186,7 +196,8 @@ impl Code {
             );
             return Err(status::Error(HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS));
         }
-        let twin = match twin::load_for(address, bytes.len(), crate::config::get().twins.as_deref()) {
+        let twin = match twin::load_for(address, bytes.len(), crate::config::get().twins.as_deref())
+        {
             Ok(twin) => twin.map(Arc::new),
             Err(why) => {
                 eprintln!("omptarget-emu (HSA): {why}");
@@ -232,7 +243,11 @@ impl Code {
                         // SAFETY: `address` is a fresh allocation of at least `init.len()`
                         // bytes (the symbol's size).
                         unsafe {
-                            std::ptr::copy_nonoverlapping(init.as_ptr(), address as *mut u8, init.len())
+                            std::ptr::copy_nonoverlapping(
+                                init.as_ptr(),
+                                address as *mut u8,
+                                init.len(),
+                            )
                         };
                     }
                     address
@@ -245,20 +260,31 @@ impl Code {
             });
         }
         let mut executables = lock(&self.executables);
-        let executable = executables.get_mut(&executable).ok_or(status::INVALID_EXECUTABLE)?;
+        let executable = executables
+            .get_mut(&executable)
+            .ok_or(status::INVALID_EXECUTABLE)?;
         let mut symbols = lock(&self.symbols);
         for symbol in placed {
             let handle = self.handle(SYMBOL_TAG);
-            executable.symbols.insert((symbol.name().to_owned(), agent), handle);
+            executable
+                .symbols
+                .insert((symbol.name().to_owned(), agent), handle);
             symbols.insert(handle, Arc::new(symbol));
         }
         Ok(())
     }
 
     /// `hsa_executable_get_symbol_by_name`: the symbol of `agent` (any agent's when `None`).
-    pub fn symbol_by_name(&self, executable: u64, name: &str, agent: Option<AgentIndex>) -> Result<u64> {
+    pub fn symbol_by_name(
+        &self,
+        executable: u64,
+        name: &str,
+        agent: Option<AgentIndex>,
+    ) -> Result<u64> {
         let executables = lock(&self.executables);
-        let executable = executables.get(&executable).ok_or(status::INVALID_EXECUTABLE)?;
+        let executable = executables
+            .get(&executable)
+            .ok_or(status::INVALID_EXECUTABLE)?;
         let found = match agent {
             Some(agent) => executable.symbols.get(&(name.to_owned(), agent)).copied(),
             None => executable
@@ -273,7 +299,9 @@ impl Code {
     /// The symbols of an executable, for `hsa_executable_iterate_symbols`.
     pub fn symbols_of(&self, executable: u64) -> Result<Vec<u64>> {
         let executables = lock(&self.executables);
-        let executable = executables.get(&executable).ok_or(status::INVALID_EXECUTABLE)?;
+        let executable = executables
+            .get(&executable)
+            .ok_or(status::INVALID_EXECUTABLE)?;
         let mut handles: Vec<u64> = executable.symbols.values().copied().collect();
         handles.sort_unstable();
         Ok(handles)

@@ -1,7 +1,9 @@
-//! A kernel dispatch packet, run: the checks the packet processor makes (kernel object,
-//! geometry within the agent's limits, group memory within what the agent has, kernel
-//! arguments the agent can read), then the kernel's x86-64 twin, called once with the explicit
-//! arguments read from the kernarg segment at the offsets the kernel's metadata gives.
+//! A kernel dispatch packet: the checks the packet processor makes when it launches it
+//! ([`launch`]: geometry within the agent's limits, group memory within what the agent has,
+//! the kernel object, kernel arguments the agent can read), so a bad packet stops its queue
+//! before anything behind it is taken; then the kernel's x86-64 twin ([`Launch::run`], on a
+//! thread of its own), called once with the explicit arguments read from the kernarg segment
+//! at the offsets the kernel's metadata gives.
 
 use crate::agents::{GROUP_MEMORY, WORKGROUP_MAX_DIM, WORKGROUP_MAX_SIZE};
 use crate::queues::Queue;
@@ -9,7 +11,36 @@ use crate::runtime::Runtime;
 use crate::status::{self, Error, Result};
 use hsa_sys::*;
 
-pub fn run(runtime: &Runtime, queue: &Queue, packet: &hsa_kernel_dispatch_packet_t) -> Result<()> {
+/// A dispatch ready to run.
+pub struct Launch {
+    entry: usize,
+    arguments: Vec<usize>,
+    /// Keeps the kernel (and its twin) loaded while it runs.
+    _kernel: std::sync::Arc<crate::code::Kernel>,
+}
+
+impl Launch {
+    pub fn run(self) {
+        // SAFETY: `entry` is the twin's kernel of this name, which takes one pointer-sized
+        // value per explicit argument; `_kernel` keeps the twin loaded.
+        unsafe { plugin_api::native_code::call_with_args(self.entry, &self.arguments) };
+    }
+}
+
+pub fn launch(
+    runtime: &Runtime,
+    queue: &Queue,
+    packet: &hsa_kernel_dispatch_packet_t,
+) -> Result<Launch> {
+    check_geometry(packet)?;
+    if packet.group_segment_size > GROUP_MEMORY {
+        eprintln!(
+            "omptarget-emu (HSA): a dispatch with {} bytes of group memory; the agent has \
+             {GROUP_MEMORY}",
+            packet.group_segment_size
+        );
+        return Err(status::INVALID_ALLOCATION);
+    }
     let Some(kernel) = runtime.code.kernel(packet.kernel_object) else {
         eprintln!(
             "omptarget-emu (HSA): dispatch of kernel object {:#x}, which no loaded executable \
@@ -26,11 +57,10 @@ pub fn run(runtime: &Runtime, queue: &Queue, packet: &hsa_kernel_dispatch_packet
         );
         return Err(Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT));
     }
-    check_geometry(packet)?;
-    if packet.group_segment_size < kernel.group_size || packet.group_segment_size > GROUP_MEMORY {
+    if packet.group_segment_size < kernel.group_size {
         eprintln!(
             "omptarget-emu (HSA): kernel {} dispatched with {} bytes of group memory; it needs \
-             at least {} and the agent has {GROUP_MEMORY}",
+             at least {}",
             kernel.name, packet.group_segment_size, kernel.group_size
         );
         return Err(status::INVALID_ALLOCATION);
@@ -40,10 +70,13 @@ pub fn run(runtime: &Runtime, queue: &Queue, packet: &hsa_kernel_dispatch_packet
     }
     let kernarg = packet.kernarg_address as usize;
     if kernel.kernarg_size > 0 {
-        if kernarg == 0 || kernarg % kernel.kernarg_align as usize != 0 {
+        if kernarg == 0 || !kernarg.is_multiple_of(kernel.kernarg_align as usize) {
             return Err(status::INVALID_ARGUMENT);
         }
-        if let Err(fault) = runtime.memory.check(queue.agent, kernarg, kernel.kernarg_size as usize) {
+        if let Err(fault) = runtime
+            .memory
+            .check(queue.agent, kernarg, kernel.kernarg_size as usize)
+        {
             runtime.memory_fault(fault, Some(queue));
             return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
         }
@@ -68,19 +101,25 @@ pub fn run(runtime: &Runtime, queue: &Queue, packet: &hsa_kernel_dispatch_packet
         }
         // SAFETY: the kernarg segment holds `kernarg_size` bytes that this agent may read
         // (checked above); the argument lies inside it.
-        arguments.push(unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) });
+        arguments
+            .push(unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) });
     }
-    // SAFETY: `entry` is the twin's kernel of this name, which takes one pointer-sized value
-    // per explicit argument; the kernel record keeps the twin loaded.
-    unsafe { plugin_api::native_code::call_with_args(entry, &arguments) };
-    Ok(())
+    Ok(Launch {
+        entry,
+        arguments,
+        _kernel: kernel,
+    })
 }
 
 /// Dimensions 1 to 3; a work-group within the agent's limits; a grid of at least one
 /// work-item in each used dimension and exactly one in each unused one.
 fn check_geometry(packet: &hsa_kernel_dispatch_packet_t) -> Result<()> {
     let dimensions = (packet.setup >> HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS) & 3;
-    let group = [packet.workgroup_size_x, packet.workgroup_size_y, packet.workgroup_size_z];
+    let group = [
+        packet.workgroup_size_x,
+        packet.workgroup_size_y,
+        packet.workgroup_size_z,
+    ];
     let grid = [packet.grid_size_x, packet.grid_size_y, packet.grid_size_z];
     let threads: u32 = group.iter().map(|&g| g as u32).product();
     let fits = (0..3).all(|d| {

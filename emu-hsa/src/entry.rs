@@ -1,6 +1,10 @@
 //! The exported entry points, one per HSA function either AMDGPU plugin (ours, LLVM 19's)
 //! resolves, with HSA's C signatures. Each runs inside `trace::call` (or `value_call` when it
 //! returns a value rather than a status) and refuses handles that are not live.
+//!
+//! The functions are safe to name in Rust but are C entry points: their pointer arguments
+//! follow HSA's contracts, which C callers keep, and each dereference says which one.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use crate::agents::{self, AgentIndex, PoolKind, System};
 use crate::copies;
@@ -75,18 +79,23 @@ pub extern "C" fn hsa_shut_down() -> hsa_status_t {
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_status_string(status: hsa_status_t, text: *mut *const c_char) -> hsa_status_t {
+pub extern "C" fn hsa_status_string(
+    status: hsa_status_t,
+    text: *mut *const c_char,
+) -> hsa_status_t {
     call("hsa_status_string", |c| {
         c.note(|| format!("status={status:#x}"));
         let text = out(text)?;
         let found = status::text(status).ok_or(status::INVALID_ARGUMENT)?;
         // Texts live for the process: leaked once each, C strings as HSA hands out.
-        static TEXTS: std::sync::Mutex<Vec<(hsa_status_t, &'static CStr)>> = std::sync::Mutex::new(Vec::new());
+        static TEXTS: std::sync::Mutex<Vec<(hsa_status_t, &'static CStr)>> =
+            std::sync::Mutex::new(Vec::new());
         let mut texts = omptarget_emu_support::calls::lock(&TEXTS);
         let c_text = match texts.iter().find(|(s, _)| *s == status) {
             Some((_, t)) => *t,
             None => {
-                let leaked: &'static CStr = Box::leak(std::ffi::CString::new(found).unwrap().into_boxed_c_str());
+                let leaked: &'static CStr =
+                    Box::leak(std::ffi::CString::new(found).unwrap().into_boxed_c_str());
                 texts.push((status, leaked));
                 leaked
             }
@@ -98,14 +107,20 @@ pub extern "C" fn hsa_status_string(status: hsa_status_t, text: *mut *const c_ch
 }
 
 fn timestamp() -> u64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime fills the timespec it is given.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_system_get_info(attribute: hsa_system_info_t, value: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_system_get_info(
+    attribute: hsa_system_info_t,
+    value: *mut c_void,
+) -> hsa_status_t {
     call("hsa_system_get_info", |c| {
         c.note(|| format!("attribute={attribute:#x}"));
         runtime::get()?;
@@ -117,9 +132,7 @@ pub extern "C" fn hsa_system_get_info(attribute: hsa_system_info_t, value: *mut 
             HSA_SYSTEM_INFO_ENDIANNESS => put(value, 0u32),
             HSA_SYSTEM_INFO_MACHINE_MODEL => put(value, 1u32),
             HSA_SYSTEM_INFO_EXTENSIONS => put(value, [0u8; 128]),
-            HSA_AMD_SYSTEM_INFO_BUILD_VERSION => {
-                put(value, c"omptarget-emu (HSA) 1.0".as_ptr())
-            }
+            HSA_AMD_SYSTEM_INFO_BUILD_VERSION => put(value, c"omptarget-emu (HSA) 1.0".as_ptr()),
             HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED
             | HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT
             | HSA_AMD_SYSTEM_INFO_XNACK_ENABLED => put(value, false),
@@ -131,7 +144,10 @@ pub extern "C" fn hsa_system_get_info(attribute: hsa_system_info_t, value: *mut 
 // --- Agents, ISAs, pools ----------------------------------------------------------------------
 
 #[no_mangle]
-pub extern "C" fn hsa_iterate_agents(callback: hsa_agent_callback_t, data: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_iterate_agents(
+    callback: hsa_agent_callback_t,
+    data: *mut c_void,
+) -> hsa_status_t {
     let mut result = HSA_STATUS_SUCCESS;
     let status = call("hsa_iterate_agents", |_| {
         let runtime = runtime::get()?;
@@ -146,11 +162,19 @@ pub extern "C" fn hsa_iterate_agents(callback: hsa_agent_callback_t, data: *mut 
         }
         Ok(())
     });
-    if status == HSA_STATUS_SUCCESS { result } else { status }
+    if status == HSA_STATUS_SUCCESS {
+        result
+    } else {
+        status
+    }
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_agent_get_info(agent: hsa_agent_t, attribute: hsa_agent_info_t, value: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_agent_get_info(
+    agent: hsa_agent_t,
+    attribute: hsa_agent_info_t,
+    value: *mut c_void,
+) -> hsa_status_t {
     call("hsa_agent_get_info", |c| {
         c.note(|| format!("agent={:#x} attribute={attribute:#x}", agent.handle));
         let runtime = runtime::get()?;
@@ -161,12 +185,28 @@ pub extern "C" fn hsa_agent_get_info(agent: hsa_agent_t, attribute: hsa_agent_in
         match attribute {
             HSA_AGENT_INFO_NAME => put_text::<64>(value, system.name(index)),
             HSA_AGENT_INFO_VENDOR_NAME => put_text::<64>(value, if gpu { "AMD" } else { "CPU" }),
-            HSA_AGENT_INFO_FEATURE => put(value, if gpu { HSA_AGENT_FEATURE_KERNEL_DISPATCH } else { 0 }),
+            HSA_AGENT_INFO_FEATURE => put(
+                value,
+                if gpu {
+                    HSA_AGENT_FEATURE_KERNEL_DISPATCH
+                } else {
+                    0
+                },
+            ),
             HSA_AGENT_INFO_MACHINE_MODEL => put(value, 1u32),
             HSA_AGENT_INFO_PROFILE => put(value, HSA_PROFILE_BASE),
-            HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE => put(value, HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR),
+            HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE => {
+                put(value, HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR)
+            }
             HSA_AGENT_INFO_WAVEFRONT_SIZE => put(value, when_gpu(agents::WAVEFRONT_SIZE)),
-            HSA_AGENT_INFO_WORKGROUP_MAX_DIM => put(value, if gpu { agents::WORKGROUP_MAX_DIM } else { [0; 3] }),
+            HSA_AGENT_INFO_WORKGROUP_MAX_DIM => put(
+                value,
+                if gpu {
+                    agents::WORKGROUP_MAX_DIM
+                } else {
+                    [0; 3]
+                },
+            ),
             HSA_AGENT_INFO_WORKGROUP_MAX_SIZE => put(value, when_gpu(agents::WORKGROUP_MAX_SIZE)),
             HSA_AGENT_INFO_GRID_MAX_DIM => put(value, [when_gpu(agents::GRID_MAX_SIZE); 3]),
             HSA_AGENT_INFO_GRID_MAX_SIZE => put(value, when_gpu(agents::GRID_MAX_SIZE)),
@@ -176,23 +216,55 @@ pub extern "C" fn hsa_agent_get_info(agent: hsa_agent_t, attribute: hsa_agent_in
             HSA_AGENT_INFO_QUEUE_MAX_SIZE => put(value, when_gpu(agents::QUEUE_MAX_SIZE)),
             HSA_AGENT_INFO_QUEUE_TYPE => put(value, HSA_QUEUE_TYPE_MULTI),
             HSA_AGENT_INFO_NODE | HSA_AMD_AGENT_INFO_DRIVER_NODE_ID => put(value, index as u32),
-            HSA_AGENT_INFO_DEVICE => put(value, if gpu { HSA_DEVICE_TYPE_GPU } else { HSA_DEVICE_TYPE_CPU }),
-            HSA_AGENT_INFO_CACHE_SIZE => put(value, if gpu { [16u32 << 10, 8 << 20, 0, 0] } else { [32 << 10, 1 << 20, 0, 0] }),
-            HSA_AGENT_INFO_ISA => put(value, if gpu { System::isa_handle() } else { hsa_isa_t::default() }),
+            HSA_AGENT_INFO_DEVICE => put(
+                value,
+                if gpu {
+                    HSA_DEVICE_TYPE_GPU
+                } else {
+                    HSA_DEVICE_TYPE_CPU
+                },
+            ),
+            HSA_AGENT_INFO_CACHE_SIZE => put(
+                value,
+                if gpu {
+                    [16u32 << 10, 8 << 20, 0, 0]
+                } else {
+                    [32 << 10, 1 << 20, 0, 0]
+                },
+            ),
+            HSA_AGENT_INFO_ISA => put(
+                value,
+                if gpu {
+                    System::isa_handle()
+                } else {
+                    hsa_isa_t::default()
+                },
+            ),
             HSA_AGENT_INFO_EXTENSIONS => put(value, [0u8; 128]),
             HSA_AGENT_INFO_VERSION_MAJOR | HSA_AGENT_INFO_VERSION_MINOR => put(value, 1u16),
             HSA_AGENT_INFO_FAST_F16_OPERATION => put(value, gpu),
             HSA_AMD_AGENT_INFO_CHIP_ID => put(value, when_gpu(0x740f)),
             HSA_AMD_AGENT_INFO_CACHELINE_SIZE => put(value, if gpu { 128u32 } else { 64 }),
-            HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT => put(value, if gpu { agents::COMPUTE_UNITS } else { 2 }),
+            HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT => {
+                put(value, if gpu { agents::COMPUTE_UNITS } else { 2 })
+            }
             HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY => put(value, 1700u32),
             HSA_AMD_AGENT_INFO_BDFID => put(value, index as u32),
             HSA_AMD_AGENT_INFO_PRODUCT_NAME => put_text::<64>(value, system.product_name(index)),
             HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU => put(value, when_gpu(32)),
             HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU => put(value, when_gpu(4)),
             HSA_AMD_AGENT_INFO_COOPERATIVE_QUEUES => put(value, false),
-            HSA_AMD_AGENT_INFO_UUID => put_text::<21>(value, &if gpu { format!("GPU-emu{index:013x}") } else { "CPU-XX".into() }),
-            HSA_AMD_AGENT_INFO_MEMORY_AVAIL => put(value, if gpu { runtime.system.device_memory } else { 0 }),
+            HSA_AMD_AGENT_INFO_UUID => put_text::<21>(
+                value,
+                &if gpu {
+                    format!("GPU-emu{index:013x}")
+                } else {
+                    "CPU-XX".into()
+                },
+            ),
+            HSA_AMD_AGENT_INFO_MEMORY_AVAIL => {
+                put(value, if gpu { runtime.system.device_memory } else { 0 })
+            }
             HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY => put(value, agents::TIMESTAMP_FREQUENCY),
             _ => Err(status::INVALID_ARGUMENT),
         }
@@ -200,7 +272,11 @@ pub extern "C" fn hsa_agent_get_info(agent: hsa_agent_t, attribute: hsa_agent_in
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_agent_iterate_isas(agent: hsa_agent_t, callback: hsa_isa_callback_t, data: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_agent_iterate_isas(
+    agent: hsa_agent_t,
+    callback: hsa_isa_callback_t,
+    data: *mut c_void,
+) -> hsa_status_t {
     let mut result = HSA_STATUS_SUCCESS;
     let status = call("hsa_agent_iterate_isas", |_| {
         let runtime = runtime::get()?;
@@ -212,11 +288,19 @@ pub extern "C" fn hsa_agent_iterate_isas(agent: hsa_agent_t, callback: hsa_isa_c
         }
         Ok(())
     });
-    if status == HSA_STATUS_SUCCESS { result } else { status }
+    if status == HSA_STATUS_SUCCESS {
+        result
+    } else {
+        status
+    }
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_isa_get_info_alt(isa: hsa_isa_t, attribute: hsa_isa_info_t, value: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_isa_get_info_alt(
+    isa: hsa_isa_t,
+    attribute: hsa_isa_info_t,
+    value: *mut c_void,
+) -> hsa_status_t {
     call("hsa_isa_get_info_alt", |_| {
         runtime::get()?;
         if !System::is_isa(isa) {
@@ -241,7 +325,11 @@ pub extern "C" fn hsa_isa_get_info_alt(isa: hsa_isa_t, attribute: hsa_isa_info_t
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_agent_iterate_memory_pools(agent: hsa_agent_t, callback: hsa_amd_memory_pool_callback_t, data: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_amd_agent_iterate_memory_pools(
+    agent: hsa_agent_t,
+    callback: hsa_amd_memory_pool_callback_t,
+    data: *mut c_void,
+) -> hsa_status_t {
     let mut result = HSA_STATUS_SUCCESS;
     let status = call("hsa_amd_agent_iterate_memory_pools", |_| {
         let runtime = runtime::get()?;
@@ -257,32 +345,47 @@ pub extern "C" fn hsa_amd_agent_iterate_memory_pools(agent: hsa_agent_t, callbac
         }
         Ok(())
     });
-    if status == HSA_STATUS_SUCCESS { result } else { status }
+    if status == HSA_STATUS_SUCCESS {
+        result
+    } else {
+        status
+    }
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_memory_pool_get_info(pool: hsa_amd_memory_pool_t, attribute: hsa_amd_memory_pool_info_t, value: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_amd_memory_pool_get_info(
+    pool: hsa_amd_memory_pool_t,
+    attribute: hsa_amd_memory_pool_info_t,
+    value: *mut c_void,
+) -> hsa_status_t {
     call("hsa_amd_memory_pool_get_info", |c| {
         c.note(|| format!("pool={:#x} attribute={attribute}", pool.handle));
         let runtime = runtime::get()?;
-        let pool = runtime.system.pool(pool).ok_or(status::INVALID_MEMORY_POOL)?;
+        let pool = runtime
+            .system
+            .pool(pool)
+            .ok_or(status::INVALID_MEMORY_POOL)?;
         match attribute {
             HSA_AMD_MEMORY_POOL_INFO_SEGMENT => put(value, HSA_AMD_SEGMENT_GLOBAL),
             HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS => put(
                 value,
                 match pool.kind {
-                    PoolKind::Kernarg => HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+                    PoolKind::Kernarg => {
+                        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT
+                            | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
+                    }
                     PoolKind::Fine => HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
-                    PoolKind::HostCoarse | PoolKind::Device => HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+                    PoolKind::HostCoarse | PoolKind::Device => {
+                        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED
+                    }
                 },
             ),
             HSA_AMD_MEMORY_POOL_INFO_SIZE | HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE => {
                 put(value, runtime.system.pool_size(pool) as usize)
             }
             HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED => put(value, true),
-            HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE | HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT => {
-                put(value, agents::GRANULE)
-            }
+            HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE
+            | HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT => put(value, agents::GRANULE),
             HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL => put(value, false),
             _ => Err(status::INVALID_ARGUMENT),
         }
@@ -290,11 +393,19 @@ pub extern "C" fn hsa_amd_memory_pool_get_info(pool: hsa_amd_memory_pool_t, attr
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_agent_memory_pool_get_info(agent: hsa_agent_t, pool: hsa_amd_memory_pool_t, attribute: hsa_amd_agent_memory_pool_info_t, value: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_amd_agent_memory_pool_get_info(
+    agent: hsa_agent_t,
+    pool: hsa_amd_memory_pool_t,
+    attribute: hsa_amd_agent_memory_pool_info_t,
+    value: *mut c_void,
+) -> hsa_status_t {
     call("hsa_amd_agent_memory_pool_get_info", |_| {
         let runtime = runtime::get()?;
         let index = agent_of(runtime, agent)?;
-        let pool = runtime.system.pool(pool).ok_or(status::INVALID_MEMORY_POOL)?;
+        let pool = runtime
+            .system
+            .pool(pool)
+            .ok_or(status::INVALID_MEMORY_POOL)?;
         match attribute {
             HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS => put(value, runtime.system.access(index, pool)),
             _ => Err(status::INVALID_ARGUMENT),
@@ -305,12 +416,20 @@ pub extern "C" fn hsa_amd_agent_memory_pool_get_info(agent: hsa_agent_t, pool: h
 // --- Memory -----------------------------------------------------------------------------------
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_memory_pool_allocate(pool: hsa_amd_memory_pool_t, size: usize, flags: u32, ptr: *mut *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_amd_memory_pool_allocate(
+    pool: hsa_amd_memory_pool_t,
+    size: usize,
+    flags: u32,
+    ptr: *mut *mut c_void,
+) -> hsa_status_t {
     call("hsa_amd_memory_pool_allocate", |c| {
         c.note(|| format!("pool={:#x} size={size}", pool.handle));
         let runtime = runtime::get()?;
         let ptr = out(ptr)?;
-        let pool = runtime.system.pool(pool).ok_or(status::INVALID_MEMORY_POOL)?;
+        let pool = runtime
+            .system
+            .pool(pool)
+            .ok_or(status::INVALID_MEMORY_POOL)?;
         if flags != 0 {
             return Err(status::INVALID_ARGUMENT);
         }
@@ -331,7 +450,12 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> hsa_status_t {
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_agents_allow_access(count: u32, agents: *const hsa_agent_t, flags: *const u32, ptr: *const c_void) -> hsa_status_t {
+pub extern "C" fn hsa_amd_agents_allow_access(
+    count: u32,
+    agents: *const hsa_agent_t,
+    flags: *const u32,
+    ptr: *const c_void,
+) -> hsa_status_t {
     call("hsa_amd_agents_allow_access", |c| {
         let runtime = runtime::get()?;
         let list = agents_in(runtime, count, agents)?;
@@ -344,14 +468,24 @@ pub extern "C" fn hsa_amd_agents_allow_access(count: u32, agents: *const hsa_age
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_memory_lock(host: *mut c_void, size: usize, agents: *mut hsa_agent_t, count: c_int, agent_ptr: *mut *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_amd_memory_lock(
+    host: *mut c_void,
+    size: usize,
+    agents: *mut hsa_agent_t,
+    count: c_int,
+    agent_ptr: *mut *mut c_void,
+) -> hsa_status_t {
     call("hsa_amd_memory_lock", |c| {
         c.note(|| format!("ptr={host:p} size={size}"));
         let runtime = runtime::get()?;
         let agent_ptr = out(agent_ptr)?;
         let mut list = agents_in(runtime, count.max(0) as u32, agents)?;
         if list.is_empty() {
-            list = runtime.system.agents().filter(|&a| runtime.system.is_gpu(a)).collect();
+            list = runtime
+                .system
+                .agents()
+                .filter(|&a| runtime.system.is_gpu(a))
+                .collect();
         }
         if list.iter().any(|&a| !runtime.system.is_gpu(a)) {
             return Err(status::INVALID_AGENT);
@@ -376,7 +510,7 @@ pub extern "C" fn hsa_amd_memory_fill(ptr: *mut c_void, value: u32, count: usize
     call("hsa_amd_memory_fill", |c| {
         c.note(|| format!("ptr={ptr:p} count={count}"));
         let runtime = runtime::get()?;
-        if (ptr as usize) % 4 != 0 || runtime.memory.find(ptr as usize).is_none() {
+        if !(ptr as usize).is_multiple_of(4) || runtime.memory.find(ptr as usize).is_none() {
             return Err(status::INVALID_ARGUMENT);
         }
         let len = count.checked_mul(4).ok_or(status::INVALID_ARGUMENT)?;
@@ -391,7 +525,11 @@ pub extern "C" fn hsa_amd_memory_fill(ptr: *mut c_void, value: u32, count: usize
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_memory_copy(dst: *mut c_void, src: *const c_void, size: usize) -> hsa_status_t {
+pub extern "C" fn hsa_memory_copy(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+) -> hsa_status_t {
     call("hsa_memory_copy", |c| {
         c.note(|| format!("dst={dst:p} src={src:p} size={size}"));
         runtime::get()?;
@@ -405,8 +543,23 @@ pub extern "C" fn hsa_memory_copy(dst: *mut c_void, src: *const c_void, size: us
 }
 
 #[allow(clippy::too_many_arguments)]
-fn async_copy(c: &mut crate::trace::Call, dst: *mut c_void, dst_agent: hsa_agent_t, src: *const c_void, src_agent: hsa_agent_t, size: usize, num_deps: u32, deps: *const hsa_signal_t, completion: hsa_signal_t) -> Result<()> {
-    c.note(|| format!("dst={dst:p} src={src:p} size={size} deps={num_deps} completion={:#x}", completion.handle));
+fn async_copy(
+    c: &mut crate::trace::Call,
+    dst: *mut c_void,
+    dst_agent: hsa_agent_t,
+    src: *const c_void,
+    src_agent: hsa_agent_t,
+    size: usize,
+    num_deps: u32,
+    deps: *const hsa_signal_t,
+    completion: hsa_signal_t,
+) -> Result<()> {
+    c.note(|| {
+        format!(
+            "dst={dst:p} src={src:p} size={size} deps={num_deps} completion={:#x}",
+            completion.handle
+        )
+    });
     let runtime = runtime::get()?;
     let dst_agent = agent_of(runtime, dst_agent)?;
     let src_agent = agent_of(runtime, src_agent)?;
@@ -437,19 +590,45 @@ fn async_copy(c: &mut crate::trace::Call, dst: *mut c_void, dst_agent: hsa_agent
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_memory_async_copy(dst: *mut c_void, dst_agent: hsa_agent_t, src: *const c_void, src_agent: hsa_agent_t, size: usize, num_deps: u32, deps: *const hsa_signal_t, completion: hsa_signal_t) -> hsa_status_t {
-    call("hsa_amd_memory_async_copy", |c| async_copy(c, dst, dst_agent, src, src_agent, size, num_deps, deps, completion))
+pub extern "C" fn hsa_amd_memory_async_copy(
+    dst: *mut c_void,
+    dst_agent: hsa_agent_t,
+    src: *const c_void,
+    src_agent: hsa_agent_t,
+    size: usize,
+    num_deps: u32,
+    deps: *const hsa_signal_t,
+    completion: hsa_signal_t,
+) -> hsa_status_t {
+    call("hsa_amd_memory_async_copy", |c| {
+        async_copy(
+            c, dst, dst_agent, src, src_agent, size, num_deps, deps, completion,
+        )
+    })
 }
 
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub extern "C" fn hsa_amd_memory_async_copy_on_engine(dst: *mut c_void, dst_agent: hsa_agent_t, src: *const c_void, src_agent: hsa_agent_t, size: usize, num_deps: u32, deps: *const hsa_signal_t, completion: hsa_signal_t, engine: u32, _force: bool) -> hsa_status_t {
+pub extern "C" fn hsa_amd_memory_async_copy_on_engine(
+    dst: *mut c_void,
+    dst_agent: hsa_agent_t,
+    src: *const c_void,
+    src_agent: hsa_agent_t,
+    size: usize,
+    num_deps: u32,
+    deps: *const hsa_signal_t,
+    completion: hsa_signal_t,
+    engine: u32,
+    _force: bool,
+) -> hsa_status_t {
     call("hsa_amd_memory_async_copy_on_engine", |c| {
         c.note(|| format!("engine={engine:#x}"));
         if engine == 0 || !engine.is_power_of_two() {
             return Err(status::INVALID_ARGUMENT);
         }
-        async_copy(c, dst, dst_agent, src, src_agent, size, num_deps, deps, completion)
+        async_copy(
+            c, dst, dst_agent, src, src_agent, size, num_deps, deps, completion,
+        )
     })
 }
 
@@ -469,7 +648,13 @@ struct PointerInfo {
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_pointer_info(ptr: *const c_void, info: *mut c_void, alloc: Option<unsafe extern "C" fn(usize) -> *mut c_void>, num_accessible: *mut u32, accessible: *mut *mut hsa_agent_t) -> hsa_status_t {
+pub extern "C" fn hsa_amd_pointer_info(
+    ptr: *const c_void,
+    info: *mut c_void,
+    alloc: Option<unsafe extern "C" fn(usize) -> *mut c_void>,
+    num_accessible: *mut u32,
+    accessible: *mut *mut hsa_agent_t,
+) -> hsa_status_t {
     call("hsa_amd_pointer_info", |c| {
         c.note(|| format!("ptr={ptr:p}"));
         let runtime = runtime::get()?;
@@ -480,7 +665,16 @@ pub extern "C" fn hsa_amd_pointer_info(ptr: *const c_void, info: *mut c_void, al
             return Err(status::INVALID_ARGUMENT);
         }
         let block = runtime.memory.find(ptr as usize);
-        let mut record = PointerInfo { size: std::mem::size_of::<PointerInfo>().min(caller_size) as u32, kind: 0, agent_base: 0, host_base: 0, size_in_bytes: 0, user_data: 0, owner: hsa_agent_t::default(), global_flags: 0 };
+        let mut record = PointerInfo {
+            size: std::mem::size_of::<PointerInfo>().min(caller_size) as u32,
+            kind: 0,
+            agent_base: 0,
+            host_base: 0,
+            size_in_bytes: 0,
+            user_data: 0,
+            owner: hsa_agent_t::default(),
+            global_flags: 0,
+        };
         let mut reach = Vec::new();
         if let Some(block) = block {
             use crate::memory::BlockKind;
@@ -494,15 +688,26 @@ pub extern "C" fn hsa_amd_pointer_info(ptr: *const c_void, info: *mut c_void, al
             record.host_base = if host { block.start } else { 0 };
             record.size_in_bytes = block.len;
             record.owner = System::agent_handle(owner);
-            reach = runtime.system.agents().filter(|&a| block.reachable_by(a)).collect();
+            reach = runtime
+                .system
+                .agents()
+                .filter(|&a| block.reachable_by(a))
+                .collect();
         }
         let bytes = std::mem::size_of::<PointerInfo>().min(caller_size);
         // SAFETY: the caller's structure holds `caller_size` bytes; at most that is written.
-        unsafe { std::ptr::copy_nonoverlapping((&record as *const PointerInfo).cast::<u8>(), info.cast::<u8>(), bytes) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (&record as *const PointerInfo).cast::<u8>(),
+                info.cast::<u8>(),
+                bytes,
+            )
+        };
         if !num_accessible.is_null() && !accessible.is_null() {
             let alloc = alloc.ok_or(status::INVALID_ARGUMENT)?;
             // SAFETY: the caller's allocator, asked for the array it will own.
-            let array = unsafe { alloc(reach.len().max(1) * std::mem::size_of::<hsa_agent_t>()) }.cast::<hsa_agent_t>();
+            let array = unsafe { alloc(reach.len().max(1) * std::mem::size_of::<hsa_agent_t>()) }
+                .cast::<hsa_agent_t>();
             if array.is_null() {
                 return Err(status::OUT_OF_RESOURCES);
             }
@@ -521,7 +726,10 @@ pub extern "C" fn hsa_amd_pointer_info(ptr: *const c_void, info: *mut c_void, al
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_register_system_event_handler(callback: hsa_amd_system_event_callback_t, data: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_amd_register_system_event_handler(
+    callback: hsa_amd_system_event_callback_t,
+    data: *mut c_void,
+) -> hsa_status_t {
     call("hsa_amd_register_system_event_handler", |_| {
         let runtime = runtime::get()?;
         let callback = callback.ok_or(status::INVALID_ARGUMENT)?;
@@ -533,12 +741,23 @@ pub extern "C" fn hsa_amd_register_system_event_handler(callback: hsa_amd_system
 // --- Signals ----------------------------------------------------------------------------------
 
 #[no_mangle]
-pub extern "C" fn hsa_signal_create(initial: hsa_signal_value_t, num_consumers: u32, consumers: *const hsa_agent_t, signal: *mut hsa_signal_t) -> hsa_status_t {
+pub extern "C" fn hsa_signal_create(
+    initial: hsa_signal_value_t,
+    num_consumers: u32,
+    consumers: *const hsa_agent_t,
+    signal: *mut hsa_signal_t,
+) -> hsa_status_t {
     hsa_amd_signal_create(initial, num_consumers, consumers, 0, signal)
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_signal_create(initial: hsa_signal_value_t, num_consumers: u32, consumers: *const hsa_agent_t, _attributes: u64, signal: *mut hsa_signal_t) -> hsa_status_t {
+pub extern "C" fn hsa_amd_signal_create(
+    initial: hsa_signal_value_t,
+    num_consumers: u32,
+    consumers: *const hsa_agent_t,
+    _attributes: u64,
+    signal: *mut hsa_signal_t,
+) -> hsa_status_t {
     call("hsa_amd_signal_create", |c| {
         let runtime = runtime::get()?;
         let signal = out(signal)?;
@@ -563,14 +782,20 @@ pub extern "C" fn hsa_signal_destroy(signal: hsa_signal_t) -> hsa_status_t {
 pub extern "C" fn hsa_signal_load_scacquire(signal: hsa_signal_t) -> hsa_signal_value_t {
     value_call("hsa_signal_load_scacquire", 0, |c| {
         c.note(|| format!("signal={:#x}", signal.handle));
-        runtime::expect("hsa_signal_load_scacquire").signals.expect(signal, "hsa_signal_load_scacquire").load()
+        runtime::expect("hsa_signal_load_scacquire")
+            .signals
+            .expect(signal, "hsa_signal_load_scacquire")
+            .load()
     })
 }
 
 fn store(function: &'static str, signal: hsa_signal_t, value: hsa_signal_value_t) {
     value_call(function, (), |c| {
         c.note(|| format!("signal={:#x} value={value}", signal.handle));
-        runtime::expect(function).signals.expect(signal, function).store(value)
+        runtime::expect(function)
+            .signals
+            .expect(signal, function)
+            .store(value)
     })
 }
 
@@ -596,7 +821,13 @@ pub extern "C" fn hsa_signal_subtract_screlease(signal: hsa_signal_t, value: hsa
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_signal_wait_scacquire(signal: hsa_signal_t, condition: hsa_signal_condition_t, compare: hsa_signal_value_t, timeout_hint: u64, wait_state: hsa_wait_state_t) -> hsa_signal_value_t {
+pub extern "C" fn hsa_signal_wait_scacquire(
+    signal: hsa_signal_t,
+    condition: hsa_signal_condition_t,
+    compare: hsa_signal_value_t,
+    timeout_hint: u64,
+    wait_state: hsa_wait_state_t,
+) -> hsa_signal_value_t {
     value_call("hsa_signal_wait_scacquire", 0, |c| {
         c.note(|| {
             format!(
@@ -605,7 +836,9 @@ pub extern "C" fn hsa_signal_wait_scacquire(signal: hsa_signal_t, condition: hsa
                 if wait_state == HSA_WAIT_STATE_ACTIVE { "active" } else { "blocked" }
             )
         });
-        let found = runtime::expect("hsa_signal_wait_scacquire").signals.expect(signal, "hsa_signal_wait_scacquire");
+        let found = runtime::expect("hsa_signal_wait_scacquire")
+            .signals
+            .expect(signal, "hsa_signal_wait_scacquire");
         if !signals::valid_condition(condition) {
             eprintln!("omptarget-emu (HSA): hsa_signal_wait_scacquire with condition {condition}, which HSA does not define");
             std::process::abort();
@@ -616,9 +849,20 @@ pub extern "C" fn hsa_signal_wait_scacquire(signal: hsa_signal_t, condition: hsa
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_amd_signal_async_handler(signal: hsa_signal_t, condition: hsa_signal_condition_t, compare: hsa_signal_value_t, handler: hsa_amd_signal_handler, arg: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_amd_signal_async_handler(
+    signal: hsa_signal_t,
+    condition: hsa_signal_condition_t,
+    compare: hsa_signal_value_t,
+    handler: hsa_amd_signal_handler,
+    arg: *mut c_void,
+) -> hsa_status_t {
     call("hsa_amd_signal_async_handler", |c| {
-        c.note(|| format!("signal={:#x} condition={condition} compare={compare}", signal.handle));
+        c.note(|| {
+            format!(
+                "signal={:#x} condition={condition} compare={compare}",
+                signal.handle
+            )
+        });
         let runtime = runtime::get()?;
         let found = runtime.signals.get(signal)?;
         let handler = handler.ok_or(status::INVALID_ARGUMENT)?;
@@ -634,7 +878,16 @@ pub extern "C" fn hsa_amd_signal_async_handler(signal: hsa_signal_t, condition: 
 
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub extern "C" fn hsa_queue_create(agent: hsa_agent_t, size: u32, kind: hsa_queue_type32_t, callback: hsa_queue_error_callback_t, data: *mut c_void, private_size: u32, group_size: u32, queue: *mut *mut hsa_queue_t) -> hsa_status_t {
+pub extern "C" fn hsa_queue_create(
+    agent: hsa_agent_t,
+    size: u32,
+    kind: hsa_queue_type32_t,
+    callback: hsa_queue_error_callback_t,
+    data: *mut c_void,
+    private_size: u32,
+    group_size: u32,
+    queue: *mut *mut hsa_queue_t,
+) -> hsa_status_t {
     call("hsa_queue_create", |c| {
         c.note(|| format!("agent={:#x} size={size}", agent.handle));
         let runtime = runtime::get()?;
@@ -646,7 +899,10 @@ pub extern "C" fn hsa_queue_create(agent: hsa_agent_t, size: u32, kind: hsa_queu
         if kind > HSA_QUEUE_TYPE_SINGLE || private_size != u32::MAX || group_size != u32::MAX {
             return Err(status::INVALID_ARGUMENT);
         }
-        let created = runtime.queues.create(runtime, index, size, callback.map(|f| (f, data as usize)))?;
+        let created =
+            runtime
+                .queues
+                .create(runtime, index, size, callback.map(|f| (f, data as usize)))?;
         c.note(|| format!("queue={created:p}"));
         // SAFETY: a valid out-pointer (checked not null).
         unsafe { *queue = created };
@@ -680,16 +936,25 @@ pub extern "C" fn hsa_queue_add_write_index_relaxed(queue: *const hsa_queue_t, c
 }
 
 fn expect_queue(queue: *const hsa_queue_t, function: &str) -> std::sync::Arc<crate::queues::Queue> {
-    runtime::expect(function).queues.get(queue).unwrap_or_else(|_| {
-        eprintln!("omptarget-emu (HSA): {function} was given {queue:p}, which is not a live queue");
-        std::process::abort()
-    })
+    runtime::expect(function)
+        .queues
+        .get(queue)
+        .unwrap_or_else(|_| {
+            eprintln!(
+                "omptarget-emu (HSA): {function} was given {queue:p}, which is not a live queue"
+            );
+            std::process::abort()
+        })
 }
 
 // --- Code objects and executables -------------------------------------------------------------
 
 #[no_mangle]
-pub extern "C" fn hsa_code_object_reader_create_from_memory(code: *const c_void, size: usize, reader: *mut hsa_code_object_reader_t) -> hsa_status_t {
+pub extern "C" fn hsa_code_object_reader_create_from_memory(
+    code: *const c_void,
+    size: usize,
+    reader: *mut hsa_code_object_reader_t,
+) -> hsa_status_t {
     call("hsa_code_object_reader_create_from_memory", |c| {
         c.note(|| format!("code={code:p} size={size}"));
         let runtime = runtime::get()?;
@@ -703,13 +968,20 @@ pub extern "C" fn hsa_code_object_reader_create_from_memory(code: *const c_void,
 
 #[no_mangle]
 pub extern "C" fn hsa_code_object_reader_destroy(reader: hsa_code_object_reader_t) -> hsa_status_t {
-    call("hsa_code_object_reader_destroy", |_| runtime::get()?.code.remove_reader(reader.handle))
+    call("hsa_code_object_reader_destroy", |_| {
+        runtime::get()?.code.remove_reader(reader.handle)
+    })
 }
 
 /// `hsa_code_object_deserialize` (the older interface LLVM's plugin uses): a code object is a
 /// reader here.
 #[no_mangle]
-pub extern "C" fn hsa_code_object_deserialize(code: *mut c_void, size: usize, _options: *const c_char, object: *mut hsa_code_object_reader_t) -> hsa_status_t {
+pub extern "C" fn hsa_code_object_deserialize(
+    code: *mut c_void,
+    size: usize,
+    _options: *const c_char,
+    object: *mut hsa_code_object_reader_t,
+) -> hsa_status_t {
     call("hsa_code_object_deserialize", |c| {
         c.note(|| format!("code={code:p} size={size}"));
         let runtime = runtime::get()?;
@@ -724,7 +996,10 @@ pub extern "C" fn hsa_code_object_deserialize(code: *mut c_void, size: usize, _o
 #[no_mangle]
 pub extern "C" fn hsa_code_object_destroy(object: hsa_code_object_reader_t) -> hsa_status_t {
     call("hsa_code_object_destroy", |_| {
-        runtime::get()?.code.remove_reader(object.handle).map_err(|_| status::Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT))
+        runtime::get()?
+            .code
+            .remove_reader(object.handle)
+            .map_err(|_| status::Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT))
     })
 }
 
@@ -741,49 +1016,102 @@ fn create_executable(profile: hsa_profile_t, executable: *mut hsa_executable_t) 
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_create_alt(profile: hsa_profile_t, _rounding: hsa_default_float_rounding_mode_t, _options: *const c_char, executable: *mut hsa_executable_t) -> hsa_status_t {
-    call("hsa_executable_create_alt", |_| create_executable(profile, executable))
+pub extern "C" fn hsa_executable_create_alt(
+    profile: hsa_profile_t,
+    _rounding: hsa_default_float_rounding_mode_t,
+    _options: *const c_char,
+    executable: *mut hsa_executable_t,
+) -> hsa_status_t {
+    call("hsa_executable_create_alt", |_| {
+        create_executable(profile, executable)
+    })
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_create(profile: hsa_profile_t, _state: hsa_executable_state_t, _options: *const c_char, executable: *mut hsa_executable_t) -> hsa_status_t {
-    call("hsa_executable_create", |_| create_executable(profile, executable))
+pub extern "C" fn hsa_executable_create(
+    profile: hsa_profile_t,
+    _state: hsa_executable_state_t,
+    _options: *const c_char,
+    executable: *mut hsa_executable_t,
+) -> hsa_status_t {
+    call("hsa_executable_create", |_| {
+        create_executable(profile, executable)
+    })
 }
 
 fn load(executable: hsa_executable_t, agent: hsa_agent_t, reader: u64) -> Result<()> {
     let runtime = runtime::get()?;
     let index = agent_of(runtime, agent)?;
-    runtime.code.load(&runtime.system, &runtime.memory, executable.handle, index, reader)
+    runtime.code.load(
+        &runtime.system,
+        &runtime.memory,
+        executable.handle,
+        index,
+        reader,
+    )
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_load_agent_code_object(executable: hsa_executable_t, agent: hsa_agent_t, reader: hsa_code_object_reader_t, _options: *const c_char, loaded: *mut hsa_loaded_code_object_t) -> hsa_status_t {
+pub extern "C" fn hsa_executable_load_agent_code_object(
+    executable: hsa_executable_t,
+    agent: hsa_agent_t,
+    reader: hsa_code_object_reader_t,
+    _options: *const c_char,
+    loaded: *mut hsa_loaded_code_object_t,
+) -> hsa_status_t {
     call("hsa_executable_load_agent_code_object", |c| {
-        c.note(|| format!("executable={:#x} agent={:#x}", executable.handle, agent.handle));
+        c.note(|| {
+            format!(
+                "executable={:#x} agent={:#x}",
+                executable.handle, agent.handle
+            )
+        });
         load(executable, agent, reader.handle)?;
         if !loaded.is_null() {
             // SAFETY: an optional out-pointer, not null.
-            unsafe { *loaded = hsa_loaded_code_object_t { handle: reader.handle } };
+            unsafe {
+                *loaded = hsa_loaded_code_object_t {
+                    handle: reader.handle,
+                }
+            };
         }
         Ok(())
     })
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_load_code_object(executable: hsa_executable_t, agent: hsa_agent_t, object: hsa_code_object_reader_t, _options: *const c_char) -> hsa_status_t {
+pub extern "C" fn hsa_executable_load_code_object(
+    executable: hsa_executable_t,
+    agent: hsa_agent_t,
+    object: hsa_code_object_reader_t,
+    _options: *const c_char,
+) -> hsa_status_t {
     call("hsa_executable_load_code_object", |c| {
-        c.note(|| format!("executable={:#x} agent={:#x}", executable.handle, agent.handle));
+        c.note(|| {
+            format!(
+                "executable={:#x} agent={:#x}",
+                executable.handle, agent.handle
+            )
+        });
         load(executable, agent, object.handle)
     })
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_freeze(executable: hsa_executable_t, _options: *const c_char) -> hsa_status_t {
-    call("hsa_executable_freeze", |_| runtime::get()?.code.freeze(executable.handle))
+pub extern "C" fn hsa_executable_freeze(
+    executable: hsa_executable_t,
+    _options: *const c_char,
+) -> hsa_status_t {
+    call("hsa_executable_freeze", |_| {
+        runtime::get()?.code.freeze(executable.handle)
+    })
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_validate(executable: hsa_executable_t, result: *mut u32) -> hsa_status_t {
+pub extern "C" fn hsa_executable_validate(
+    executable: hsa_executable_t,
+    result: *mut u32,
+) -> hsa_status_t {
     call("hsa_executable_validate", |_| {
         let result = out(result)?;
         let found = runtime::get()?.code.validate(executable.handle)?;
@@ -795,11 +1123,18 @@ pub extern "C" fn hsa_executable_validate(executable: hsa_executable_t, result: 
 
 #[no_mangle]
 pub extern "C" fn hsa_executable_destroy(executable: hsa_executable_t) -> hsa_status_t {
-    call("hsa_executable_destroy", |_| runtime::get()?.code.destroy_executable(executable.handle))
+    call("hsa_executable_destroy", |_| {
+        runtime::get()?.code.destroy_executable(executable.handle)
+    })
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_get_symbol_by_name(executable: hsa_executable_t, name: *const c_char, agent: *const hsa_agent_t, symbol: *mut hsa_executable_symbol_t) -> hsa_status_t {
+pub extern "C" fn hsa_executable_get_symbol_by_name(
+    executable: hsa_executable_t,
+    name: *const c_char,
+    agent: *const hsa_agent_t,
+    symbol: *mut hsa_executable_symbol_t,
+) -> hsa_status_t {
     call("hsa_executable_get_symbol_by_name", |c| {
         let runtime = runtime::get()?;
         let symbol = out(symbol)?;
@@ -807,7 +1142,9 @@ pub extern "C" fn hsa_executable_get_symbol_by_name(executable: hsa_executable_t
             return Err(status::INVALID_ARGUMENT);
         }
         // SAFETY: the caller's contract: a NUL-terminated name.
-        let name = unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| status::INVALID_SYMBOL_NAME)?;
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_str()
+            .map_err(|_| status::INVALID_SYMBOL_NAME)?;
         c.note(|| format!("name={name}"));
         let agent = if agent.is_null() {
             None
@@ -815,7 +1152,9 @@ pub extern "C" fn hsa_executable_get_symbol_by_name(executable: hsa_executable_t
             // SAFETY: a non-null agent pointer from the caller.
             Some(agent_of(runtime, unsafe { *agent })?)
         };
-        let handle = runtime.code.symbol_by_name(executable.handle, name, agent)?;
+        let handle = runtime
+            .code
+            .symbol_by_name(executable.handle, name, agent)?;
         // SAFETY: a valid out-pointer (checked not null).
         unsafe { *symbol = hsa_executable_symbol_t { handle } };
         Ok(())
@@ -823,13 +1162,24 @@ pub extern "C" fn hsa_executable_get_symbol_by_name(executable: hsa_executable_t
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_iterate_symbols(executable: hsa_executable_t, callback: Option<unsafe extern "C" fn(hsa_executable_t, hsa_executable_symbol_t, *mut c_void) -> hsa_status_t>, data: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_executable_iterate_symbols(
+    executable: hsa_executable_t,
+    callback: Option<
+        unsafe extern "C" fn(
+            hsa_executable_t,
+            hsa_executable_symbol_t,
+            *mut c_void,
+        ) -> hsa_status_t,
+    >,
+    data: *mut c_void,
+) -> hsa_status_t {
     let mut result = HSA_STATUS_SUCCESS;
     let status = call("hsa_executable_iterate_symbols", |_| {
         let callback = callback.ok_or(status::INVALID_ARGUMENT)?;
         for handle in runtime::get()?.code.symbols_of(executable.handle)? {
             // SAFETY: the program's callback with its own data.
-            let returned = unsafe { callback(executable, hsa_executable_symbol_t { handle }, data) };
+            let returned =
+                unsafe { callback(executable, hsa_executable_symbol_t { handle }, data) };
             if returned != HSA_STATUS_SUCCESS {
                 result = returned;
                 break;
@@ -837,33 +1187,63 @@ pub extern "C" fn hsa_executable_iterate_symbols(executable: hsa_executable_t, c
         }
         Ok(())
     });
-    if status == HSA_STATUS_SUCCESS { result } else { status }
+    if status == HSA_STATUS_SUCCESS {
+        result
+    } else {
+        status
+    }
 }
 
 #[no_mangle]
-pub extern "C" fn hsa_executable_symbol_get_info(symbol: hsa_executable_symbol_t, attribute: hsa_executable_symbol_info_t, value: *mut c_void) -> hsa_status_t {
+pub extern "C" fn hsa_executable_symbol_get_info(
+    symbol: hsa_executable_symbol_t,
+    attribute: hsa_executable_symbol_info_t,
+    value: *mut c_void,
+) -> hsa_status_t {
     call("hsa_executable_symbol_get_info", |c| {
         c.note(|| format!("symbol={:#x} attribute={attribute}", symbol.handle));
         use crate::code::Symbol;
         let found = runtime::get()?.code.symbol(symbol.handle)?;
         match (&*found, attribute) {
-            (Symbol::Kernel(_), HSA_EXECUTABLE_SYMBOL_INFO_TYPE) => put(value, HSA_SYMBOL_KIND_KERNEL),
-            (Symbol::Variable { .. }, HSA_EXECUTABLE_SYMBOL_INFO_TYPE) => put(value, HSA_SYMBOL_KIND_VARIABLE),
+            (Symbol::Kernel(_), HSA_EXECUTABLE_SYMBOL_INFO_TYPE) => {
+                put(value, HSA_SYMBOL_KIND_KERNEL)
+            }
+            (Symbol::Variable { .. }, HSA_EXECUTABLE_SYMBOL_INFO_TYPE) => {
+                put(value, HSA_SYMBOL_KIND_VARIABLE)
+            }
             (_, HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH) => put(value, found.name().len() as u32),
             (_, HSA_EXECUTABLE_SYMBOL_INFO_NAME) => {
                 let out = out(value.cast::<u8>())?;
                 // SAFETY: the caller's contract: NAME_LENGTH bytes at `value`.
-                unsafe { std::ptr::copy_nonoverlapping(found.name().as_ptr(), out, found.name().len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(found.name().as_ptr(), out, found.name().len())
+                };
                 Ok(())
             }
-            (Symbol::Variable { address, .. }, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS) => put(value, *address as u64),
-            (Symbol::Variable { size, .. }, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE) => put(value, *size as u32),
-            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT) => put(value, std::sync::Arc::as_ptr(k) as u64),
-            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE) => put(value, k.kernarg_size),
-            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT) => put(value, k.kernarg_align),
-            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE) => put(value, k.group_size),
-            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE) => put(value, k.private_size),
-            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK) => put(value, k.dynamic_stack),
+            (Symbol::Variable { address, .. }, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS) => {
+                put(value, *address as u64)
+            }
+            (Symbol::Variable { size, .. }, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE) => {
+                put(value, *size as u32)
+            }
+            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT) => {
+                put(value, std::sync::Arc::as_ptr(k) as u64)
+            }
+            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE) => {
+                put(value, k.kernarg_size)
+            }
+            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT) => {
+                put(value, k.kernarg_align)
+            }
+            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE) => {
+                put(value, k.group_size)
+            }
+            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE) => {
+                put(value, k.private_size)
+            }
+            (Symbol::Kernel(k), HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK) => {
+                put(value, k.dynamic_stack)
+            }
             _ => Err(status::INVALID_ARGUMENT),
         }
     })

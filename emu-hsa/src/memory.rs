@@ -208,8 +208,13 @@ impl Memory {
 
     /// Whether `agent` may touch `[address, address + len)`. The CPU reaches every host
     /// address; a GPU only blocks it was given.
-    pub fn check(&self, agent: AgentIndex, address: usize, len: usize) -> std::result::Result<(), Fault> {
-        if agent == 0 && self.find(address).map_or(true, |b| b.reachable_by(0)) {
+    pub fn check(
+        &self,
+        agent: AgentIndex,
+        address: usize,
+        len: usize,
+    ) -> std::result::Result<(), Fault> {
+        if agent == 0 && self.find(address).is_none_or(|b| b.reachable_by(0)) {
             return Ok(());
         }
         let fault = |unmapped| Fault {
@@ -278,13 +283,24 @@ mod tests {
         let (system, memory) = (system(), Memory::default());
         let pool = system.pools_of(1)[0];
         let a = memory.allocate(&system, pool, 512 << 10).unwrap();
-        assert_eq!(memory.allocate(&system, pool, 768 << 10), Err(status::OUT_OF_RESOURCES));
+        assert_eq!(
+            memory.allocate(&system, pool, 768 << 10),
+            Err(status::OUT_OF_RESOURCES)
+        );
         assert!(memory.check(1, a + 100, 1000).is_ok());
-        assert_eq!(memory.check(2, a, 8).unwrap_err().unmapped, false);
-        assert!(memory.check(1, a + (512 << 10) - 4, 8).unwrap_err().unmapped);
+        assert!(!memory.check(2, a, 8).unwrap_err().unmapped);
+        assert!(
+            memory
+                .check(1, a + (512 << 10) - 4, 8)
+                .unwrap_err()
+                .unmapped
+        );
         memory.allow_access(&[2], a).unwrap();
         assert!(memory.check(2, a, 8).is_ok());
-        assert_eq!(memory.allow_access(&[2], a + 8), Err(status::INVALID_ARGUMENT));
+        assert_eq!(
+            memory.allow_access(&[2], a + 8),
+            Err(status::INVALID_ARGUMENT)
+        );
         assert_eq!(memory.free(a + 8), Err(status::INVALID_ARGUMENT));
         memory.free(a).unwrap();
         assert!(memory.check(1, a, 8).unwrap_err().unmapped);
@@ -301,13 +317,18 @@ mod tests {
         assert_eq!(memory.lock(at, 4096, &[1]), Ok(at));
         assert!(memory.check(1, at, 10).is_ok());
         assert!(memory.check(2, at, 10).is_err());
-        assert_eq!(memory.lock(at + 16, 64, &[1]), Err(status::INVALID_ARGUMENT));
+        assert_eq!(
+            memory.lock(at + 16, 64, &[1]),
+            Err(status::INVALID_ARGUMENT)
+        );
         assert_eq!(memory.lock(at, 4096, &[2]), Ok(at));
         memory.unlock(at).unwrap();
         assert!(memory.check(2, at, 10).is_ok());
         memory.unlock(at).unwrap();
         assert_eq!(memory.unlock(at), Err(status::INVALID_ARGUMENT));
-        let host = memory.allocate(&system, system.pools_of(0)[1], 100).unwrap();
+        let host = memory
+            .allocate(&system, system.pools_of(0)[1], 100)
+            .unwrap();
         assert!(memory.check(1, host, 100).is_err());
         assert_eq!(memory.lock(host, 100, &[1]), Err(status::INVALID_ARGUMENT));
         memory.allow_access(&[1, 2], host).unwrap();

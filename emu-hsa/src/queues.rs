@@ -69,10 +69,13 @@ impl Drop for Ring {
     }
 }
 
+/// A live queue and its packet processor.
+type LiveQueue = (Arc<Queue>, Option<std::thread::JoinHandle<()>>);
+
 /// Every live queue by address.
 #[derive(Default)]
 pub struct Queues {
-    live: Mutex<HashMap<usize, (Arc<Queue>, Option<std::thread::JoinHandle<()>>)>>,
+    live: Mutex<HashMap<usize, LiveQueue>>,
     next_id: AtomicU64,
 }
 
@@ -235,8 +238,11 @@ impl Queue {
             let next = self.read_index();
             // Wait for the doorbell to announce packet `next` (producers store the index of
             // the last packet they published).
-            self.doorbell
-                .wait(HSA_SIGNAL_CONDITION_GTE, next as i64, Some(Duration::from_millis(50)));
+            self.doorbell.wait(
+                HSA_SIGNAL_CONDITION_GTE,
+                next as i64,
+                Some(Duration::from_millis(50)),
+            );
             if self.stopping() {
                 break;
             }
@@ -252,7 +258,9 @@ impl Queue {
             }
             let mut packet = Packet { bytes: [0; 64] };
             // SAFETY: the slot holds a published packet; copy all 64 bytes before releasing it.
-            unsafe { std::ptr::copy_nonoverlapping(self.ring.slot(slot), packet.bytes.as_mut_ptr(), 64) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.ring.slot(slot), packet.bytes.as_mut_ptr(), 64)
+            };
             packet.bytes[..2].copy_from_slice(&header.to_le_bytes());
             if packet.barrier() {
                 self.settle();
@@ -268,15 +276,22 @@ impl Queue {
                 }
                 HSA_PACKET_TYPE_KERNEL_DISPATCH => {
                     self.release_slot(slot, next);
+                    let launch = match dispatch::launch(runtime, &self, &packet.dispatch()) {
+                        Ok(launch) => launch,
+                        Err(status::Error(code)) => {
+                            self.fail(code);
+                            continue;
+                        }
+                    };
                     lock(&self.state).in_flight += 1;
                     let queue = self.clone();
                     let launched = std::thread::Builder::new()
                         .name("emu-hsa-dispatch".into())
                         .spawn(move || {
                             queue.delay();
-                            let result = dispatch::run(runtime, &queue, &packet.dispatch());
+                            launch.run();
                             runtime.trace_packet_done(&queue, next);
-                            queue.complete(runtime, &packet, result);
+                            queue.complete(runtime, &packet, Ok(()));
                             let mut state = lock(&queue.state);
                             state.in_flight -= 1;
                             drop(state);
@@ -298,7 +313,9 @@ impl Queue {
 
     /// Marks the slot free for the producer and moves past it.
     fn release_slot(&self, slot: usize, index: u64) {
-        self.ring.header(slot).store(invalid_header(), Ordering::Release);
+        self.ring
+            .header(slot)
+            .store(invalid_header(), Ordering::Release);
         self.read_index.store(index + 1, Ordering::Release);
         lock(&self.state).processed += 1;
     }
@@ -341,9 +358,8 @@ impl Queue {
         }
         state.failed = Some(code);
         drop(state);
-        crate::trace::calls().trace_line(|| {
-            format!("queue {} error {}", self.public.id, status::describe(code))
-        });
+        crate::trace::calls()
+            .trace_line(|| format!("queue {} error {}", self.public.id, status::describe(code)));
         if let Some((callback, data)) = self.callback {
             // SAFETY: the callback and its data are what the program gave hsa_queue_create;
             // HSA calls it on a runtime thread with the queue, as here.

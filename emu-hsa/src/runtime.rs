@@ -11,7 +11,8 @@ use hsa_sys::*;
 use omptarget_emu_support::calls::lock;
 use std::sync::{Mutex, OnceLock};
 
-type EventCallback = unsafe extern "C" fn(*const hsa_amd_event_t, *mut std::ffi::c_void) -> hsa_status_t;
+type EventCallback =
+    unsafe extern "C" fn(*const hsa_amd_event_t, *mut std::ffi::c_void) -> hsa_status_t;
 
 pub struct Runtime {
     pub system: System,
@@ -35,7 +36,9 @@ pub fn init() -> Result<()> {
             std::thread::sleep(std::time::Duration::from_millis(delay));
         }
     }
-    *references = references.checked_add(1).ok_or(status::Error(HSA_STATUS_ERROR_REFCOUNT_OVERFLOW))?;
+    *references = references
+        .checked_add(1)
+        .ok_or(status::Error(HSA_STATUS_ERROR_REFCOUNT_OVERFLOW))?;
     RUNTIME.get_or_init(|| {
         let config = crate::config::get();
         Runtime {
@@ -100,7 +103,11 @@ impl Runtime {
                 "memory-fault agent={} address={:#x} reason={}",
                 fault.agent,
                 fault.address,
-                if fault.unmapped { "not-mapped" } else { "not-granted" }
+                if fault.unmapped {
+                    "not-mapped"
+                } else {
+                    "not-granted"
+                }
             )
         });
         let handlers = lock(&self.event_handlers).clone();
@@ -131,8 +138,12 @@ impl Runtime {
 
     /// One trace line per completed packet (after its work, before its completion signal).
     pub fn trace_packet_done(&self, queue: &Queue, index: u64) {
-        crate::trace::calls()
-            .trace_line(|| format!("packet-done queue={:#x} index={index}", queue.public() as usize));
+        crate::trace::calls().trace_line(|| {
+            format!(
+                "packet-done queue={:#x} index={index}",
+                queue.public() as usize
+            )
+        });
     }
 
     /// One trace line per processed packet: type, barrier bit, signals, geometry.
@@ -174,7 +185,11 @@ impl Runtime {
                         .collect();
                     format!(
                         "{head} type={} deps=[{}] completion={:#x}",
-                        if kind == HSA_PACKET_TYPE_BARRIER_AND { "barrier-and" } else { "barrier-or" },
+                        if kind == HSA_PACKET_TYPE_BARRIER_AND {
+                            "barrier-and"
+                        } else {
+                            "barrier-or"
+                        },
                         deps.join(","),
                         b.completion_signal.handle
                     )

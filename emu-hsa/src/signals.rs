@@ -39,7 +39,12 @@ impl Signal {
 
     /// Waits until `condition` holds against `compare`, or `timeout` passes; returns the value
     /// last seen.
-    pub fn wait(&self, condition: hsa_signal_condition_t, compare: i64, timeout: Option<Duration>) -> i64 {
+    pub fn wait(
+        &self,
+        condition: hsa_signal_condition_t,
+        compare: i64,
+        timeout: Option<Duration>,
+    ) -> i64 {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut guard = lock(&self.lock);
         loop {
@@ -97,7 +102,10 @@ impl Signals {
             lock: Mutex::new(()),
             changed: Condvar::new(),
         });
-        self.live.write().unwrap_or_else(|e| e.into_inner()).insert(handle, signal);
+        self.live
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(handle, signal);
         self.created.fetch_add(1, Ordering::Relaxed);
         hsa_signal_t { handle }
     }
@@ -239,7 +247,10 @@ mod tests {
         let signals = Signals::default();
         let handle = signals.create(2);
         let signal = signals.get(handle).unwrap();
-        assert_eq!(signal.wait(HSA_SIGNAL_CONDITION_EQ, 0, Some(Duration::from_millis(5))), 2);
+        assert_eq!(
+            signal.wait(HSA_SIGNAL_CONDITION_EQ, 0, Some(Duration::from_millis(5))),
+            2
+        );
         let s = signal.clone();
         let t = std::thread::spawn(move || {
             s.subtract(1);
@@ -248,7 +259,10 @@ mod tests {
         });
         assert_eq!(signal.wait(HSA_SIGNAL_CONDITION_EQ, 0, None), 0);
         assert_eq!(signal.wait(HSA_SIGNAL_CONDITION_LT, 1, None), 0);
-        assert_eq!(signal.wait(HSA_SIGNAL_CONDITION_GTE, 1, Some(Duration::ZERO)), 0);
+        assert_eq!(
+            signal.wait(HSA_SIGNAL_CONDITION_GTE, 1, Some(Duration::ZERO)),
+            0
+        );
         t.join().unwrap();
         signals.destroy(handle).unwrap();
         assert_eq!(signals.destroy(handle), Err(status::INVALID_SIGNAL));

@@ -125,9 +125,7 @@ pub fn text(status: Status) -> Option<&'static str> {
             "HSA_STATUS_ERROR_OUT_OF_REGISTERS: Kernel has requested more VGPRs than are \
              available on this agent"
         }
-        HSA_STATUS_ERROR_RESOURCE_BUSY => {
-            "HSA_STATUS_ERROR_RESOURCE_BUSY: The resource is busy."
-        }
+        HSA_STATUS_ERROR_RESOURCE_BUSY => "HSA_STATUS_ERROR_RESOURCE_BUSY: The resource is busy.",
         HSA_STATUS_ERROR_NOT_SUPPORTED => {
             "HSA_STATUS_ERROR_NOT_SUPPORTED: The requested feature is not supported."
         }

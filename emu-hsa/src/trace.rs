@@ -17,8 +17,7 @@ pub fn calls() -> &'static Calls {
 
 /// The error an injected failure returns: what the runtime says when it runs out.
 fn injected_error(function: &str) -> Status {
-    if function.contains("allocate") || function.contains("create") || function.contains("lock")
-    {
+    if function.contains("allocate") || function.contains("create") || function.contains("lock") {
         HSA_STATUS_ERROR_OUT_OF_RESOURCES
     } else {
         HSA_STATUS_ERROR

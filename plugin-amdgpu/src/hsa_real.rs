@@ -15,9 +15,9 @@
 use crate::hsa::packets::{barrier_and_packet, kernel_dispatch_packet, ReadyPacket};
 use crate::hsa::signals::{self, timeout_ticks, wait_state};
 use crate::hsa::{check, HsaQueue, HsaRuntime};
-use crate::hsa_interface::{QueueOrder, 
-    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, Signal,
-    SignalHandler,
+use crate::hsa_interface::{
+    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, QueueOrder,
+    Signal, SignalHandler,
 };
 use hsa_sys::*;
 use std::collections::HashMap;

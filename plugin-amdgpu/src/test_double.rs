@@ -23,9 +23,9 @@
 //! signals, memory freed under a pending copy, signals decremented below 0), which a test
 //! checks is empty. Dropping the double stops and joins its threads.
 
-use crate::hsa_interface::{QueueOrder, 
-    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, Signal,
-    SignalHandler,
+use crate::hsa_interface::{
+    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, QueueOrder,
+    Signal, SignalHandler,
 };
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::{BTreeMap, HashMap, VecDeque};

@@ -51,9 +51,9 @@ mod logging;
 mod module;
 pub mod native_code;
 pub mod offload_binary;
-pub mod twin;
 mod plugin;
 mod shims;
+pub mod twin;
 mod types;
 mod version;
 

@@ -34,9 +34,14 @@ pub enum Runtime {
     /// Our runtime with only the plugin of `gpu`, on its emulated driver (dist/emu), with
     /// `OMPTARGET_EMU_DELAY_US` set to `delay_us` when it is not 0. The programs are built for
     /// the GPU with an x86-64 twin (clang-19).
-    OursOnEmulator { gpu: EmulatedGpu, delay_us: u32 },
+    OursOnEmulator {
+        gpu: EmulatedGpu,
+        delay_us: u32,
+    },
     /// LLVM 19's runtime on the emulated driver of `gpu`, its first GPU made the default.
-    Llvm19OnEmulator { gpu: EmulatedGpu },
+    Llvm19OnEmulator {
+        gpu: EmulatedGpu,
+    },
 }
 
 /// The GPUs whose drivers dist/emu emulates.
@@ -479,8 +484,8 @@ fn check_one(path: &Path, compiler: Compiler, runtime: Runtime) -> Option<Outcom
             return None;
         }
     }
-    let result = compile_for(&spec, compiler, runtime.emulator())
-        .and_then(|exe| run(&spec, &exe, runtime));
+    let result =
+        compile_for(&spec, compiler, runtime.emulator()).and_then(|exe| run(&spec, &exe, runtime));
     Some(Outcome {
         name: spec.name(),
         compiler,

@@ -221,7 +221,10 @@ pub fn known_llvm_failures(gpu: EmulatedGpu) -> Vec<String> {
     let doc = std::fs::read_to_string(crate::workspace_root().join("docs/emulated-drivers.md"))
         .expect("docs/emulated-drivers.md");
     let marker = format!("<!-- llvm19-{}-failures -->", gpu.plugin());
-    let table = doc.split(&marker).nth(1).expect("the LLVM 19 failures table");
+    let table = doc
+        .split(&marker)
+        .nth(1)
+        .expect("the LLVM 19 failures table");
     table
         .lines()
         .filter_map(|l| l.strip_prefix("| "))

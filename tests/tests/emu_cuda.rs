@@ -17,12 +17,18 @@ const CUDA: EmulatedGpu = EmulatedGpu::Cuda;
 /// passes, ours passes, and each of its failures is explained in docs/emulated-drivers.md.
 #[test]
 fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
-    let ours = suite(Runtime::OursOnEmulator { gpu: CUDA, delay_us: 0 });
+    let ours = suite(Runtime::OursOnEmulator {
+        gpu: CUDA,
+        delay_us: 0,
+    });
     assert!(ours.len() >= 150, "only {} programs ran", ours.len());
     if let Some(report) = conformance::failures(&ours) {
         panic!("{report}");
     }
-    let delayed = suite(Runtime::OursOnEmulator { gpu: CUDA, delay_us: 200 });
+    let delayed = suite(Runtime::OursOnEmulator {
+        gpu: CUDA,
+        delay_us: 200,
+    });
     if let Some(report) = conformance::failures(&delayed) {
         panic!("with OMPTARGET_EMU_DELAY_US=200: {report}");
     }

@@ -7,7 +7,6 @@
 //! the emulator.
 
 use std::collections::HashMap;
-use std::path::Path;
 use tests::conformance::{self, EmulatedGpu, Runtime};
 use tests::emulated::{self, field, known_llvm_failures, passed, suite};
 
@@ -129,7 +128,10 @@ fn independent_nowait_regions_overlap_on_one_queue() {
         .collect();
     assert_eq!(queues.len(), 1, "one HSA queue: {queues:?}");
     let overlapping = spans.windows(2).filter(|w| w[1].0 < w[0].1).count();
-    assert!(overlapping >= 1, "no kernel started before the previous one ended:\n{trace}");
+    assert!(
+        overlapping >= 1,
+        "no kernel started before the previous one ended:\n{trace}"
+    );
 }
 
 /// The same binary with LLVM 19's plugin: its kernels overlap too (it never sets the barrier

@@ -166,16 +166,28 @@ mod tests {
 
     #[test]
     fn headers_carry_type_barrier_and_system_fences() {
-        let kernel = header(HSA_PACKET_TYPE_KERNEL_DISPATCH, QueueOrder::AfterEarlierPackets);
+        let kernel = header(
+            HSA_PACKET_TYPE_KERNEL_DISPATCH,
+            QueueOrder::AfterEarlierPackets,
+        );
         assert_eq!(kernel & 0xff, 2);
         assert_eq!((kernel >> 8) & 1, 1);
         assert_eq!((kernel >> 9) & 3, 2);
         assert_eq!((kernel >> 11) & 3, 2);
         assert_eq!(kernel, 0x1502);
-        assert_eq!(header(HSA_PACKET_TYPE_BARRIER_AND, QueueOrder::AfterEarlierPackets), 0x1503);
+        assert_eq!(
+            header(HSA_PACKET_TYPE_BARRIER_AND, QueueOrder::AfterEarlierPackets),
+            0x1503
+        );
         // Without the barrier bit: the same fences, bit 8 clear.
-        assert_eq!(header(HSA_PACKET_TYPE_KERNEL_DISPATCH, QueueOrder::Unordered), 0x1402);
-        assert_eq!(header(HSA_PACKET_TYPE_BARRIER_AND, QueueOrder::Unordered), 0x1403);
+        assert_eq!(
+            header(HSA_PACKET_TYPE_KERNEL_DISPATCH, QueueOrder::Unordered),
+            0x1402
+        );
+        assert_eq!(
+            header(HSA_PACKET_TYPE_BARRIER_AND, QueueOrder::Unordered),
+            0x1403
+        );
     }
 
     #[test]
@@ -190,8 +202,12 @@ mod tests {
 
     #[test]
     fn a_kernel_packet_holds_the_dispatch() {
-        let packet =
-            kernel_dispatch_packet(&dispatch([8, 4, 2], [64, 32, 4]), Signal(0xabc), QueueOrder::AfterEarlierPackets).unwrap();
+        let packet = kernel_dispatch_packet(
+            &dispatch([8, 4, 2], [64, 32, 4]),
+            Signal(0xabc),
+            QueueOrder::AfterEarlierPackets,
+        )
+        .unwrap();
         assert_eq!(packet.header, 0x1502);
         assert_eq!(packet.setup, 3);
         assert_eq!(
@@ -216,8 +232,12 @@ mod tests {
 
     #[test]
     fn a_one_dimensional_kernel_packet_has_setup_one() {
-        let packet =
-            kernel_dispatch_packet(&dispatch([256, 1, 1], [2560, 1, 1]), Signal(1), QueueOrder::AfterEarlierPackets).unwrap();
+        let packet = kernel_dispatch_packet(
+            &dispatch([256, 1, 1], [2560, 1, 1]),
+            Signal(1),
+            QueueOrder::AfterEarlierPackets,
+        )
+        .unwrap();
         assert_eq!(packet.setup, 1);
         let ready = ReadyPacket::from(packet);
         assert_eq!(ready.header_word(), 0x1502 | (1 << 16));
@@ -230,12 +250,20 @@ mod tests {
 
     #[test]
     fn empty_dimensions_and_missing_kernels_are_refused() {
-        let zero_grid = kernel_dispatch_packet(&dispatch([64, 1, 1], [0, 1, 1]), Signal(1), QueueOrder::Unordered);
+        let zero_grid = kernel_dispatch_packet(
+            &dispatch([64, 1, 1], [0, 1, 1]),
+            Signal(1),
+            QueueOrder::Unordered,
+        );
         assert_eq!(
             zero_grid.unwrap_err().status,
             HSA_STATUS_ERROR_INVALID_ARGUMENT
         );
-        let zero_group = kernel_dispatch_packet(&dispatch([64, 0, 1], [64, 1, 1]), Signal(1), QueueOrder::Unordered);
+        let zero_group = kernel_dispatch_packet(
+            &dispatch([64, 0, 1], [64, 1, 1]),
+            Signal(1),
+            QueueOrder::Unordered,
+        );
         assert!(zero_group.unwrap_err().message.contains("empty dimension"));
         let mut no_kernel = dispatch([64, 1, 1], [64, 1, 1]);
         no_kernel.kernel_object = 0;
@@ -244,7 +272,12 @@ mod tests {
 
     #[test]
     fn a_barrier_packet_holds_its_dependencies_and_zeroes_the_rest() {
-        let packet = barrier_and_packet(&[Signal(11), Signal(22)], Signal(33), QueueOrder::AfterEarlierPackets).unwrap();
+        let packet = barrier_and_packet(
+            &[Signal(11), Signal(22)],
+            Signal(33),
+            QueueOrder::AfterEarlierPackets,
+        )
+        .unwrap();
         assert_eq!(packet.header, 0x1503);
         let deps: Vec<u64> = packet.dep_signal.iter().map(|s| s.handle).collect();
         assert_eq!(deps, [11, 22, 0, 0, 0]);

@@ -8,8 +8,9 @@ use super::queue_pool::QueueHealth;
 use super::signal_pool::SignalRef;
 use super::slot::{finish_slots, run_release, QueueSet, Release, Slot};
 use super::wait::wait_zero;
-use crate::hsa_interface::{QueueOrder, 
-    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, Queue, Signal, SignalHandler,
+use crate::hsa_interface::{
+    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, Queue, QueueOrder, Signal,
+    SignalHandler,
 };
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};

@@ -24,10 +24,18 @@ fn main() {
             "--llvm" => runtime = Runtime::Llvm19,
             "--emu-cuda" => runtime = ours_on(EmulatedGpu::Cuda, 0),
             "--emu-cuda-delay" => runtime = ours_on(EmulatedGpu::Cuda, 200),
-            "--emu-cuda-llvm" => runtime = Runtime::Llvm19OnEmulator { gpu: EmulatedGpu::Cuda },
+            "--emu-cuda-llvm" => {
+                runtime = Runtime::Llvm19OnEmulator {
+                    gpu: EmulatedGpu::Cuda,
+                }
+            }
             "--emu-hsa" => runtime = ours_on(EmulatedGpu::Amdgpu, 0),
             "--emu-hsa-delay" => runtime = ours_on(EmulatedGpu::Amdgpu, 200),
-            "--emu-hsa-llvm" => runtime = Runtime::Llvm19OnEmulator { gpu: EmulatedGpu::Amdgpu },
+            "--emu-hsa-llvm" => {
+                runtime = Runtime::Llvm19OnEmulator {
+                    gpu: EmulatedGpu::Amdgpu,
+                }
+            }
             "--compiler" => {
                 compilers = match args.next().as_deref() {
                     Some("clang19") => vec![Compiler::Clang19],

@@ -1,0 +1,940 @@
+//! The emulated HSA runtime's rules, one by one, called in-process as a plugin calls the
+//! runtime: each is a rule of ROCm's runtime that a plugin bug would break (the statuses are
+//! HSA's). Code objects come from real clang-19 programs.
+
+use hsa_sys::*;
+use omptarget_emu_hsa::*;
+use std::ffi::c_void;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Memory faults the system event handler was told of: (agent handle, address).
+static FAULTS: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn on_event(event: *const hsa_amd_event_t, _data: *mut c_void) -> hsa_status_t {
+    // SAFETY: the runtime passes a live event.
+    let event = unsafe { &*event };
+    if event.event_type == HSA_AMD_GPU_MEMORY_FAULT_EVENT {
+        FAULTS.lock().unwrap().push((
+            event.memory_fault.agent.handle,
+            event.memory_fault.virtual_address,
+        ));
+    }
+    HSA_STATUS_SUCCESS
+}
+
+/// Initialises the runtime once (with a system event handler, so faults are reported to the
+/// test instead of stopping the process) and returns (CPU, GPUs).
+fn system() -> &'static (hsa_agent_t, Vec<hsa_agent_t>) {
+    static SYSTEM: OnceLock<(hsa_agent_t, Vec<hsa_agent_t>)> = OnceLock::new();
+    SYSTEM.get_or_init(|| {
+        assert_eq!(hsa_init(), HSA_STATUS_SUCCESS);
+        assert_eq!(
+            hsa_amd_register_system_event_handler(Some(on_event), std::ptr::null_mut()),
+            HSA_STATUS_SUCCESS
+        );
+        unsafe extern "C" fn collect(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
+            // SAFETY: `data` is the vector below.
+            unsafe { (*(data as *mut Vec<hsa_agent_t>)).push(agent) };
+            HSA_STATUS_SUCCESS
+        }
+        let mut agents: Vec<hsa_agent_t> = Vec::new();
+        assert_eq!(
+            hsa_iterate_agents(Some(collect), &mut agents as *mut _ as *mut c_void),
+            HSA_STATUS_SUCCESS
+        );
+        let kind = |a: hsa_agent_t| {
+            let mut device = u32::MAX;
+            assert_eq!(
+                hsa_agent_get_info(
+                    a,
+                    HSA_AGENT_INFO_DEVICE,
+                    &mut device as *mut _ as *mut c_void
+                ),
+                HSA_STATUS_SUCCESS
+            );
+            device
+        };
+        let cpu = *agents
+            .iter()
+            .find(|&&a| kind(a) == HSA_DEVICE_TYPE_CPU)
+            .unwrap();
+        let gpus = agents
+            .into_iter()
+            .filter(|&a| kind(a) == HSA_DEVICE_TYPE_GPU)
+            .collect();
+        (cpu, gpus)
+    })
+}
+
+fn pools(agent: hsa_agent_t) -> Vec<hsa_amd_memory_pool_t> {
+    unsafe extern "C" fn collect(pool: hsa_amd_memory_pool_t, data: *mut c_void) -> hsa_status_t {
+        // SAFETY: `data` is the vector below.
+        unsafe { (*(data as *mut Vec<hsa_amd_memory_pool_t>)).push(pool) };
+        HSA_STATUS_SUCCESS
+    }
+    let mut found: Vec<hsa_amd_memory_pool_t> = Vec::new();
+    assert_eq!(
+        hsa_amd_agent_iterate_memory_pools(
+            agent,
+            Some(collect),
+            &mut found as *mut _ as *mut c_void
+        ),
+        HSA_STATUS_SUCCESS
+    );
+    found
+}
+
+fn allocate(pool: hsa_amd_memory_pool_t, size: usize) -> *mut u8 {
+    let mut ptr = std::ptr::null_mut();
+    assert_eq!(
+        hsa_amd_memory_pool_allocate(pool, size, 0, &mut ptr),
+        HSA_STATUS_SUCCESS
+    );
+    ptr.cast()
+}
+
+fn signal(value: i64) -> hsa_signal_t {
+    let mut s = hsa_signal_t::default();
+    assert_eq!(
+        hsa_signal_create(value, 0, std::ptr::null(), &mut s),
+        HSA_STATUS_SUCCESS
+    );
+    s
+}
+
+fn wait_zero(s: hsa_signal_t, ms: u64) -> i64 {
+    hsa_signal_wait_scacquire(
+        s,
+        HSA_SIGNAL_CONDITION_EQ,
+        0,
+        ms * 1_000_000,
+        HSA_WAIT_STATE_BLOCKED,
+    )
+}
+
+/// Waits up to two seconds for a fault at `address`.
+fn fault_at(address: u64) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        if FAULTS.lock().unwrap().iter().any(|&(_, a)| a == address) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+#[test]
+fn agents_pools_and_isa_are_what_a_plugin_expects_of_an_mi210() {
+    let (cpu, gpus) = system();
+    assert_eq!(gpus.len(), 2, "two GPUs by default");
+    let mut name = [0u8; 64];
+    assert_eq!(
+        hsa_agent_get_info(gpus[0], HSA_AGENT_INFO_NAME, name.as_mut_ptr().cast()),
+        0
+    );
+    assert!(name.starts_with(b"gfx90a\0"));
+    assert_eq!(
+        hsa_agent_get_info(
+            gpus[0],
+            HSA_AMD_AGENT_INFO_PRODUCT_NAME,
+            name.as_mut_ptr().cast()
+        ),
+        0
+    );
+    assert!(String::from_utf8_lossy(&name).contains("emulated"));
+    let (mut cus, mut wave, mut group) = (0u32, 0u32, 0u32);
+    hsa_agent_get_info(
+        gpus[0],
+        HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT,
+        &mut cus as *mut _ as *mut c_void,
+    );
+    hsa_agent_get_info(
+        gpus[0],
+        HSA_AGENT_INFO_WAVEFRONT_SIZE,
+        &mut wave as *mut _ as *mut c_void,
+    );
+    hsa_agent_get_info(
+        gpus[0],
+        HSA_AGENT_INFO_WORKGROUP_MAX_SIZE,
+        &mut group as *mut _ as *mut c_void,
+    );
+    assert_eq!((cus, wave, group), (104, 64, 1024));
+    unsafe extern "C" fn isa_name(isa: hsa_isa_t, data: *mut c_void) -> hsa_status_t {
+        let mut len = 0u32;
+        assert_eq!(
+            hsa_isa_get_info_alt(
+                isa,
+                HSA_ISA_INFO_NAME_LENGTH,
+                &mut len as *mut _ as *mut c_void
+            ),
+            0
+        );
+        let mut name = vec![0u8; len as usize];
+        assert_eq!(
+            hsa_isa_get_info_alt(isa, HSA_ISA_INFO_NAME, name.as_mut_ptr().cast()),
+            0
+        );
+        // SAFETY: `data` is the string below.
+        unsafe { *(data as *mut String) = String::from_utf8(name).unwrap() };
+        HSA_STATUS_SUCCESS
+    }
+    let mut isa = String::new();
+    assert_eq!(
+        hsa_agent_iterate_isas(gpus[0], Some(isa_name), &mut isa as *mut _ as *mut c_void),
+        0
+    );
+    assert_eq!(isa, "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-\0");
+    // Pools: the CPU's fine-grained (one for kernel arguments) and coarse-grained, each GPU's
+    // coarse-grained; GPUs reach system memory and each other only once granted.
+    let access = |agent: hsa_agent_t, pool: hsa_amd_memory_pool_t| {
+        let mut value = 0u32;
+        assert_eq!(
+            hsa_amd_agent_memory_pool_get_info(
+                agent,
+                pool,
+                HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS,
+                &mut value as *mut _ as *mut c_void
+            ),
+            0
+        );
+        value
+    };
+    let flags = |pool: hsa_amd_memory_pool_t| {
+        let mut value = 0u32;
+        assert_eq!(
+            hsa_amd_memory_pool_get_info(
+                pool,
+                HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
+                &mut value as *mut _ as *mut c_void
+            ),
+            0
+        );
+        value
+    };
+    let host = pools(*cpu);
+    assert!(host
+        .iter()
+        .any(|&p| flags(p) & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0));
+    let device = pools(gpus[0]);
+    assert_eq!(device.len(), 1);
+    assert_eq!(
+        flags(device[0]),
+        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED
+    );
+    assert_eq!(
+        access(gpus[0], device[0]),
+        HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT
+    );
+    assert_eq!(
+        access(gpus[1], device[0]),
+        HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT
+    );
+    assert_eq!(
+        access(gpus[0], host[0]),
+        HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT
+    );
+    assert_eq!(
+        access(*cpu, host[0]),
+        HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT
+    );
+    let mut text: *const std::ffi::c_char = std::ptr::null();
+    assert_eq!(
+        hsa_status_string(HSA_STATUS_ERROR_INVALID_AGENT, &mut text),
+        0
+    );
+    // SAFETY: the runtime returns a NUL-terminated string that lives for the process.
+    let text = unsafe { std::ffi::CStr::from_ptr(text) }.to_str().unwrap();
+    assert_eq!(
+        text,
+        "HSA_STATUS_ERROR_INVALID_AGENT: The agent is invalid."
+    );
+}
+
+/// A copy between two GPUs' memory faults on the copy engine until the memory is granted to
+/// the engine's GPU (the destination's); the copy never completes.
+#[test]
+fn another_gpus_memory_is_reached_only_once_granted() {
+    let (_, gpus) = system();
+    let (a, b) = (
+        allocate(pools(gpus[0])[0], 4096),
+        allocate(pools(gpus[1])[0], 4096),
+    );
+    // SAFETY: `a` is a fresh 4096-byte allocation, host-addressable in the emulator.
+    unsafe { std::ptr::write_bytes(a, 0x5a, 4096) };
+    let done = signal(1);
+    assert_eq!(
+        hsa_amd_memory_async_copy(
+            b.cast(),
+            gpus[1],
+            a.cast(),
+            gpus[0],
+            4096,
+            0,
+            std::ptr::null(),
+            done
+        ),
+        0
+    );
+    assert!(
+        fault_at(a as u64),
+        "no fault reading GPU 0's memory from GPU 1's engine"
+    );
+    assert_eq!(wait_zero(done, 50), 1, "the faulting copy completed");
+    assert_eq!(
+        hsa_amd_agents_allow_access(1, &gpus[1], std::ptr::null(), a.cast()),
+        0
+    );
+    let done = signal(1);
+    assert_eq!(
+        hsa_amd_memory_async_copy(
+            b.cast(),
+            gpus[1],
+            a.cast(),
+            gpus[0],
+            4096,
+            0,
+            std::ptr::null(),
+            done
+        ),
+        0
+    );
+    assert_eq!(wait_zero(done, 2000), 0);
+    // SAFETY: `b` holds the 4096 bytes just copied.
+    assert!(unsafe { std::slice::from_raw_parts(b, 4096) }
+        .iter()
+        .all(|&x| x == 0x5a));
+    assert_eq!(hsa_amd_memory_pool_free(a.cast()), 0);
+    assert_eq!(
+        hsa_amd_memory_pool_free(a.cast()),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        "double free"
+    );
+    assert_eq!(
+        hsa_amd_memory_pool_free(b.wrapping_add(8).cast()),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        "interior pointer"
+    );
+}
+
+/// Host memory the GPU copies from must be locked for it (or allocated by HSA and granted);
+/// a lock counts, and locking memory HSA allocated, or part of a locked range, is refused.
+#[test]
+fn host_memory_must_be_locked_for_the_gpu() {
+    let (cpu, gpus) = system();
+    let device = allocate(pools(gpus[0])[0], 4096);
+    let host = vec![9u8; 4096];
+    let done = signal(1);
+    assert_eq!(
+        hsa_amd_memory_async_copy(
+            device.cast(),
+            gpus[0],
+            host.as_ptr().cast(),
+            *cpu,
+            4096,
+            0,
+            std::ptr::null(),
+            done
+        ),
+        0
+    );
+    assert!(
+        fault_at(host.as_ptr() as u64),
+        "pageable memory reached by the GPU"
+    );
+    let mut locked = std::ptr::null_mut();
+    let mut agent = gpus[0];
+    assert_eq!(
+        hsa_amd_memory_lock(
+            host.as_ptr() as *mut c_void,
+            4096,
+            &mut agent,
+            1,
+            &mut locked
+        ),
+        0
+    );
+    assert_eq!(
+        hsa_amd_memory_lock(
+            (host.as_ptr() as *mut u8).wrapping_add(64).cast(),
+            64,
+            &mut agent,
+            1,
+            &mut locked
+        ),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    let done = signal(1);
+    assert_eq!(
+        hsa_amd_memory_async_copy(
+            device.cast(),
+            gpus[0],
+            locked,
+            *cpu,
+            4096,
+            0,
+            std::ptr::null(),
+            done
+        ),
+        0
+    );
+    assert_eq!(wait_zero(done, 2000), 0);
+    // SAFETY: `device` holds the bytes just copied.
+    assert_eq!(unsafe { *device.add(4095) }, 9);
+    assert_eq!(hsa_amd_memory_unlock(host.as_ptr() as *mut c_void), 0);
+    assert_eq!(
+        hsa_amd_memory_unlock(host.as_ptr() as *mut c_void),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    let mut out = std::ptr::null_mut();
+    assert_eq!(
+        hsa_amd_memory_lock(device.cast(), 4096, &mut agent, 1, &mut out),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        "locking HSA memory"
+    );
+    // Pointer info tells locked from HSA memory.
+    #[repr(C)]
+    struct Info {
+        size: u32,
+        kind: u32,
+        agent_base: usize,
+        host_base: usize,
+        bytes: usize,
+    }
+    let mut info = Info {
+        size: std::mem::size_of::<Info>() as u32,
+        kind: 9,
+        agent_base: 0,
+        host_base: 0,
+        bytes: 0,
+    };
+    assert_eq!(
+        hsa_amd_pointer_info(
+            device.wrapping_add(10).cast(),
+            (&mut info as *mut Info).cast(),
+            None,
+            std::ptr::null_mut(),
+            std::ptr::null_mut()
+        ),
+        0
+    );
+    assert_eq!(
+        (info.kind, info.agent_base, info.bytes),
+        (1, device as usize, 4096)
+    );
+    assert_eq!(
+        hsa_amd_pointer_info(
+            host.as_ptr().cast(),
+            (&mut info as *mut Info).cast(),
+            None,
+            std::ptr::null_mut(),
+            std::ptr::null_mut()
+        ),
+        0
+    );
+    assert_eq!(info.kind, 0, "unlocked host memory is unknown to HSA");
+}
+
+/// An asynchronous copy starts only after its dependency signals reached 0.
+#[test]
+fn copies_wait_for_their_dependencies() {
+    let (_, gpus) = system();
+    let pool = pools(gpus[0])[0];
+    let (src, dst) = (allocate(pool, 64), allocate(pool, 64));
+    // SAFETY: fresh 64-byte allocations.
+    unsafe { std::ptr::write_bytes(src, 3, 64) };
+    let (dependency, done) = (signal(1), signal(1));
+    assert_eq!(
+        hsa_amd_memory_async_copy(
+            dst.cast(),
+            gpus[0],
+            src.cast(),
+            gpus[0],
+            64,
+            1,
+            &dependency,
+            done
+        ),
+        0
+    );
+    assert_eq!(
+        wait_zero(done, 30),
+        1,
+        "copied before its dependency completed"
+    );
+    // SAFETY: as above.
+    assert_eq!(unsafe { *dst }, 0);
+    hsa_signal_store_screlease(dependency, 0);
+    assert_eq!(wait_zero(done, 2000), 0);
+    // SAFETY: as above.
+    assert_eq!(unsafe { *dst.add(63) }, 3);
+}
+
+/// A queue with its ring, indices and doorbell; the error callback's reports.
+struct TestQueue {
+    queue: *mut hsa_queue_t,
+    errors: Box<Mutex<Vec<hsa_status_t>>>,
+}
+
+unsafe extern "C" fn on_queue_error(
+    status: hsa_status_t,
+    _queue: *mut hsa_queue_t,
+    data: *mut c_void,
+) {
+    // SAFETY: `data` is the queue's error list, alive while the queue is.
+    unsafe {
+        (*(data as *const Mutex<Vec<hsa_status_t>>))
+            .lock()
+            .unwrap()
+            .push(status)
+    };
+}
+
+impl TestQueue {
+    fn new(agent: hsa_agent_t) -> TestQueue {
+        let errors = Box::new(Mutex::new(Vec::new()));
+        let mut queue = std::ptr::null_mut();
+        let data = &*errors as *const _ as *mut c_void;
+        assert_eq!(
+            hsa_queue_create(
+                agent,
+                64,
+                HSA_QUEUE_TYPE_MULTI,
+                Some(on_queue_error),
+                data,
+                u32::MAX,
+                u32::MAX,
+                &mut queue
+            ),
+            0
+        );
+        TestQueue { queue, errors }
+    }
+
+    /// Writes `words` (16 u32) into the next slot; the header word last, only if `publish`.
+    fn write(&self, words: [u32; 16], publish: bool) -> u64 {
+        let index = hsa_queue_add_write_index_relaxed(self.queue, 1);
+        // SAFETY: the queue is live; its ring has `size` 64-byte slots.
+        let slot = unsafe {
+            let q = &*self.queue;
+            (q.base_address as *mut [u32; 16]).add((index % q.size as u64) as usize)
+        };
+        // SAFETY: the slot is ours until its header is published.
+        unsafe {
+            for (i, w) in words.iter().enumerate().skip(1) {
+                (*slot)[i] = *w;
+            }
+            if publish {
+                (*(slot as *const std::sync::atomic::AtomicU32))
+                    .store(words[0], std::sync::atomic::Ordering::Release);
+            }
+        }
+        index
+    }
+
+    fn publish(&self, index: u64, header: u32) {
+        // SAFETY: as in `write`.
+        unsafe {
+            let q = &*self.queue;
+            let slot = (q.base_address as *mut [u32; 16]).add((index % q.size as u64) as usize);
+            (*(slot as *const std::sync::atomic::AtomicU32))
+                .store(header, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    fn ring(&self, index: u64) {
+        // SAFETY: the queue is live.
+        hsa_signal_store_screlease(unsafe { (*self.queue).doorbell_signal }, index as i64);
+    }
+
+    fn errors(&self) -> Vec<hsa_status_t> {
+        self.errors.lock().unwrap().clone()
+    }
+}
+
+impl Drop for TestQueue {
+    fn drop(&mut self) {
+        assert_eq!(hsa_queue_destroy(self.queue), 0);
+    }
+}
+
+fn header(kind: u32, barrier: bool) -> u32 {
+    kind << HSA_PACKET_HEADER_TYPE | (barrier as u32) << HSA_PACKET_HEADER_BARRIER
+}
+
+fn barrier_words(kind: u32, deps: &[hsa_signal_t], completion: hsa_signal_t) -> [u32; 16] {
+    let mut w = [0u32; 16];
+    w[0] = header(kind, false);
+    for (i, d) in deps.iter().enumerate() {
+        w[2 + 2 * i] = d.handle as u32;
+        w[3 + 2 * i] = (d.handle >> 32) as u32;
+    }
+    w[14] = completion.handle as u32;
+    w[15] = (completion.handle >> 32) as u32;
+    w
+}
+
+/// A packet is taken only once its header is published; barrier-AND packets wait for all
+/// their dependencies and hold back the packets behind them, barrier-OR packets for any.
+#[test]
+fn packets_run_once_published_and_barriers_wait_for_their_signals() {
+    let (_, gpus) = system();
+    let q = TestQueue::new(gpus[0]);
+    let (dep, done) = (signal(1), signal(1));
+    let words = barrier_words(HSA_PACKET_TYPE_BARRIER_AND, &[dep], done);
+    let index = q.write(words, false);
+    q.ring(index);
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(
+        hsa_queue_load_read_index_scacquire(q.queue),
+        0,
+        "an unpublished packet was taken"
+    );
+    q.publish(index, words[0]);
+    let (dep2, done2) = (signal(1), signal(1));
+    let behind = q.write(
+        barrier_words(HSA_PACKET_TYPE_BARRIER_OR, &[dep2, dep], done2),
+        true,
+    );
+    q.ring(behind);
+    hsa_signal_store_screlease(dep2, 0);
+    assert_eq!(
+        wait_zero(done, 30),
+        1,
+        "a barrier-AND completed with a dependency pending"
+    );
+    assert_eq!(
+        wait_zero(done2, 30),
+        1,
+        "a packet ran past a waiting barrier"
+    );
+    hsa_signal_store_screlease(dep, 0);
+    assert_eq!(wait_zero(done, 2000), 0);
+    assert_eq!(wait_zero(done2, 2000), 0);
+    assert_eq!(hsa_queue_load_read_index_scacquire(q.queue), 2);
+    assert!(q.errors().is_empty());
+}
+
+fn dispatch_words(
+    group: [u16; 3],
+    grid: [u32; 3],
+    group_memory: u32,
+    kernel_object: u64,
+    completion: hsa_signal_t,
+) -> [u32; 16] {
+    let mut w = [0u32; 16];
+    let dims = if grid[2] > 1 || group[2] > 1 {
+        3
+    } else if grid[1] > 1 || group[1] > 1 {
+        2
+    } else {
+        1
+    };
+    w[0] = header(HSA_PACKET_TYPE_KERNEL_DISPATCH, true) | dims << 16;
+    w[1] = group[0] as u32 | (group[1] as u32) << 16;
+    w[2] = group[2] as u32;
+    w[3] = grid[0];
+    w[4] = grid[1];
+    w[5] = grid[2];
+    w[7] = group_memory;
+    w[8] = kernel_object as u32;
+    w[9] = (kernel_object >> 32) as u32;
+    w[14] = completion.handle as u32;
+    w[15] = (completion.handle >> 32) as u32;
+    w
+}
+
+/// A dispatch outside the agent's limits fails its queue with HSA's error, and the queue then
+/// processes nothing more.
+#[test]
+fn dispatches_outside_the_agents_limits_fail_the_queue() {
+    let (_, gpus) = system();
+    for (group, grid, group_memory, kernel, expected) in [
+        (
+            [1024, 2, 1],
+            [1024, 2, 1],
+            0,
+            1,
+            HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        ),
+        (
+            [64, 1, 1],
+            [64, 1, 1],
+            128 << 10,
+            1,
+            HSA_STATUS_ERROR_INVALID_ALLOCATION,
+        ),
+        (
+            [64, 1, 1],
+            [64, 1, 1],
+            0,
+            0xdead_0000,
+            HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
+        ),
+    ] {
+        let q = TestQueue::new(gpus[0]);
+        let done = signal(1);
+        let index = q.write(
+            dispatch_words(group, grid, group_memory, kernel, done),
+            true,
+        );
+        q.ring(index);
+        let after = signal(1);
+        let next = q.write(barrier_words(HSA_PACKET_TYPE_BARRIER_AND, &[], after), true);
+        q.ring(next);
+        assert_eq!(wait_zero(after, 100), 1, "a failed queue went on");
+        assert_eq!(
+            q.errors(),
+            vec![expected],
+            "{group:?} {grid:?} {group_memory}"
+        );
+        assert_eq!(wait_zero(done, 1), 1);
+    }
+}
+
+#[test]
+fn signals_wait_with_conditions_and_timeouts_and_handlers_run_on_their_own_thread() {
+    system();
+    let s = signal(5);
+    let start = Instant::now();
+    assert_eq!(
+        hsa_signal_wait_scacquire(
+            s,
+            HSA_SIGNAL_CONDITION_LT,
+            5,
+            20_000_000,
+            HSA_WAIT_STATE_ACTIVE
+        ),
+        5
+    );
+    assert!(
+        start.elapsed() >= Duration::from_millis(19),
+        "the timeout was not waited for"
+    );
+    hsa_signal_subtract_screlease(s, 2);
+    assert_eq!(
+        hsa_signal_wait_scacquire(
+            s,
+            HSA_SIGNAL_CONDITION_LT,
+            5,
+            u64::MAX,
+            HSA_WAIT_STATE_BLOCKED
+        ),
+        3
+    );
+    static CALLS: Mutex<Vec<(i64, std::thread::ThreadId)>> = Mutex::new(Vec::new());
+    unsafe extern "C" fn handler(value: hsa_signal_value_t, _arg: *mut c_void) -> bool {
+        let mut calls = CALLS.lock().unwrap();
+        calls.push((value, std::thread::current().id()));
+        calls.len() < 2 // stays registered once
+    }
+    assert_eq!(
+        hsa_amd_signal_async_handler(
+            s,
+            HSA_SIGNAL_CONDITION_EQ,
+            0,
+            Some(handler),
+            std::ptr::null_mut()
+        ),
+        0
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(
+        CALLS.lock().unwrap().is_empty(),
+        "a handler ran before its condition held"
+    );
+    hsa_signal_store_screlease(s, 0);
+    let start = Instant::now();
+    while CALLS.lock().unwrap().len() < 2 && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let calls = CALLS.lock().unwrap().clone();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls
+        .iter()
+        .all(|&(v, t)| v == 0 && t != std::thread::current().id()));
+    assert_eq!(hsa_signal_destroy(s), 0);
+    assert_eq!(hsa_signal_destroy(s), HSA_STATUS_ERROR_INVALID_SIGNAL);
+    assert_eq!(
+        hsa_amd_signal_async_handler(
+            s,
+            HSA_SIGNAL_CONDITION_EQ,
+            0,
+            Some(handler),
+            std::ptr::null_mut()
+        ),
+        HSA_STATUS_ERROR_INVALID_SIGNAL
+    );
+}
+
+/// The gfx code objects of a clang-19 program built for `archs`.
+fn code_objects(archs: &str) -> Vec<Vec<u8>> {
+    use object::{Object, ObjectSection};
+    let exe = tests::compile_amdgpu("amdgpu_offload.c", archs);
+    let bytes = std::fs::read(exe).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let section = file
+        .section_by_name(".llvm.offloading")
+        .expect("an offload section");
+    plugin_api::offload_binary::containers(section.data().unwrap())
+        .into_iter()
+        .filter_map(|c| plugin_api::offload_binary::unwrap(c).ok())
+        .filter(|u| u.triple.starts_with("amdgcn"))
+        .map(|u| u.bytes.to_vec())
+        .collect()
+}
+
+fn load(code: &[u8], agent: hsa_agent_t) -> (hsa_status_t, hsa_executable_t) {
+    let mut reader = hsa_code_object_reader_t::default();
+    assert_eq!(
+        hsa_code_object_reader_create_from_memory(code.as_ptr().cast(), code.len(), &mut reader),
+        0
+    );
+    let mut executable = hsa_executable_t::default();
+    assert_eq!(
+        hsa_executable_create_alt(
+            HSA_PROFILE_FULL,
+            HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+            std::ptr::null(),
+            &mut executable
+        ),
+        0
+    );
+    let status = hsa_executable_load_agent_code_object(
+        executable,
+        agent,
+        reader,
+        std::ptr::null(),
+        std::ptr::null_mut(),
+    );
+    assert_eq!(hsa_code_object_reader_destroy(reader), 0);
+    (status, executable)
+}
+
+/// Code objects: a gfx90a image loads and its kernels and variables are found as HSA reports
+/// them; an image for another ISA, or bytes that are no code object, are refused.
+#[test]
+fn code_objects_load_for_their_isa_only() {
+    let (_, gpus) = system();
+    let gfx90a = code_objects("gfx90a");
+    assert_eq!(gfx90a.len(), 1);
+    let (status, executable) = load(&gfx90a[0], gpus[0]);
+    assert_eq!(status, HSA_STATUS_SUCCESS);
+    assert_eq!(hsa_executable_freeze(executable, std::ptr::null()), 0);
+    assert_eq!(
+        hsa_executable_freeze(executable, std::ptr::null()),
+        HSA_STATUS_ERROR_FROZEN_EXECUTABLE
+    );
+    unsafe extern "C" fn each(
+        _e: hsa_executable_t,
+        symbol: hsa_executable_symbol_t,
+        data: *mut c_void,
+    ) -> hsa_status_t {
+        // SAFETY: `data` is the vector below.
+        unsafe { (*(data as *mut Vec<hsa_executable_symbol_t>)).push(symbol) };
+        HSA_STATUS_SUCCESS
+    }
+    let mut symbols: Vec<hsa_executable_symbol_t> = Vec::new();
+    assert_eq!(
+        hsa_executable_iterate_symbols(
+            executable,
+            Some(each),
+            &mut symbols as *mut _ as *mut c_void
+        ),
+        0
+    );
+    let info_u32 = |s: hsa_executable_symbol_t, attribute| {
+        let mut value = 0u32;
+        assert_eq!(
+            hsa_executable_symbol_get_info(s, attribute, &mut value as *mut _ as *mut c_void),
+            0
+        );
+        value
+    };
+    let kernels: Vec<_> = symbols
+        .iter()
+        .copied()
+        .filter(|&s| info_u32(s, HSA_EXECUTABLE_SYMBOL_INFO_TYPE) == HSA_SYMBOL_KIND_KERNEL)
+        .collect();
+    assert!(!kernels.is_empty());
+    for kernel in kernels {
+        let mut object = 0u64;
+        assert_eq!(
+            hsa_executable_symbol_get_info(
+                kernel,
+                HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+                &mut object as *mut _ as *mut c_void
+            ),
+            0
+        );
+        assert_ne!(object, 0);
+        assert!(
+            info_u32(
+                kernel,
+                HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE
+            ) >= 8
+        );
+        let len = info_u32(kernel, HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH) as usize;
+        let mut name = vec![0u8; len];
+        assert_eq!(
+            hsa_executable_symbol_get_info(
+                kernel,
+                HSA_EXECUTABLE_SYMBOL_INFO_NAME,
+                name.as_mut_ptr().cast()
+            ),
+            0
+        );
+        let name = String::from_utf8(name).unwrap();
+        assert!(name.ends_with(".kd"), "{name}");
+        let mut found = hsa_executable_symbol_t::default();
+        let cname = std::ffi::CString::new(name).unwrap();
+        assert_eq!(
+            hsa_executable_get_symbol_by_name(executable, cname.as_ptr(), &gpus[0], &mut found),
+            0
+        );
+        assert_eq!(found, kernel);
+        assert_eq!(
+            hsa_executable_get_symbol_by_name(executable, cname.as_ptr(), &gpus[1], &mut found),
+            HSA_STATUS_ERROR_INVALID_SYMBOL_NAME,
+            "loaded for GPU 0 only"
+        );
+    }
+    let mut environment = hsa_executable_symbol_t::default();
+    assert_eq!(
+        hsa_executable_get_symbol_by_name(
+            executable,
+            c"__omp_rtl_device_environment".as_ptr(),
+            &gpus[0],
+            &mut environment
+        ),
+        0
+    );
+    let mut address = 0u64;
+    assert_eq!(
+        hsa_executable_symbol_get_info(
+            environment,
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
+            &mut address as *mut _ as *mut c_void
+        ),
+        0
+    );
+    assert_ne!(address, 0);
+    assert!(info_u32(environment, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE) > 0);
+    assert_eq!(hsa_executable_destroy(executable), 0);
+    assert_eq!(
+        hsa_executable_destroy(executable),
+        HSA_STATUS_ERROR_INVALID_EXECUTABLE
+    );
+
+    let gfx1030 = code_objects("gfx1030");
+    let (status, executable) = load(&gfx1030[0], gpus[0]);
+    assert_eq!(
+        status, HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS,
+        "a gfx1030 image on a gfx90a agent"
+    );
+    hsa_executable_destroy(executable);
+    let (status, executable) = load(b"\x7fELF not really a code object at all", gpus[0]);
+    assert_eq!(status, HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
+    hsa_executable_destroy(executable);
+}
