@@ -82,6 +82,15 @@ pub struct KernelDispatch {
     pub private_segment_size: u32,
 }
 
+/// How a wait passes its time (HSA's wait-state hint).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Spin on the CPU (`HSA_WAIT_STATE_ACTIVE`): the lowest latency, a core kept busy.
+    Spin,
+    /// Sleep in the kernel (`HSA_WAIT_STATE_BLOCKED`).
+    Sleep,
+}
+
 /// Whether a packet waits for the packets before it in its queue (the AQL barrier bit).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum QueueOrder {
@@ -111,9 +120,9 @@ pub trait HsaInterface: Send + Sync + 'static {
     /// `hsa_signal_subtract_screlease`: how the host completes work it did itself.
     fn signal_subtract(&self, signal: Signal, value: i64);
     /// `hsa_signal_wait_scacquire(signal, HSA_SIGNAL_CONDITION_EQ, 0, ...)` for at most
-    /// `timeout`; returns the value observed last (0 when the wait succeeded). May return early
-    /// (spuriously), as HSA's wait may.
-    fn wait_signal_zero(&self, signal: Signal, timeout: Duration) -> i64;
+    /// `timeout`, passing the time as `mode` says; returns the value observed last (0 when the
+    /// wait succeeded). May return early (spuriously), as HSA's wait may.
+    fn wait_signal_zero(&self, signal: Signal, timeout: Duration, mode: WaitMode) -> i64;
     /// `hsa_amd_signal_async_handler(signal, HSA_SIGNAL_CONDITION_EQ, 0, ...)`: runs `handler`
     /// once on a runtime thread after `signal` reaches 0 (at once if it is 0 already).
     fn on_signal_zero(&self, signal: Signal, handler: SignalHandler) -> HsaResult<()>;

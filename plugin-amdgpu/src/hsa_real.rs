@@ -13,11 +13,11 @@
 //! the seam is tested over the CPU double instead.
 
 use crate::hsa::packets::{barrier_and_packet, kernel_dispatch_packet, ReadyPacket};
-use crate::hsa::signals::{self, timeout_ticks, wait_state};
+use crate::hsa::signals::{self, timeout_ticks};
 use crate::hsa::{check, HsaQueue, HsaRuntime};
 use crate::hsa_interface::{
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, QueueOrder,
-    Signal, SignalHandler,
+    Signal, SignalHandler, WaitMode,
 };
 use hsa_sys::*;
 use std::collections::HashMap;
@@ -124,7 +124,7 @@ impl HsaInterface for RealHsa {
         unsafe { (self.library().hsa_signal_subtract_screlease)(raw_signal(signal), value) }
     }
 
-    fn wait_signal_zero(&self, signal: Signal, timeout: Duration) -> i64 {
+    fn wait_signal_zero(&self, signal: Signal, timeout: Duration, mode: WaitMode) -> i64 {
         let ticks = timeout_ticks(timeout, self.runtime.timestamp_frequency());
         // SAFETY: the seam's contract: a live signal of this runtime. The timeout is a hint;
         // the caller re-checks the value returned.
@@ -134,7 +134,10 @@ impl HsaInterface for RealHsa {
                 HSA_SIGNAL_CONDITION_EQ,
                 0,
                 ticks,
-                wait_state(timeout),
+                match mode {
+                    WaitMode::Spin => HSA_WAIT_STATE_ACTIVE,
+                    WaitMode::Sleep => HSA_WAIT_STATE_BLOCKED,
+                },
             )
         }
     }

@@ -12,6 +12,9 @@ pub const DEFAULT_TEAMS_PER_CU: u32 = 4;
 pub const DEFAULT_MAX_ASYNC_COPY_BYTES: u32 = 1 << 20;
 /// LLVM's default of `LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS`.
 pub const DEFAULT_INITIAL_SIGNALS: u32 = 64;
+/// LLVM's default of `LIBOMPTARGET_AMDGPU_STREAM_BUSYWAIT`: 2 ms. LLVM passes the value as the
+/// wait's timeout hint, in ticks of the runtime's timestamp, which ROCm counts in nanoseconds.
+pub const DEFAULT_STREAM_BUSY_WAIT_NS: u32 = 2_000_000;
 
 /// AMDGPU-specific values from the environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +30,9 @@ pub struct AmdgpuSettings {
     pub max_async_copy_bytes: u32,
     /// `LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS`: signals created per device up front.
     pub initial_signals: u32,
+    /// `LIBOMPTARGET_AMDGPU_STREAM_BUSYWAIT`: nanoseconds a stream's synchronisation spins
+    /// before it sleeps (0: it sleeps at once).
+    pub stream_busy_wait_ns: u32,
 }
 
 impl AmdgpuSettings {
@@ -59,6 +65,10 @@ impl AmdgpuSettings {
                 "LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS",
                 DEFAULT_INITIAL_SIGNALS,
             ),
+            stream_busy_wait_ns: number(
+                "LIBOMPTARGET_AMDGPU_STREAM_BUSYWAIT",
+                DEFAULT_STREAM_BUSY_WAIT_NS,
+            ),
         }
     }
 
@@ -85,6 +95,7 @@ mod tests {
         assert_eq!(s.teams_per_cu, 4);
         assert_eq!(s.max_async_copy_bytes, 1 << 20);
         assert_eq!(s.initial_signals, 64);
+        assert_eq!(s.stream_busy_wait_ns, 2_000_000);
     }
 
     #[test]

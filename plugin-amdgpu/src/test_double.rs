@@ -25,7 +25,7 @@
 
 use crate::hsa_interface::{
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, QueueOrder,
-    Signal, SignalHandler,
+    Signal, SignalHandler, WaitMode,
 };
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -742,7 +742,7 @@ impl HsaInterface for SoftwareHsa {
         self.inner.change_signal(signal, "subtract", |v| v - value);
     }
 
-    fn wait_signal_zero(&self, signal: Signal, timeout: Duration) -> i64 {
+    fn wait_signal_zero(&self, signal: Signal, timeout: Duration, _mode: WaitMode) -> i64 {
         match self.inner.known_signal(signal, "wait") {
             Some(state) => self.inner.wait_zero(&state, timeout),
             None => 0,

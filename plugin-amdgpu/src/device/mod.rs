@@ -141,6 +141,7 @@ impl AmdgpuDevice {
                 queue_size,
                 max_async_copy_bytes: amd.max_async_copy_bytes as usize,
                 initial_signals: amd.initial_signals,
+                busy_wait: std::time::Duration::from_nanos(amd.stream_busy_wait_ns.into()),
             },
         )
         .map_err(|e| failed("creating the device's streams", e))?;

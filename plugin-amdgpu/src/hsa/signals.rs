@@ -8,10 +8,6 @@ use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-/// Waits up to this long spin on the CPU; longer ones sleep in the kernel. (The runtime's
-/// blocked wait spins a little itself before it sleeps, so only short waits gain by spinning.)
-pub const ACTIVE_WAIT_LIMIT: Duration = Duration::from_micros(100);
-
 /// Ticks per second assumed where the runtime does not report its timestamp frequency.
 const NANOSECOND_TICKS: u64 = 1_000_000_000;
 
@@ -21,15 +17,6 @@ pub fn timeout_ticks(timeout: Duration, frequency: Option<u64>) -> u64 {
     let hz = u128::from(frequency.unwrap_or(NANOSECOND_TICKS));
     let ticks = timeout.as_nanos().saturating_mul(hz) / 1_000_000_000;
     u64::try_from(ticks).unwrap_or(u64::MAX)
-}
-
-/// How to wait for `timeout`: spin for short waits, block for long ones.
-pub fn wait_state(timeout: Duration) -> hsa_wait_state_t {
-    if timeout <= ACTIVE_WAIT_LIMIT {
-        HSA_WAIT_STATE_ACTIVE
-    } else {
-        HSA_WAIT_STATE_BLOCKED
-    }
 }
 
 /// Runs `handler` once on a runtime thread after `signal` reaches 0
@@ -100,14 +87,6 @@ mod tests {
             timeout_ticks(Duration::from_secs(u64::MAX / 2), None),
             u64::MAX
         );
-    }
-
-    #[test]
-    fn short_waits_spin_and_long_ones_block() {
-        assert_eq!(wait_state(Duration::ZERO), HSA_WAIT_STATE_ACTIVE);
-        assert_eq!(wait_state(ACTIVE_WAIT_LIMIT), HSA_WAIT_STATE_ACTIVE);
-        assert_eq!(wait_state(Duration::from_millis(1)), HSA_WAIT_STATE_BLOCKED);
-        assert_eq!(wait_state(Duration::MAX), HSA_WAIT_STATE_BLOCKED);
     }
 
     fn leaked(handler: SignalHandler) -> *mut c_void {

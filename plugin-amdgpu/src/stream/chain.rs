@@ -51,11 +51,19 @@ impl<H: HsaInterface> ChainState<H> {
     }
 
     /// Moves completed slots (of the chain and of earlier failed chains) out; the incomplete
-    /// ones of the chain become abandoned. The chain is empty afterwards.
-    fn take_completed(&mut self) -> Vec<Slot<H>> {
+    /// ones of the chain become abandoned. The chain is empty afterwards. `last_done`: the
+    /// chain's last signal was seen at 0, so every slot of the chain and what it waited on is
+    /// done (each slot waits for the one before it) and need not be asked.
+    fn take_completed(&mut self, last_done: bool) -> Vec<Slot<H>> {
         self.watch.clear();
         let mut finished = Vec::new();
         let mut slots = std::mem::take(&mut self.slots);
+        if last_done {
+            for slot in &slots {
+                slot.signal.mark_done();
+                slot.deps.iter().flatten().for_each(SignalRef::mark_done);
+            }
+        }
         let abandoned = std::mem::take(&mut self.abandoned);
         for slot in slots.drain(..).chain(abandoned) {
             if slot.is_done() {
@@ -110,10 +118,11 @@ impl<H: HsaInterface> Stream<H> {
 
     /// Refuses new work behind pending work that can never complete.
     fn check_failed(&self, state: &ChainState<H>) -> HsaResult<()> {
-        if state.pending_input().is_none() {
-            return Ok(());
+        // The queues' state first: it costs no runtime call, and a failure is rare.
+        match state.watch.failure() {
+            Some(err) if state.pending_input().is_some() => Err(err),
+            _ => Ok(()),
         }
-        state.watch.failure().map_or(Ok(()), Err)
     }
 
     // --- Kernels -----------------------------------------------------------------------------
@@ -513,12 +522,13 @@ impl<H: HsaInterface> Stream<H> {
     // --- Events ------------------------------------------------------------------------------
 
     /// Makes `event` complete when this stream's work so far completes (at once if there is
-    /// none pending).
+    /// none). The last slot is recorded without asking whether it completed: whoever waits for
+    /// the event asks, and mostly it has not yet.
     pub fn record(&self, event: &Event<H>) -> HsaResult<()> {
         let recorded = {
             let state = self.state();
-            state.pending_input().map(|signal| Recorded {
-                signal,
+            state.slots.last().map(|slot| Recorded {
+                signal: slot.signal.clone(),
                 queues: state.watch.clone(),
                 stream: self.id,
             })
@@ -620,9 +630,15 @@ impl<H: HsaInterface> Stream<H> {
             let mut state = self.state();
             let result = match state.slots.last() {
                 None => Ok(()),
-                Some(last) => wait_zero(self.hsa(), &state.watch, last.signal.signal()),
+                Some(last) => wait_zero(
+                    self.hsa(),
+                    &state.watch,
+                    last.signal.signal(),
+                    self.shared.config.busy_wait,
+                ),
             };
-            (state.take_completed(), result)
+            let last_done = result.is_ok();
+            (state.take_completed(last_done), result)
         };
         let released = finish_slots(&self.shared, finished);
         result.and(released)
@@ -643,7 +659,8 @@ impl<H: HsaInterface> Stream<H> {
             };
             let finished = match result {
                 Ok(false) => Vec::new(),
-                _ => state.take_completed(),
+                Ok(true) => state.take_completed(true),
+                Err(_) => state.take_completed(false),
             };
             (finished, result)
         };

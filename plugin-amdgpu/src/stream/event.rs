@@ -6,6 +6,7 @@ use super::slot::QueueSet;
 use super::wait::wait_zero;
 use crate::hsa_interface::{HsaInterface, HsaResult};
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// What an event recorded: the signal of the stream's last slot then, the queues that work
 /// went through, and the stream (waiting on one's own event needs nothing).
@@ -70,6 +71,8 @@ impl<H: HsaInterface> Event<H> {
                 recorded.signal.hsa().as_ref(),
                 &recorded.queues,
                 recorded.signal.signal(),
+                // An event is waited for by a thread that has other work to block on it.
+                Duration::ZERO,
             ),
         }
     }

@@ -74,9 +74,11 @@ pub use manager::{ManagerStats, StreamManager};
 
 use crate::hsa_interface::{Agent, MemoryPool};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use crate::settings::{
     DEFAULT_INITIAL_SIGNALS, DEFAULT_MAX_ASYNC_COPY_BYTES, DEFAULT_NUM_QUEUES, DEFAULT_QUEUE_SIZE,
+    DEFAULT_STREAM_BUSY_WAIT_NS,
 };
 
 /// How one device's streams are set up.
@@ -96,6 +98,8 @@ pub struct StreamConfig {
     pub max_async_copy_bytes: usize,
     /// Signals created up front and recycled.
     pub initial_signals: u32,
+    /// How long a stream's synchronisation spins before it sleeps.
+    pub busy_wait: Duration,
 }
 
 impl StreamConfig {
@@ -109,6 +113,7 @@ impl StreamConfig {
             queue_size: DEFAULT_QUEUE_SIZE,
             max_async_copy_bytes: DEFAULT_MAX_ASYNC_COPY_BYTES as usize,
             initial_signals: DEFAULT_INITIAL_SIGNALS,
+            busy_wait: Duration::from_nanos(DEFAULT_STREAM_BUSY_WAIT_NS.into()),
         }
     }
 }

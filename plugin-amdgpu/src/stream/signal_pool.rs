@@ -7,6 +7,7 @@
 
 use super::lock;
 use crate::hsa_interface::{HsaError, HsaInterface, HsaResult, Signal};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 pub(crate) struct SignalPool<H: HsaInterface> {
@@ -82,6 +83,7 @@ impl<H: HsaInterface> SignalPool<H> {
         Ok(SignalRef(Arc::new(Owned {
             signal,
             pool: Arc::clone(&self.inner),
+            seen_done: AtomicBool::new(false),
         })))
     }
 
@@ -149,9 +151,23 @@ impl<H: HsaInterface> SignalRef<H> {
         &self.0.pool.hsa
     }
 
-    /// Whether the signal reached 0.
+    /// Whether the signal reached 0. Once seen at 0 it is not asked again (a pooled signal
+    /// is set again only after it went back to the pool).
     pub(crate) fn is_done(&self) -> bool {
-        self.hsa().signal_load(self.signal()) == 0
+        if self.0.seen_done.load(Ordering::Acquire) {
+            return true;
+        }
+        let done = self.hsa().signal_load(self.signal()) == 0;
+        if done {
+            self.mark_done();
+        }
+        done
+    }
+
+    /// Records that the signal is 0, known without asking the runtime (a later signal of the
+    /// same chain was seen at 0, which implies it).
+    pub(crate) fn mark_done(&self) {
+        self.0.seen_done.store(true, Ordering::Release);
     }
 
     /// A reference that does not keep the signal from being recycled.
@@ -178,12 +194,14 @@ impl<H: HsaInterface> WeakSignalRef<H> {
 struct Owned<H: HsaInterface> {
     signal: Signal,
     pool: Arc<PoolInner<H>>,
+    /// The signal was seen at 0 (or is known to be): no need to load it again.
+    seen_done: AtomicBool,
 }
 
 impl<H: HsaInterface> Drop for Owned<H> {
     fn drop(&mut self) {
         let hsa = &self.pool.hsa;
-        let done = hsa.signal_load(self.signal) == 0;
+        let done = *self.seen_done.get_mut() || hsa.signal_load(self.signal) == 0;
         let mut state = lock(&self.pool.state);
         if !done {
             state.parked.push(self.signal);
