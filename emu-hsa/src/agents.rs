@@ -38,6 +38,8 @@ pub enum PoolKind {
     HostCoarse,
     /// A GPU's own memory.
     Device,
+    /// A GPU's group segment (LDS): listed with its size, never allocated from.
+    Group,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -81,10 +83,10 @@ impl System {
                 .map(|kind| Pool { owner: 0, kind })
                 .collect()
         } else {
-            vec![Pool {
-                owner: agent,
-                kind: PoolKind::Device,
-            }]
+            [PoolKind::Device, PoolKind::Group]
+                .into_iter()
+                .map(|kind| Pool { owner: agent, kind })
+                .collect()
         }
     }
 
@@ -94,6 +96,7 @@ impl System {
             PoolKind::Fine => 1,
             PoolKind::HostCoarse => 2,
             PoolKind::Device => 3,
+            PoolKind::Group => 4,
         };
         hsa_amd_memory_pool_t {
             handle: POOL_TAG + ((pool.owner as u64) << 4) + kind,
@@ -110,6 +113,7 @@ impl System {
                 1 => PoolKind::Fine,
                 2 => PoolKind::HostCoarse,
                 3 => PoolKind::Device,
+                4 => PoolKind::Group,
                 _ => return None,
             },
         };
@@ -128,7 +132,9 @@ impl System {
     /// memory by default; GPUs reach system memory and each other's memory only once granted
     /// (`hsa_amd_agents_allow_access`); the CPU reaches GPU memory only once granted.
     pub fn access(&self, agent: AgentIndex, pool: Pool) -> hsa_amd_memory_pool_access_t {
-        if agent == pool.owner {
+        if pool.kind == PoolKind::Group && agent != pool.owner {
+            HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED
+        } else if agent == pool.owner {
             HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT
         } else {
             HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT
@@ -139,6 +145,7 @@ impl System {
     pub fn pool_size(&self, pool: Pool) -> u64 {
         match pool.kind {
             PoolKind::Device => self.device_memory,
+            PoolKind::Group => GROUP_MEMORY as u64,
             _ => host_memory(),
         }
     }

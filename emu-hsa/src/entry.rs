@@ -366,7 +366,13 @@ pub extern "C" fn hsa_amd_memory_pool_get_info(
             .pool(pool)
             .ok_or(status::INVALID_MEMORY_POOL)?;
         match attribute {
-            HSA_AMD_MEMORY_POOL_INFO_SEGMENT => put(value, HSA_AMD_SEGMENT_GLOBAL),
+            HSA_AMD_MEMORY_POOL_INFO_SEGMENT => put(
+                value,
+                match pool.kind {
+                    PoolKind::Group => HSA_AMD_SEGMENT_GROUP,
+                    _ => HSA_AMD_SEGMENT_GLOBAL,
+                },
+            ),
             HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS => put(
                 value,
                 match pool.kind {
@@ -378,12 +384,15 @@ pub extern "C" fn hsa_amd_memory_pool_get_info(
                     PoolKind::HostCoarse | PoolKind::Device => {
                         HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED
                     }
+                    PoolKind::Group => 0,
                 },
             ),
             HSA_AMD_MEMORY_POOL_INFO_SIZE | HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE => {
                 put(value, runtime.system.pool_size(pool) as usize)
             }
-            HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED => put(value, true),
+            HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED => {
+                put(value, pool.kind != PoolKind::Group)
+            }
             HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE
             | HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT => put(value, agents::GRANULE),
             HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL => put(value, false),

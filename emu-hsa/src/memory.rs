@@ -63,7 +63,7 @@ fn round_up(size: usize) -> Option<usize> {
 impl Memory {
     /// `hsa_amd_memory_pool_allocate`.
     pub fn allocate(&self, system: &System, pool: Pool, size: usize) -> Result<usize> {
-        if size == 0 {
+        if size == 0 || pool.kind == PoolKind::Group {
             return Err(status::INVALID_ALLOCATION);
         }
         let len = round_up(size).ok_or(status::INVALID_ALLOCATION)?;

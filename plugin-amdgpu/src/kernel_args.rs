@@ -8,12 +8,22 @@ use crate::code_object::KernelMetadata;
 /// What a launch fills into the hidden arguments.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LaunchShape {
-    /// Work-groups (teams) in x; y and z are 1.
-    pub blocks: u32,
-    /// Work-items (threads) per work-group in x; y and z are 1.
-    pub threads: u32,
+    /// Work-groups (teams) in x, y and z (y and z are 1 but for bare kernels).
+    pub blocks: [u32; 3],
+    /// Work-items (threads) per work-group in x, y and z.
+    pub threads: [u32; 3],
     /// Dynamic LDS bytes the launch asked for.
     pub dynamic_lds: u32,
+}
+
+impl LaunchShape {
+    /// Dimensions in use: up to the last with more than one work-group or work-item.
+    pub fn dimensions(&self) -> u32 {
+        (1..3)
+            .rev()
+            .find(|&d| self.blocks[d] > 1 || self.threads[d] > 1)
+            .map_or(1, |d| d as u32 + 1)
+    }
 }
 
 /// Builds the argument segment of `kernel` for `values` (one pointer-sized value per explicit
@@ -52,11 +62,13 @@ pub fn build(
         .filter(|a| a.value_kind.starts_with("hidden_"))
     {
         let value: u64 = match arg.value_kind.as_str() {
-            "hidden_block_count_x" => shape.blocks as u64,
-            "hidden_block_count_y" | "hidden_block_count_z" => 1,
-            "hidden_group_size_x" => shape.threads as u64,
-            "hidden_group_size_y" | "hidden_group_size_z" => 1,
-            "hidden_grid_dims" => 1,
+            "hidden_block_count_x" => shape.blocks[0] as u64,
+            "hidden_block_count_y" => shape.blocks[1] as u64,
+            "hidden_block_count_z" => shape.blocks[2] as u64,
+            "hidden_group_size_x" => shape.threads[0] as u64,
+            "hidden_group_size_y" => shape.threads[1] as u64,
+            "hidden_group_size_z" => shape.threads[2] as u64,
+            "hidden_grid_dims" => shape.dimensions() as u64,
             "hidden_dynamic_lds_size" => shape.dynamic_lds as u64,
             // Offsets and remainders are 0 (whole work-groups from the origin); the buffers
             // of services we do not provide (hostcall, printf, heap v1, multigrid sync) stay
@@ -100,8 +112,8 @@ mod tests {
     #[test]
     fn segments_of_real_kernels() {
         let shape = LaunchShape {
-            blocks: 120,
-            threads: 256,
+            blocks: [120, 1, 1],
+            threads: [256, 1, 1],
             dynamic_lds: 64,
         };
         for label in ["gfx90a", "v4:gfx90a:sramecc+:xnack-"] {
@@ -132,6 +144,28 @@ mod tests {
             } else {
                 assert!(label.starts_with("v4"), "a v5 kernel without block counts");
             }
+            // A three-dimensional (bare) launch: every count and size, three dimensions.
+            let cube = LaunchShape {
+                blocks: [3, 2, 1],
+                threads: [4, 2, 2],
+                dynamic_lds: 0,
+            };
+            if let Some(a) = kernel.arg("hidden_block_count_x") {
+                let segment = build(kernel, &values, cube).unwrap();
+                let read = |kind: &str| {
+                    let a = kernel.arg(kind).unwrap();
+                    let mut bytes = [0u8; 4];
+                    bytes[..a.size as usize]
+                        .copy_from_slice(&segment[a.offset as usize..][..a.size as usize]);
+                    u32::from_le_bytes(bytes)
+                };
+                assert_eq!(u32::from_le_bytes(word(&segment, a.offset)), 3);
+                assert_eq!(read("hidden_block_count_y"), 2);
+                assert_eq!(read("hidden_block_count_z"), 1);
+                assert_eq!(read("hidden_group_size_y"), 2);
+                assert_eq!(read("hidden_group_size_z"), 2);
+                assert_eq!(read("hidden_grid_dims"), 3);
+            }
             // Too few or too many values: refused, naming the kernel.
             let why = build(kernel, &values[1..], shape).unwrap_err();
             assert!(
@@ -158,8 +192,8 @@ mod tests {
             &kernel,
             &[1],
             LaunchShape {
-                blocks: 1,
-                threads: 1,
+                blocks: [1; 3],
+                threads: [1; 3],
                 dynamic_lds: 0,
             },
         )

@@ -4,7 +4,7 @@
 
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
-use crate::launch::{self, DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
+use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::reduction::{LaunchBuffer, LaunchBufferPool};
 use crate::resources::{PooledResource, ResourcePool};
 use plugin_api::gpu::{place_indirect_call_table, DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
@@ -1001,14 +1001,14 @@ impl CudaDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         let kernel = kernel_at(&self.kernels, handle)?;
-        let (blocks, threads) = launch::dimensions(&kernel.limits, &self.grid, config);
+        let (blocks, threads) = kernel.limits.dimensions(&self.grid, config);
         plugin_api::info::kernel_launch(
             self.identity.ordinal,
             config,
             &kernel.name,
             blocks,
             threads,
-            launch::mode_name(&kernel.limits, config),
+            kernel.limits.mode_name(config),
         );
         let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
         // The driver launches in the current context (LLVM's plugin does not make it current

@@ -1,39 +1,8 @@
-//! Launch decisions that need no driver: the grid and block of a launch, and whether a
-//! kernel must be opted in to more dynamic shared memory before it.
+//! Launch decisions that need no driver: whether a kernel must be opted in to more dynamic
+//! shared memory before it. (The grid and block of a launch are both GPU plugins' rules:
+//! `plugin_api::gpu::KernelLimits::dimensions`.)
 
-use plugin_api::gpu::{GridValues, KernelLimits};
-use plugin_api::LaunchConfig;
 use std::sync::Mutex;
-
-/// The grid (blocks) and block (threads) dimensions of an OpenMP launch. LLVM's rules decide
-/// the first dimension; a bare kernel (`ompx_bare`) gets the other two exactly as its
-/// `num_teams` and `thread_limit` clauses give them (0, an unset dimension, counts as 1, as
-/// LLVM's `__tgt_target_kernel` corrects it). Other kernels use one dimension only.
-pub fn dimensions(
-    limits: &KernelLimits,
-    grid: &GridValues,
-    config: &LaunchConfig,
-) -> ([u32; 3], [u32; 3]) {
-    let (blocks, threads) = limits.geometry(grid, config);
-    if !limits.is_bare() {
-        return ([blocks, 1, 1], [threads, 1, 1]);
-    }
-    let (teams, limit) = (config.num_teams, config.thread_limit);
-    (
-        [blocks, teams[1].max(1), teams[2].max(1)],
-        [threads, limit[1].max(1), limit[2].max(1)],
-    )
-}
-
-/// The execution mode's name in `LIBOMPTARGET_INFO` launch lines: LLVM 22 names a kernel
-/// without a (recognised) kernel environment `BARE`; LLVM 19 launches it as SPMD.
-pub fn mode_name(limits: &KernelLimits, config: &LaunchConfig) -> &'static str {
-    match limits.environment {
-        Some(e) => e.exec_mode.name(),
-        None if config.is_llvm22_program() => "BARE",
-        None => "SPMD",
-    }
-}
 
 /// What a kernel may use of dynamic shared memory by default: 48 KiB less its static shared
 /// memory. Beyond that the kernel must opt in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
@@ -134,61 +103,6 @@ impl DynamicSharedLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plugin_api::gpu::{ExecMode, KernelEnvironment};
-
-    fn config(num_teams: [u32; 3], thread_limit: [u32; 3]) -> LaunchConfig {
-        LaunchConfig {
-            num_teams,
-            thread_limit,
-            dyn_shared_mem: 0,
-            tripcount: 0,
-            kernel_args_version: 3,
-            flags: 0,
-        }
-    }
-
-    fn spmd() -> KernelEnvironment {
-        KernelEnvironment {
-            exec_mode: ExecMode::Spmd,
-            min_threads: -1,
-            max_threads: -1,
-            min_teams: -1,
-            max_teams: -1,
-            reduction_data_size: 0,
-            reduction_buffer_length: 0,
-        }
-    }
-
-    #[test]
-    fn bare_launches_keep_all_three_dimensions() {
-        let grid = GridValues::NVPTX;
-        let bare = KernelLimits::new(None, &grid, 1024);
-        let c = config([4, 3, 2], [8, 4, 2]);
-        assert_eq!(dimensions(&bare, &grid, &c), ([4, 3, 2], [8, 4, 2]));
-        // Unset dimensions (0) are 1, as LLVM's interface corrects them.
-        let c = config([4, 0, 0], [8, 0, 0]);
-        assert_eq!(dimensions(&bare, &grid, &c), ([4, 1, 1], [8, 1, 1]));
-    }
-
-    #[test]
-    fn openmp_kernels_use_one_dimension() {
-        let grid = GridValues::NVPTX;
-        let limits = KernelLimits::new(Some(spmd()), &grid, 1024);
-        let c = config([4, 3, 2], [64, 4, 2]);
-        assert_eq!(dimensions(&limits, &grid, &c), ([4, 1, 1], [64, 1, 1]));
-    }
-
-    #[test]
-    fn bare_kernels_are_named_as_each_llvm_names_them() {
-        let grid = GridValues::NVPTX;
-        let bare = KernelLimits::new(None, &grid, 1024);
-        let mut c = config([1, 1, 1], [1, 1, 1]);
-        assert_eq!(mode_name(&bare, &c), "SPMD");
-        c.flags = LaunchConfig::LLVM22_PROGRAM;
-        assert_eq!(mode_name(&bare, &c), "BARE");
-        let limits = KernelLimits::new(Some(spmd()), &grid, 1024);
-        assert_eq!(mode_name(&limits, &c), "SPMD");
-    }
 
     const KIB: u32 = 1024;
 

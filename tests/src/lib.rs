@@ -301,6 +301,43 @@ pub fn compile_amdgpu_twin(source: &str) -> PathBuf {
     )
 }
 
+/// As [`compile_amdgpu_twin`], with clang-22. LLVM 22's AMDGPU device runtime and lld are not
+/// packaged for this system, so the gfx90a image links LLVM 19's device runtime
+/// (`libomptarget-amdgpu-gfx90a.bc`, as [`compile_cuda_twin_clang22`] does for sm_90) and is
+/// linked by LLVM 19's `ld.lld` (found first on the PATH through a directory of its own). It
+/// serves kernels without `parallel` regions.
+pub fn compile_amdgpu_twin_clang22(source: &str) -> PathBuf {
+    let lld = build_dir().join("lld-19-bin");
+    std::fs::create_dir_all(&lld).unwrap();
+    let link = lld.join("ld.lld");
+    if !link.exists() {
+        let _ = std::os::unix::fs::symlink("/usr/bin/ld.lld-19", &link);
+    }
+    let flags: Vec<String> = vec![
+        "-O2".into(),
+        "-nogpulib".into(),
+        "-Wno-unused-command-line-argument".into(),
+        "-fopenmp-targets=amdgcn-amd-amdhsa,x86_64-pc-linux-gnu".into(),
+        "-Xopenmp-target=amdgcn-amd-amdhsa".into(),
+        "-march=gfx90a".into(),
+        "-Xoffload-linker-amdgcn-amd-amdhsa".into(),
+        "/usr/lib/llvm-19/lib/libomptarget-amdgpu-gfx90a.bc".into(),
+        format!("-I{}", clang22_include().display()),
+        format!("-L{}", lib_dir().display()),
+        "-L/usr/lib/llvm-19/lib".into(),
+    ];
+    let path = format!(
+        "{}:{}",
+        lld.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let compiler = match source.ends_with(".cpp") {
+        true => "clang++-22",
+        false => "clang-22",
+    };
+    build_once_with(compiler, source, "gfx90a-twin-clang22", &flags, &path)
+}
+
 /// Where rocm-device-libs puts the AMDGPU device libraries (ocml, ockl, oclc_*).
 pub const ROCM_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
 

@@ -225,3 +225,48 @@ fn stream_waits_spin_for_the_busy_wait_then_sleep() {
         "{none:?}"
     );
 }
+
+/// Defect 5 of the review: a three-dimensional `ompx_bare` launch lost y and z. The dispatch
+/// packet now has the whole grid (in work-items) and work-group the program asked for.
+#[test]
+fn a_three_dimensional_bare_launch_keeps_its_geometry() {
+    let exe = tests::compile_amdgpu_twin_clang22("emu_bare_3d.c");
+    let (code, stdout, stderr, trace) = emulated::run_traced(AMDGPU, &exe, "bare-3d", &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let dispatch = trace
+        .lines()
+        .find(|l| l.starts_with("packet ") && l.contains(" type=dispatch "))
+        .unwrap_or_else(|| panic!("no dispatch:\n{trace}"));
+    // num_teams(3, 2, 1) thread_limit(4, 2, 2): 12x4x2 work-items in work-groups of 4x2x2.
+    assert!(dispatch.contains("grid=12x4x2 group=4x2x2"), "{dispatch}");
+}
+
+/// Defect 6 of the review: static plus dynamic group memory was added unchecked and never
+/// compared with the agent's LDS. A launch asking for more than the work-group's 64 KiB is now
+/// refused by the plugin with a message saying why, before anything is queued (the emulator
+/// would stop the queue with HSA_STATUS_ERROR_INVALID_ALLOCATION).
+#[test]
+fn group_memory_beyond_the_agents_lds_is_refused_before_the_dispatch() {
+    let exe = tests::compile_amdgpu_twin("emu_saxpy.c");
+    let (code, stdout, stderr, trace) = emulated::run_traced(
+        AMDGPU,
+        &exe,
+        "lds",
+        &[("LIBOMPTARGET_SHARED_MEMORY_SIZE", "65537")],
+    );
+    assert_ne!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("bytes of group memory") && stderr.contains("65536 bytes"),
+        "{stderr}"
+    );
+    assert!(
+        !trace.contains("type=dispatch"),
+        "a dispatch was queued:\n{trace}"
+    );
+    assert!(
+        !trace
+            .lines()
+            .any(|l| l.starts_with("queue ") && l.contains(" error ")),
+        "{trace}"
+    );
+}

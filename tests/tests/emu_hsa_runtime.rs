@@ -218,7 +218,24 @@ fn agents_pools_and_isa_are_what_a_plugin_expects_of_an_mi210() {
         .iter()
         .any(|&p| flags(p) & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0));
     let device = pools(gpus[0]);
-    assert_eq!(device.len(), 1);
+    assert_eq!(device.len(), 2, "device memory and the group segment");
+    let (mut segment, mut size) = (0u32, 0usize);
+    hsa_amd_memory_pool_get_info(
+        device[1],
+        HSA_AMD_MEMORY_POOL_INFO_SEGMENT,
+        &mut segment as *mut _ as *mut c_void,
+    );
+    hsa_amd_memory_pool_get_info(
+        device[1],
+        HSA_AMD_MEMORY_POOL_INFO_SIZE,
+        &mut size as *mut _ as *mut c_void,
+    );
+    assert_eq!((segment, size), (HSA_AMD_SEGMENT_GROUP, 64 << 10));
+    let mut ptr = std::ptr::null_mut();
+    assert_eq!(
+        hsa_amd_memory_pool_allocate(device[1], 64, 0, &mut ptr),
+        HSA_STATUS_ERROR_INVALID_ALLOCATION
+    );
     assert_eq!(
         flags(device[0]),
         HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED

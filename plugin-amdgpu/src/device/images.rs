@@ -212,7 +212,7 @@ impl AmdgpuDevice {
             thread_limit: [1, 1, 1],
             ..Default::default()
         };
-        self.launch_kernel(&kernel, &[], 1, 1, &config, QueueHandle::SYNC)
+        self.launch_kernel(&kernel, &[], [1; 3], [1; 3], &config, QueueHandle::SYNC)
     }
 
     // ---- kernels and globals ----

@@ -25,18 +25,14 @@ impl AmdgpuDevice {
             .kernels
             .get(handle.0)
             .ok_or_else(|| invalid_handle("kernel", handle.0))?;
-        let (blocks, threads) = kernel.limits.geometry(&self.grid, config);
-        let mode = kernel
-            .limits
-            .environment
-            .map_or("SPMD", |e| e.exec_mode.name());
+        let (blocks, threads) = kernel.limits.dimensions(&self.grid, config);
         plugin_api::info::kernel_launch(
             self.ordinal,
             config,
             &kernel.name,
-            [blocks, 1, 1],
-            [threads, 1, 1],
-            mode,
+            blocks,
+            threads,
+            kernel.limits.mode_name(config),
         );
         self.launch_kernel(&kernel, args, blocks, threads, config, queue)
     }
@@ -45,17 +41,37 @@ impl AmdgpuDevice {
         &self,
         kernel: &Kernel,
         args: &[usize],
-        blocks: u32,
-        threads: u32,
+        blocks: [u32; 3],
+        threads: [u32; 3],
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
-        let grid_x = blocks.checked_mul(threads).ok_or_else(|| {
-            PluginError::invalid_argument(format!(
-                "{blocks} teams of {threads} threads exceed the device's grid"
-            ))
-        })?;
+        // AQL counts the grid in work-items; a work-group's size is 16 bits per dimension.
+        let mut grid_size = [0u32; 3];
+        let mut workgroup_size = [0u16; 3];
+        for d in 0..3 {
+            let too_large = || {
+                PluginError::invalid_argument(format!(
+                    "{blocks:?} teams of {threads:?} threads exceed the device's grid"
+                ))
+            };
+            grid_size[d] = blocks[d].checked_mul(threads[d]).ok_or_else(too_large)?;
+            workgroup_size[d] = u16::try_from(threads[d]).map_err(|_| too_large())?;
+        }
         let dynamic_lds = config.dyn_shared_mem.max(self.settings.shared_memory_size);
+        // Static and dynamic group memory together must fit the work-group's LDS.
+        let group_memory = kernel
+            .group_segment_size
+            .checked_add(dynamic_lds)
+            .filter(|&bytes| bytes <= self.group_memory)
+            .ok_or_else(|| {
+                PluginError::invalid_argument(format!(
+                    "kernel '{}' needs {} bytes of group memory of its own and {dynamic_lds} \
+                     bytes of dynamic shared memory were asked for; a work-group of this \
+                     device has {} bytes",
+                    kernel.name, kernel.group_segment_size, self.group_memory
+                ))
+            })?;
         let private = if kernel.metadata.uses_dynamic_stack {
             self.settings.stack_size.unwrap_or(DEFAULT_STACK_SIZE) as u32
         } else {
@@ -103,9 +119,9 @@ impl AmdgpuDevice {
                 let dispatch = KernelDispatch {
                     kernel_object: kernel.kernel_object,
                     kernarg_address: buffer.address,
-                    workgroup_size: [threads as u16, 1, 1],
-                    grid_size: [grid_x, 1, 1],
-                    group_segment_size: kernel.group_segment_size + dynamic_lds,
+                    workgroup_size,
+                    grid_size,
+                    group_segment_size: group_memory,
                     private_segment_size: private,
                 };
                 // The stream runs `release` when the kernel completed, or at once if it could

@@ -6,6 +6,7 @@ mod launch;
 
 use crate::code_object::{CodeObject, KernelMetadata, TargetId};
 use crate::handles::HandleTable;
+use crate::hsa::pools::PoolSegment;
 use crate::hsa::{AgentInfo, Executable, HsaRuntime};
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, MemoryPool};
 use crate::hsa_real::RealHsa;
@@ -32,6 +33,9 @@ pub fn failed(what: impl std::fmt::Display, e: HsaError) -> PluginError {
 
 /// LLVM's default device stack: 16 KiB per work-item for kernels with a dynamic call stack.
 const DEFAULT_STACK_SIZE: u64 = 16 * 1024;
+/// The LDS of a work-group on every GCN and CDNA GPU, for a runtime that lists no group
+/// segment pool.
+const DEFAULT_GROUP_MEMORY: u32 = 64 * 1024;
 /// LLVM's default device-side malloc pool: 512 MiB.
 const DEFAULT_HEAP_SIZE: u64 = 512 << 20;
 
@@ -70,6 +74,8 @@ pub struct AmdgpuDevice {
     pub targets: Vec<TargetId>,
     host: Arc<HostMemory>,
     device_pool: MemoryPool,
+    /// Bytes of group memory (LDS) a work-group may have: the group segment pool's size.
+    group_memory: u32,
     grid: GridValues,
     hardware_parallelism: u64,
     plugin_devices: u32,
@@ -115,6 +121,13 @@ impl AmdgpuDevice {
                     agent.name
                 ))
             })?;
+        let group_memory = agent
+            .pools
+            .iter()
+            .find(|p| p.segment == PoolSegment::Group && p.size > 0)
+            .map_or(DEFAULT_GROUP_MEMORY, |p| {
+                u32::try_from(p.size).unwrap_or(u32::MAX)
+            });
         let base = if agent.wavefront_size == 32 {
             GridValues::AMDGPU_WAVE32
         } else {
@@ -161,6 +174,7 @@ impl AmdgpuDevice {
             targets,
             host,
             device_pool,
+            group_memory,
             grid,
             plugin_devices,
             settings,

@@ -174,6 +174,33 @@ impl KernelLimits {
         self.environment.is_none()
     }
 
+    /// The grid (blocks) and block (threads) dimensions of a launch. LLVM's rules decide the
+    /// first dimension ([`KernelLimits::geometry`]); a bare kernel (`ompx_bare`) gets the other
+    /// two exactly as its `num_teams` and `thread_limit` clauses give them (0, an unset
+    /// dimension, counts as 1, as LLVM's `__tgt_target_kernel` corrects it). Other kernels use
+    /// one dimension only.
+    pub fn dimensions(&self, grid: &GridValues, config: &LaunchConfig) -> ([u32; 3], [u32; 3]) {
+        let (blocks, threads) = self.geometry(grid, config);
+        if !self.is_bare() {
+            return ([blocks, 1, 1], [threads, 1, 1]);
+        }
+        let (teams, limit) = (config.num_teams, config.thread_limit);
+        (
+            [blocks, teams[1].max(1), teams[2].max(1)],
+            [threads, limit[1].max(1), limit[2].max(1)],
+        )
+    }
+
+    /// The execution mode's name in `LIBOMPTARGET_INFO` launch lines: LLVM 22 names a kernel
+    /// without a (recognised) kernel environment `BARE`; LLVM 19 launches it as SPMD.
+    pub fn mode_name(&self, config: &LaunchConfig) -> &'static str {
+        match self.environment {
+            Some(e) => e.exec_mode.name(),
+            None if config.is_llvm22_program() => "BARE",
+            None => "SPMD",
+        }
+    }
+
     /// Threads per block and blocks for a launch.
     pub fn geometry(&self, grid: &GridValues, config: &LaunchConfig) -> (u32, u32) {
         let threads = self.threads(grid, config.thread_limit[0]);
@@ -272,6 +299,15 @@ mod tests {
         }
     }
 
+    fn config(num_teams: [u32; 3], thread_limit: [u32; 3]) -> LaunchConfig {
+        LaunchConfig {
+            num_teams,
+            thread_limit,
+            kernel_args_version: 3,
+            ..Default::default()
+        }
+    }
+
     fn launch(teams: u32, limit: u32, trip: u64) -> LaunchConfig {
         LaunchConfig {
             num_teams: [teams, 0, 0],
@@ -347,5 +383,36 @@ mod tests {
         let k = KernelLimits::new(None, &grid, 1024);
         assert_eq!(k.geometry(&grid, &launch(20, 2000, 0)), (20, 2000));
         assert_eq!(k.geometry(&grid, &launch(0, 0, 0)), (8, 128));
+    }
+
+    #[test]
+    fn bare_launches_keep_all_three_dimensions() {
+        let grid = GridValues::NVPTX;
+        let bare = KernelLimits::new(None, &grid, 1024);
+        let c = config([4, 3, 2], [8, 4, 2]);
+        assert_eq!(bare.dimensions(&grid, &c), ([4, 3, 2], [8, 4, 2]));
+        // Unset dimensions (0) are 1, as LLVM's interface corrects them.
+        let c = config([4, 0, 0], [8, 0, 0]);
+        assert_eq!(bare.dimensions(&grid, &c), ([4, 1, 1], [8, 1, 1]));
+    }
+
+    #[test]
+    fn openmp_kernels_use_one_dimension() {
+        let grid = GridValues::NVPTX;
+        let limits = KernelLimits::new(Some(env(ExecMode::Spmd)), &grid, 1024);
+        let c = config([4, 3, 2], [64, 4, 2]);
+        assert_eq!(limits.dimensions(&grid, &c), ([4, 1, 1], [64, 1, 1]));
+    }
+
+    #[test]
+    fn bare_kernels_are_named_as_each_llvm_names_them() {
+        let grid = GridValues::NVPTX;
+        let bare = KernelLimits::new(None, &grid, 1024);
+        let mut c = config([1, 1, 1], [1, 1, 1]);
+        assert_eq!(bare.mode_name(&c), "SPMD");
+        c.flags = LaunchConfig::LLVM22_PROGRAM;
+        assert_eq!(bare.mode_name(&c), "BARE");
+        let limits = KernelLimits::new(Some(env(ExecMode::Spmd)), &grid, 1024);
+        assert_eq!(limits.mode_name(&c), "SPMD");
     }
 }
