@@ -101,6 +101,7 @@ impl AmdgpuPlugin {
             .ok_or("the CPU agent has no kernel-argument memory pool")?;
         let gpu_agents: Vec<_> = gpus.iter().map(|a| a.agent).collect();
         Ok(HostMemory {
+            allocations: Default::default(),
             agent: cpu.agent,
             fine_pool: fine.pool,
             kernargs: KernargPool::new(hsa.clone(), kernarg.pool, gpu_agents.clone()),

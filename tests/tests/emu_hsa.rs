@@ -270,3 +270,40 @@ fn group_memory_beyond_the_agents_lds_is_refused_before_the_dispatch() {
         "{trace}"
     );
 }
+
+/// Defect 2 of the review: host memory allocated for the program was not known as reachable
+/// by the GPUs, so copies to and from it went through a staging buffer below 1 MiB and locked
+/// HSA-allocated memory above it (which the runtime refuses). Now both sizes are copied
+/// directly from and to the allocation, with no lock.
+#[test]
+fn host_allocations_are_copied_directly() {
+    let exe = tests::compile_amdgpu_twin("emu_host_alloc.c");
+    let (code, stdout, stderr, trace) = emulated::run_traced(AMDGPU, &exe, "host-alloc", &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("host allocations ok"), "{stdout}");
+    assert!(!trace.contains("hsa_amd_memory_lock"), "{trace}");
+    // The program's host allocations: each followed by its device allocation of the same size
+    // (the plugin's staging buffers come from the same host pool).
+    let allocations: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.starts_with("hsa_amd_memory_pool_allocate "))
+        .collect();
+    let host_allocations: Vec<&str> = allocations
+        .windows(2)
+        .filter(|w| {
+            field(w[0], "pool=") == Some("0x90010001")
+                && field(w[1], "pool=") != Some("0x90010001")
+                && field(w[0], "size=") == field(w[1], "size=")
+        })
+        .filter_map(|w| field(w[0], "ptr="))
+        .collect();
+    assert_eq!(host_allocations.len(), 2, "{trace}");
+    for ptr in host_allocations {
+        let copies = trace
+            .lines()
+            .filter(|l| l.starts_with("hsa_amd_memory_async_copy "))
+            .filter(|l| field(l, "src=") == Some(ptr) || field(l, "dst=") == Some(ptr))
+            .count();
+        assert_eq!(copies, 2, "to and from {ptr} directly:\n{trace}");
+    }
+}

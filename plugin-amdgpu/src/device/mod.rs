@@ -16,7 +16,7 @@ use crate::stream::{Event, Stream, StreamConfig, StreamManager};
 use plugin_api::gpu::{GridValues, KernelLimits, Settings};
 use plugin_api::{AllocKind, ErrorCode, InfoEntry, PluginError};
 use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHandle, Vendor};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 type Result<T> = std::result::Result<T, PluginError>;
@@ -33,6 +33,12 @@ pub fn failed(what: impl std::fmt::Display, e: HsaError) -> PluginError {
 
 /// LLVM's default device stack: 16 KiB per work-item for kernels with a dynamic call stack.
 const DEFAULT_STACK_SIZE: u64 = 16 * 1024;
+/// Locks `mutex`, also after a panic elsewhere poisoned it (the tables stay consistent: each
+/// change is one insert or remove).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The LDS of a work-group on every GCN and CDNA GPU, for a runtime that lists no group
 /// segment pool.
 const DEFAULT_GROUP_MEMORY: u32 = 64 * 1024;
@@ -48,6 +54,10 @@ pub struct HostMemory {
     pub kernargs: KernargPool<RealHsa>,
     /// Every GPU agent, given access to host allocations.
     pub gpu_agents: Vec<Agent>,
+    /// Host memory allocated for the program (`llvm_omp_target_alloc_host`/`_shared`):
+    /// start -> bytes. Every GPU reaches it, so copies to and from it need no staging and no
+    /// lock (locking memory HSA allocated is refused).
+    pub allocations: Mutex<BTreeMap<usize, usize>>,
 }
 
 struct LoadedImage {
@@ -390,6 +400,7 @@ impl AmdgpuDevice {
                     let _ = self.hsa.free(ptr);
                     return Err(failed(what(), e));
                 }
+                lock(&self.host.allocations).insert(ptr, size);
                 Ok(ptr)
             }
             _ => Err(PluginError::invalid_argument(format!(
@@ -400,6 +411,9 @@ impl AmdgpuDevice {
     }
 
     pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        if matches!(kind, AllocKind::HOST | AllocKind::SHARED) {
+            lock(&self.host.allocations).remove(&ptr);
+        }
         self.hsa
             .free(ptr)
             .map_err(|e| failed(format!("freeing {} memory at {ptr:#x}", kind.name()), e))
@@ -433,16 +447,22 @@ impl AmdgpuDevice {
             .map_err(|e| failed(format!("unlocking host memory at {host:#x}"), e))
     }
 
-    /// The device-visible address of pinned host memory covering `[host, host + size)`.
+    /// The device-visible address of host memory covering `[host, host + size)` that the GPU
+    /// reaches as it is: pinned by the user, or allocated for the program as host memory.
     fn pinned_address(&self, host: usize, size: u64) -> Option<usize> {
-        let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
-        if pinned.is_empty() {
-            return None;
+        let end = (host as u64).checked_add(size)?;
+        {
+            let pinned = lock(&self.pinned);
+            let found = pinned.iter().find_map(|(&start, &(device, bytes))| {
+                (host >= start && end <= start as u64 + bytes).then(|| device + (host - start))
+            });
+            if found.is_some() {
+                return found;
+            }
         }
-        pinned.iter().find_map(|(&start, &(device, bytes))| {
-            let end = start as u64 + bytes;
-            (host >= start && host as u64 + size <= end).then(|| device + (host - start))
-        })
+        let allocations = lock(&self.host.allocations);
+        let (&start, &bytes) = allocations.range(..=host).next_back()?;
+        (end <= (start + bytes) as u64).then_some(host)
     }
 
     pub fn memory_info(&self) -> Result<MemoryInfo> {
