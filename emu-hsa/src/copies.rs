@@ -56,5 +56,11 @@ fn run(runtime: &Runtime, copy: Copy) {
     // SAFETY: both buffers hold `size` bytes that the engine's agent may reach (checked
     // above, against live allocations and locked ranges); `copy` handles overlap.
     unsafe { std::ptr::copy(copy.src as *const u8, copy.dst as *mut u8, copy.size) };
+    crate::trace::calls().trace_line(|| {
+        format!(
+            "copy-done dst={:#x} src={:#x} size={}",
+            copy.dst, copy.src, copy.size
+        )
+    });
     copy.completion.subtract(1);
 }

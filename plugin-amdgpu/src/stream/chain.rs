@@ -136,10 +136,24 @@ impl<H: HsaInterface> Stream<H> {
         release: Option<Box<dyn FnOnce() + Send>>,
     ) -> HsaResult<()> {
         let mut release = release;
-        let result = self.push_kernel_locked(&mut self.state(), dispatch, &mut release);
-        // Left over only if the kernel was never launched: nothing reads its arguments.
+        let mut state = self.state();
+        let result = self.push_kernel_locked(&mut state, dispatch, &mut release);
+        // Left over only if the kernel was never launched: the kernel reads nothing, but the
+        // launch's earlier work on this stream (the copy of its launch environment, say) may
+        // still read what the release frees. It runs once that work completed, or now.
         if let Some(action) = release {
-            action();
+            match state.slots.last().filter(|slot| !slot.is_done()) {
+                Some(last) => {
+                    let after = Slot::new(last.signal.clone(), last.on_queue);
+                    state
+                        .slots
+                        .push(after.with_release(Some(Release::Callback(action))));
+                }
+                None => {
+                    drop(state);
+                    action();
+                }
+            }
         }
         result
     }

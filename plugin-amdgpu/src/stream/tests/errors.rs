@@ -298,11 +298,24 @@ fn failed_kernel_submission() {
                     counted.fetch_add(1, Ordering::SeqCst);
                 })),
             ));
+            // The release of a refused kernel waits for the stream's earlier work, which may
+            // still read what it frees (defect 4 of issue 18), then runs.
+            stream.synchronize().unwrap();
             assert_eq!(
                 released.load(Ordering::SeqCst),
                 1,
                 "release runs for a refused kernel"
             );
+            // With nothing pending it runs at once.
+            let again = Arc::clone(&released);
+            fx.hsa.fail_after(FaultOp::Submit, 0);
+            expect_injected(stream.push_kernel(
+                &dispatch(nop, 0),
+                Some(Box::new(move || {
+                    again.fetch_add(1, Ordering::SeqCst);
+                })),
+            ));
+            assert_eq!(released.load(Ordering::SeqCst), 2);
         });
     });
 }
