@@ -5,8 +5,8 @@
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
-use crate::reduction::{LaunchBuffer, LaunchBufferPool};
 use crate::resources::{PooledResource, ResourcePool};
+use plugin_api::gpu::launch_buffers::{LaunchBuffer, LaunchBufferPool};
 use plugin_api::gpu::{place_indirect_call_table, DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,

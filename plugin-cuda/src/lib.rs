@@ -3,11 +3,10 @@
 //! Layers, bottom up: `driver` (the CUDA driver API, loaded from `libcuda.so.1` on first use),
 //! `image` (cubin and PTX images read without the driver), `launch` (launch decisions made
 //! without the driver), `resources` (stream and event pools), `pinning` (the pinned
-//! host ranges), `reduction` (pooled
-//! launch environments and reduction buffers), `device` (one GPU), `plugin` (the
-//! plugin ABI). LLVM's rules for grid and block sizes and the layouts its device runtime reads
-//! are shared with the other GPU plugins in `plugin_api::gpu`. Without a driver or a GPU the plugin loads and reports zero devices with the
-//! reason.
+//! host ranges), `device` (one GPU), `plugin` (the plugin ABI). LLVM's rules for grid and
+//! block sizes, the layouts its device runtime reads and the pool of launch environments and
+//! reduction buffers are shared with the other GPU plugins in `plugin_api::gpu`. Without a
+//! driver or a GPU the plugin loads and reports zero devices with the reason.
 
 pub mod device;
 pub mod driver;
@@ -15,7 +14,6 @@ pub mod image;
 pub mod launch;
 pub mod pinning;
 pub mod plugin;
-pub mod reduction;
 pub mod resources;
 
 pub use plugin::CudaPlugin;

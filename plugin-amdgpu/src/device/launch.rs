@@ -8,7 +8,8 @@ use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargBuffer;
 use crate::kernel_args::{self, LaunchShape};
 use crate::stream::Stream;
-use plugin_api::gpu::{KernelLaunchEnvironment, KernelLimits, NO_LAUNCH_ENVIRONMENT};
+use plugin_api::gpu::launch_buffers::LaunchBuffer;
+use plugin_api::gpu::{KernelLimits, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::{KernelHandle, LaunchConfig, PluginError, QueueHandle};
 
 impl AmdgpuDevice {
@@ -97,11 +98,11 @@ impl AmdgpuDevice {
                 values.extend_from_slice(args);
                 // Check the arguments against the kernel before anything is allocated or queued.
                 let mut segment = build(&values)?;
-                let mut launch_memory = Vec::new();
+                let mut launch_buffer = None;
                 let prepared = (|| {
                     if config.kernel_args_version >= 3 {
                         let env =
-                            self.launch_environment(&kernel.limits, stream, &mut launch_memory)?;
+                            self.launch_environment(&kernel.limits, stream, &mut launch_buffer)?;
                         if env != NO_LAUNCH_ENVIRONMENT {
                             values[0] = env;
                             segment = build(&values)?;
@@ -112,7 +113,7 @@ impl AmdgpuDevice {
                 let buffer = match prepared {
                     Ok(buffer) => buffer,
                     Err(e) => {
-                        self.discard_launch_memory(stream, launch_memory);
+                        self.discard_launch_buffer(stream, launch_buffer);
                         return Err(e);
                     }
                 };
@@ -126,86 +127,64 @@ impl AmdgpuDevice {
                 };
                 // The stream runs `release` when the kernel completed, or at once if it could
                 // not be queued.
-                let release = self.after_kernel(buffer, launch_memory);
+                let release = self.after_kernel(buffer, launch_buffer);
                 stream.push_kernel(&dispatch, Some(release))
             },
             &what,
         )
     }
 
-    /// Frees the launch memory of a launch that failed before its kernel was queued. A copy
-    /// of the launch environment may have been queued: wait for it before freeing what it
-    /// touches.
-    fn discard_launch_memory(&self, stream: &Stream<RealHsa>, memory: Vec<LaunchMemory>) {
-        if memory.iter().any(|m| matches!(m, LaunchMemory::Host(_))) {
+    /// Gives back the launch buffer of a launch that failed before its kernel was queued. The
+    /// copy of its launch environment may have been queued: wait for it first, so the next
+    /// launch's copy into the buffer cannot be overtaken.
+    fn discard_launch_buffer(&self, stream: &Stream<RealHsa>, buffer: Option<LaunchBuffer>) {
+        if let Some(buffer) = buffer {
             let _ = stream.synchronize();
-        }
-        for m in memory {
-            if let LaunchMemory::Device(ptr) = m {
-                let _ = self.hsa.free(ptr);
-            }
+            self.launch_buffers.give_back(buffer);
         }
     }
 
-    /// What to release once a kernel completed: its argument buffer and launch memory.
+    /// What to release once a kernel completed: its argument buffer and launch buffer.
     fn after_kernel(
         &self,
         buffer: KernargBuffer,
-        launch_memory: Vec<LaunchMemory>,
+        launch_buffer: Option<LaunchBuffer>,
     ) -> Box<dyn FnOnce() + Send> {
         let host = self.host.clone();
-        let hsa = self.hsa.clone();
+        let launch_buffers = self.launch_buffers.clone();
         Box::new(move || {
             host.kernargs.give_back(buffer);
-            for memory in launch_memory {
-                if let LaunchMemory::Device(ptr) = memory {
-                    if let Err(e) = hsa.free(ptr) {
-                        log::warn!("amdgpu: freeing launch memory: {e}");
-                    }
-                }
+            if let Some(launch_buffer) = launch_buffer {
+                launch_buffers.give_back(launch_buffer);
             }
         })
     }
 
     /// The implicit first kernel argument: a launch environment with a team-reduction buffer
-    /// for kernels that need one, freed once the kernel completed.
+    /// for kernels that need one, from the device's pool (defect 8 of issue 18: two
+    /// allocations and two frees per launch before), back to it once the kernel completed.
     fn launch_environment(
         &self,
         limits: &KernelLimits,
         stream: &Stream<RealHsa>,
-        memory: &mut Vec<LaunchMemory>,
+        taken: &mut Option<LaunchBuffer>,
     ) -> std::result::Result<usize, HsaError> {
         let bytes = limits.environment.map_or(0, |e| e.reduction_buffer_bytes());
         if bytes == 0 {
             return Ok(NO_LAUNCH_ENVIRONMENT);
         }
-        let buffer = self.hsa.allocate(self.device_pool, bytes as usize)?;
-        memory.push(LaunchMemory::Device(buffer));
-        let device_env = self
-            .hsa
-            .allocate(self.device_pool, KernelLaunchEnvironment::SIZE)?;
-        memory.push(LaunchMemory::Device(device_env));
-        // The host copy must live until the stream has read it, which is before the kernel
-        // completes: the kernel's release drops it.
-        let host = Box::new(
-            KernelLaunchEnvironment {
-                reduction_count: 0,
-                reduction_iteration_count: 0,
-                reduction_buffer: buffer as u64,
-            }
-            .to_bytes(),
-        );
-        let (source, size) = (host.as_ptr() as usize, host.len());
-        // Kept before the push: a failed push may have queued part of the copy.
-        memory.push(LaunchMemory::Host(host));
-        stream.push_host_to_device(device_env, source, size, None)?;
-        Ok(device_env)
+        let buffer = self.launch_buffers.take(bytes, |size| {
+            self.hsa
+                .allocate(self.device_pool, size as usize)
+                .map(|a| a as u64)
+        })?;
+        let host = buffer.host_environment();
+        let (source, size, address) = (host.as_ptr() as usize, host.len(), buffer.address as usize);
+        // Kept before the push: a failed push may have queued part of the copy, which reads
+        // the buffer's host copy of the environment (rewritten every launch: the device
+        // runtime counts teams in it).
+        *taken = Some(buffer);
+        stream.push_host_to_device(address, source, size, None)?;
+        Ok(address)
     }
-}
-
-/// Memory a launch allocated for the kernel, released when it completed.
-enum LaunchMemory {
-    Device(usize),
-    /// Host bytes an asynchronous copy reads; dropped, never read, afterwards.
-    Host(#[allow(dead_code)] Box<[u8; KernelLaunchEnvironment::SIZE]>),
 }

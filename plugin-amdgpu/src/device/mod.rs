@@ -13,6 +13,7 @@ use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargPool;
 use crate::settings::AmdgpuSettings;
 use crate::stream::{Event, Stream, StreamConfig, StreamManager};
+use plugin_api::gpu::launch_buffers::LaunchBufferPool;
 use plugin_api::gpu::{GridValues, KernelLimits, Settings};
 use plugin_api::{AllocKind, ErrorCode, InfoEntry, PluginError};
 use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHandle, Vendor};
@@ -104,6 +105,8 @@ pub struct AmdgpuDevice {
     pinned: Mutex<HashMap<usize, (usize, u64)>>,
     /// The device-side malloc pool (address, bytes), shared by the device's images.
     malloc_pool: Mutex<Option<(usize, u64)>>,
+    /// Launch environments with team-reduction buffers, reused across launches.
+    launch_buffers: Arc<LaunchBufferPool>,
 }
 
 impl AmdgpuDevice {
@@ -197,6 +200,7 @@ impl AmdgpuDevice {
             kernels: HandleTable::new(),
             pinned: Mutex::new(HashMap::new()),
             malloc_pool: Mutex::new(None),
+            launch_buffers: Arc::default(),
         })
     }
 
@@ -567,6 +571,9 @@ impl AmdgpuDevice {
             if ptr != 0 {
                 let _ = self.hsa.free(ptr);
             }
+        }
+        for buffer in self.launch_buffers.drain() {
+            let _ = self.hsa.free(buffer as usize);
         }
         if let Err(e) = self.streams.shutdown() {
             result = Err(failed("shutting down the device's streams", e));

@@ -11,6 +11,7 @@
 pub mod amdgpu_processors;
 pub mod cuda_image;
 pub mod device_runtime;
+pub mod launch_buffers;
 pub mod launch_rules;
 pub mod settings;
 

@@ -1,16 +1,16 @@
 //! Device memory for kernel launch environments and team-reduction buffers, kept per device
-//! and reused across launches (LLVM's memory manager does the same for these allocations):
-//! `cuMemFree` waits for the whole device, so freeing them after every launch would stall
-//! other threads' constructs.
+//! and reused across launches by the GPU plugins (LLVM's memory manager does the same for these
+//! allocations): allocating and freeing them for every launch costs runtime calls, and on
+//! CUDA `cuMemFree` waits for the whole device, which would stall other threads' constructs.
 //!
 //! A buffer is in one launch's hands from `take` until that launch's stream has been
 //! synchronised; only then is it given back, so two launches never share one.
 
-use plugin_api::gpu::KernelLaunchEnvironment;
+use super::KernelLaunchEnvironment;
 use std::sync::Mutex;
 
 /// Where the reduction buffer starts in a pooled allocation: after the launch environment,
-/// at the alignment `cuMemAlloc` itself guarantees.
+/// at the alignment `cuMemAlloc` guarantees (HSA's pools align to pages).
 pub const BUFFER_OFFSET: u64 = 256;
 
 /// One device allocation: a launch environment at `address`, then a reduction buffer of
