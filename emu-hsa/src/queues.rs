@@ -270,7 +270,10 @@ impl Queue {
                 HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR => {
                     self.release_slot(slot, next);
                     self.delay();
-                    let result = wait_dependencies(runtime, &packet);
+                    let result = wait_dependencies(runtime, &packet, || self.stopping());
+                    if self.stopping() {
+                        break;
+                    }
                     runtime.trace_packet_done(&self, next);
                     self.complete(runtime, &packet, result);
                 }
@@ -369,8 +372,13 @@ impl Queue {
 }
 
 /// A barrier-AND packet completes once all its dependency signals are 0, a barrier-OR packet
-/// once any is (a zero handle is no dependency).
-fn wait_dependencies(runtime: &Runtime, packet: &Packet) -> Result<()> {
+/// once any is (a zero handle is no dependency). Gives up when the queue is destroyed
+/// (`stopping`): a barrier waiting for work that never completes must not keep it alive.
+fn wait_dependencies(
+    runtime: &Runtime,
+    packet: &Packet,
+    stopping: impl Fn() -> bool,
+) -> Result<()> {
     let dependencies: Vec<Arc<Signal>> = packet
         .barrier_packet()
         .dep_signal
@@ -378,14 +386,20 @@ fn wait_dependencies(runtime: &Runtime, packet: &Packet) -> Result<()> {
         .filter(|s| s.handle != 0)
         .map(|&s| runtime.signals.get(s))
         .collect::<Result<_>>()?;
-    if packet.kind() == HSA_PACKET_TYPE_BARRIER_AND || dependencies.is_empty() {
-        for signal in &dependencies {
-            signal.wait(HSA_SIGNAL_CONDITION_EQ, 0, None);
+    let satisfied = || {
+        if packet.kind() == HSA_PACKET_TYPE_BARRIER_AND || dependencies.is_empty() {
+            dependencies.iter().all(|s| s.load() == 0)
+        } else {
+            dependencies.iter().any(|s| s.load() == 0)
         }
-    } else {
-        while !dependencies.iter().any(|s| s.load() == 0) {
-            dependencies[0].wait(HSA_SIGNAL_CONDITION_EQ, 0, Some(Duration::from_millis(1)));
-        }
+    };
+    while !satisfied() && !stopping() {
+        // Woken by the first dependency; the others are looked at every millisecond.
+        let first_pending = dependencies
+            .iter()
+            .find(|s| s.load() != 0)
+            .unwrap_or(&dependencies[0]);
+        first_pending.wait(HSA_SIGNAL_CONDITION_EQ, 0, Some(Duration::from_millis(1)));
     }
     Ok(())
 }

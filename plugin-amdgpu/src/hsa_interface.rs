@@ -101,6 +101,11 @@ pub enum QueueOrder {
     Unordered,
 }
 
+/// Asked now and then while a submission waits for a free slot in a full ring: an error says
+/// the queue will never free one (a barrier in it waits for work that failed elsewhere), and
+/// ends the wait with that error.
+pub type Stuck<'a> = &'a dyn Fn() -> Option<HsaError>;
+
 /// Work a handler runs once a signal reaches zero (see [`HsaInterface::on_signal_zero`]).
 pub type SignalHandler = Box<dyn FnOnce() + Send + 'static>;
 
@@ -149,6 +154,7 @@ pub trait HsaInterface: Send + Sync + 'static {
         deps: &[Signal],
         completion: Signal,
         order: QueueOrder,
+        stuck: Stuck<'_>,
     ) -> HsaResult<()>;
     /// Writes a kernel dispatch packet; `completion` is decremented when the kernel finishes.
     fn submit_kernel(
@@ -157,6 +163,7 @@ pub trait HsaInterface: Send + Sync + 'static {
         dispatch: &KernelDispatch,
         completion: Signal,
         order: QueueOrder,
+        stuck: Stuck<'_>,
     ) -> HsaResult<()>;
 
     // --- Memory --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ use crate::hsa::signals::{self, timeout_ticks};
 use crate::hsa::{check, HsaQueue, HsaRuntime};
 use crate::hsa_interface::{
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, QueueOrder,
-    Signal, SignalHandler, WaitMode,
+    Signal, SignalHandler, Stuck, WaitMode,
 };
 use hsa_sys::*;
 use std::collections::HashMap;
@@ -176,9 +176,10 @@ impl HsaInterface for RealHsa {
         deps: &[Signal],
         completion: Signal,
         order: QueueOrder,
+        stuck: Stuck<'_>,
     ) -> HsaResult<()> {
         let packet = ReadyPacket::from(barrier_and_packet(deps, completion, order)?);
-        self.queue(queue)?.submit(&packet)
+        self.queue(queue)?.submit(&packet, stuck)
     }
 
     fn submit_kernel(
@@ -187,9 +188,10 @@ impl HsaInterface for RealHsa {
         dispatch: &KernelDispatch,
         completion: Signal,
         order: QueueOrder,
+        stuck: Stuck<'_>,
     ) -> HsaResult<()> {
         let packet = ReadyPacket::from(kernel_dispatch_packet(dispatch, completion, order)?);
-        self.queue(queue)?.submit(&packet)
+        self.queue(queue)?.submit(&packet, stuck)
     }
 
     // --- Memory ------------------------------------------------------------------------------

@@ -25,7 +25,7 @@
 
 use crate::hsa_interface::{
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, QueueOrder,
-    Signal, SignalHandler, WaitMode,
+    Signal, SignalHandler, Stuck, WaitMode,
 };
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -840,8 +840,9 @@ impl HsaInterface for SoftwareHsa {
         deps: &[Signal],
         completion: Signal,
         _order: QueueOrder,
+        _stuck: Stuck<'_>,
     ) -> HsaResult<()> {
-        // Packets run one at a time here: every order is kept.
+        // Packets run one at a time here: every order is kept, and the queue is never full.
         let packet = Packet::Barrier {
             deps: deps.to_vec(),
             completion,
@@ -855,6 +856,7 @@ impl HsaInterface for SoftwareHsa {
         dispatch: &KernelDispatch,
         completion: Signal,
         _order: QueueOrder,
+        _stuck: Stuck<'_>,
     ) -> HsaResult<()> {
         let packet = Packet::Kernel {
             dispatch: *dispatch,

@@ -11,7 +11,7 @@
 
 use super::error::{check, hsa_error, usage_error};
 use super::packets::ReadyPacket;
-use crate::hsa_interface::{Agent, HsaError};
+use crate::hsa_interface::{Agent, HsaError, Stuck};
 use hsa_sys::*;
 use std::ffi::c_void;
 use std::io::Write;
@@ -24,6 +24,13 @@ type ErrorSlot = OnceLock<HsaError>;
 
 /// Spins between yields of the thread while waiting for room in a full queue.
 const SPINS_BEFORE_YIELD: u32 = 64;
+/// A full ring is asked whether it is stuck every this many yields (the question loads
+/// signals).
+const YIELDS_BETWEEN_CHECKS: u32 = 16;
+/// After this many yields a full ring is waited for in short sleeps: a long kernel ahead
+/// keeps it full for as long as it runs.
+const YIELDS_BEFORE_SLEEP: u32 = 1024;
+const FULL_RING_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// A queue of AQL packets on one agent (`HSA_QUEUE_TYPE_MULTI`). Destroyed by
 /// [`HsaQueue::destroy`] or on drop.
@@ -115,8 +122,9 @@ impl HsaQueue {
     }
 
     /// Publishes `packet`. Waits while the ring is full; fails at once if the queue is in
-    /// error or destroyed.
-    pub fn submit(&self, packet: &ReadyPacket) -> Result<(), HsaError> {
+    /// error or destroyed, and ends the wait with the error `stuck` reports (the queue will
+    /// never free a slot).
+    pub fn submit(&self, packet: &ReadyPacket, stuck: Stuck<'_>) -> Result<(), HsaError> {
         let destroyed = self.lock();
         if *destroyed {
             return Err(usage_error(
@@ -129,7 +137,12 @@ impl HsaQueue {
         }
         // SAFETY: a live queue (not destroyed, checked under the lock held until we return).
         let index = unsafe { (self.library.hsa_queue_add_write_index_relaxed)(self.raw, 1) };
-        self.wait_for_slot(index)?;
+        if let Err(error) = self.wait_for_slot(index, stuck) {
+            // The slot of `index` stays reserved and is never written: the packet processor
+            // would wait for it forever, so the queue is of no use any more.
+            let _ = self.errors.set(error.clone());
+            return Err(error);
+        }
         let slot = self.slot(index);
         // SAFETY: `slot` is the 64-byte, 64-byte-aligned ring entry for `index`, which the
         // packet processor has consumed (wait_for_slot) and no other producer writes (the
@@ -146,10 +159,12 @@ impl HsaQueue {
     }
 
     /// Waits until the packet processor has consumed the slot `index` reuses, i.e. the read
-    /// index is within a ring's length of it. Gives up when the queue reports an error: a
-    /// queue in error never advances its read index.
-    fn wait_for_slot(&self, index: u64) -> Result<(), HsaError> {
+    /// index is within a ring's length of it: spinning a little, then yielding, then sleeping.
+    /// Gives up when the queue reports an error (a queue in error never advances its read
+    /// index) or `stuck` says it never will.
+    fn wait_for_slot(&self, index: u64, stuck: Stuck<'_>) -> Result<(), HsaError> {
         let mut spins = 0u32;
+        let mut yields = 0u32;
         loop {
             // SAFETY: a live queue (the caller holds the lock and checked it is not destroyed).
             let read = unsafe { (self.library.hsa_queue_load_read_index_scacquire)(self.raw) };
@@ -160,11 +175,21 @@ impl HsaQueue {
                 return Err(error);
             }
             spins += 1;
-            if spins == SPINS_BEFORE_YIELD {
-                spins = 0;
+            if spins < SPINS_BEFORE_YIELD {
+                std::hint::spin_loop();
+                continue;
+            }
+            spins = 0;
+            yields = yields.saturating_add(1);
+            if yields.is_multiple_of(YIELDS_BETWEEN_CHECKS) {
+                if let Some(error) = stuck() {
+                    return Err(error);
+                }
+            }
+            if yields < YIELDS_BEFORE_SLEEP {
                 std::thread::yield_now();
             } else {
-                std::hint::spin_loop();
+                std::thread::sleep(FULL_RING_SLEEP);
             }
         }
     }

@@ -26,13 +26,13 @@ type Callback = Box<dyn FnOnce() + Send>;
 /// submitted already.
 pub struct Stream<H: HsaInterface> {
     shared: Arc<Shared<H>>,
-    /// The HSA queue, shared with other streams.
-    queue: Arc<QueueHealth<H>>,
     id: u64,
     state: Mutex<ChainState<H>>,
 }
 
 struct ChainState<H: HsaInterface> {
+    /// The HSA queue, shared with other streams; replaced when it stopped for good.
+    queue: Arc<QueueHealth<H>>,
     slots: Vec<Slot<H>>,
     /// The queues the pending work went through (its packets', and those of events waited on).
     watch: QueueSet<H>,
@@ -93,9 +93,9 @@ impl<H: HsaInterface> Stream<H> {
         let id = shared.next_stream_id.fetch_add(1, Ordering::Relaxed);
         Stream {
             shared,
-            queue,
             id,
             state: Mutex::new(ChainState {
+                queue,
                 slots: Vec::new(),
                 watch: QueueSet::default(),
                 abandoned: Vec::new(),
@@ -105,7 +105,25 @@ impl<H: HsaInterface> Stream<H> {
 
     /// The HSA queue this stream's packets go to (shared with other streams).
     pub fn hsa_queue(&self) -> Queue {
-        self.queue.queue()
+        self.state().queue.queue()
+    }
+
+    /// The stream's queue, replaced by a working one when it stopped for good (HSA reported an
+    /// error for it, or a barrier in it waits on failed work) and none of this stream's work
+    /// is pending on it: that failure is reported by the stream's wait first.
+    fn working_queue(&self, state: &mut ChainState<H>) -> HsaResult<Arc<QueueHealth<H>>> {
+        if let Some(err) = state.queue.failure() {
+            if state.pending_input().is_some() {
+                return Err(err);
+            }
+            log::warn!(
+                "HSA queue {:#x} stopped ({}); the stream goes on on another queue",
+                state.queue.queue().0,
+                err.message
+            );
+            state.queue = self.shared.queues.replace(&state.queue)?;
+        }
+        Ok(Arc::clone(&state.queue))
     }
 
     fn state(&self) -> MutexGuard<'_, ChainState<H>> {
@@ -165,11 +183,10 @@ impl<H: HsaInterface> Stream<H> {
         release: &mut Option<Callback>,
     ) -> HsaResult<()> {
         let hsa = self.hsa();
-        let queue = self.queue.queue();
         self.check_failed(state)?;
-        if let Some(err) = self.queue.failure() {
-            return Err(err);
-        }
+        let health = self.working_queue(state)?;
+        let queue = health.queue();
+        let stuck = || health.failure();
         let done = self.shared.signals.acquire()?;
         let input = state.pending_input();
         // A pending packet of this stream on this queue: the barrier bit orders the kernel
@@ -188,13 +205,14 @@ impl<H: HsaInterface> Stream<H> {
             hsa.signal_store(done.signal(), 2);
         }
         let submitted = {
-            let _order = self.queue.submit_lock();
+            let _order = health.submit_lock();
             let barrier_submitted = match input.as_ref().filter(|_| barrier) {
                 Some(dep) => hsa.submit_barrier_and(
                     queue,
                     &[dep.signal()],
                     done.signal(),
                     QueueOrder::Unordered,
+                    &stuck,
                 ),
                 None => Ok(()),
             };
@@ -202,7 +220,7 @@ impl<H: HsaInterface> Stream<H> {
                 done.retire_unused();
                 return Err(err);
             }
-            hsa.submit_kernel(queue, dispatch, done.signal(), order)
+            hsa.submit_kernel(queue, dispatch, done.signal(), order, &stuck)
         };
         let slot = Slot::new(done, Some(queue));
         match submitted {
@@ -211,7 +229,7 @@ impl<H: HsaInterface> Stream<H> {
                 state
                     .slots
                     .push(slot.with_deps(input, None).with_release(callback));
-                state.watch.insert(&self.queue);
+                state.watch.insert(&health);
                 Ok(())
             }
             Err(err) if barrier => {
@@ -219,7 +237,7 @@ impl<H: HsaInterface> Stream<H> {
                 // slot, which stays in the chain as a plain barrier.
                 hsa.signal_subtract(slot.signal.signal(), 1);
                 state.slots.push(slot.with_deps(input, None));
-                state.watch.insert(&self.queue);
+                state.watch.insert(&health);
                 Err(err)
             }
             Err(err) => {
@@ -562,7 +580,6 @@ impl<H: HsaInterface> Stream<H> {
             return Ok(());
         }
         let hsa = self.hsa();
-        let queue = self.queue.queue();
         let mut state = self.state();
         self.check_failed(&state)?;
         if let Some(err) = recorded.queues.failure() {
@@ -570,9 +587,8 @@ impl<H: HsaInterface> Stream<H> {
                 return Err(err);
             }
         }
-        if let Some(err) = self.queue.failure() {
-            return Err(err);
-        }
+        let health = self.working_queue(&mut state)?;
+        let queue = health.queue();
         let done = self.shared.signals.acquire()?;
         let input = state.pending_input();
         // The barrier also waits for this stream's previous slot, so that its completion
@@ -587,19 +603,20 @@ impl<H: HsaInterface> Stream<H> {
             &deps[..1]
         };
         let submitted = {
-            let _order = self.queue.submit_lock();
+            let _order = health.submit_lock();
             // The dependencies say what to wait for; nothing else in the queue is waited on.
-            hsa.submit_barrier_and(queue, deps, done.signal(), QueueOrder::Unordered)
+            let stuck = || health.failure();
+            hsa.submit_barrier_and(queue, deps, done.signal(), QueueOrder::Unordered, &stuck)
         };
         if let Err(err) = submitted {
             done.retire_unused();
             return Err(err);
         }
         // Should the awaited work die, this queue is blocked for good: let its users know.
-        self.queue.add_wait(&recorded.signal, &recorded.queues);
+        health.add_wait(&recorded.signal, &recorded.queues);
         let slot = Slot::new(done, Some(queue)).with_deps(input, Some(recorded.signal));
         state.slots.push(slot);
-        state.watch.insert(&self.queue);
+        state.watch.insert(&health);
         state.watch.extend(&recorded.queues);
         Ok(())
     }
@@ -610,18 +627,27 @@ impl<H: HsaInterface> Stream<H> {
     /// after every earlier packet of the queue completed.
     pub fn fence_queue(&self) -> HsaResult<()> {
         let hsa = self.hsa();
-        let queue = self.queue.queue();
         let mut state = self.state();
         self.check_failed(&state)?;
-        if let Some(err) = self.queue.failure() {
+        // Not replaced: the fence is for this very queue, which the program also uses.
+        let health = Arc::clone(&state.queue);
+        if let Some(err) = health.failure() {
             return Err(err);
         }
+        let queue = health.queue();
         let done = self.shared.signals.acquire()?;
         let input = state.pending_input();
         let deps: Vec<Signal> = input.iter().map(SignalRef::signal).collect();
         let submitted = {
-            let _order = self.queue.submit_lock();
-            hsa.submit_barrier_and(queue, &deps, done.signal(), QueueOrder::AfterEarlierPackets)
+            let _order = health.submit_lock();
+            let stuck = || health.failure();
+            hsa.submit_barrier_and(
+                queue,
+                &deps,
+                done.signal(),
+                QueueOrder::AfterEarlierPackets,
+                &stuck,
+            )
         };
         if let Err(err) = submitted {
             done.retire_unused();
@@ -630,7 +656,7 @@ impl<H: HsaInterface> Stream<H> {
         state
             .slots
             .push(Slot::new(done, Some(queue)).with_deps(input, None));
-        state.watch.insert(&self.queue);
+        state.watch.insert(&health);
         Ok(())
     }
 
@@ -688,7 +714,7 @@ impl<H: HsaInterface> std::fmt::Debug for Stream<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stream")
             .field("id", &self.id)
-            .field("queue", &self.queue.queue())
+            .field("queue", &self.hsa_queue())
             .field("pending_slots", &self.state().slots.len())
             .finish()
     }

@@ -48,8 +48,10 @@
 //! waits on work that went through a stopped queue: that barrier never passes and blocks every
 //! stream sharing the queue, so the queue pool tracks such barriers. A stopped queue ends the
 //! wait with the original error. The failed work is then dropped from the stream (its signals
-//! and buffers kept aside, never reused) and the stream goes on; kernels on a stopped queue are
-//! refused with the same error, copies still work.
+//! and buffers kept aside, never reused) and the stream goes on: its next packet goes to a new
+//! HSA queue that takes the stopped one's place in the pool (the stopped one is destroyed at
+//! shutdown). A submission to a full ring waits for a free slot, and gives up with the error
+//! when the queue can never free one.
 //!
 //! Failure of a push part-way leaves the chain consistent: whatever was never submitted is
 //! undone (signals completed and recycled, staging buffers and locks released), whatever was

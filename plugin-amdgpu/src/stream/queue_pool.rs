@@ -1,5 +1,5 @@
-//! The HSA queues of one device: created lazily, handed to streams round-robin, destroyed at
-//! shutdown; and whether each one can still make progress.
+//! The HSA queues of one device: created lazily, handed to streams round-robin, replaced when
+//! they stopped for good, destroyed at shutdown; and whether each one can still make progress.
 //!
 //! A queue stops for good in two ways: HSA reports an error for it (a kernel faulted), or a
 //! barrier packet in it waits for another stream's work that went through a stopped queue.
@@ -11,7 +11,7 @@ use super::signal_pool::{SignalRef, WeakSignalRef};
 use super::slot::QueueSet;
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, HsaResult, Queue};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 pub(crate) struct QueuePool<H: HsaInterface> {
     hsa: Arc<H>,
@@ -19,20 +19,22 @@ pub(crate) struct QueuePool<H: HsaInterface> {
     size: u32,
     entries: Vec<Entry<H>>,
     next: AtomicUsize,
+    /// Queues that stopped and were replaced: destroyed at shutdown, when no stream refers to
+    /// them any more.
+    retired: Mutex<Vec<Arc<QueueHealth<H>>>>,
 }
 
 struct Entry<H: HsaInterface> {
-    health: OnceLock<Arc<QueueHealth<H>>>,
-    /// Serialises creation, so two streams do not both create the same queue.
-    create: Mutex<()>,
+    /// The queue in this place, once created; creation and replacement happen under the lock,
+    /// so two streams do not both create one.
+    health: Mutex<Option<Arc<QueueHealth<H>>>>,
 }
 
 impl<H: HsaInterface> QueuePool<H> {
     pub(crate) fn new(hsa: Arc<H>, agent: Agent, count: u32, size: u32) -> Self {
         let entries = (0..count)
             .map(|_| Entry {
-                health: OnceLock::new(),
-                create: Mutex::new(()),
+                health: Mutex::new(None),
             })
             .collect();
         QueuePool {
@@ -41,6 +43,7 @@ impl<H: HsaInterface> QueuePool<H> {
             size,
             entries,
             next: AtomicUsize::new(0),
+            retired: Mutex::new(Vec::new()),
         }
     }
 
@@ -53,42 +56,62 @@ impl<H: HsaInterface> QueuePool<H> {
                 "the stream manager has no HSA queues (num_queues is 0)",
             )
         })?;
-        if let Some(health) = entry.health.get() {
+        let mut health = lock(&entry.health);
+        if let Some(health) = health.as_ref() {
             return Ok(Arc::clone(health));
         }
-        let _guard = lock(&entry.create);
-        if let Some(health) = entry.health.get() {
-            return Ok(Arc::clone(health));
-        }
+        let created = self.create()?;
+        *health = Some(Arc::clone(&created));
+        Ok(created)
+    }
+
+    fn create(&self) -> HsaResult<Arc<QueueHealth<H>>> {
         let queue = self.hsa.create_queue(self.agent, self.size)?;
-        let health = Arc::new(QueueHealth {
+        Ok(Arc::new(QueueHealth {
             hsa: Arc::clone(&self.hsa),
             queue,
             waits: Mutex::new(Vec::new()),
             submit: Mutex::new(()),
-        });
-        // Cannot be set already: creation is serialised by the guard.
-        let _ = entry.health.set(Arc::clone(&health));
-        Ok(health)
+        }))
+    }
+
+    /// A working queue for a stream whose queue `failed` stopped for good: the queue that took
+    /// its place, created now if nobody replaced it yet. The stopped queue is destroyed at
+    /// shutdown.
+    pub(crate) fn replace(&self, failed: &Arc<QueueHealth<H>>) -> HsaResult<Arc<QueueHealth<H>>> {
+        for entry in &self.entries {
+            let mut health = lock(&entry.health);
+            if health.as_ref().is_some_and(|h| Arc::ptr_eq(h, failed)) {
+                let created = self.create()?;
+                lock(&self.retired).push(Arc::clone(failed));
+                *health = Some(Arc::clone(&created));
+                return Ok(created);
+            }
+        }
+        // Replaced already by another stream: take a queue round-robin.
+        self.assign()
     }
 
     pub(crate) fn created(&self) -> usize {
         self.entries
             .iter()
-            .filter(|entry| entry.health.get().is_some())
+            .filter(|entry| lock(&entry.health).is_some())
             .count()
+            + lock(&self.retired).len()
     }
 
     /// Destroys every queue created. Streams must be gone.
     pub(crate) fn shutdown(&self) -> HsaResult<()> {
         let mut first_err = None;
-        for entry in &self.entries {
-            let _guard = lock(&entry.create);
-            if let Some(health) = entry.health.get() {
-                lock(&health.waits).clear();
-                if let Err(err) = self.hsa.destroy_queue(health.queue) {
-                    first_err.get_or_insert(err);
-                }
+        let retired = std::mem::take(&mut *lock(&self.retired));
+        let current = self
+            .entries
+            .iter()
+            .filter_map(|entry| lock(&entry.health).take());
+        for health in retired.into_iter().chain(current) {
+            lock(&health.waits).clear();
+            if let Err(err) = self.hsa.destroy_queue(health.queue) {
+                first_err.get_or_insert(err);
             }
         }
         first_err.map_or(Ok(()), Err)

@@ -16,7 +16,7 @@ fn assert_names_fault<T: std::fmt::Debug>(result: Result<T, crate::hsa_interface
 }
 
 #[test]
-fn a_faulting_kernel_fails_synchronize_and_the_stream_goes_on_with_copies() {
+fn a_faulting_kernel_fails_synchronize_and_the_stream_goes_on_on_a_new_queue() {
     watchdog(|| {
         let fx = Fixture::new(1);
         let stream = fx.stream();
@@ -38,17 +38,23 @@ fn a_faulting_kernel_fails_synchronize_and_the_stream_goes_on_with_copies() {
             "work before the fault ran, work after did not"
         );
 
-        // The queue is dead: kernels are refused, their release action still runs.
+        // The queue is dead; its failure was reported, so the stream goes on on a new queue
+        // (defect 10 of issue 18: kernels were refused from then on).
+        let dead = stream.hsa_queue();
         let released = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&released);
-        let refused = stream.push_kernel(
-            &dispatch(step, 1),
-            Some(Box::new(move || {
-                counted.fetch_add(1, Ordering::SeqCst);
-            })),
-        );
-        assert_names_fault(refused);
+        stream
+            .push_kernel(
+                &dispatch(step, 1),
+                Some(Box::new(move || {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                })),
+            )
+            .unwrap();
+        assert_ne!(stream.hsa_queue(), dead);
+        stream.synchronize().unwrap();
         assert_eq!(released.load(Ordering::SeqCst), 1);
+        assert_eq!(fx.read_u64(counter), 2);
 
         // Copies do not need the queue and work.
         let value = 5u64;
@@ -114,9 +120,11 @@ fn waiting_on_the_event_of_a_failed_stream_fails() {
         let late = c.wait_for(&event).and_then(|()| c.synchronize());
         assert_names_fault(late);
 
-        // B's queue holds a barrier that will never pass: it is blocked for good, so kernels
-        // are refused with the original fault; copies need no queue and still work.
-        assert_names_fault(b.push_kernel(&dispatch(nop, 0), None));
+        // B's queue holds a barrier that will never pass: it is blocked for good. B's failure
+        // was reported, so its next kernel goes to a new queue; copies need no queue.
+        let blocked = b.hsa_queue();
+        b.push_kernel(&dispatch(nop, 0), None).unwrap();
+        assert_ne!(b.hsa_queue(), blocked);
         let device = fx.device_alloc(8);
         let value = 9u64;
         let mut back = 0u64;

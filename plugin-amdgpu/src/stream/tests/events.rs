@@ -232,6 +232,7 @@ fn a_queue_fence_waits_for_packets_submitted_beside_the_stream() {
                 &dispatch(native, 0),
                 completion,
                 QueueOrder::Unordered,
+                &|| None,
             )
             .unwrap();
         stream.fence_queue().unwrap();
