@@ -308,54 +308,6 @@ fn host_allocations_are_copied_directly() {
     }
 }
 
-/// Defect 4 of the review: when a launch failed after the copy of its launch environment was
-/// queued, the environment's device memory was freed at once, while the copy (slow here: 50 ms
-/// per copy) had still to write it: a memory fault on the copy engine. The kernel's own signal
-/// is made to fail (no initial signals, so each is created; the fourth creation is the
-/// kernel's when the copies before it are pending), and the memory is now freed only after the
-/// copy is done.
-#[test]
-fn a_failed_launch_frees_its_launch_environment_after_the_copy_that_writes_it() {
-    let exe = tests::compile_amdgpu_twin("emu_reductions.c");
-    let (code, stdout, stderr, trace) = emulated::run_traced(
-        AMDGPU,
-        &exe,
-        "launch-env",
-        &[
-            ("LIBOMPTARGET_AMDGPU_NUM_INITIAL_HSA_SIGNALS", "0"),
-            ("OMPTARGET_EMU_DELAY_US", "50000"),
-            ("OMPTARGET_EMU_FAIL", "hsa_amd_signal_create:4"),
-        ],
-    );
-    assert_ne!(code, Some(0), "{stdout}");
-    assert!(stderr.contains("hsa_amd_signal_create failed"), "{stderr}");
-    assert!(!trace.contains("memory-fault"), "{trace}");
-    let lines: Vec<&str> = trace.lines().collect();
-    let injected = lines
-        .iter()
-        .position(|l| l.contains("injected=OMPTARGET_EMU_FAIL"))
-        .unwrap_or_else(|| panic!("nothing failed:\n{trace}"));
-    // The launch environment (16 bytes) is the last copy queued before the failure.
-    let environment_copy = lines[..injected]
-        .iter()
-        .rposition(|l| {
-            l.starts_with("hsa_amd_memory_async_copy ") && field(l, "size=") == Some("16")
-        })
-        .unwrap_or_else(|| panic!("no launch environment copy:\n{trace}"));
-    let destination = field(lines[environment_copy], "dst=").unwrap();
-    let done = lines
-        .iter()
-        .position(|l| l.starts_with("copy-done ") && field(l, "dst=") == Some(destination))
-        .unwrap_or_else(|| panic!("the copy never completed:\n{trace}"));
-    let freed = lines
-        .iter()
-        .position(|l| {
-            l.starts_with("hsa_amd_memory_pool_free ") && field(l, "ptr=") == Some(destination)
-        })
-        .unwrap_or_else(|| panic!("the environment was never freed:\n{trace}"));
-    assert!(done < freed, "freed before its copy was done:\n{trace}");
-}
-
 /// Defect 8 of the review: each team reduction allocated its launch environment and reduction
 /// buffer from the HSA pool and freed them again (46 allocations and 41 frees for twenty
 /// reductions). They now come from the device's pool of launch buffers, shared with the CUDA

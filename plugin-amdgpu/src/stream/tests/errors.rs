@@ -328,6 +328,41 @@ fn failed_kernel_submission() {
     });
 }
 
+/// Defect 4 of issue 18: the release of a kernel that could not be queued (its launch
+/// environment, its argument buffer) ran at once, while the stream's earlier work of the same
+/// launch (the copy of that environment) could still read or write it. It now waits for that
+/// work: here a kernel held back by a gate.
+#[test]
+fn a_refused_kernels_release_waits_for_the_streams_earlier_work() {
+    watchdog(|| {
+        failure_mid_chain(Fixture::new(1), |fx, stream| {
+            let gate = Gate::default();
+            stream
+                .push_kernel(&dispatch(fx.gate_kernel(&gate), 0), None)
+                .unwrap();
+            let nop = fx.kernel(|_| Ok(()));
+            let released = Arc::new(AtomicUsize::new(0));
+            let counted = Arc::clone(&released);
+            fx.hsa.fail_after(FaultOp::Submit, 0);
+            expect_injected(stream.push_kernel(
+                &dispatch(nop, 0),
+                Some(Box::new(move || {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                })),
+            ));
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(
+                released.load(Ordering::SeqCst),
+                0,
+                "released while the stream's earlier work still ran"
+            );
+            gate.open();
+            stream.synchronize().unwrap();
+            assert_eq!(released.load(Ordering::SeqCst), 1);
+        });
+    });
+}
+
 #[test]
 fn failed_barrier_or_kernel_after_a_pending_copy() {
     watchdog(|| {
