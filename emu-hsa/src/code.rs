@@ -9,7 +9,7 @@ use crate::memory::Memory;
 use crate::status::{self, Result};
 use hsa_sys::*;
 use omptarget_emu_support::calls::lock;
-use omptarget_rtl_amdgpu::code_object::{self, target_id::TargetId};
+use plugin_api::gpu::amdgpu_code_object::{self as code_object, target_id::TargetId};
 use plugin_api::twin::{self, Twin};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

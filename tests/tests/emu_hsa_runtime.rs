@@ -955,3 +955,75 @@ fn code_objects_load_for_their_isa_only() {
     assert_eq!(status, HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
     hsa_executable_destroy(executable);
 }
+
+/// The functions LLVM 19's AMDGPU plugin resolves from the runtime
+/// (`offload/plugins-nextgen/amdgpu/dynamic_hsa/hsa.cpp`, its `DLWRAP` list).
+const LLVM_19_FUNCTIONS: &[&str] = &[
+    "hsa_init",
+    "hsa_status_string",
+    "hsa_shut_down",
+    "hsa_system_get_info",
+    "hsa_agent_get_info",
+    "hsa_isa_get_info_alt",
+    "hsa_iterate_agents",
+    "hsa_agent_iterate_isas",
+    "hsa_signal_create",
+    "hsa_signal_destroy",
+    "hsa_signal_store_relaxed",
+    "hsa_signal_store_screlease",
+    "hsa_signal_wait_scacquire",
+    "hsa_signal_load_scacquire",
+    "hsa_signal_subtract_screlease",
+    "hsa_queue_create",
+    "hsa_queue_destroy",
+    "hsa_queue_load_read_index_scacquire",
+    "hsa_queue_add_write_index_relaxed",
+    "hsa_memory_copy",
+    "hsa_executable_create",
+    "hsa_executable_create_alt",
+    "hsa_executable_destroy",
+    "hsa_executable_freeze",
+    "hsa_executable_validate",
+    "hsa_executable_symbol_get_info",
+    "hsa_executable_get_symbol_by_name",
+    "hsa_executable_iterate_symbols",
+    "hsa_code_object_deserialize",
+    "hsa_executable_load_code_object",
+    "hsa_code_object_destroy",
+    "hsa_amd_agent_memory_pool_get_info",
+    "hsa_amd_agent_iterate_memory_pools",
+    "hsa_amd_memory_pool_allocate",
+    "hsa_amd_memory_pool_free",
+    "hsa_amd_memory_async_copy",
+    "hsa_amd_memory_pool_get_info",
+    "hsa_amd_agents_allow_access",
+    "hsa_amd_memory_lock",
+    "hsa_amd_memory_unlock",
+    "hsa_amd_memory_fill",
+    "hsa_amd_register_system_event_handler",
+    "hsa_amd_signal_create",
+    "hsa_amd_signal_async_handler",
+    "hsa_amd_pointer_info",
+];
+
+/// The library exports exactly the HSA functions our plugin (hsa-sys's lists) or LLVM 19's
+/// resolves: nothing else (no symbol of the crates it is built from).
+#[test]
+fn the_runtime_exports_exactly_what_the_plugins_resolve() {
+    let output = std::process::Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(tests::dist().join("emu/libhsa-runtime64.so.1"))
+        .output()
+        .expect("nm");
+    let exported: std::collections::BTreeSet<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .collect();
+    let wanted: std::collections::BTreeSet<String> = hsa_sys::REQUIRED_SYMBOLS
+        .iter()
+        .chain(hsa_sys::OPTIONAL_SYMBOLS)
+        .chain(LLVM_19_FUNCTIONS)
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(exported, wanted);
+}

@@ -8,6 +8,7 @@
 //! - [`amdgpu_processors`]: the AMDGCN processors of the ELF `EF_AMDGPU_MACH` field.
 //! - [`settings`]: the `LIBOMPTARGET_*` and `OMP_*` variables every GPU plugin honours.
 
+pub mod amdgpu_code_object;
 pub mod amdgpu_processors;
 pub mod cuda_image;
 pub mod device_runtime;

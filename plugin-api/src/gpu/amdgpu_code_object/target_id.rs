@@ -2,7 +2,7 @@
 //! object's ELF flags or from text (`gfx90a:xnack+`, an HSA ISA name), and the rule that
 //! says which device runs which image.
 
-pub use plugin_api::gpu::amdgpu_processors::{
+pub use crate::gpu::amdgpu_processors::{
     processor_by_mach, processor_by_name, Processor, PROCESSORS,
 };
 use std::fmt;
