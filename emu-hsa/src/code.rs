@@ -26,6 +26,8 @@ pub struct Kernel {
     pub dynamic_stack: bool,
     /// (offset, size) of each explicit argument in the kernarg segment.
     pub explicit_args: Vec<(u32, u32)>,
+    /// Offsets of the explicit arguments that are pointers to global memory.
+    pub pointer_args: Vec<u32>,
     /// The twin's kernel, if the program has a twin.
     pub entry: Option<usize>,
     /// Keeps the twin loaded while the kernel can run.
@@ -220,6 +222,12 @@ impl Code {
                     .iter()
                     .filter(|a| !a.is_hidden())
                     .map(|a| (a.offset, a.size))
+                    .collect(),
+                pointer_args: kernel
+                    .args
+                    .iter()
+                    .filter(|a| a.value_kind == "global_buffer" && a.size == 8)
+                    .map(|a| a.offset)
                     .collect(),
                 entry,
                 _twin: twin.clone(),

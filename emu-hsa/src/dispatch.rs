@@ -81,6 +81,25 @@ pub fn launch(
             return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
         }
     }
+    // A pointer argument into memory this agent was not given is the fault the kernel would
+    // take on its first access. (Pointers outside every allocation are not judged: a mapped
+    // array's base may lie before its section.)
+    for &offset in &kernel.pointer_args {
+        // SAFETY: inside the kernarg segment, which the agent may read (checked above).
+        let pointer =
+            unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) };
+        if let Some(block) = runtime.memory.find(pointer) {
+            if !block.reachable_by(queue.agent) {
+                let fault = crate::memory::Fault {
+                    agent: queue.agent,
+                    address: pointer,
+                    unmapped: false,
+                };
+                runtime.memory_fault(fault, Some(queue));
+                return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
+            }
+        }
+    }
     let Some(entry) = kernel.entry else {
         eprintln!(
             "omptarget-emu (HSA): kernel {} has no x86-64 twin to run on the CPU; {}",

@@ -168,9 +168,15 @@ pub fn run_both_traced(
 }
 
 /// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by trace line kind (the
-/// first word: a function, or `packet`), on ours and on LLVM 19: the lines of 11 constructs
-/// less those of 1, over 10.
-pub fn calls_per_construct(gpu: EmulatedGpu, exe: &Path, kind: &str) -> [HashMap<String, f64>; 2] {
+/// first word: a function, or `packet`), on ours and on LLVM 19: the lines of `constructs`
+/// constructs less those of 1, over `constructs - 1` (one-off work that varies with timing
+/// weighs less the more constructs run).
+pub fn calls_per_construct(
+    gpu: EmulatedGpu,
+    exe: &Path,
+    kind: &str,
+    constructs: u32,
+) -> [HashMap<String, f64>; 2] {
     let counts = |trace: &str| {
         let mut counts: HashMap<String, f64> = HashMap::new();
         for line in trace.lines() {
@@ -179,20 +185,21 @@ pub fn calls_per_construct(gpu: EmulatedGpu, exe: &Path, kind: &str) -> [HashMap
         }
         counts
     };
-    let (one, eleven) = (
+    let count = constructs.to_string();
+    let (one, many) = (
         run_both_traced(gpu, exe, &[kind, "1"], &[]),
-        run_both_traced(gpu, exe, &[kind, "11"], &[]),
+        run_both_traced(gpu, exe, &[kind, &count], &[]),
     );
-    let per_construct = |one: &str, eleven: &str| {
-        let (one, eleven) = (counts(one), counts(eleven));
-        eleven
-            .iter()
-            .map(|(f, n)| (f.clone(), (n - one.get(f).copied().unwrap_or(0.0)) / 10.0))
+    let runs = f64::from(constructs - 1);
+    let per_construct = |one: &str, many: &str| {
+        let (one, many) = (counts(one), counts(many));
+        many.iter()
+            .map(|(f, n)| (f.clone(), (n - one.get(f).copied().unwrap_or(0.0)) / runs))
             .collect()
     };
     [
-        per_construct(&one.trace, &eleven.trace),
-        per_construct(&one.llvm_trace, &eleven.llvm_trace),
+        per_construct(&one.trace, &many.trace),
+        per_construct(&one.llvm_trace, &many.llvm_trace),
     ]
 }
 

@@ -420,7 +420,7 @@ fn page_locking_is_counted_across_devices() {
 }
 
 fn calls_per_construct(exe: &Path, kind: &str) -> [HashMap<String, f64>; 2] {
-    emulated::calls_per_construct(CUDA, exe, kind)
+    emulated::calls_per_construct(CUDA, exe, kind, 11)
 }
 
 /// What a construct costs at the driver, beside LLVM 19's plugin on the same binary

@@ -173,7 +173,7 @@ fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
             .sum::<f64>()
     };
     for kind in ["empty", "map_to", "map_tofrom", "enter_exit", "update"] {
-        let [ours, llvm] = emulated::calls_per_construct(AMDGPU, &exe, kind);
+        let [ours, llvm] = emulated::calls_per_construct(AMDGPU, &exe, kind, 41);
         let report = format!("{kind}: ours {ours:?}\nLLVM 19 {llvm:?}");
         let signals = |c: &HashMap<String, f64>| {
             count(c, "hsa_signal_create") + count(c, "hsa_amd_signal_create")

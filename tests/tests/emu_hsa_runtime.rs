@@ -1027,3 +1027,95 @@ fn the_runtime_exports_exactly_what_the_plugins_resolve() {
         .collect();
     assert_eq!(exported, wanted);
 }
+
+/// A kernel given a pointer into another GPU's memory that was not granted to its own GPU
+/// faults: the system event handler is told the address, the queue's error callback
+/// `HSA_STATUS_ERROR_MEMORY_FAULT`.
+#[test]
+fn a_kernel_given_memory_its_gpu_may_not_reach_faults() {
+    let (cpu, gpus) = system();
+    let code = &code_objects("gfx90a")[0];
+    let (status, executable) = load(code, gpus[0]);
+    assert_eq!(status, 0);
+    let metadata = plugin_api::gpu::amdgpu_code_object::check(code).unwrap();
+    let kernel = metadata
+        .kernels()
+        .iter()
+        .find(|k| k.args.iter().any(|a| a.value_kind == "global_buffer"))
+        .expect("a kernel with a pointer argument");
+    let mut symbol = hsa_executable_symbol_t::default();
+    let name = std::ffi::CString::new(kernel.symbol.clone()).unwrap();
+    assert_eq!(
+        hsa_executable_get_symbol_by_name(executable, name.as_ptr(), &gpus[0], &mut symbol),
+        0
+    );
+    let info = |attribute| {
+        let mut value = 0u64;
+        assert_eq!(
+            hsa_executable_symbol_get_info(symbol, attribute, &mut value as *mut _ as *mut c_void),
+            0
+        );
+        value
+    };
+    let object = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT);
+    let group = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE) as u32;
+    let kernarg_pool = pools(*cpu)
+        .into_iter()
+        .find(|&p| {
+            let mut flags = 0u32;
+            hsa_amd_memory_pool_get_info(
+                p,
+                HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
+                &mut flags as *mut _ as *mut c_void,
+            );
+            flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0
+        })
+        .unwrap();
+    let kernarg = allocate(kernarg_pool, kernel.kernarg_segment_size as usize);
+    assert_eq!(
+        hsa_amd_agents_allow_access(1, &gpus[0], std::ptr::null(), kernarg.cast()),
+        0
+    );
+    let other = allocate(pools(gpus[1])[0], 4096);
+    for arg in kernel
+        .args
+        .iter()
+        .filter(|a| a.value_kind == "global_buffer")
+    {
+        // SAFETY: the argument lies inside the kernarg buffer just allocated.
+        unsafe {
+            std::ptr::write_unaligned(kernarg.add(arg.offset as usize) as *mut u64, other as u64)
+        };
+    }
+    let q = TestQueue::new(gpus[0]);
+    let done = signal(1);
+    let mut words = dispatch_words([64, 1, 1], [64, 1, 1], group, object, done);
+    words[10] = kernarg as u64 as u32;
+    words[11] = (kernarg as u64 >> 32) as u32;
+    let index = q.write(words, true);
+    q.ring(index);
+    assert!(
+        fault_at(other as u64),
+        "no fault for GPU 1's memory given to a kernel on GPU 0"
+    );
+    let start = Instant::now();
+    while q.errors().is_empty() && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(q.errors(), vec![HSA_STATUS_ERROR_MEMORY_FAULT]);
+    assert_eq!(wait_zero(done, 1), 1);
+    // Granted, the dispatch gets past that check, to the next: this test process has no
+    // x86-64 twin of the kernel to run it with.
+    assert_eq!(
+        hsa_amd_agents_allow_access(1, &gpus[0], std::ptr::null(), other.cast()),
+        0
+    );
+    let q = TestQueue::new(gpus[0]);
+    let index = q.write(words, true);
+    q.ring(index);
+    let start = Instant::now();
+    while q.errors().is_empty() && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(q.errors(), vec![HSA_STATUS_ERROR_INVALID_CODE_OBJECT]);
+}
