@@ -57,16 +57,12 @@ fn note_stream(c: &mut Call, stream: Handle) {
 /// Notes a host-to-device copy's destination and, for small copies, the bytes copied (so a
 /// trace shows what a plugin wrote into the device runtime's globals and tables).
 fn note_upload(c: &mut Call, dst: CUdeviceptr, src: *const c_void, size: usize) {
-    const SHOWN: usize = 256;
     c.note(|| {
         let mut text = format!("dst={dst:#x} size={size}");
-        if !src.is_null() && size > 0 && size <= SHOWN {
+        if !src.is_null() && size <= omptarget_emu_support::calls::SHOWN_BYTES {
             // SAFETY: the caller's source buffer holds `size` bytes (the call's contract).
             let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), size) };
-            text.push_str(" bytes=");
-            for b in bytes {
-                text.push_str(&format!("{b:02x}"));
-            }
+            text.push_str(&omptarget_emu_support::calls::shown_bytes(bytes));
         }
         text
     });

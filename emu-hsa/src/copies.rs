@@ -57,8 +57,15 @@ fn run(runtime: &Runtime, copy: Copy) {
     // above, against live allocations and locked ranges); `copy` handles overlap.
     unsafe { std::ptr::copy(copy.src as *const u8, copy.dst as *mut u8, copy.size) };
     crate::trace::calls().trace_line(|| {
+        let shown = if copy.size <= omptarget_emu_support::calls::SHOWN_BYTES {
+            // SAFETY: the destination holds the `size` bytes just copied.
+            let bytes = unsafe { std::slice::from_raw_parts(copy.dst as *const u8, copy.size) };
+            omptarget_emu_support::calls::shown_bytes(bytes)
+        } else {
+            String::new()
+        };
         format!(
-            "copy-done dst={:#x} src={:#x} size={}",
+            "copy-done dst={:#x} src={:#x} size={}{shown}",
             copy.dst, copy.src, copy.size
         )
     });

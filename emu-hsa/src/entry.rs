@@ -547,6 +547,16 @@ pub extern "C" fn hsa_memory_copy(
         }
         // SAFETY: the caller's contract: `size` bytes at each; `copy` handles overlap.
         unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+        c.note(|| {
+            if size > omptarget_emu_support::calls::SHOWN_BYTES {
+                return String::new();
+            }
+            // SAFETY: `dst` holds the `size` bytes just copied.
+            let bytes = unsafe { std::slice::from_raw_parts(dst.cast::<u8>(), size) };
+            omptarget_emu_support::calls::shown_bytes(bytes)
+                .trim_start()
+                .to_owned()
+        });
         Ok(())
     })
 }
@@ -1230,6 +1240,7 @@ pub extern "C" fn hsa_executable_symbol_get_info(
                 Ok(())
             }
             (Symbol::Variable { address, .. }, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS) => {
+                c.note(|| format!("name={} address={address:#x}", found.name()));
                 put(value, *address as u64)
             }
             (Symbol::Variable { size, .. }, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE) => {

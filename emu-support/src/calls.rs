@@ -24,6 +24,23 @@ impl Call {
     }
 }
 
+/// Copies up to this many bytes show them in the trace.
+pub const SHOWN_BYTES: usize = 256;
+
+/// ` bytes=<hex>` for a small copy's bytes (so a trace shows what a plugin wrote into the
+/// device runtime's globals and tables), nothing for a large one.
+pub fn shown_bytes(bytes: &[u8]) -> String {
+    if bytes.is_empty() || bytes.len() > SHOWN_BYTES {
+        return String::new();
+    }
+    let mut text = String::with_capacity(7 + 2 * bytes.len());
+    text.push_str(" bytes=");
+    for b in bytes {
+        text.push_str(&format!("{b:02x}"));
+    }
+    text
+}
+
 /// One emulator's trace file and failure counts.
 pub struct Calls {
     /// For messages: `omptarget-emu (CUDA)`.

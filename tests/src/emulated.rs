@@ -296,6 +296,41 @@ pub fn fault_sweep(gpu: EmulatedGpu, exe: &Path, functions: &BTreeSet<String>) -
     (right, clear_error)
 }
 
+/// Little-endian 64-bit words of a trace's `bytes=` hex.
+pub fn le_words(hex: &str) -> Vec<u64> {
+    (0..hex.len() / 16)
+        .map(|i| {
+            let word = u64::from_str_radix(&hex[i * 16..i * 16 + 16], 16).expect("hex bytes");
+            word.swap_bytes() // little-endian bytes, read as written
+        })
+        .collect()
+}
+
+/// Host function address printed by the program (`name=0x...`).
+pub fn printed_address(stdout: &str, name: &str) -> u64 {
+    let text = field(stdout, &format!("{name}=0x")).expect("the program printed its addresses");
+    u64::from_str_radix(text, 16).expect("an address")
+}
+
+/// The indirect-call table of `tests/programs/emu_indirect_calls.c`, as a trace showed it
+/// (`{host, device}` pairs), holds its two functions' host addresses (printed by the program),
+/// sorted, each with a device address of its own.
+pub fn check_indirect_call_table(who: &str, table: &[(u64, u64)], stdout: &str) {
+    let mut hosts = vec![
+        printed_address(stdout, "twice"),
+        printed_address(stdout, "thrice"),
+    ];
+    hosts.sort();
+    let table_hosts: Vec<u64> = table.iter().map(|(h, _)| *h).collect();
+    assert_eq!(table_hosts, hosts, "{who}: {table:x?}");
+    let devices: BTreeSet<u64> = table.iter().map(|(_, d)| *d).collect();
+    assert_eq!(devices.len(), 2, "{who}: {table:x?}");
+    assert!(
+        table.iter().all(|(h, d)| *d != 0 && d != h),
+        "{who}: {table:x?}"
+    );
+}
+
 /// A trace line's `key=` value.
 pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace().find_map(|w| w.strip_prefix(key))

@@ -152,15 +152,6 @@ fn kernels_are_opted_in_to_more_than_48_kib_of_dynamic_shared_memory() {
     );
 }
 
-fn words(hex: &str) -> Vec<u64> {
-    (0..hex.len() / 16)
-        .map(|i| {
-            let word = u64::from_str_radix(&hex[i * 16..i * 16 + 16], 16).expect("hex bytes");
-            word.swap_bytes() // little-endian bytes, read as written
-        })
-        .collect()
-}
-
 /// The indirect-call table a run gave the device runtime, from its trace: the last write of
 /// `__omp_rtl_device_environment` names the table (offsets 24 and 32), whose upload holds the
 /// `{host, device}` pairs.
@@ -176,7 +167,7 @@ fn indirect_call_table(trace: &str) -> Vec<(u64, u64)> {
             .rev()
             .filter(|l| l.starts_with("cuMemcpyHtoD") && field(l, "dst=") == Some(dst))
             .find_map(|l| field(l, "bytes="))
-            .map(words)
+            .map(emulated::le_words)
     };
     let env = uploaded(environment).expect("the device environment was written");
     let (table, entries) = (env[3], env[4]);
@@ -186,12 +177,6 @@ fn indirect_call_table(trace: &str) -> Vec<(u64, u64)> {
     let pairs = uploaded(&format!("{table:#x}")).expect("the table was uploaded");
     assert_eq!(pairs.len() as u64, 2 * entries, "{pairs:x?}");
     pairs.chunks(2).map(|p| (p[0], p[1])).collect()
-}
-
-/// Host function address printed by the program (`name=0x...`).
-fn printed_address(stdout: &str, name: &str) -> u64 {
-    let text = field(stdout, &format!("{name}=0x")).expect("the program printed its addresses");
-    u64::from_str_radix(text, 16).expect("an address")
 }
 
 /// `declare target indirect` functions: the plugin hands the device runtime the table that
@@ -207,20 +192,7 @@ fn indirect_calls_get_the_device_runtime_table_llvm_19_writes() {
         ("ours", &runs.trace, &runs.stdout),
         ("LLVM 19", &runs.llvm_trace, &runs.llvm_stdout),
     ] {
-        let table = indirect_call_table(trace);
-        let mut hosts = vec![
-            printed_address(stdout, "twice"),
-            printed_address(stdout, "thrice"),
-        ];
-        hosts.sort();
-        let table_hosts: Vec<u64> = table.iter().map(|(h, _)| *h).collect();
-        assert_eq!(table_hosts, hosts, "{who}: {table:x?}");
-        let devices: BTreeSet<u64> = table.iter().map(|(_, d)| *d).collect();
-        assert_eq!(devices.len(), 2, "{who}: {table:x?}");
-        assert!(
-            table.iter().all(|(h, d)| *d != 0 && d != h),
-            "{who}: {table:x?}"
-        );
+        emulated::check_indirect_call_table(who, &indirect_call_table(trace), stdout);
     }
 }
 
@@ -376,7 +348,7 @@ fn virtual_tables_of_indirect_classes_are_in_the_indirect_call_table() {
     assert!(stdout.contains("derived=42 base=21"), "{stdout}");
     let table = indirect_call_table(&trace);
     for object in ["derived", "base"] {
-        let vptr = printed_address(&stdout, object);
+        let vptr = emulated::printed_address(&stdout, object);
         let slot = table.iter().find(|(host, _)| *host == vptr);
         assert!(
             slot.is_some_and(|(host, device)| *device != 0 && device != host),
@@ -386,7 +358,7 @@ fn virtual_tables_of_indirect_classes_are_in_the_indirect_call_table() {
     // Each table's slots map to consecutive device slots.
     let translated = |host: u64| table.iter().find(|(h, _)| *h == host).map(|(_, d)| *d);
     for object in ["derived", "base"] {
-        let vptr = printed_address(&stdout, object);
+        let vptr = emulated::printed_address(&stdout, object);
         let (before, at) = (translated(vptr - 8), translated(vptr));
         assert_eq!(before.zip(at).map(|(b, a)| a - b), Some(8), "{table:x?}");
     }

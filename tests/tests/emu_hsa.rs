@@ -339,3 +339,49 @@ fn reductions_reuse_their_buffers() {
         runs.trace
     );
 }
+
+/// The indirect-call table a run gave the device runtime, from its trace: the variable address
+/// of `__omp_rtl_device_environment`, its last write (table at offset 24, entries at 32), and
+/// the write of the table holding the `{host, device}` pairs.
+fn indirect_call_table(trace: &str) -> Vec<(u64, u64)> {
+    let environment = trace
+        .lines()
+        .filter(|l| l.contains("name=__omp_rtl_device_environment address="))
+        .find_map(|l| field(l, "address="))
+        .expect("the device environment was looked up");
+    let written = |dst: &str| {
+        trace
+            .lines()
+            .rev()
+            .filter(|l| {
+                (l.starts_with("copy-done ") || l.starts_with("hsa_memory_copy "))
+                    && field(l, "dst=") == Some(dst)
+            })
+            .find_map(|l| field(l, "bytes="))
+            .map(emulated::le_words)
+    };
+    let env = written(environment).expect("the device environment was written");
+    let (table, entries) = (env[3], env[4]);
+    if entries == 0 {
+        return Vec::new();
+    }
+    let pairs = written(&format!("{table:#x}")).expect("the table was written");
+    assert_eq!(pairs.len() as u64, 2 * entries, "{pairs:x?}");
+    pairs.chunks(2).map(|p| (p[0], p[1])).collect()
+}
+
+/// `declare target indirect` functions: our AMDGPU plugin hands the device runtime the table
+/// that translates host function pointers, sorted by host address, as LLVM 19's plugin does
+/// from the same binary. (The twin calls the host pointers as they are, so the table is read
+/// from the trace.)
+#[test]
+fn indirect_calls_get_the_device_runtime_table_llvm_19_writes() {
+    let exe = tests::compile_amdgpu_twin("emu_indirect_calls.c");
+    let runs = emulated::run_both_traced(AMDGPU, &exe, &[], &[]);
+    for (who, trace, stdout) in [
+        ("ours", &runs.trace, &runs.stdout),
+        ("LLVM 19", &runs.llvm_trace, &runs.llvm_stdout),
+    ] {
+        emulated::check_indirect_call_table(who, &indirect_call_table(trace), stdout);
+    }
+}
