@@ -204,6 +204,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 name: r.name,
                 ends_in_flight: 0,
                 event: None,
+                released: None,
                 moving: false,
             };
             if info::enabled(info::MAPPING_CHANGED) {
@@ -617,6 +618,7 @@ fn end_list(
                     size: arg.size,
                     name: m.name,
                     after: m.event,
+                    released: m.released,
                     is_last,
                 });
                 (
@@ -624,7 +626,7 @@ fn end_list(
                     copy_back,
                     is_last,
                     m.shadows_within(arg.begin, arg.size),
-                    m.event,
+                    m.released,
                     m.is_infinite(),
                     m.moving,
                 )
@@ -633,7 +635,7 @@ fn end_list(
         if matches!(found, Some((.., true))) {
             table.count_move();
         }
-        let Some((key, copy_back, is_last, shadows, event, infinite, moving)) = found else {
+        let Some((key, copy_back, is_last, shadows, released, infinite, moving)) = found else {
             drop(table);
             if q.unified_shared_memory {
                 continue; // the host data itself was used
@@ -666,13 +668,15 @@ fn end_list(
         } else if !is_last && update_refs && !infinite {
             // The data stays mapped, but this construct's work on it (its kernel) may still be
             // running on this queue: whoever copies it back last, from another queue, must wait
-            // for that too. Chained after the mapping's previous event, so that its one event
-            // stands for every construct that let go of it (found on the emulated CUDA driver:
-            // threads/shared_counter_map_back lost updates in one run of five).
-            q.wait_for_transfer(event)?;
-            if let Some(event) = q.transfer_event(event)? {
+            // for that too. Chained after the previous such event, so that one event stands for
+            // every construct that let go of it (found on the emulated CUDA driver:
+            // threads/shared_counter_map_back lost updates in one run of five). Kept apart from
+            // the mapping's transfer event, which constructs using the data wait for: chained
+            // into it, every later region on the data waited for the kernels before it.
+            q.wait_for_transfer(released)?;
+            if let Some(event) = q.transfer_event(released)? {
                 if let Some(mut m) = table.get_mut(key) {
-                    m.event = Some(event);
+                    m.released = Some(event);
                 }
             }
         }
@@ -693,6 +697,8 @@ struct CopyBack {
     name: usize,
     /// The mapping's last transfer (on another construct's queue, maybe), to copy after.
     after: Option<TransferEvent>,
+    /// The work of the constructs that let go of the mapping before, to copy after too.
+    released: Option<TransferEvent>,
     is_last: bool,
 }
 
@@ -701,6 +707,7 @@ impl CopyBack {
     /// the mapping before this one removes it must wait for before copying back (as LLVM).
     fn issue(&self, q: &mut ConstructQueue<'_>) -> Result<Option<TransferEvent>> {
         q.wait_for_transfer(self.after)?;
+        q.wait_for_transfer(self.released)?;
         q.copy_from_device_named(
             self.host_begin,
             self.device_begin,

@@ -646,9 +646,9 @@ impl Device {
         ))
     }
 
-    /// Destroys the event of a mapping that was removed.
+    /// Destroys the events of a mapping that was removed.
     pub fn discard_event(&self, m: &Mapping) {
-        if let Some(event) = m.event {
+        for event in [m.event, m.released].into_iter().flatten() {
             if let Err(e) = self.plugin.destroy_event(self.local, event.handle) {
                 log::warn!(
                     "device {}: destroying an event failed: {}",

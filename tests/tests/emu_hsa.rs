@@ -106,7 +106,15 @@ fn dispatch_spans(trace: &str) -> Vec<(usize, usize)> {
 /// predecessor in its stream has no barrier bit.
 #[test]
 fn independent_nowait_regions_overlap_on_one_queue() {
-    let exe = tests::compile_amdgpu_twin("emu_nowait_overlap.c");
+    // Each region on data of its own, then all on one present array: the mapping's event once
+    // chained every region's kernel into what the next region waited for.
+    for program in ["emu_nowait_overlap.c", "emu_nowait_shared.c"] {
+        nowait_regions_overlap(program);
+    }
+}
+
+fn nowait_regions_overlap(program: &str) {
+    let exe = tests::compile_amdgpu_twin(program);
     let (code, stdout, stderr, trace) = emulated::run_traced(
         AMDGPU,
         &exe,

@@ -59,6 +59,13 @@ pub struct Mapping {
     /// queue, when a device runs queues asynchronously: constructs on other queues that use the
     /// data wait for it (LLVM's per-entry event, `LIBOMPTARGET_MAP_FORCE_ATOMIC`).
     pub event: Option<TransferEvent>,
+    /// Marks the end of the work of the constructs that let go of this mapping without ending
+    /// it, when a device runs queues asynchronously: their kernels may still run on their
+    /// queues. Chained (each such construct waits for the previous one's before recording
+    /// it), so one event stands for all. Whoever copies the data back last waits for it;
+    /// constructs that only use the data do not, so independent `nowait` regions on present
+    /// data run side by side.
+    pub released: Option<TransferEvent>,
     /// A construct is moving this data outside the table's locks (filling the new device copy,
     /// or copying it back): whoever needs the data waits for the end of the move
     /// ([`MappingTable::serving`]).
@@ -82,6 +89,7 @@ impl Mapping {
             name: 0,
             ends_in_flight: 0,
             event: None,
+            released: None,
             moving: false,
         }
     }

@@ -184,6 +184,7 @@ pub(super) mod tests {
             ends_in_flight: 0,
             moving: false,
             event: None,
+            released: None,
         }
     }
 
