@@ -3,8 +3,8 @@
 //! and section header tables and dynamic section. Every run must end with the program's correct
 //! output (the image was refused and the region ran on the host, or the damage did not matter)
 //! or a clear error from the runtime, never a signal, a hang or a wrong result. Host images
-//! (with the default policy and with `OMP_TARGET_OFFLOAD=mandatory`) and sm_90 cubins on the
-//! emulated CUDA driver are damaged. The damage is pseudo-random with fixed seeds, so a failure
+//! (with the default policy and with `OMP_TARGET_OFFLOAD=mandatory`), sm_90 cubins on the
+//! emulated CUDA driver and gfx90a code objects on the emulated HSA runtime are damaged. The damage is pseudo-random with fixed seeds, so a failure
 //! reproduces; the counts of each outcome are printed.
 
 use object::{Object, ObjectSection};
@@ -44,7 +44,8 @@ fn u64_at(b: &[u8], at: usize) -> usize {
 /// Where the container of the image for `triple` lies in the program file, and the byte ranges
 /// damaged here (relative to it): the container's own header, entry and string table (the
 /// image's triple and architecture), and the image's ELF header, program headers, section
-/// headers and dynamic section (where it has one).
+/// headers and dynamic section (where it has one); for an AMDGPU code object also its notes
+/// (the `NT_AMDGPU_METADATA` msgpack the loaders read).
 fn container_and_metadata(program: &[u8], triple: &str) -> (usize, Vec<Range<usize>>) {
     let file = object::File::parse(program).unwrap();
     let section = file.section_by_name(".llvm.offloading").unwrap();
@@ -68,7 +69,8 @@ fn container_and_metadata(program: &[u8], triple: &str) -> (usize, Vec<Range<usi
     ];
     for i in 0..phnum {
         let at = phoff + i * 56;
-        if u32_at(elf, at) == 2 {
+        let kind = u32_at(elf, at);
+        if kind == 2 || (kind == 4 && triple.starts_with("amdgcn")) {
             let (offset, size) = (u64_at(elf, at + 8), u64_at(elf, at + 32));
             ranges.push(image_at + offset..image_at + offset + size);
         }
@@ -85,7 +87,7 @@ enum Outcome {
 /// How a damaged program runs: its library path and environment.
 struct Setting {
     library_path: String,
-    env: Vec<(&'static str, &'static str)>,
+    env: Vec<(&'static str, String)>,
 }
 
 fn run(exe: &Path, setting: &Setting) -> Outcome {
@@ -94,7 +96,7 @@ fn run(exe: &Path, setting: &Setting) -> Outcome {
         .env_remove("OMP_TARGET_OFFLOAD")
         .env_remove("LIBOMPTARGET_DEBUG")
         .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
-        .envs(setting.env.iter().copied())
+        .envs(setting.env.iter().map(|(k, v)| (*k, v)))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = retry_while_busy(|| cmd.spawn()).unwrap();
@@ -214,7 +216,7 @@ fn damaged_host_images_end_correctly_or_with_a_clear_error() {
 fn damaged_host_images_with_offload_mandatory_end_correctly_or_with_a_clear_error() {
     let setting = Setting {
         library_path: lib_dir().display().to_string(),
-        env: vec![("OMP_TARGET_OFFLOAD", "mandatory")],
+        env: vec![("OMP_TARGET_OFFLOAD", "mandatory".into())],
     };
     damage_and_run(
         "mandatory",
@@ -238,7 +240,7 @@ fn damaged_cubins_on_the_emulated_driver_end_correctly_or_with_a_clear_error() {
             lib_dir().display()
         ),
         // The emulated GPU alone, as device 0.
-        env: vec![("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda")],
+        env: vec![("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda".into())],
     };
     damage_and_run(
         "cubin",
@@ -246,6 +248,31 @@ fn damaged_cubins_on_the_emulated_driver_end_correctly_or_with_a_clear_error() {
         "nvptx64",
         200,
         0x5555_aaaa_1234_9876,
+        &setting,
+    );
+}
+
+/// A gfx90a code object damaged, run by our AMDGPU plugin on the emulated HSA runtime (the
+/// program's x86_64 twin runs the kernels there, and on the host plugin when the code object is
+/// refused).
+#[test]
+fn damaged_code_objects_on_the_emulated_hsa_runtime_end_correctly_or_with_a_clear_error() {
+    let exe = tests::compile_amdgpu_twin("damaged_image_probe.c");
+    let runtime = tests::dist().join("emu/libhsa-runtime64.so.1");
+    let setting = Setting {
+        library_path: lib_dir().display().to_string(),
+        // The emulated GPUs alone, device 0 first.
+        env: vec![
+            ("LIBOMPTARGET_PLUGINS_TO_LOAD", "amdgpu".into()),
+            ("HSA_RUNTIME_LIB", runtime.display().to_string()),
+        ],
+    };
+    damage_and_run(
+        "code-object",
+        &exe,
+        "amdgcn",
+        200,
+        0x0bad_c0de_5eed_2026,
         &setting,
     );
 }
