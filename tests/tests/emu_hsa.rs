@@ -121,7 +121,7 @@ fn nowait_regions_overlap(program: &str) {
         "overlap",
         &[
             ("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "1"),
-            ("OMPTARGET_EMU_DELAY_US", "20000"),
+            ("OMPTARGET_EMU_DELAY_US", "100000"),
             ("OMPTARGET_EMU_DEVICES", "1"),
         ],
     );
@@ -154,7 +154,7 @@ fn llvm_19s_nowait_regions_overlap_on_one_queue_too() {
         &trace,
         &[
             ("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "1"),
-            ("OMPTARGET_EMU_DELAY_US", "20000"),
+            ("OMPTARGET_EMU_DELAY_US", "100000"),
         ],
     );
     let text = std::fs::read_to_string(&trace).unwrap_or_default();

@@ -21,7 +21,7 @@ fn bogus_kernel() -> KernelDispatch {
     }
 }
 
-/// Defects 9 and 10 of the review. Stream A's kernel fails its queue (after a 300 ms packet
+/// Defects 9 and 10 of the review. Stream A's kernel fails its queue (after a 1 s packet
 /// ahead of it); stream B waits for it on the second queue, a barrier that will never pass;
 /// stream D, beside B on that queue, fills its ring of 64 packets behind the barrier. D's next
 /// submission used to spin for ever holding the queue's and its own locks; it now ends with
@@ -29,8 +29,8 @@ fn bogus_kernel() -> KernelDispatch {
 /// D goes on on a new queue (the stopped queue used to refuse its kernels for good).
 #[test]
 fn a_full_ring_behind_a_barrier_on_failed_work_fails_and_the_stream_moves_on() {
-    // Read by the emulator when it starts: each packet's work waits 300 ms.
-    std::env::set_var("OMPTARGET_EMU_DELAY_US", "300000");
+    // Read by the emulator when it starts: each packet's work waits 1 s (the other streams' submissions, even slowed by a busy machine, come first).
+    std::env::set_var("OMPTARGET_EMU_DELAY_US", "1000000");
     std::env::set_var("OMPTARGET_EMU_DEVICES", "1");
     let runtime = HsaRuntime::open_from(tests::dist().join("emu/libhsa-runtime64.so.1"))
         .expect("the emulated HSA runtime starts");
@@ -54,7 +54,7 @@ fn a_full_ring_behind_a_barrier_on_failed_work_fails_and_the_stream_moves_on() {
         manager.create_stream().unwrap(),
     );
     assert_eq!(b.hsa_queue(), d.hsa_queue());
-    a.fence_queue().unwrap(); // a barrier packet: 300 ms of work
+    a.fence_queue().unwrap(); // a barrier packet: 1 s of work
     a.push_kernel(&bogus_kernel(), None).unwrap();
     let event = manager.create_event();
     a.record(&event).unwrap();
