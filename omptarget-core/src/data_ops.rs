@@ -113,7 +113,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
         }
         let device_begin = m.device_address(r.begin);
         let shadows = m.shadows_within(r.begin, r.size);
-        let event = m.event;
+        let event = m.event();
         drop(m);
         drop(table);
         // Members of a struct this construct just mapped are new on the device too.
@@ -203,8 +203,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 shadow_pointers: Vec::new(),
                 name: r.name,
                 ends_in_flight: 0,
-                event: None,
-                released: None,
+                events: None,
                 moving: false,
             };
             if info::enabled(info::MAPPING_CHANGED) {
@@ -240,7 +239,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 if sent {
                     if let Some(event) = fill(q)? {
                         if let Some(mut m) = table.get_mut(key) {
-                            m.event = Some(event);
+                            m.set_event(Some(event));
                         }
                     }
                 }
@@ -279,7 +278,7 @@ fn move_data(
     let event = moved.as_ref().ok().copied().flatten();
     q.device.mapping.end_move(key, |m| {
         if event.is_some() {
-            m.event = event;
+            m.set_event(event);
         }
     });
     moved.map(drop)
@@ -289,7 +288,7 @@ fn move_data(
 fn set_event(q: &ConstructQueue<'_>, begin: usize, size: u64, event: TransferEvent) {
     let mut table = q.device.mapping.view(begin, size, begin);
     if let Some(mut m) = table.find_overlapping(begin, size) {
-        m.event = Some(event);
+        m.set_event(Some(event));
     };
 }
 
@@ -617,8 +616,8 @@ fn end_list(
                     device_begin: m.device_address(arg.begin),
                     size: arg.size,
                     name: m.name,
-                    after: m.event,
-                    released: m.released,
+                    after: m.event(),
+                    released: m.released(),
                     is_last,
                 });
                 (
@@ -626,7 +625,7 @@ fn end_list(
                     copy_back,
                     is_last,
                     m.shadows_within(arg.begin, arg.size),
-                    m.released,
+                    m.released(),
                     m.is_infinite(),
                     m.moving,
                 )
@@ -662,7 +661,7 @@ fn end_list(
         } else if let Some(copy_back) = copy_back {
             if let Some(event) = copy_back.issue(q)? {
                 if let Some(mut m) = table.get_mut(key) {
-                    m.event = Some(event);
+                    m.set_event(Some(event));
                 }
             }
         } else if !is_last && update_refs && !infinite {
@@ -676,7 +675,7 @@ fn end_list(
             q.wait_for_transfer(released)?;
             if let Some(event) = q.transfer_event(released)? {
                 if let Some(mut m) = table.get_mut(key) {
-                    m.released = Some(event);
+                    m.set_released(event);
                 }
             }
         }

@@ -266,24 +266,29 @@ impl Device {
             log::debug!("{why}");
             return LibraryState::Unusable(why);
         };
-        let handle =
-            match self
-                .plugin
-                .load_image(self.local, image.bytes, &image.triple, &image.arch)
-            {
-                Ok(handle) => {
-                    ompt::events::image_loaded(self.id, image.bytes, library.id);
-                    handle
-                }
-                Err(e) => {
-                    let why = format!(
-                        "loading the image on device {} failed: {}",
-                        self.id, e.message
-                    );
-                    log::warn!("{why}");
-                    return LibraryState::Unusable(why);
-                }
-            };
+        let mut span = crate::profile::begin("image load");
+        if let Some(span) = &mut span {
+            span.int("device", self.id as i64);
+            span.int("bytes", image.bytes.len() as i64);
+        }
+        let loaded = self
+            .plugin
+            .load_image(self.local, image.bytes, &image.triple, &image.arch);
+        drop(span);
+        let handle = match loaded {
+            Ok(handle) => {
+                ompt::events::image_loaded(self.id, image.bytes, library.id);
+                handle
+            }
+            Err(e) => {
+                let why = format!(
+                    "loading the image on device {} failed: {}",
+                    self.id, e.message
+                );
+                log::warn!("{why}");
+                return LibraryState::Unusable(why);
+            }
+        };
         let (mut kernels, mut globals) = (Vec::new(), Vec::new());
         let mut global_entries = Vec::new();
         let mut found_kernels = Vec::new();
@@ -648,7 +653,10 @@ impl Device {
 
     /// Destroys the events of a mapping that was removed.
     pub fn discard_event(&self, m: &Mapping) {
-        for event in [m.event, m.released].into_iter().flatten() {
+        let Some(events) = &m.events else {
+            return;
+        };
+        for event in [events.transfer, events.released].into_iter().flatten() {
             if let Err(e) = self.plugin.destroy_event(self.local, event.handle) {
                 log::warn!(
                     "device {}: destroying an event failed: {}",

@@ -32,6 +32,7 @@ pub mod memory_pool;
 pub use plugin_api::offload_binary;
 pub mod ompt;
 pub mod plugins;
+pub mod profile;
 pub mod queue;
 pub mod record_replay;
 pub mod registry;

@@ -86,6 +86,8 @@ pub fn message(text: &str) {
 
 /// `omptarget fatal error N: ...` then abort, LLVM's FATAL_MESSAGE.
 pub fn fatal(code: i64, text: &str) -> ! {
+    // The profile of a program that dies here is what its user wants most.
+    crate::profile::flush();
     let _ = writeln!(
         std::io::stderr().lock(),
         "omptarget fatal error {code}: {text}"

@@ -89,6 +89,7 @@ impl<'d> ConstructQueue<'d> {
         if info::enabled(info::DATA_TRANSFER) {
             self.print_copy(true, host_src, device_dst, size, name);
         }
+        let _span = self.transfer_span("H2D", size);
         let queue = self.handle()?;
         self.device
             .copy_to_device(device_dst, host_src, size, queue)
@@ -118,6 +119,7 @@ impl<'d> ConstructQueue<'d> {
         if info::enabled(info::DATA_TRANSFER) {
             self.print_copy(false, host_dst, device_src, size, name);
         }
+        let _span = self.transfer_span("D2H", size);
         let queue = self.handle()?;
         self.device
             .copy_from_device(host_dst, device_src, size, queue)
@@ -287,6 +289,28 @@ impl<'d> ConstructQueue<'d> {
         }
     }
 
+    /// A profile span for a transfer's submission (on a device that copies asynchronously the
+    /// copy itself may end later).
+    #[inline]
+    fn transfer_span(&self, direction: &'static str, bytes: u64) -> Option<crate::profile::Span> {
+        if !crate::profile::enabled() {
+            return None;
+        }
+        self.transfer_span_on(direction, bytes)
+    }
+
+    #[cold]
+    fn transfer_span_on(
+        &self,
+        direction: &'static str,
+        bytes: u64,
+    ) -> Option<crate::profile::Span> {
+        let mut span = crate::profile::begin(direction)?;
+        span.int("device", self.device.id as i64);
+        span.int("bytes", bytes as i64);
+        Some(span)
+    }
+
     pub fn free_after_sync(&mut self, device_ptr: usize) {
         self.frees.push(device_ptr);
     }
@@ -298,6 +322,10 @@ impl<'d> ConstructQueue<'d> {
         config: &plugin_api::LaunchConfig,
     ) -> Result<()> {
         let queue = self.handle()?;
+        let mut span = crate::profile::begin("kernel launch");
+        if let Some(span) = &mut span {
+            span.int("device", self.device.id as i64);
+        }
         self.device
             .plugin
             .launch_kernel(self.device.local, kernel, args, config, queue)

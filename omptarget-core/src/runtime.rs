@@ -62,6 +62,7 @@ impl Runtime {
 
     fn discover() -> Runtime {
         logging::init();
+        crate::profile::init();
         crate::info::init();
         let plugin_path = config::plugin_path();
         let runtime_dir = loader::runtime_directory();
@@ -101,7 +102,12 @@ impl Runtime {
         entry
             .started
             .get_or_init(|| {
+                let mut span = crate::profile::begin("plugin start-up");
+                if let Some(span) = &mut span {
+                    span.text("plugin", entry.opened.candidate.name.clone());
+                }
                 let outcome = entry.opened.start();
+                drop(span);
                 let status = match &outcome {
                     Ok(_) => PluginStatus::Loaded,
                     Err(reason) => {

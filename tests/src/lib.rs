@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 pub mod conformance;
 pub mod emulated;
+pub mod json;
 pub mod llvm_suite;
 
 pub fn workspace_root() -> PathBuf {

@@ -58,6 +58,12 @@ struct DataArgs {
 
 fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a: DataArgs) {
     let runtime = Runtime::get();
+    let kind = match op {
+        DataOp::Begin => "target data begin",
+        DataOp::End => "target data end",
+        DataOp::Update => "target update",
+    };
+    let _span = super::construct_span(kind, loc, device_id);
     let Target::Device(device) = runtime.target(device_id, loc) else {
         return; // host data needs no mapping
     };

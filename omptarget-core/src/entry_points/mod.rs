@@ -23,6 +23,35 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub const OFFLOAD_SUCCESS: i32 = 0;
 pub const OFFLOAD_FAIL: i32 = !0;
 
+/// The profile span of a construct (`LIBOMPTARGET_PROFILE`): its kind, the program's source
+/// location and the device asked for. Nothing (one branch) when profiling is off.
+#[inline]
+pub(crate) fn construct_span(
+    kind: &'static str,
+    loc: *const crate::abi::source_location::Ident,
+    device_id: i64,
+) -> Option<crate::profile::Span> {
+    if !crate::profile::enabled() {
+        return None;
+    }
+    construct_span_on(kind, loc, device_id)
+}
+
+#[cold]
+fn construct_span_on(
+    kind: &'static str,
+    loc: *const crate::abi::source_location::Ident,
+    device_id: i64,
+) -> Option<crate::profile::Span> {
+    let mut span = crate::profile::begin(kind)?;
+    // SAFETY: `loc` is the compiler's ident_t or null.
+    span.text("location", unsafe {
+        crate::abi::source_location::describe_or_unknown(loc)
+    });
+    span.int("device", device_id);
+    Some(span)
+}
+
 /// Runs an entry point's body; a panic is reported and turned into `fallback`.
 pub(crate) fn guard<T>(entry_point: &str, fallback: T, body: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {

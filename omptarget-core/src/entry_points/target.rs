@@ -108,6 +108,7 @@ fn target_kernel(
     args: *const KernelArgsV1,
 ) -> i32 {
     let runtime = Runtime::get();
+    let _span = super::construct_span("target", loc, device_id);
     let Target::Device(device) = runtime.target(device_id, loc) else {
         return OFFLOAD_FAIL; // the program runs its host version
     };

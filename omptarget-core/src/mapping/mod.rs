@@ -34,6 +34,21 @@ pub struct TransferEvent {
     pub queue: QueueHandle,
 }
 
+/// The events of a mapping whose data moves on queues that run asynchronously.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MappingEvents {
+    /// Marks the end of the last transfer of this data still running on some construct's
+    /// queue: constructs on other queues that use the data wait for it (LLVM's per-entry
+    /// event, `LIBOMPTARGET_MAP_FORCE_ATOMIC`).
+    pub transfer: Option<TransferEvent>,
+    /// Marks the end of the work of the constructs that let go of this mapping without ending
+    /// it: their kernels may still run on their queues. Chained (each such construct waits
+    /// for the previous one's before recording it), so one event stands for all. Whoever
+    /// copies the data back last waits for it; constructs that only use the data do not, so
+    /// independent `nowait` regions on present data run side by side.
+    pub released: Option<TransferEvent>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapping {
     /// The base of the mapped list item (the array, for a section of it): zero-length
@@ -55,17 +70,9 @@ pub struct Mapping {
     /// Constructs that are ending this mapping and have not completed yet: the last of them
     /// removes it (LLVM's data-end thread count).
     pub ends_in_flight: u32,
-    /// Marks the end of the last transfer of this data still running on some construct's
-    /// queue, when a device runs queues asynchronously: constructs on other queues that use the
-    /// data wait for it (LLVM's per-entry event, `LIBOMPTARGET_MAP_FORCE_ATOMIC`).
-    pub event: Option<TransferEvent>,
-    /// Marks the end of the work of the constructs that let go of this mapping without ending
-    /// it, when a device runs queues asynchronously: their kernels may still run on their
-    /// queues. Chained (each such construct waits for the previous one's before recording
-    /// it), so one event stands for all. Whoever copies the data back last waits for it;
-    /// constructs that only use the data do not, so independent `nowait` regions on present
-    /// data run side by side.
-    pub released: Option<TransferEvent>,
+    /// The mapping's events, on a device that runs queues asynchronously (boxed: most
+    /// mappings, all of a host device's, have none, and a smaller entry is a faster table).
+    pub events: Option<Box<MappingEvents>>,
     /// A construct is moving this data outside the table's locks (filling the new device copy,
     /// or copying it back): whoever needs the data waits for the end of the move
     /// ([`MappingTable::serving`]).
@@ -73,6 +80,26 @@ pub struct Mapping {
 }
 
 impl Mapping {
+    /// The last transfer's event (see [`MappingEvents::transfer`]).
+    pub fn event(&self) -> Option<TransferEvent> {
+        self.events.as_ref().and_then(|e| e.transfer)
+    }
+
+    /// The released constructs' event (see [`MappingEvents::released`]).
+    pub fn released(&self) -> Option<TransferEvent> {
+        self.events.as_ref().and_then(|e| e.released)
+    }
+
+    pub fn set_event(&mut self, event: Option<TransferEvent>) {
+        if event.is_some() || self.events.is_some() {
+            self.events.get_or_insert_with(Box::default).transfer = event;
+        }
+    }
+
+    pub fn set_released(&mut self, event: TransferEvent) {
+        self.events.get_or_insert_with(Box::default).released = Some(event);
+    }
+
     /// A mapping of memory the runtime does not own (globals, associated pointers), never
     /// unmapped by reference counting.
     pub fn permanent(host_begin: usize, size: u64, device_begin: usize) -> Mapping {
@@ -88,8 +115,7 @@ impl Mapping {
             shadow_pointers: Vec::new(),
             name: 0,
             ends_in_flight: 0,
-            event: None,
-            released: None,
+            events: None,
             moving: false,
         }
     }

@@ -183,8 +183,7 @@ pub(super) mod tests {
             name: 0,
             ends_in_flight: 0,
             moving: false,
-            event: None,
-            released: None,
+            events: None,
         }
     }
 

@@ -1,0 +1,332 @@
+//! `LIBOMPTARGET_PROFILE=FILE`: a trace of the runtime's work in the Chrome trace-event format
+//! (Perfetto and chrome://tracing open it), as LLVM's runtime writes one. Each host thread is a
+//! track; its spans are the constructs (kind, the program's source location, device), the
+//! transfers they make (direction, bytes, bandwidth), kernel launches, image loads and plugin
+//! start-ups. Spans shorter than `LIBOMPTARGET_PROFILE_GRANULARITY` microseconds (LLVM's
+//! default: 500) are left out.
+//!
+//! Cheap when off: [`begin`] is one relaxed load and a branch. Bounded when on: each thread
+//! keeps at most [`MAX_EVENTS_PER_THREAD`] spans in a buffer of its own (later ones are counted,
+//! not kept). The file is written at exit and before a fatal error aborts the program; a child
+//! process made by `fork` starts with empty buffers and writes `FILE.<pid>`.
+
+use std::cell::RefCell;
+use std::ffi::c_int;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// Spans a thread keeps; beyond, spans are counted as dropped.
+pub const MAX_EVENTS_PER_THREAD: usize = 1 << 20;
+
+/// LLVM's default granularity, in microseconds.
+const DEFAULT_GRANULARITY_US: u64 = 500;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+struct Settings {
+    file: String,
+    granularity_ns: u64,
+    start: Instant,
+}
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+/// Every thread's buffer, for the writer.
+static THREADS: Mutex<Vec<Arc<Mutex<ThreadLog>>>> = Mutex::new(Vec::new());
+static NEXT_TID: AtomicU64 = AtomicU64::new(1);
+
+struct Event {
+    name: &'static str,
+    start_ns: u64,
+    duration_ns: u64,
+    args: Vec<(&'static str, Arg)>,
+}
+
+/// A span's argument: a number or a text.
+pub enum Arg {
+    Int(i64),
+    Text(String),
+}
+
+struct ThreadLog {
+    tid: u64,
+    name: String,
+    events: Vec<Event>,
+    dropped: u64,
+}
+
+thread_local! {
+    static LOG: RefCell<Option<Arc<Mutex<ThreadLog>>>> = const { RefCell::new(None) };
+}
+
+/// Reads the variables once, when the runtime starts; registers the exit and fork handlers.
+pub fn init() {
+    let Some(file) = std::env::var("LIBOMPTARGET_PROFILE")
+        .ok()
+        .filter(|f| !f.is_empty())
+    else {
+        return;
+    };
+    let granularity_us = std::env::var("LIBOMPTARGET_PROFILE_GRANULARITY")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(DEFAULT_GRANULARITY_US);
+    let settings = Settings {
+        file,
+        granularity_ns: granularity_us.saturating_mul(1000),
+        start: Instant::now(),
+    };
+    if SETTINGS.set(settings).is_err() {
+        return;
+    }
+    // SAFETY: registering plain C callbacks that take no arguments.
+    unsafe {
+        atexit(write_at_exit);
+        pthread_atfork(None, None, Some(forget_in_child));
+    }
+    ENABLED.store(true, Ordering::Release);
+}
+
+extern "C" {
+    fn atexit(callback: extern "C" fn()) -> c_int;
+    fn pthread_atfork(
+        prepare: Option<extern "C" fn()>,
+        parent: Option<extern "C" fn()>,
+        child: Option<extern "C" fn()>,
+    ) -> c_int;
+}
+
+extern "C" fn write_at_exit() {
+    let _ = std::panic::catch_unwind(flush);
+}
+
+/// The child of a `fork` keeps none of its parent's spans and writes a file of its own.
+extern "C" fn forget_in_child() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Ok(threads) = THREADS.try_lock() {
+            for log in threads.iter() {
+                if let Ok(mut log) = log.try_lock() {
+                    log.events.clear();
+                    log.dropped = 0;
+                }
+            }
+        }
+        CHILD.store(true, Ordering::Release);
+    });
+}
+
+static CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Whether spans are recorded.
+#[inline]
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// A span being timed; recorded when dropped. One pointer, so that an `Option<Span>` that is
+/// `None` (profiling off) costs a construct nothing but a test.
+pub struct Span(Box<SpanData>);
+
+struct SpanData {
+    name: &'static str,
+    start: Instant,
+    args: Vec<(&'static str, Arg)>,
+}
+
+/// Starts a span named `name` (a construct kind, "H2D", ...), or nothing when profiling is off.
+#[inline]
+pub fn begin(name: &'static str) -> Option<Span> {
+    if !enabled() {
+        return None;
+    }
+    Some(start(name))
+}
+
+#[cold]
+fn start(name: &'static str) -> Span {
+    Span(Box::new(SpanData {
+        name,
+        start: Instant::now(),
+        args: Vec::new(),
+    }))
+}
+
+impl Span {
+    pub fn arg(&mut self, key: &'static str, value: Arg) {
+        self.0.args.push((key, value));
+    }
+
+    pub fn int(&mut self, key: &'static str, value: i64) {
+        self.arg(key, Arg::Int(value));
+    }
+
+    pub fn text(&mut self, key: &'static str, value: impl Into<String>) {
+        self.arg(key, Arg::Text(value.into()));
+    }
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        record(&mut self.0);
+    }
+}
+
+#[cold]
+fn record(span: &mut SpanData) {
+    {
+        let Some(settings) = SETTINGS.get() else {
+            return;
+        };
+        let end = Instant::now();
+        let duration_ns = end.duration_since(span.start).as_nanos() as u64;
+        if duration_ns < settings.granularity_ns {
+            return;
+        }
+        let start_ns = span.start.duration_since(settings.start).as_nanos() as u64;
+        let mut args = std::mem::take(&mut span.args);
+        // Transfers carry their bandwidth, from the bytes and the span's length.
+        if let Some(bytes) = args.iter().find_map(|(k, v)| match (k, v) {
+            (&"bytes", Arg::Int(n)) => Some(*n),
+            _ => None,
+        }) {
+            let mb_per_s = bytes as f64 / (duration_ns.max(1) as f64 / 1e9) / 1e6;
+            args.push(("MB/s", Arg::Int(mb_per_s as i64)));
+        }
+        let event = Event {
+            name: span.name,
+            start_ns,
+            duration_ns,
+            args,
+        };
+        let _ = LOG.try_with(|log| {
+            let mut slot = log.borrow_mut();
+            let log = slot.get_or_insert_with(register_thread);
+            let mut log = lock(log);
+            if log.events.len() < MAX_EVENTS_PER_THREAD {
+                log.events.push(event);
+            } else {
+                log.dropped += 1;
+            }
+        });
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn register_thread() -> Arc<Mutex<ThreadLog>> {
+    let current = std::thread::current();
+    let tid = NEXT_TID.fetch_add(1, Ordering::Relaxed);
+    let log = Arc::new(Mutex::new(ThreadLog {
+        tid,
+        name: current
+            .name()
+            .map_or_else(|| format!("host thread {tid}"), |n| n.to_owned()),
+        events: Vec::new(),
+        dropped: 0,
+    }));
+    lock(&THREADS).push(Arc::clone(&log));
+    log
+}
+
+/// Writes the trace file now (at exit, or before a fatal error aborts the program).
+pub fn flush() {
+    let Some(settings) = SETTINGS.get() else {
+        return;
+    };
+    let pid = std::process::id();
+    let path = if CHILD.load(Ordering::Acquire) {
+        format!("{}.{pid}", settings.file)
+    } else {
+        settings.file.clone()
+    };
+    let threads: Vec<Arc<Mutex<ThreadLog>>> = lock(&THREADS).clone();
+    let mut out = String::from("{\"traceEvents\":[\n");
+    let mut first = true;
+    let mut push = |line: String| {
+        if !first {
+            out.push_str(",\n");
+        }
+        first = false;
+        out.push_str(&line);
+    };
+    push(format!(
+        "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"args\":{{\"name\":\"omptarget\"}}}}"
+    ));
+    for log in &threads {
+        let log = lock(log);
+        push(format!(
+            "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{},\"args\":{{\"name\":{}}}}}",
+            log.tid,
+            json_string(&log.name)
+        ));
+        for event in &log.events {
+            let mut args = String::new();
+            for (i, (key, value)) in event.args.iter().enumerate() {
+                if i > 0 {
+                    args.push(',');
+                }
+                args.push_str(&json_string(key));
+                args.push(':');
+                match value {
+                    Arg::Int(n) => args.push_str(&n.to_string()),
+                    Arg::Text(t) => args.push_str(&json_string(t)),
+                }
+            }
+            push(format!(
+                "{{\"name\":{},\"cat\":\"omptarget\",\"ph\":\"X\",\"pid\":{pid},\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{{args}}}}}",
+                json_string(event.name),
+                log.tid,
+                event.start_ns as f64 / 1000.0,
+                event.duration_ns as f64 / 1000.0,
+            ));
+        }
+        if log.dropped > 0 {
+            push(format!(
+                "{{\"name\":\"spans dropped\",\"ph\":\"i\",\"s\":\"t\",\"pid\":{pid},\"tid\":{},\"ts\":0,\"args\":{{\"count\":{}}}}}",
+                log.tid, log.dropped
+            ));
+        }
+    }
+    out.push_str("\n],\"displayTimeUnit\":\"ns\"}\n");
+    match std::fs::File::create(&path).and_then(|mut f| f.write_all(out.as_bytes())) {
+        Ok(()) => {}
+        Err(e) => crate::logging::message(&format!(
+            "cannot write the LIBOMPTARGET_PROFILE trace to {path}: {e}"
+        )),
+    }
+}
+
+/// `text` as a JSON string literal.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped_for_json() {
+        assert_eq!(json_string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+    }
+
+    #[test]
+    fn spans_are_free_when_off() {
+        assert!(begin("target").is_none());
+    }
+}

@@ -1,0 +1,216 @@
+//! `LIBOMPTARGET_PROFILE`: a real program's trace parses as Chrome trace-event JSON, its spans
+//! on each thread nest, its constructs carry their kind, the program's source location and the
+//! device, and its transfers carry the bytes the program maps.
+
+use std::collections::BTreeMap;
+use tests::json::{self, Value};
+use tests::{compile, run, text, Compiler};
+
+struct Span {
+    name: String,
+    tid: i64,
+    start: f64,
+    end: f64,
+    args: Value,
+}
+
+/// Runs the profile program with `LIBOMPTARGET_PROFILE` and `env`: the file's text, its spans
+/// and the whole document. `success`: whether the program must succeed.
+fn profile_run(env: &[(&str, &str)], success: bool) -> (String, Vec<Span>, Value) {
+    let exe = compile(
+        Compiler::Clang19,
+        &["profile_constructs.c"],
+        &["-gline-tables-only"],
+    );
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run_id = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!(
+        "omptarget-profile-{}-{run_id}.json",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&file);
+    let path = file.display().to_string();
+    let mut all = vec![("LIBOMPTARGET_PROFILE", path.as_str())];
+    all.extend_from_slice(env);
+    let out = run(&exe, &all);
+    assert_eq!(out.status.success(), success, "{}", text(&out.stderr));
+    if success {
+        assert!(text(&out.stdout).contains("profile program ok"));
+    }
+    let written = std::fs::read_to_string(&file).expect("the profile was written");
+    let _ = std::fs::remove_file(&file);
+    let document = json::parse(&written).unwrap_or_else(|e| panic!("{e}:\n{written}"));
+    let spans = document
+        .get("traceEvents")
+        .and_then(Value::as_list)
+        .expect("traceEvents")
+        .iter()
+        .filter(|e| e.get("ph").and_then(Value::as_str) == Some("X"))
+        .map(|e| {
+            let number = |k: &str| e.get(k).and_then(Value::as_f64).unwrap();
+            let (start, duration) = (number("ts"), number("dur"));
+            assert!(duration >= 0.0);
+            Span {
+                name: e.get("name").and_then(Value::as_str).unwrap().to_owned(),
+                tid: number("tid") as i64,
+                start,
+                end: start + duration,
+                args: e.get("args").cloned().unwrap_or(Value::Null),
+            }
+        })
+        .collect();
+    (written, spans, document)
+}
+
+fn profile(env: &[(&str, &str)]) -> (String, Vec<Span>, Value) {
+    profile_run(env, true)
+}
+
+#[test]
+fn a_programs_profile_has_its_constructs_transfers_and_nested_spans() {
+    let (written, spans, document) = profile(&[("LIBOMPTARGET_PROFILE_GRANULARITY", "0")]);
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    for wanted in [
+        "target",
+        "target data begin",
+        "target data end",
+        "target update",
+        "H2D",
+        "D2H",
+        "kernel launch",
+        "image load",
+        "plugin start-up",
+    ] {
+        assert!(names.contains(&wanted), "no {wanted} span: {names:?}");
+    }
+    // Constructs: the program's file and line, and the device asked for.
+    for span in spans.iter().filter(|s| s.name.starts_with("target")) {
+        let location = span.args.get("location").and_then(Value::as_str).unwrap();
+        assert!(location.contains("profile_constructs.c:"), "{location}");
+        assert!(span.args.get("device").and_then(Value::as_f64).is_some());
+    }
+    let devices: std::collections::BTreeSet<i64> = spans
+        .iter()
+        .filter(|s| s.name == "target")
+        .map(|s| s.args.get("device").and_then(Value::as_f64).unwrap() as i64)
+        .collect();
+    assert!(devices.contains(&0) && devices.contains(&1), "{devices:?}");
+    // Transfers: the mapped arrays' bytes, each way, with a bandwidth.
+    let bytes = |name: &str| -> Vec<i64> {
+        spans
+            .iter()
+            .filter(|s| s.name == name)
+            .map(|s| s.args.get("bytes").and_then(Value::as_f64).unwrap() as i64)
+            .collect()
+    };
+    assert!(bytes("H2D").contains(&(4096 * 8)), "{:?}", bytes("H2D"));
+    assert!(bytes("D2H").contains(&(4096 * 8)), "{:?}", bytes("D2H"));
+    assert!(spans
+        .iter()
+        .filter(|s| s.name == "H2D")
+        .all(|s| s.args.get("MB/s").is_some()));
+    // On each thread, two spans are disjoint or one holds the other.
+    let mut by_thread: BTreeMap<i64, Vec<&Span>> = BTreeMap::new();
+    for span in &spans {
+        by_thread.entry(span.tid).or_default().push(span);
+    }
+    for (tid, list) in &by_thread {
+        for a in list {
+            for b in list {
+                let disjoint = a.end <= b.start || b.end <= a.start;
+                let nested = (a.start <= b.start && b.end <= a.end)
+                    || (b.start <= a.start && a.end <= b.end);
+                assert!(
+                    disjoint || nested,
+                    "thread {tid}: {} and {} overlap without nesting",
+                    a.name,
+                    b.name
+                );
+            }
+        }
+    }
+    // Each thread with spans is named.
+    let named: Vec<i64> = document
+        .get("traceEvents")
+        .and_then(Value::as_list)
+        .unwrap()
+        .iter()
+        .filter(|e| e.get("name").and_then(Value::as_str) == Some("thread_name"))
+        .filter_map(|e| e.get("tid").and_then(Value::as_f64).map(|t| t as i64))
+        .collect();
+    assert!(by_thread.keys().all(|t| named.contains(t)), "{written}");
+}
+
+/// LLVM's default granularity (500 us) leaves out this small program's short spans; the file is
+/// still a valid trace.
+#[test]
+fn short_spans_are_left_out_at_the_default_granularity() {
+    let (_, fine, _) = profile(&[("LIBOMPTARGET_PROFILE_GRANULARITY", "0")]);
+    let (_, coarse, _) = profile(&[]);
+    assert!(coarse.len() < fine.len(), "{} {}", coarse.len(), fine.len());
+    assert!(coarse.iter().all(|s| s.end - s.start >= 500.0));
+}
+
+/// A program that dies of a fatal offload error (offloading mandatory, no device) still leaves
+/// its trace, written before the abort.
+#[test]
+fn a_fatal_error_still_writes_the_profile() {
+    let (written, _, document) = profile_run(
+        &[
+            ("OMP_TARGET_OFFLOAD", "mandatory"),
+            ("LIBOMPTARGET_PLUGINS_TO_LOAD", "cuda"),
+            ("LIBOMPTARGET_PROFILE_GRANULARITY", "0"),
+        ],
+        false,
+    );
+    assert!(document.get("traceEvents").is_some(), "{written}");
+}
+
+/// A program that forks after offloading: the parent writes the file, the child `FILE.<pid>`,
+/// each a valid trace with its own regions only (the child starts with none of its parent's).
+#[test]
+fn a_forked_child_writes_a_trace_of_its_own() {
+    let exe = compile(Compiler::Clang19, &["profile_fork.c"], &[]);
+    let file = std::env::temp_dir().join(format!(
+        "omptarget-profile-fork-{}.json",
+        std::process::id()
+    ));
+    let path = file.display().to_string();
+    let out = run(
+        &exe,
+        &[
+            ("LIBOMPTARGET_PROFILE", path.as_str()),
+            ("LIBOMPTARGET_PROFILE_GRANULARITY", "0"),
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let child: u32 = stdout
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("child ")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .expect("the child printed its pid");
+    let targets = |path: &str| {
+        let written = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let document = json::parse(&written).unwrap_or_else(|e| panic!("{path}: {e}"));
+        document
+            .get("traceEvents")
+            .and_then(Value::as_list)
+            .unwrap()
+            .iter()
+            .filter(|e| e.get("name").and_then(Value::as_str) == Some("target"))
+            .count()
+    };
+    let child_path = format!("{path}.{child}");
+    assert_eq!(targets(&path), 2, "the parent's two regions");
+    assert_eq!(targets(&child_path), 1, "the child's one region");
+    let _ = (
+        std::fs::remove_file(&path),
+        std::fs::remove_file(&child_path),
+    );
+}
