@@ -704,6 +704,7 @@ struct CopyBack {
 impl CopyBack {
     /// Queues the copy; for the last reference, returns the event that a construct reusing
     /// the mapping before this one removes it must wait for before copying back (as LLVM).
+    #[inline]
     fn issue(&self, q: &mut ConstructQueue<'_>) -> Result<Option<TransferEvent>> {
         q.wait_for_transfer(self.after)?;
         q.wait_for_transfer(self.released)?;

@@ -212,8 +212,15 @@ impl<'d> ConstructQueue<'d> {
 
     /// Later work on this queue waits for a mapping's last transfer (see `transfer_event`),
     /// unless that transfer was queued on this same queue, which runs in order.
+    #[inline]
     pub fn wait_for_transfer(&mut self, event: Option<TransferEvent>) -> Result<()> {
-        let Some(event) = event else { return Ok(()) };
+        match event {
+            None => Ok(()),
+            Some(event) => self.wait_for_event(event),
+        }
+    }
+
+    fn wait_for_event(&mut self, event: TransferEvent) -> Result<()> {
         let queue = self.handle()?;
         if queue == event.queue {
             return Ok(());
