@@ -139,6 +139,21 @@ fn a_programs_profile_has_its_constructs_transfers_and_nested_spans() {
         .filter_map(|e| e.get("tid").and_then(Value::as_f64).map(|t| t as i64))
         .collect();
     assert!(by_thread.keys().all(|t| named.contains(t)), "{written}");
+    // The README's picture is drawn by profile-svg: one box per span.
+    let trace =
+        std::env::temp_dir().join(format!("omptarget-profile-svg-{}.json", std::process::id()));
+    let svg = trace.with_extension("svg");
+    std::fs::write(&trace, &written).unwrap();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_profile-svg"))
+        .arg(&trace)
+        .arg(&svg)
+        .status()
+        .expect("run profile-svg");
+    assert!(status.success());
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<svg"), "{drawn}");
+    assert_eq!(drawn.matches("<title>").count(), spans.len(), "{drawn}");
+    let _ = (std::fs::remove_file(&trace), std::fs::remove_file(&svg));
 }
 
 /// LLVM's default granularity (500 us) leaves out this small program's short spans; the file is
