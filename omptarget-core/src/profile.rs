@@ -35,6 +35,14 @@ static SETTINGS: OnceLock<Settings> = OnceLock::new();
 /// Every thread's buffer, for the writer.
 static THREADS: Mutex<Vec<Arc<Mutex<ThreadLog>>>> = Mutex::new(Vec::new());
 static NEXT_TID: AtomicU64 = AtomicU64::new(1);
+/// (OpenMP device number, plugin, device name) of each device numbered, as `omptarget-info`
+/// shows them.
+static DEVICES: Mutex<Vec<(i32, String, String)>> = Mutex::new(Vec::new());
+
+/// Records a device the runtime numbered, for the trace's `devices` list.
+pub fn note_device(id: i32, plugin: &str, name: &str) {
+    lock(&DEVICES).push((id, plugin.to_owned(), name.to_owned()));
+}
 
 struct Event {
     name: &'static str,
@@ -290,7 +298,20 @@ pub fn flush() {
             ));
         }
     }
-    out.push_str("\n],\"displayTimeUnit\":\"ns\"}\n");
+    let devices: Vec<String> = lock(&DEVICES)
+        .iter()
+        .map(|(id, plugin, name)| {
+            format!(
+                "{{\"id\":{id},\"plugin\":{},\"name\":{}}}",
+                json_string(plugin),
+                json_string(name)
+            )
+        })
+        .collect();
+    out.push_str(&format!(
+        "\n],\"displayTimeUnit\":\"ns\",\"devices\":[{}]}}\n",
+        devices.join(",")
+    ));
     match std::fs::File::create(&path).and_then(|mut f| f.write_all(out.as_bytes())) {
         Ok(()) => {}
         Err(e) => crate::logging::message(&format!(

@@ -185,7 +185,19 @@ impl Runtime {
                 .push(|id| Device::new(id, plugin.clone(), local));
             match added {
                 Some(device) => {
-                    log::debug!("device {} is {} device {local}", device.id, plugin.name)
+                    log::debug!("device {} is {} device {local}", device.id, plugin.name);
+                    if crate::profile::enabled() {
+                        let name = plugin
+                            .device_info(local)
+                            .ok()
+                            .and_then(|info| {
+                                info.into_iter()
+                                    .find(|e| e.key.as_str() == "name")
+                                    .map(|e| e.value.to_string())
+                            })
+                            .unwrap_or_default();
+                        crate::profile::note_device(device.id, &plugin.name, &name);
+                    }
                 }
                 None => {
                     log::warn!(

@@ -229,3 +229,32 @@ fn a_forked_child_writes_a_trace_of_its_own() {
         std::fs::remove_file(&child_path),
     );
 }
+
+/// The trace's device list agrees with `omptarget-info --json`: the same OpenMP numbers,
+/// plugins and names.
+#[test]
+fn the_traces_devices_are_omptarget_infos() {
+    let (written, _, document) = profile(&[("LIBOMPTARGET_PROFILE_GRANULARITY", "0")]);
+    let traced = document
+        .get("devices")
+        .and_then(Value::as_list)
+        .unwrap_or_else(|| panic!("no devices list:\n{written}"));
+    assert!(traced.len() >= 2, "{written}");
+    let info = std::process::Command::new(tests::dist().join("bin/omptarget-info"))
+        .arg("--json")
+        .env("LD_LIBRARY_PATH", tests::lib_dir())
+        .output()
+        .expect("omptarget-info");
+    let info = json::parse(&text(&info.stdout)).expect("omptarget-info's JSON");
+    let listed = info.get("devices").and_then(Value::as_list).unwrap();
+    for device in traced {
+        let id = device.get("id").and_then(Value::as_f64).unwrap();
+        let row = listed
+            .iter()
+            .find(|d| d.get("id").and_then(Value::as_f64) == Some(id))
+            .unwrap_or_else(|| panic!("device {id} is not in omptarget-info's list"));
+        assert_eq!(device.get("plugin"), row.get("plugin"), "device {id}");
+        let name = row.get("properties").and_then(|p| p.get("name"));
+        assert_eq!(device.get("name"), name, "device {id}");
+    }
+}
