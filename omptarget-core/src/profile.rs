@@ -49,6 +49,23 @@ struct Event {
     start_ns: u64,
     duration_ns: u64,
     args: Vec<(&'static str, Arg)>,
+    /// Also shown on this device queue's track, linked to the host span by a flow.
+    device: Option<DeviceTrack>,
+}
+
+/// A device queue whose work ends when its submission returns (the host plugin's): the
+/// submission's span is the device's own timing of the work.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct DeviceTrack {
+    device: i32,
+    queue: u64,
+}
+
+impl DeviceTrack {
+    /// Device tracks have thread ids of their own, above any host thread's.
+    fn tid(self) -> u64 {
+        1_000_000 + (self.device.max(0) as u64) * 1024 + self.queue % 1024
+    }
 }
 
 /// A span's argument: a number or a text.
@@ -140,6 +157,7 @@ struct SpanData {
     name: &'static str,
     start: Instant,
     args: Vec<(&'static str, Arg)>,
+    device: Option<DeviceTrack>,
 }
 
 /// Starts a span named `name` (a construct kind, "H2D", ...), or nothing when profiling is off.
@@ -157,12 +175,19 @@ fn start(name: &'static str) -> Span {
         name,
         start: Instant::now(),
         args: Vec::new(),
+        device: None,
     }))
 }
 
 impl Span {
     pub fn arg(&mut self, key: &'static str, value: Arg) {
         self.0.args.push((key, value));
+    }
+
+    /// Shows the span on the track of `device`'s `queue` too: for work the device has done
+    /// when its submission returns.
+    pub fn on_device_queue(&mut self, device: i32, queue: u64) {
+        self.0.device = Some(DeviceTrack { device, queue });
     }
 
     pub fn int(&mut self, key: &'static str, value: i64) {
@@ -206,6 +231,7 @@ fn record(span: &mut SpanData) {
             start_ns,
             duration_ns,
             args,
+            device: span.device,
         };
         let _ = LOG.try_with(|log| {
             let mut slot = log.borrow_mut();
@@ -251,6 +277,8 @@ pub fn flush() {
         settings.file.clone()
     };
     let threads: Vec<Arc<Mutex<ThreadLog>>> = lock(&THREADS).clone();
+    let mut tracks: Vec<DeviceTrack> = Vec::new();
+    let mut flows = 0u64;
     let mut out = String::from("{\"traceEvents\":[\n");
     let mut first = true;
     let mut push = |line: String| {
@@ -283,13 +311,35 @@ pub fn flush() {
                     Arg::Text(t) => args.push_str(&json_string(t)),
                 }
             }
-            push(format!(
-                "{{\"name\":{},\"cat\":\"omptarget\",\"ph\":\"X\",\"pid\":{pid},\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{{args}}}}}",
-                json_string(event.name),
-                log.tid,
+            let (ts, dur) = (
                 event.start_ns as f64 / 1000.0,
                 event.duration_ns as f64 / 1000.0,
+            );
+            push(format!(
+                "{{\"name\":{},\"cat\":\"omptarget\",\"ph\":\"X\",\"pid\":{pid},\"tid\":{},\"ts\":{ts:.3},\"dur\":{dur:.3},\"args\":{{{args}}}}}",
+                json_string(event.name),
+                log.tid,
             ));
+            if let Some(track) = event.device {
+                if !tracks.contains(&track) {
+                    tracks.push(track);
+                }
+                // The device's span, and a flow from the host span that submitted it.
+                flows += 1;
+                push(format!(
+                    "{{\"name\":{},\"cat\":\"device\",\"ph\":\"X\",\"pid\":{pid},\"tid\":{},\"ts\":{ts:.3},\"dur\":{dur:.3},\"args\":{{{args}}}}}",
+                    json_string(event.name),
+                    track.tid(),
+                ));
+                push(format!(
+                    "{{\"name\":\"submit\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":{flows},\"pid\":{pid},\"tid\":{},\"ts\":{ts:.3}}}",
+                    log.tid
+                ));
+                push(format!(
+                    "{{\"name\":\"submit\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{flows},\"pid\":{pid},\"tid\":{},\"ts\":{ts:.3}}}",
+                    track.tid()
+                ));
+            }
         }
         if log.dropped > 0 {
             push(format!(
@@ -297,6 +347,14 @@ pub fn flush() {
                 log.tid, log.dropped
             ));
         }
+    }
+    for track in &tracks {
+        push(format!(
+            "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{},\"args\":{{\"name\":\"device {} queue {:#x}\"}}}}",
+            track.tid(),
+            track.device,
+            track.queue
+        ));
     }
     let devices: Vec<String> = lock(&DEVICES)
         .iter()

@@ -89,8 +89,8 @@ impl<'d> ConstructQueue<'d> {
         if info::enabled(info::DATA_TRANSFER) {
             self.print_copy(true, host_src, device_dst, size, name);
         }
-        let _span = self.transfer_span("H2D", size);
         let queue = self.handle()?;
+        let _span = self.transfer_span("H2D", size, queue);
         self.device
             .copy_to_device(device_dst, host_src, size, queue)
     }
@@ -119,8 +119,8 @@ impl<'d> ConstructQueue<'d> {
         if info::enabled(info::DATA_TRANSFER) {
             self.print_copy(false, host_dst, device_src, size, name);
         }
-        let _span = self.transfer_span("D2H", size);
         let queue = self.handle()?;
+        let _span = self.transfer_span("D2H", size, queue);
         self.device
             .copy_from_device(host_dst, device_src, size, queue)
     }
@@ -299,22 +299,37 @@ impl<'d> ConstructQueue<'d> {
     /// A profile span for a transfer's submission (on a device that copies asynchronously the
     /// copy itself may end later).
     #[inline]
-    fn transfer_span(&self, direction: &'static str, bytes: u64) -> Option<crate::profile::Span> {
-        if !crate::profile::enabled() {
-            return None;
-        }
-        self.transfer_span_on(direction, bytes)
-    }
-
-    #[cold]
-    fn transfer_span_on(
+    fn transfer_span(
         &self,
         direction: &'static str,
         bytes: u64,
+        queue: QueueHandle,
     ) -> Option<crate::profile::Span> {
-        let mut span = crate::profile::begin(direction)?;
+        if !crate::profile::enabled() {
+            return None;
+        }
+        self.work_span(direction, Some(bytes), queue)
+    }
+
+    /// The profile span of work submitted to `queue`. Where the device has done the work when
+    /// the submission returns (the host plugin), the span is on the queue's track too.
+    /// Asynchronous devices need their own timing of the work, which the plugin ABI does not
+    /// carry yet.
+    #[cold]
+    fn work_span(
+        &self,
+        name: &'static str,
+        bytes: Option<u64>,
+        queue: QueueHandle,
+    ) -> Option<crate::profile::Span> {
+        let mut span = crate::profile::begin(name)?;
         span.int("device", self.device.id as i64);
-        span.int("bytes", bytes as i64);
+        if let Some(bytes) = bytes {
+            span.int("bytes", bytes as i64);
+        }
+        if self.device.queues_complete_on_submission() {
+            span.on_device_queue(self.device.id, queue.0);
+        }
         Some(span)
     }
 
@@ -329,10 +344,9 @@ impl<'d> ConstructQueue<'d> {
         config: &plugin_api::LaunchConfig,
     ) -> Result<()> {
         let queue = self.handle()?;
-        let mut span = crate::profile::begin("kernel launch");
-        if let Some(span) = &mut span {
-            span.int("device", self.device.id as i64);
-        }
+        let _span = crate::profile::enabled()
+            .then(|| self.work_span("kernel launch", None, queue))
+            .flatten();
         self.device
             .plugin
             .launch_kernel(self.device.local, kernel, args, config, queue)

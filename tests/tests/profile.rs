@@ -139,6 +139,39 @@ fn a_programs_profile_has_its_constructs_transfers_and_nested_spans() {
         .filter_map(|e| e.get("tid").and_then(Value::as_f64).map(|t| t as i64))
         .collect();
     assert!(by_thread.keys().all(|t| named.contains(t)), "{written}");
+    // The host device's queues: each transfer and launch also on its queue's track (the host
+    // plugin has done the work when the submission returns), inside the construct that
+    // submitted it, and linked to that submission by a flow.
+    let device_spans: Vec<&Span> = spans.iter().filter(|s| s.tid >= 1_000_000).collect();
+    assert!(
+        !device_spans.is_empty(),
+        "no device queue tracks:\n{written}"
+    );
+    for d in &device_spans {
+        let host = spans
+            .iter()
+            .find(|h| h.tid < 1_000_000 && h.name == d.name && h.start == d.start)
+            .unwrap_or_else(|| panic!("no submission for device span {}", d.name));
+        assert!(
+            spans.iter().any(|c| c.tid == host.tid
+                && c.name.starts_with("target")
+                && c.start <= d.start
+                && d.end <= c.end),
+            "device span {} outside every construct",
+            d.name
+        );
+    }
+    let flow = |phase: &str| {
+        document
+            .get("traceEvents")
+            .and_then(Value::as_list)
+            .unwrap()
+            .iter()
+            .filter(|e| e.get("ph").and_then(Value::as_str) == Some(phase))
+            .count()
+    };
+    assert_eq!(flow("s"), device_spans.len());
+    assert_eq!(flow("f"), device_spans.len());
     // The README's picture is drawn by profile-svg: one box per span.
     let trace =
         std::env::temp_dir().join(format!("omptarget-profile-svg-{}.json", std::process::id()));
