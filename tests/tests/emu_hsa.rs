@@ -167,16 +167,22 @@ fn llvm_19s_nowait_regions_overlap_on_one_queue_too() {
 
 /// What a construct costs at the HSA runtime, beside LLVM 19's plugin on the same binary
 /// (scripts/emu-driver-calls.sh amdgpu prints the whole table, BENCHMARKS.md has it): the same
-/// dispatches and copies, no more signals created, and no more runtime calls in all (a little
-/// slack for timing: whether a dependency completed before the next submission decides a
-/// barrier packet and a signal load or two, for both plugins).
+/// dispatches and copies, no more signals created, and no more runtime calls in all but the
+/// waits and signal loads, whose number is timing for both plugins (a wait that outlasts the
+/// busy-wait is followed by a sleeping one; whether a dependency completed decides a load),
+/// with a little slack for the barrier packet that the same timing decides. Waits: at most
+/// one more than LLVM's per construct.
 #[test]
 fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
     let exe = tests::compile_amdgpu_twin("../../bench/gpu/per_construct.c");
     let count = |c: &HashMap<String, f64>, f: &str| c.get(f).copied().unwrap_or(0.0);
     let calls = |c: &HashMap<String, f64>| {
         c.iter()
-            .filter(|(f, _)| f.starts_with("hsa_"))
+            .filter(|(f, _)| {
+                f.starts_with("hsa_")
+                    && *f != "hsa_signal_wait_scacquire"
+                    && *f != "hsa_signal_load_scacquire"
+            })
             .map(|(_, n)| n)
             .sum::<f64>()
     };
@@ -193,6 +199,8 @@ fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
         );
         assert!(signals(&ours) <= signals(&llvm), "{report}");
         assert!(calls(&ours) <= calls(&llvm) + 0.5, "{report}");
+        let waits = |c: &HashMap<String, f64>| count(c, "hsa_signal_wait_scacquire");
+        assert!(waits(&ours) <= waits(&llvm) + 1.0, "{report}");
     }
 }
 
