@@ -66,6 +66,35 @@ fn status_of(result: std::result::Result<(), status::Error>) -> hsa_status_t {
     }
 }
 
+/// An HSA iteration: after `call`'s checks, `items` lists what to visit (checking the
+/// handles it is given), then `visit` calls the program's callback on each; the first callback
+/// result other than `HSA_STATUS_SUCCESS` stops it and is the function's result
+/// (`HSA_STATUS_INFO_BREAK` included).
+fn iterate<T, F: Copy>(
+    function: &'static str,
+    callback: Option<F>,
+    items: impl FnOnce() -> Result<Vec<T>>,
+    mut visit: impl FnMut(F, T) -> hsa_status_t,
+) -> hsa_status_t {
+    let mut result = HSA_STATUS_SUCCESS;
+    let status = call(function, |_| {
+        let items = items()?;
+        let callback = callback.ok_or(status::INVALID_ARGUMENT)?;
+        for item in items {
+            result = visit(callback, item);
+            if result != HSA_STATUS_SUCCESS {
+                break;
+            }
+        }
+        Ok(())
+    });
+    if status == HSA_STATUS_SUCCESS {
+        result
+    } else {
+        status
+    }
+}
+
 // --- Start-up ---------------------------------------------------------------------------------
 
 #[no_mangle]
@@ -148,25 +177,13 @@ pub extern "C" fn hsa_iterate_agents(
     callback: hsa_agent_callback_t,
     data: *mut c_void,
 ) -> hsa_status_t {
-    let mut result = HSA_STATUS_SUCCESS;
-    let status = call("hsa_iterate_agents", |_| {
-        let runtime = runtime::get()?;
-        let callback = callback.ok_or(status::INVALID_ARGUMENT)?;
-        for agent in runtime.system.agents() {
-            // SAFETY: the program's callback with its own data, as HSA calls it.
-            let returned = unsafe { callback(System::agent_handle(agent), data) };
-            if returned != HSA_STATUS_SUCCESS {
-                result = returned;
-                break;
-            }
-        }
-        Ok(())
-    });
-    if status == HSA_STATUS_SUCCESS {
-        result
-    } else {
-        status
-    }
+    iterate(
+        "hsa_iterate_agents",
+        callback,
+        || Ok(runtime::get()?.system.agents().collect()),
+        // SAFETY: the program's callback with its own data, as HSA calls it.
+        |callback, agent| unsafe { callback(System::agent_handle(agent), data) },
+    )
 }
 
 #[no_mangle]
@@ -277,22 +294,21 @@ pub extern "C" fn hsa_agent_iterate_isas(
     callback: hsa_isa_callback_t,
     data: *mut c_void,
 ) -> hsa_status_t {
-    let mut result = HSA_STATUS_SUCCESS;
-    let status = call("hsa_agent_iterate_isas", |_| {
-        let runtime = runtime::get()?;
-        let index = agent_of(runtime, agent)?;
-        let callback = callback.ok_or(status::INVALID_ARGUMENT)?;
-        if runtime.system.is_gpu(index) {
-            // SAFETY: the program's callback with its own data.
-            result = unsafe { callback(System::isa_handle(), data) };
-        }
-        Ok(())
-    });
-    if status == HSA_STATUS_SUCCESS {
-        result
-    } else {
-        status
-    }
+    iterate(
+        "hsa_agent_iterate_isas",
+        callback,
+        || {
+            let runtime = runtime::get()?;
+            let index = agent_of(runtime, agent)?;
+            Ok(if runtime.system.is_gpu(index) {
+                vec![System::isa_handle()]
+            } else {
+                Vec::new()
+            })
+        },
+        // SAFETY: the program's callback with its own data.
+        |callback, isa| unsafe { callback(isa, data) },
+    )
 }
 
 #[no_mangle]
@@ -330,26 +346,16 @@ pub extern "C" fn hsa_amd_agent_iterate_memory_pools(
     callback: hsa_amd_memory_pool_callback_t,
     data: *mut c_void,
 ) -> hsa_status_t {
-    let mut result = HSA_STATUS_SUCCESS;
-    let status = call("hsa_amd_agent_iterate_memory_pools", |_| {
-        let runtime = runtime::get()?;
-        let index = agent_of(runtime, agent)?;
-        let callback = callback.ok_or(status::INVALID_ARGUMENT)?;
-        for pool in runtime.system.pools_of(index) {
-            // SAFETY: the program's callback with its own data.
-            let returned = unsafe { callback(System::pool_handle(pool), data) };
-            if returned != HSA_STATUS_SUCCESS {
-                result = returned;
-                break;
-            }
-        }
-        Ok(())
-    });
-    if status == HSA_STATUS_SUCCESS {
-        result
-    } else {
-        status
-    }
+    iterate(
+        "hsa_amd_agent_iterate_memory_pools",
+        callback,
+        || {
+            let runtime = runtime::get()?;
+            Ok(runtime.system.pools_of(agent_of(runtime, agent)?))
+        },
+        // SAFETY: the program's callback with its own data.
+        |callback, pool| unsafe { callback(System::pool_handle(pool), data) },
+    )
 }
 
 #[no_mangle]
@@ -968,6 +974,22 @@ fn expect_queue(queue: *const hsa_queue_t, function: &str) -> std::sync::Arc<cra
 
 // --- Code objects and executables -------------------------------------------------------------
 
+/// A reader over the `size` bytes at `code`, its handle written to `reader`.
+fn add_reader(
+    c: &mut crate::trace::Call,
+    code: *const c_void,
+    size: usize,
+    reader: *mut hsa_code_object_reader_t,
+) -> Result<()> {
+    c.note(|| format!("code={code:p} size={size}"));
+    let runtime = runtime::get()?;
+    let reader = out(reader)?;
+    let handle = runtime.code.add_reader(code as usize, size)?;
+    // SAFETY: a valid out-pointer (checked not null).
+    unsafe { *reader = hsa_code_object_reader_t { handle } };
+    Ok(())
+}
+
 #[no_mangle]
 pub extern "C" fn hsa_code_object_reader_create_from_memory(
     code: *const c_void,
@@ -975,13 +997,7 @@ pub extern "C" fn hsa_code_object_reader_create_from_memory(
     reader: *mut hsa_code_object_reader_t,
 ) -> hsa_status_t {
     call("hsa_code_object_reader_create_from_memory", |c| {
-        c.note(|| format!("code={code:p} size={size}"));
-        let runtime = runtime::get()?;
-        let reader = out(reader)?;
-        let handle = runtime.code.add_reader(code as usize, size)?;
-        // SAFETY: a valid out-pointer (checked not null).
-        unsafe { *reader = hsa_code_object_reader_t { handle } };
-        Ok(())
+        add_reader(c, code, size, reader)
     })
 }
 
@@ -1002,13 +1018,7 @@ pub extern "C" fn hsa_code_object_deserialize(
     object: *mut hsa_code_object_reader_t,
 ) -> hsa_status_t {
     call("hsa_code_object_deserialize", |c| {
-        c.note(|| format!("code={code:p} size={size}"));
-        let runtime = runtime::get()?;
-        let object = out(object)?;
-        let handle = runtime.code.add_reader(code as usize, size)?;
-        // SAFETY: a valid out-pointer (checked not null).
-        unsafe { *object = hsa_code_object_reader_t { handle } };
-        Ok(())
+        add_reader(c, code, size, object)
     })
 }
 
@@ -1192,25 +1202,15 @@ pub extern "C" fn hsa_executable_iterate_symbols(
     >,
     data: *mut c_void,
 ) -> hsa_status_t {
-    let mut result = HSA_STATUS_SUCCESS;
-    let status = call("hsa_executable_iterate_symbols", |_| {
-        let callback = callback.ok_or(status::INVALID_ARGUMENT)?;
-        for handle in runtime::get()?.code.symbols_of(executable.handle)? {
-            // SAFETY: the program's callback with its own data.
-            let returned =
-                unsafe { callback(executable, hsa_executable_symbol_t { handle }, data) };
-            if returned != HSA_STATUS_SUCCESS {
-                result = returned;
-                break;
-            }
-        }
-        Ok(())
-    });
-    if status == HSA_STATUS_SUCCESS {
-        result
-    } else {
-        status
-    }
+    iterate(
+        "hsa_executable_iterate_symbols",
+        callback,
+        || runtime::get()?.code.symbols_of(executable.handle),
+        // SAFETY: the program's callback with its own data.
+        |callback, handle| unsafe {
+            callback(executable, hsa_executable_symbol_t { handle }, data)
+        },
+    )
 }
 
 #[no_mangle]

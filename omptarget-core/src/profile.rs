@@ -10,6 +10,7 @@
 //! not kept). The file is written at exit and before a fatal error aborts the program; a child
 //! process made by `fork` starts with empty buffers and writes `FILE.<pid>`.
 
+use crate::inventory::json_string;
 use std::cell::RefCell;
 use std::ffi::c_int;
 use std::io::Write;
@@ -376,23 +377,6 @@ pub fn flush() {
             "cannot write the LIBOMPTARGET_PROFILE trace to {path}: {e}"
         )),
     }
-}
-
-/// `text` as a JSON string literal.
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -204,7 +204,7 @@ pub fn calls_per_construct(
 }
 
 /// The conformance suite (clang-19 builds) on `runtime`, two programs at a time.
-pub fn suite(runtime: Runtime) -> Vec<conformance::Outcome> {
+fn suite(runtime: Runtime) -> Vec<conformance::Outcome> {
     conformance::check_all(
         &conformance::programs(),
         &[crate::Compiler::Clang19],
@@ -213,7 +213,7 @@ pub fn suite(runtime: Runtime) -> Vec<conformance::Outcome> {
     )
 }
 
-pub fn passed(outcomes: &[conformance::Outcome]) -> BTreeSet<String> {
+fn passed(outcomes: &[conformance::Outcome]) -> BTreeSet<String> {
     outcomes
         .iter()
         .filter(|o| o.result.is_ok())
@@ -221,10 +221,57 @@ pub fn passed(outcomes: &[conformance::Outcome]) -> BTreeSet<String> {
         .collect()
 }
 
+/// The conformance suite on `gpu`'s emulator: our plugin passes every program (with and
+/// without a delay of 200 us per queued operation); LLVM 19's plugin on the same emulator and
+/// binaries is the judge of the emulation: what it passes, ours passes, and each of its
+/// failures is explained in docs/emulated-drivers.md, or by `also_explained`. Prints the
+/// counts, naming the emulator `what`.
+pub fn suite_passes_and_llvm_19_judges(
+    gpu: EmulatedGpu,
+    what: &str,
+    also_explained: impl Fn(&conformance::Outcome) -> bool,
+) {
+    let ours = suite(Runtime::OursOnEmulator { gpu, delay_us: 0 });
+    assert!(ours.len() >= 150, "only {} programs ran", ours.len());
+    if let Some(report) = conformance::failures(&ours) {
+        panic!("{report}");
+    }
+    let delayed = suite(Runtime::OursOnEmulator { gpu, delay_us: 200 });
+    if let Some(report) = conformance::failures(&delayed) {
+        panic!("with OMPTARGET_EMU_DELAY_US=200: {report}");
+    }
+    let llvm = suite(Runtime::Llvm19OnEmulator { gpu });
+    let (llvm_passed, ours_passed) = (passed(&llvm), passed(&ours));
+    let only_llvm: Vec<&String> = llvm_passed.difference(&ours_passed).collect();
+    assert!(
+        only_llvm.is_empty(),
+        "LLVM 19 passes, ours fails: {only_llvm:?}"
+    );
+    let known = known_llvm_failures(gpu);
+    let unexplained: Vec<&String> = llvm
+        .iter()
+        .filter(|o| o.result.is_err() && !known.contains(&o.name) && !also_explained(o))
+        .map(|o| &o.name)
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "LLVM 19 fails on the emulator where docs/emulated-drivers.md does not say why: \
+         {unexplained:?}\n{}",
+        conformance::failures(&llvm).unwrap_or_default()
+    );
+    eprintln!(
+        "on the {what}: ours passes {} of {}, LLVM 19 passes {} of {}",
+        ours_passed.len(),
+        ours.len(),
+        llvm_passed.len(),
+        llvm.len()
+    );
+}
+
 /// The programs LLVM 19 fails on `gpu`'s emulator, from the table in
 /// docs/emulated-drivers.md between the markers `<!-- llvm19-<plugin>-failures -->` (first
 /// column; a cell may name several programs).
-pub fn known_llvm_failures(gpu: EmulatedGpu) -> Vec<String> {
+fn known_llvm_failures(gpu: EmulatedGpu) -> Vec<String> {
     let doc = std::fs::read_to_string(crate::workspace_root().join("docs/emulated-drivers.md"))
         .expect("docs/emulated-drivers.md");
     let marker = format!("<!-- llvm19-{}-failures -->", gpu.plugin());

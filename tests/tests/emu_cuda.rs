@@ -7,8 +7,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
-use tests::conformance::{self, EmulatedGpu, Runtime};
-use tests::emulated::{self, field, known_llvm_failures, passed, suite, TracedRuns};
+use tests::conformance::{self, EmulatedGpu};
+use tests::emulated::{self, field, TracedRuns};
 
 const CUDA: EmulatedGpu = EmulatedGpu::Cuda;
 
@@ -17,29 +17,6 @@ const CUDA: EmulatedGpu = EmulatedGpu::Cuda;
 /// passes, ours passes, and each of its failures is explained in docs/emulated-drivers.md.
 #[test]
 fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
-    let ours = suite(Runtime::OursOnEmulator {
-        gpu: CUDA,
-        delay_us: 0,
-    });
-    assert!(ours.len() >= 150, "only {} programs ran", ours.len());
-    if let Some(report) = conformance::failures(&ours) {
-        panic!("{report}");
-    }
-    let delayed = suite(Runtime::OursOnEmulator {
-        gpu: CUDA,
-        delay_us: 200,
-    });
-    if let Some(report) = conformance::failures(&delayed) {
-        panic!("with OMPTARGET_EMU_DELAY_US=200: {report}");
-    }
-    let llvm = suite(Runtime::Llvm19OnEmulator { gpu: CUDA });
-    let (llvm_passed, ours_passed) = (passed(&llvm), passed(&ours));
-    let only_llvm: Vec<&String> = llvm_passed.difference(&ours_passed).collect();
-    assert!(
-        only_llvm.is_empty(),
-        "LLVM 19 passes, ours fails: {only_llvm:?}"
-    );
-    let known = known_llvm_failures(CUDA);
     // LLVM's launch without a current context (see the docs) hits whichever program has a
     // thread whose first driver call is a launch, depending on timing.
     let llvm_context_bug = |o: &conformance::Outcome| {
@@ -47,24 +24,7 @@ fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
             e.contains("Error in cuLaunchKernel") && e.contains("invalid device context")
         })
     };
-    let unexplained: Vec<&String> = llvm
-        .iter()
-        .filter(|o| o.result.is_err() && !known.contains(&o.name) && !llvm_context_bug(o))
-        .map(|o| &o.name)
-        .collect();
-    assert!(
-        unexplained.is_empty(),
-        "LLVM 19 fails on the emulator where docs/emulated-drivers.md does not say why: \
-         {unexplained:?}\n{}",
-        conformance::failures(&llvm).unwrap_or_default()
-    );
-    eprintln!(
-        "on the emulated CUDA driver: ours passes {} of {}, LLVM 19 passes {} of {}",
-        ours_passed.len(),
-        ours.len(),
-        llvm_passed.len(),
-        llvm.len()
-    );
+    emulated::suite_passes_and_llvm_19_judges(CUDA, "emulated CUDA driver", llvm_context_bug);
 }
 
 /// Runs a program on our runtime with offloading mandatory, tracing the driver calls.

@@ -7,8 +7,8 @@
 //! the emulator.
 
 use std::collections::HashMap;
-use tests::conformance::{self, EmulatedGpu, Runtime};
-use tests::emulated::{self, field, known_llvm_failures, passed, suite};
+use tests::conformance::EmulatedGpu;
+use tests::emulated::{self, field};
 
 const AMDGPU: EmulatedGpu = EmulatedGpu::Amdgpu;
 
@@ -18,47 +18,7 @@ const AMDGPU: EmulatedGpu = EmulatedGpu::Amdgpu;
 /// docs/emulated-drivers.md.
 #[test]
 fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
-    let ours = suite(Runtime::OursOnEmulator {
-        gpu: AMDGPU,
-        delay_us: 0,
-    });
-    assert!(ours.len() >= 150, "only {} programs ran", ours.len());
-    if let Some(report) = conformance::failures(&ours) {
-        panic!("{report}");
-    }
-    let delayed = suite(Runtime::OursOnEmulator {
-        gpu: AMDGPU,
-        delay_us: 200,
-    });
-    if let Some(report) = conformance::failures(&delayed) {
-        panic!("with OMPTARGET_EMU_DELAY_US=200: {report}");
-    }
-    let llvm = suite(Runtime::Llvm19OnEmulator { gpu: AMDGPU });
-    let (llvm_passed, ours_passed) = (passed(&llvm), passed(&ours));
-    let only_llvm: Vec<&String> = llvm_passed.difference(&ours_passed).collect();
-    assert!(
-        only_llvm.is_empty(),
-        "LLVM 19 passes, ours fails: {only_llvm:?}"
-    );
-    let known = known_llvm_failures(AMDGPU);
-    let unexplained: Vec<&String> = llvm
-        .iter()
-        .filter(|o| o.result.is_err() && !known.contains(&o.name))
-        .map(|o| &o.name)
-        .collect();
-    assert!(
-        unexplained.is_empty(),
-        "LLVM 19 fails on the emulator where docs/emulated-drivers.md does not say why: \
-         {unexplained:?}\n{}",
-        conformance::failures(&llvm).unwrap_or_default()
-    );
-    eprintln!(
-        "on the emulated HSA runtime: ours passes {} of {}, LLVM 19 passes {} of {}",
-        ours_passed.len(),
-        ours.len(),
-        llvm_passed.len(),
-        llvm.len()
-    );
+    emulated::suite_passes_and_llvm_19_judges(AMDGPU, "emulated HSA runtime", |_| false);
 }
 
 /// Each HSA function the program uses fails once, at its first call and at its second: the

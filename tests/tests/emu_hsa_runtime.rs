@@ -113,6 +113,28 @@ fn wait_zero(s: hsa_signal_t, ms: u64) -> i64 {
     )
 }
 
+/// `hsa_amd_memory_async_copy` of `size` bytes after `deps`, completing `done`.
+fn copy(
+    dst: *mut c_void,
+    dst_agent: hsa_agent_t,
+    src: *const c_void,
+    src_agent: hsa_agent_t,
+    size: usize,
+    deps: &[hsa_signal_t],
+    done: hsa_signal_t,
+) -> hsa_status_t {
+    hsa_amd_memory_async_copy(
+        dst,
+        dst_agent,
+        src,
+        src_agent,
+        size,
+        deps.len() as u32,
+        deps.as_ptr(),
+        done,
+    )
+}
+
 /// Waits up to two seconds for a fault at `address`.
 fn fault_at(address: u64) -> bool {
     let start = Instant::now();
@@ -282,16 +304,7 @@ fn another_gpus_memory_is_reached_only_once_granted() {
     unsafe { std::ptr::write_bytes(a, 0x5a, 4096) };
     let done = signal(1);
     assert_eq!(
-        hsa_amd_memory_async_copy(
-            b.cast(),
-            gpus[1],
-            a.cast(),
-            gpus[0],
-            4096,
-            0,
-            std::ptr::null(),
-            done
-        ),
+        copy(b.cast(), gpus[1], a.cast(), gpus[0], 4096, &[], done),
         0
     );
     assert!(
@@ -305,16 +318,7 @@ fn another_gpus_memory_is_reached_only_once_granted() {
     );
     let done = signal(1);
     assert_eq!(
-        hsa_amd_memory_async_copy(
-            b.cast(),
-            gpus[1],
-            a.cast(),
-            gpus[0],
-            4096,
-            0,
-            std::ptr::null(),
-            done
-        ),
+        copy(b.cast(), gpus[1], a.cast(), gpus[0], 4096, &[], done),
         0
     );
     assert_eq!(wait_zero(done, 2000), 0);
@@ -344,14 +348,13 @@ fn host_memory_must_be_locked_for_the_gpu() {
     let host = vec![9u8; 4096];
     let done = signal(1);
     assert_eq!(
-        hsa_amd_memory_async_copy(
+        copy(
             device.cast(),
             gpus[0],
             host.as_ptr().cast(),
             *cpu,
             4096,
-            0,
-            std::ptr::null(),
+            &[],
             done
         ),
         0
@@ -384,16 +387,7 @@ fn host_memory_must_be_locked_for_the_gpu() {
     );
     let done = signal(1);
     assert_eq!(
-        hsa_amd_memory_async_copy(
-            device.cast(),
-            gpus[0],
-            locked,
-            *cpu,
-            4096,
-            0,
-            std::ptr::null(),
-            done
-        ),
+        copy(device.cast(), gpus[0], locked, *cpu, 4096, &[], done),
         0
     );
     assert_eq!(wait_zero(done, 2000), 0);
@@ -463,14 +457,13 @@ fn copies_wait_for_their_dependencies() {
     unsafe { std::ptr::write_bytes(src, 3, 64) };
     let (dependency, done) = (signal(1), signal(1));
     assert_eq!(
-        hsa_amd_memory_async_copy(
+        copy(
             dst.cast(),
             gpus[0],
             src.cast(),
             gpus[0],
             64,
-            1,
-            &dependency,
+            &[dependency],
             done
         ),
         0

@@ -15,6 +15,14 @@ fn assert_names_fault<T: std::fmt::Debug>(result: Result<T, crate::hsa_interface
     );
 }
 
+/// A release action that counts its runs in the counter it comes with.
+fn counted_release(runs: &Arc<AtomicUsize>) -> Option<Box<dyn FnOnce() + Send>> {
+    let runs = Arc::clone(runs);
+    Some(Box::new(move || {
+        runs.fetch_add(1, Ordering::SeqCst);
+    }))
+}
+
 #[test]
 fn a_faulting_kernel_fails_synchronize_and_the_stream_goes_on_on_a_new_queue() {
     watchdog(|| {
@@ -42,14 +50,8 @@ fn a_faulting_kernel_fails_synchronize_and_the_stream_goes_on_on_a_new_queue() {
         // (defect 10 of issue 18: kernels were refused from then on).
         let dead = stream.hsa_queue();
         let released = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&released);
         stream
-            .push_kernel(
-                &dispatch(step, 1),
-                Some(Box::new(move || {
-                    counted.fetch_add(1, Ordering::SeqCst);
-                })),
-            )
+            .push_kernel(&dispatch(step, 1), counted_release(&released))
             .unwrap();
         assert_ne!(stream.hsa_queue(), dead);
         stream.synchronize().unwrap();
@@ -298,14 +300,8 @@ fn failed_kernel_submission() {
         failure_mid_chain(Fixture::new(1), |fx, stream| {
             let nop = fx.kernel(|_| Ok(()));
             let released = Arc::new(AtomicUsize::new(0));
-            let counted = Arc::clone(&released);
             fx.hsa.fail_after(FaultOp::Submit, 0);
-            expect_injected(stream.push_kernel(
-                &dispatch(nop, 0),
-                Some(Box::new(move || {
-                    counted.fetch_add(1, Ordering::SeqCst);
-                })),
-            ));
+            expect_injected(stream.push_kernel(&dispatch(nop, 0), counted_release(&released)));
             // The release of a refused kernel waits for the stream's earlier work, which may
             // still read what it frees (defect 4 of issue 18), then runs.
             stream.synchronize().unwrap();
@@ -315,14 +311,8 @@ fn failed_kernel_submission() {
                 "release runs for a refused kernel"
             );
             // With nothing pending it runs at once.
-            let again = Arc::clone(&released);
             fx.hsa.fail_after(FaultOp::Submit, 0);
-            expect_injected(stream.push_kernel(
-                &dispatch(nop, 0),
-                Some(Box::new(move || {
-                    again.fetch_add(1, Ordering::SeqCst);
-                })),
-            ));
+            expect_injected(stream.push_kernel(&dispatch(nop, 0), counted_release(&released)));
             assert_eq!(released.load(Ordering::SeqCst), 2);
         });
     });
@@ -342,14 +332,8 @@ fn a_refused_kernels_release_waits_for_the_streams_earlier_work() {
                 .unwrap();
             let nop = fx.kernel(|_| Ok(()));
             let released = Arc::new(AtomicUsize::new(0));
-            let counted = Arc::clone(&released);
             fx.hsa.fail_after(FaultOp::Submit, 0);
-            expect_injected(stream.push_kernel(
-                &dispatch(nop, 0),
-                Some(Box::new(move || {
-                    counted.fetch_add(1, Ordering::SeqCst);
-                })),
-            ));
+            expect_injected(stream.push_kernel(&dispatch(nop, 0), counted_release(&released)));
             std::thread::sleep(Duration::from_millis(20));
             assert_eq!(
                 released.load(Ordering::SeqCst),
