@@ -1,5 +1,6 @@
-//! The [`Plugin`] implementation: opens the HSA runtime, finds the GPU agents and the host's
-//! pools, checks arguments and dispatches to [`AmdgpuDevice`]s.
+//! The plugin-wide calls: opens the HSA runtime, finds the GPU agents and the host's pools.
+//! The per-device calls are [`AmdgpuDevice`]'s ([`Device`]), reached through plugin-api's
+//! [`DevicePlugin`] forwarding.
 
 use crate::code_object::{self, TargetId};
 use crate::device::{AmdgpuDevice, HostMemory};
@@ -50,27 +51,7 @@ impl AmdgpuPlugin {
     }
 
     fn slot(&self, device: i32) -> Result<&DeviceSlot> {
-        usize::try_from(device)
-            .ok()
-            .and_then(|i| self.devices.get(i))
-            .ok_or_else(|| {
-                PluginError::new(
-                    ErrorCode::INVALID_DEVICE,
-                    format!(
-                        "amdgpu device {device} does not exist (there are {})",
-                        self.devices.len()
-                    ),
-                )
-            })
-    }
-
-    fn device(&self, device: i32) -> Result<&AmdgpuDevice> {
-        self.slot(device)?.device.get().ok_or_else(|| {
-            PluginError::new(
-                ErrorCode::NOT_INITIALIZED,
-                format!("amdgpu device {device} is used before it was initialised"),
-            )
-        })
+        device_at("amdgpu", &self.devices, device)
     }
 
     /// The host agent's pools every GPU uses: fine-grained memory for staging buffers and
@@ -110,7 +91,9 @@ impl AmdgpuPlugin {
     }
 }
 
-impl Plugin for AmdgpuPlugin {
+impl DevicePlugin for AmdgpuPlugin {
+    type Device = AmdgpuDevice;
+
     fn may_run_target(triple: &str) -> TargetClaim {
         TargetClaim::for_architectures(triple, &["amdgcn"])
     }
@@ -179,7 +162,7 @@ impl Plugin for AmdgpuPlugin {
         let mut first_error = Ok(());
         for (i, slot) in self.devices.iter().enumerate() {
             if slot.device.get().is_some() {
-                if let Err(e) = self.deinit_device(i as i32) {
+                if let Err(e) = DevicePlugin::deinit_device(self, i as i32) {
                     if first_error.is_ok() {
                         first_error = Err(e);
                     }
@@ -308,158 +291,12 @@ impl Plugin for AmdgpuPlugin {
         Ok(info)
     }
 
-    fn load_image(&self, device: i32, image: ImageRef<'_>) -> Result<ImageHandle> {
-        self.device(device)?.load_image(image.bytes.as_slice())
-    }
-
-    fn unload_image(&self, device: i32, image: ImageHandle) -> Result<()> {
-        self.device(device)?.unload_image(image)
-    }
-
-    fn set_indirect_calls(
-        &self,
-        device: i32,
-        image: ImageHandle,
-        calls: &[IndirectCall],
-    ) -> Result<()> {
-        self.device(device)?.set_indirect_calls(image, calls)
-    }
-
-    fn get_kernel(&self, device: i32, image: ImageHandle, name: &str) -> Result<KernelHandle> {
-        self.device(device)?.get_kernel(image, name)
-    }
-
-    fn get_global(
-        &self,
-        device: i32,
-        image: ImageHandle,
-        name: &str,
-        size: u64,
-    ) -> Result<GlobalInfo> {
-        self.device(device)?.get_global(image, name, size)
-    }
-
-    fn alloc(&self, device: i32, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
-        self.device(device)?.alloc(size, kind)
-    }
-
-    fn free(&self, device: i32, ptr: usize, kind: AllocKind) -> Result<()> {
-        if ptr == 0 {
-            return Ok(());
-        }
-        self.device(device)?.free(ptr, kind)
-    }
-
-    fn create_queue(&self, device: i32) -> Result<QueueHandle> {
-        self.device(device)?.create_queue()
-    }
-
-    fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()> {
-        self.device(device)?.release_queue(queue)
-    }
-
-    fn copy_to_device(
-        &self,
-        device: i32,
-        dst: usize,
-        src: usize,
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        if size == 0 {
-            return Ok(());
-        }
-        self.device(device)?.copy_to_device(dst, src, size, queue)
-    }
-
-    fn copy_from_device(
-        &self,
-        device: i32,
-        dst: usize,
-        src: usize,
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        if size == 0 {
-            return Ok(());
-        }
-        self.device(device)?.copy_from_device(dst, src, size, queue)
-    }
-
-    fn copy_device_to_device(
-        &self,
-        src_device: i32,
-        src: usize,
-        dst_device: i32,
-        dst: usize,
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        let source = self.device(src_device)?;
-        let target = self.slot(dst_device)?;
-        if size == 0 {
-            return Ok(());
-        }
-        source.copy_to_agent(src, dst, target.agent.agent, size, queue)
-    }
-
-    fn launch_kernel(
-        &self,
-        device: i32,
-        kernel: KernelHandle,
-        args: &[usize],
-        config: &LaunchConfig,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        self.device(device)?.launch(kernel, args, config, queue)
-    }
-
-    fn synchronize(&self, device: i32, queue: QueueHandle) -> Result<()> {
-        self.device(device)?.synchronize(queue)
-    }
-
-    fn query_queue(&self, device: i32, queue: QueueHandle) -> Result<bool> {
-        self.device(device)?.query(queue)
-    }
-
-    fn create_event(&self, device: i32) -> Result<EventHandle> {
-        self.device(device)?.create_event()
-    }
-
-    fn record_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
-        self.device(device)?.record_event(event, queue)
-    }
-
-    fn wait_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
-        self.device(device)?.wait_event(event, queue)
-    }
-
-    fn sync_event(&self, device: i32, event: EventHandle) -> Result<()> {
-        self.device(device)?.sync_event(event)
-    }
-
-    fn destroy_event(&self, device: i32, event: EventHandle) -> Result<()> {
-        self.device(device)?.destroy_event(event)
-    }
-
-    fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
-        self.device(device)?.memory_info()
-    }
-
-    fn interop_info(&self, device: i32, queue: QueueHandle) -> Result<InteropInfo> {
-        self.device(device)?.interop_info(queue)
-    }
-
-    fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
-        if host_ptr == 0 {
-            return Err(PluginError::invalid_argument(
-                "cannot page-lock a null pointer",
-            ));
-        }
-        self.device(device)?.pin(host_ptr, size)
-    }
-
-    fn unpin_memory(&self, device: i32, host_ptr: usize) -> Result<()> {
-        self.device(device)?.unpin(host_ptr)
+    fn device(&self, device: i32) -> Result<&AmdgpuDevice> {
+        self.slot(device)?.device.get().ok_or_else(|| {
+            PluginError::new(
+                ErrorCode::NOT_INITIALIZED,
+                format!("amdgpu device {device} is used before it was initialised"),
+            )
+        })
     }
 }

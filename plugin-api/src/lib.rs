@@ -10,7 +10,9 @@
 //!   plugin, and an older core ignores them in a newer plugin.
 //!
 //! Plugin authors implement the safe [`Plugin`] trait and call [`export_plugin!`]; the generated
-//! shims catch panics and turn them into [`PluginError`]s so none crosses the C boundary.
+//! shims catch panics and turn them into [`PluginError`]s so none crosses the C boundary. A
+//! plugin whose work is per device implements [`DevicePlugin`] and a [`Device`] instead, and
+//! gets [`Plugin`]'s forwarding and shared argument rules from this crate.
 //!
 //! Device numbers in this ABI are local to the plugin (0..num_devices); the core maps them to the
 //! global OpenMP device numbers: plugins in load order, then each plugin's devices in its order.
@@ -45,6 +47,7 @@
 //! `examples/plugin-example/`, and the conformance checker is `omptarget-plugin-check`.
 
 pub mod address_map;
+mod devices;
 pub mod elf_layout;
 pub mod gpu;
 mod logging;
@@ -58,6 +61,7 @@ mod types;
 mod version;
 
 pub use abi_stable;
+pub use devices::{device_at, no_such_device, Device, DevicePlugin};
 pub use logging::{info, HostServices, LogLevel};
 pub use module::{PluginModule, PluginModuleRef};
 pub use plugin::{may_run_target_of, Plugin, PluginSlot, SlottedPlugin};

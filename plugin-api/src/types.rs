@@ -176,6 +176,11 @@ impl DeviceTraits {
     /// returns, whatever the queue. The core then records no events for other queues to wait
     /// for, asks no queue whether it is done and waits for none.
     pub const QUEUES_COMPLETE_ON_SUBMISSION: DeviceTraits = DeviceTraits(1);
+    /// The device's addresses (allocations, globals) are addresses of the process
+    /// that loaded the plugin, readable and writable by it (the host plugin). Code that moves
+    /// data for such a device may then read and write its memory directly: the MPI device
+    /// process receives copies straight into it.
+    pub const MEMORY_IN_PROCESS: DeviceTraits = DeviceTraits(2);
 
     pub fn contains(self, other: DeviceTraits) -> bool {
         self.0 & other.0 == other.0

@@ -11,10 +11,10 @@ use plugin_api::gpu::{place_indirect_call_table, DeviceEnvironment, NO_LAUNCH_EN
 use plugin_api::gpu::{
     GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE,
 };
-use plugin_api::{AllocKind, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
+use plugin_api::{AllocKind, Device, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
 use plugin_api::{
-    EventHandle, ForeignRuntime, ImageHandle, IndirectCall, InteropInfo, KernelHandle, MemoryInfo,
-    QueueHandle, Vendor,
+    EventHandle, ForeignRuntime, ImageHandle, ImageRef, IndirectCall, InteropInfo, KernelHandle,
+    MemoryInfo, QueueHandle, Vendor,
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -315,13 +315,6 @@ impl CudaDevice {
         }
     }
 
-    // ---- queues and events ----
-
-    pub fn create_queue(&self) -> Result<QueueHandle> {
-        let stream = self.take_stream()?;
-        Ok(QueueHandle(stream.0 as u64))
-    }
-
     fn take_stream(&self) -> Result<Stream> {
         self.take_pooled(&self.streams, "taking a stream")
     }
@@ -338,8 +331,19 @@ impl CudaDevice {
         self.activate()?;
         pool.take(&self.driver).map_err(|e| failed(what, e))
     }
+}
 
-    pub fn release_queue(&self, queue: QueueHandle) -> Result<()> {
+/// The per-device calls of the plugin ABI; plugin-api has looked the device up and applied
+/// the argument rules every plugin shares.
+impl Device for CudaDevice {
+    // ---- queues and events ----
+
+    fn create_queue(&self) -> Result<QueueHandle> {
+        let stream = self.take_stream()?;
+        Ok(QueueHandle(stream.0 as u64))
+    }
+
+    fn release_queue(&self, queue: QueueHandle) -> Result<()> {
         if queue == QueueHandle::SYNC {
             return Err(PluginError::invalid_argument(
                 "the synchronous queue is not released",
@@ -349,7 +353,7 @@ impl CudaDevice {
         Ok(())
     }
 
-    pub fn synchronize(&self, queue: QueueHandle) -> Result<()> {
+    fn synchronize(&self, queue: QueueHandle) -> Result<()> {
         if queue == QueueHandle::SYNC {
             return Ok(());
         }
@@ -359,18 +363,18 @@ impl CudaDevice {
     /// The handles of an OpenMP interop object: the CUDA runtime API's view (LLVM's choice),
     /// which shares the primary context and takes a `CUstream` as a `cudaStream_t`. Our
     /// synchronize is `cuStreamSynchronize`, which also waits for work the program queued.
-    pub fn interop_info(&self, queue: QueueHandle) -> InteropInfo {
-        InteropInfo {
+    fn interop_info(&self, queue: QueueHandle) -> Result<InteropInfo> {
+        Ok(InteropInfo {
             foreign_runtime: ForeignRuntime::CUDA,
             vendor: Vendor::NVIDIA,
             platform: 0,
             device: self.identity.handle as usize,
             context: self.context.0 as usize,
             targetsync: queue.0 as usize,
-        }
+        })
     }
 
-    pub fn memory_info(&self) -> Result<MemoryInfo> {
+    fn memory_info(&self) -> Result<MemoryInfo> {
         self.activate()?;
         let (free, total) = self
             .driver
@@ -379,7 +383,7 @@ impl CudaDevice {
         Ok(MemoryInfo { free, total })
     }
 
-    pub fn query(&self, queue: QueueHandle) -> Result<bool> {
+    fn query_queue(&self, queue: QueueHandle) -> Result<bool> {
         if queue == QueueHandle::SYNC {
             return Ok(true);
         }
@@ -394,12 +398,12 @@ impl CudaDevice {
         Ok(done)
     }
 
-    pub fn create_event(&self) -> Result<EventHandle> {
+    fn create_event(&self) -> Result<EventHandle> {
         let event = self.take_pooled(&self.events, "taking an event")?;
         Ok(EventHandle(event.0 as u64))
     }
 
-    pub fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+    fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
         self.on_queue(queue, |stream| {
             self.driver
                 .record_event(event_of(event), stream)
@@ -407,7 +411,7 @@ impl CudaDevice {
         })
     }
 
-    pub fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+    fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
         self.on_queue(queue, |stream| {
             self.driver
                 .wait_event(stream, event_of(event))
@@ -415,20 +419,20 @@ impl CudaDevice {
         })
     }
 
-    pub fn sync_event(&self, event: EventHandle) -> Result<()> {
+    fn sync_event(&self, event: EventHandle) -> Result<()> {
         self.driver
             .sync_event(event_of(event))
             .map_err(|e| failed("waiting for an event", e))
     }
 
-    pub fn destroy_event(&self, event: EventHandle) -> Result<()> {
+    fn destroy_event(&self, event: EventHandle) -> Result<()> {
         self.events.give_back(event_of(event));
         Ok(())
     }
 
     // ---- memory ----
 
-    pub fn alloc(&self, size: u64, kind: AllocKind) -> Result<usize> {
+    fn alloc(&self, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
         self.activate()?;
         let size = size.max(1);
         let what = || format!("allocating {size} bytes of {} memory", kind.name());
@@ -447,35 +451,7 @@ impl CudaDevice {
         address.map(|a| a as usize).map_err(|e| failed(what(), e))
     }
 
-    /// Device memory from the stream-ordered allocator, on a stream of its own: it does not
-    /// wait for running kernels, so device-side malloc pools can grow while a kernel runs.
-    fn alloc_non_blocking(&self, size: u64) -> driver::Result<u64> {
-        if !self.driver.has_async_allocator() {
-            return self.driver.alloc_device(size);
-        }
-        let stream = self.allocation_stream()?;
-        let ptr = self.driver.alloc_async(size, stream)?;
-        if let Err(e) = self.driver.synchronize(stream) {
-            // The caller never sees the address: free it (stream-ordered, else synchronously).
-            if self.driver.free_async(ptr, stream).is_err() {
-                let _ = self.driver.free_device(ptr);
-            }
-            return Err(e);
-        }
-        Ok(ptr)
-    }
-
-    fn allocation_stream(&self) -> driver::Result<Stream> {
-        let mut slot = self.allocation_stream.lock().unwrap();
-        if let Some(s) = *slot {
-            return Ok(s);
-        }
-        let s = self.driver.create_stream()?;
-        *slot = Some(s);
-        Ok(s)
-    }
-
-    pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+    fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
         self.activate()?;
         let result = match kind {
             AllocKind::HOST => self.driver.free_host(ptr),
@@ -490,45 +466,9 @@ impl CudaDevice {
         result.map_err(|e| failed(format!("freeing {ptr:#x}"), e))
     }
 
-    /// Page-locks `[host, host + size)` for every context (the plugin counts pins, see
-    /// `CudaPlugin::pin_memory`): the address the device uses for `host`, and whether this call
-    /// locked it (`false`: the program or another library had registered it already; it stays
-    /// registered after the last unpin).
-    pub fn page_lock(&self, host: usize, size: u64) -> Result<(u64, bool)> {
-        self.activate()?;
-        let what = || format!("page-locking {size} bytes at {host:#x}");
-        let ours = self
-            .driver
-            .register_host(host, size)
-            .map_err(|e| failed(what(), e))?;
-        match self.driver.host_device_pointer(host) {
-            Ok(device) => Ok((device, ours)),
-            Err(e) => {
-                if ours {
-                    let _ = self.driver.unregister_host(host);
-                }
-                Err(failed(what(), e))
-            }
-        }
-    }
-
-    /// Undoes `page_lock` of the range starting at `start`.
-    pub fn page_unlock(&self, start: usize) -> Result<()> {
-        self.activate()?;
-        self.driver
-            .unregister_host(start)
-            .map_err(|e| failed(format!("unlocking {start:#x}"), e))
-    }
-
     // ---- copies ----
 
-    pub fn copy_to_device(
-        &self,
-        dst: usize,
-        src: usize,
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
+    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
         self.on_queue(queue, |s| {
             self.activate()?;
             self.driver
@@ -537,7 +477,7 @@ impl CudaDevice {
         })
     }
 
-    pub fn copy_from_device(
+    fn copy_from_device(
         &self,
         dst: usize,
         src: usize,
@@ -554,7 +494,7 @@ impl CudaDevice {
 
     /// Copies to `dst` on `peer` (or this device), through peer access where the devices
     /// allow it.
-    pub fn copy_to_peer(
+    fn copy_to_peer(
         &self,
         src: usize,
         peer: &CudaDevice,
@@ -575,38 +515,10 @@ impl CudaDevice {
         })
     }
 
-    fn peer_access(&self, peer: &CudaDevice) -> Result<bool> {
-        let index = peer.identity.ordinal as usize;
-        let mut peers = self.peers.lock().unwrap();
-        match peers.get(index).copied() {
-            Some(PeerAccess::Enabled) => return Ok(true),
-            Some(PeerAccess::Unavailable) | None => return Ok(false),
-            Some(PeerAccess::Unknown) => {}
-        }
-        self.activate()?;
-        let can = self
-            .driver
-            .can_access_peer(self.identity.handle, peer.identity.handle)
-            .map_err(|e| failed("checking peer access", e))?;
-        let state = if !can {
-            PeerAccess::Unavailable
-        } else {
-            match self.driver.enable_peer_access(peer.context) {
-                Ok(()) => PeerAccess::Enabled,
-                Err(e) if e.code == driver::codes::TOO_MANY_PEERS => {
-                    log::debug!("cuda: too many peers, copying through the driver instead");
-                    PeerAccess::Unavailable
-                }
-                Err(e) => return Err(failed("enabling peer access", e)),
-            }
-        };
-        peers[index] = state;
-        Ok(state == PeerAccess::Enabled)
-    }
-
     // ---- images ----
 
-    pub fn load_image(&self, bytes: &[u8]) -> Result<ImageHandle> {
+    fn load_image(&self, image_ref: ImageRef<'_>) -> Result<ImageHandle> {
+        let bytes = image_ref.bytes.as_slice();
         let image::CheckedImage { kind, symbols } =
             image::check(bytes, self.identity.sm).map_err(|e| match e.code {
                 ErrorCode::UNSUPPORTED => PluginError::unsupported(format!(
@@ -656,7 +568,7 @@ impl CudaDevice {
         Ok(ImageHandle(images.len() as u64))
     }
 
-    pub fn unload_image(&self, handle: ImageHandle) -> Result<()> {
+    fn unload_image(&self, handle: ImageHandle) -> Result<()> {
         let loaded = {
             let mut images = self.images.write().unwrap();
             index_of(handle.0, images.len())
@@ -683,7 +595,7 @@ impl CudaDevice {
     /// Gives the device runtime the image's indirect-call table (as LLVM's plugin does when it
     /// loads an image): device memory holding the sorted pairs, named in the device
     /// environment, which the device reads at each indirect call.
-    pub fn set_indirect_calls(&self, handle: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
+    fn set_indirect_calls(&self, handle: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
         // Load time only: the image table stays locked while the table is placed.
         let mut images = self.images.write().unwrap();
         let image = index_of(handle.0, images.len())
@@ -696,7 +608,7 @@ impl CudaDevice {
         }
         let address = place_indirect_call_table(
             calls,
-            |size| self.alloc(size, AllocKind::DEVICE),
+            |size| self.alloc(size, 0, AllocKind::DEVICE),
             |address, table| {
                 let (from, size) = (table.as_ptr() as usize, table.len() as u64);
                 self.copy_to_device(address, from, size, QueueHandle::SYNC)
@@ -709,6 +621,237 @@ impl CudaDevice {
         image.indirect_calls = Some(address as u64);
         Ok(())
     }
+
+    // ---- kernels and globals ----
+
+    fn get_kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+        let kernel = self.with_image(image, |loaded| {
+            if !loaded.symbols.is_empty() && !loaded.symbols.functions().any(|f| f.name == name) {
+                return Err(PluginError::new(
+                    ErrorCode::NOT_FOUND,
+                    format!("the image has no kernel '{name}'"),
+                ));
+            }
+            self.activate()?;
+            let function = self
+                .driver
+                .function(loaded.module, name)
+                .map_err(|e| failed(format!("finding kernel '{name}'"), e))?;
+            let function_max = self
+                .driver
+                .function_attribute(
+                    function,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                )
+                .map_err(|e| failed(format!("reading the limits of '{name}'"), e))?;
+            let environment = self.kernel_environment(loaded, name)?;
+            if environment.is_none() {
+                log::debug!(
+                    "kernel '{name}' has no kernel environment: launching it as a bare kernel"
+                );
+            }
+            Ok(Kernel {
+                name: name.to_owned(),
+                image,
+                function,
+                limits: KernelLimits::new(environment, &self.grid, function_max.max(1) as u32),
+                dynamic_shared: Arc::new(self.dynamic_shared_limit(function)),
+            })
+        })?;
+        let mut kernels = self.kernels.write().unwrap();
+        let kernel = share_limit_with_earlier_handles(&kernels, kernel);
+        kernels.push(Arc::new(kernel));
+        Ok(KernelHandle(kernels.len() as u64))
+    }
+
+    fn get_global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
+        self.with_image(image, |loaded| {
+            self.activate()?;
+            let (address, actual) = self
+                .driver
+                .global(loaded.module, name)
+                .map_err(|e| failed(format!("finding global '{name}'"), e))?;
+            if size != 0 && actual != size {
+                return Err(PluginError::invalid_argument(format!(
+                    "global '{name}' has {actual} bytes on the device and {size} on the host"
+                )));
+            }
+            Ok(GlobalInfo {
+                address: address as usize,
+                size: actual,
+            })
+        })
+    }
+
+    // ---- launch ----
+
+    fn launch_kernel(
+        &self,
+        handle: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let kernel = kernel_at(&self.kernels, handle)?;
+        let (blocks, threads) = kernel.limits.dimensions(&self.grid, config);
+        plugin_api::info::kernel_launch(
+            self.identity.ordinal,
+            config,
+            &kernel.name,
+            blocks,
+            threads,
+            kernel.limits.mode_name(config),
+        );
+        let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
+        // The driver launches in the current context (LLVM's plugin does not make it current
+        // here, and fails on a thread whose first call is a launch).
+        self.activate()?;
+        self.reserve_shared_memory(&kernel, shared)?;
+        self.on_queue(queue, |stream| {
+            let mut packed = Vec::with_capacity(args.len() + 1);
+            if config.kernel_args_version >= 3 {
+                packed.push(self.launch_environment(&kernel.limits, stream)?);
+            }
+            packed.extend_from_slice(args);
+            self.driver
+                .launch(
+                    kernel.function,
+                    blocks,
+                    threads,
+                    shared,
+                    stream,
+                    &mut packed,
+                )
+                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+        })
+    }
+
+    /// Launches a kernel-language (CUDA) kernel: its own parameter layout, exactly the grid and
+    /// block asked for, no launch environment.
+    fn launch_kernel_params(
+        &self,
+        handle: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let kernel = kernel_at(&self.kernels, handle)?;
+        let grid = config.num_teams.map(|n| n.max(1));
+        let block = config.thread_limit.map(|n| n.max(1));
+        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            plugin_api::info::line(
+                self.identity.ordinal,
+                &format!(
+                    "Launching kernel {} with {grid:?} blocks and {block:?} threads (CUDA)",
+                    kernel.name
+                ),
+            );
+        }
+        let shared = config.dyn_shared_mem;
+        self.activate()?;
+        self.reserve_shared_memory(&kernel, shared)?;
+        let mut owned = params.to_vec();
+        self.on_queue(queue, |stream| {
+            self.driver
+                .launch_grid(kernel.function, grid, block, shared, stream, &mut owned)
+                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+        })
+    }
+}
+
+impl CudaDevice {
+    // ---- memory ----
+
+    /// Device memory from the stream-ordered allocator, on a stream of its own: it does not
+    /// wait for running kernels, so device-side malloc pools can grow while a kernel runs.
+    fn alloc_non_blocking(&self, size: u64) -> driver::Result<u64> {
+        if !self.driver.has_async_allocator() {
+            return self.driver.alloc_device(size);
+        }
+        let stream = self.allocation_stream()?;
+        let ptr = self.driver.alloc_async(size, stream)?;
+        if let Err(e) = self.driver.synchronize(stream) {
+            // The caller never sees the address: free it (stream-ordered, else synchronously).
+            if self.driver.free_async(ptr, stream).is_err() {
+                let _ = self.driver.free_device(ptr);
+            }
+            return Err(e);
+        }
+        Ok(ptr)
+    }
+
+    fn allocation_stream(&self) -> driver::Result<Stream> {
+        let mut slot = self.allocation_stream.lock().unwrap();
+        if let Some(s) = *slot {
+            return Ok(s);
+        }
+        let s = self.driver.create_stream()?;
+        *slot = Some(s);
+        Ok(s)
+    }
+
+    /// Page-locks `[host, host + size)` for every context (the plugin counts pins, see
+    /// `CudaPlugin::pin_memory`): the address the device uses for `host`, and whether this call
+    /// locked it (`false`: the program or another library had registered it already; it stays
+    /// registered after the last unpin).
+    pub fn page_lock(&self, host: usize, size: u64) -> Result<(u64, bool)> {
+        self.activate()?;
+        let what = || format!("page-locking {size} bytes at {host:#x}");
+        let ours = self
+            .driver
+            .register_host(host, size)
+            .map_err(|e| failed(what(), e))?;
+        match self.driver.host_device_pointer(host) {
+            Ok(device) => Ok((device, ours)),
+            Err(e) => {
+                if ours {
+                    let _ = self.driver.unregister_host(host);
+                }
+                Err(failed(what(), e))
+            }
+        }
+    }
+
+    /// Undoes `page_lock` of the range starting at `start`.
+    pub fn page_unlock(&self, start: usize) -> Result<()> {
+        self.activate()?;
+        self.driver
+            .unregister_host(start)
+            .map_err(|e| failed(format!("unlocking {start:#x}"), e))
+    }
+
+    // ---- copies ----
+
+    fn peer_access(&self, peer: &CudaDevice) -> Result<bool> {
+        let index = peer.identity.ordinal as usize;
+        let mut peers = self.peers.lock().unwrap();
+        match peers.get(index).copied() {
+            Some(PeerAccess::Enabled) => return Ok(true),
+            Some(PeerAccess::Unavailable) | None => return Ok(false),
+            Some(PeerAccess::Unknown) => {}
+        }
+        self.activate()?;
+        let can = self
+            .driver
+            .can_access_peer(self.identity.handle, peer.identity.handle)
+            .map_err(|e| failed("checking peer access", e))?;
+        let state = if !can {
+            PeerAccess::Unavailable
+        } else {
+            match self.driver.enable_peer_access(peer.context) {
+                Ok(()) => PeerAccess::Enabled,
+                Err(e) if e.code == driver::codes::TOO_MANY_PEERS => {
+                    log::debug!("cuda: too many peers, copying through the driver instead");
+                    PeerAccess::Unavailable
+                }
+                Err(e) => return Err(failed("enabling peer access", e)),
+            }
+        };
+        peers[index] = state;
+        Ok(state == PeerAccess::Enabled)
+    }
+
+    // ---- images ----
 
     fn with_image<T>(
         &self,
@@ -830,7 +973,7 @@ impl CudaDevice {
             pointers.push(self.read_device_word(address)?);
         }
         let bytes = (pointers.len().max(1) * 8) as u64;
-        let array = self.alloc(bytes, AllocKind::DEVICE)? as u64;
+        let array = self.alloc(bytes, 0, AllocKind::DEVICE)? as u64;
         let run = || -> Result<()> {
             if !pointers.is_empty() {
                 self.copy_to_device(
@@ -859,46 +1002,6 @@ impl CudaDevice {
     }
 
     // ---- kernels and globals ----
-
-    pub fn get_kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
-        let kernel = self.with_image(image, |loaded| {
-            if !loaded.symbols.is_empty() && !loaded.symbols.functions().any(|f| f.name == name) {
-                return Err(PluginError::new(
-                    ErrorCode::NOT_FOUND,
-                    format!("the image has no kernel '{name}'"),
-                ));
-            }
-            self.activate()?;
-            let function = self
-                .driver
-                .function(loaded.module, name)
-                .map_err(|e| failed(format!("finding kernel '{name}'"), e))?;
-            let function_max = self
-                .driver
-                .function_attribute(
-                    function,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                )
-                .map_err(|e| failed(format!("reading the limits of '{name}'"), e))?;
-            let environment = self.kernel_environment(loaded, name)?;
-            if environment.is_none() {
-                log::debug!(
-                    "kernel '{name}' has no kernel environment: launching it as a bare kernel"
-                );
-            }
-            Ok(Kernel {
-                name: name.to_owned(),
-                image,
-                function,
-                limits: KernelLimits::new(environment, &self.grid, function_max.max(1) as u32),
-                dynamic_shared: Arc::new(self.dynamic_shared_limit(function)),
-            })
-        })?;
-        let mut kernels = self.kernels.write().unwrap();
-        let kernel = share_limit_with_earlier_handles(&kernels, kernel);
-        kernels.push(Arc::new(kernel));
-        Ok(KernelHandle(kernels.len() as u64))
-    }
 
     /// The kernel's dynamic shared memory limit as loaded (48 KiB less its static shared
     /// memory unless the image says otherwise), and its static shared memory.
@@ -972,99 +1075,7 @@ impl CudaDevice {
         Ok(KernelEnvironment::parse(&bytes[..n]))
     }
 
-    pub fn get_global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
-        self.with_image(image, |loaded| {
-            self.activate()?;
-            let (address, actual) = self
-                .driver
-                .global(loaded.module, name)
-                .map_err(|e| failed(format!("finding global '{name}'"), e))?;
-            if size != 0 && actual != size {
-                return Err(PluginError::invalid_argument(format!(
-                    "global '{name}' has {actual} bytes on the device and {size} on the host"
-                )));
-            }
-            Ok(GlobalInfo {
-                address: address as usize,
-                size: actual,
-            })
-        })
-    }
-
     // ---- launch ----
-
-    pub fn launch(
-        &self,
-        handle: KernelHandle,
-        args: &[usize],
-        config: &LaunchConfig,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        let kernel = kernel_at(&self.kernels, handle)?;
-        let (blocks, threads) = kernel.limits.dimensions(&self.grid, config);
-        plugin_api::info::kernel_launch(
-            self.identity.ordinal,
-            config,
-            &kernel.name,
-            blocks,
-            threads,
-            kernel.limits.mode_name(config),
-        );
-        let shared = config.dyn_shared_mem.max(self.settings.shared_memory_size);
-        // The driver launches in the current context (LLVM's plugin does not make it current
-        // here, and fails on a thread whose first call is a launch).
-        self.activate()?;
-        self.reserve_shared_memory(&kernel, shared)?;
-        self.on_queue(queue, |stream| {
-            let mut packed = Vec::with_capacity(args.len() + 1);
-            if config.kernel_args_version >= 3 {
-                packed.push(self.launch_environment(&kernel.limits, stream)?);
-            }
-            packed.extend_from_slice(args);
-            self.driver
-                .launch(
-                    kernel.function,
-                    blocks,
-                    threads,
-                    shared,
-                    stream,
-                    &mut packed,
-                )
-                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
-        })
-    }
-
-    /// Launches a kernel-language (CUDA) kernel: its own parameter layout, exactly the grid and
-    /// block asked for, no launch environment.
-    pub fn launch_params(
-        &self,
-        handle: KernelHandle,
-        params: &[u8],
-        config: &LaunchConfig,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        let kernel = kernel_at(&self.kernels, handle)?;
-        let grid = config.num_teams.map(|n| n.max(1));
-        let block = config.thread_limit.map(|n| n.max(1));
-        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
-            plugin_api::info::line(
-                self.identity.ordinal,
-                &format!(
-                    "Launching kernel {} with {grid:?} blocks and {block:?} threads (CUDA)",
-                    kernel.name
-                ),
-            );
-        }
-        let shared = config.dyn_shared_mem;
-        self.activate()?;
-        self.reserve_shared_memory(&kernel, shared)?;
-        let mut owned = params.to_vec();
-        self.on_queue(queue, |stream| {
-            self.driver
-                .launch_grid(kernel.function, grid, block, shared, stream, &mut owned)
-                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
-        })
-    }
 
     /// The implicit first kernel argument: a launch environment with a team-reduction
     /// buffer for kernels that need one, from the device's pool and back to it once the

@@ -1,5 +1,6 @@
-//! The [`Plugin`] implementation: finds the driver and the devices, checks arguments and
-//! dispatches to [`CudaDevice`]s.
+//! The plugin-wide calls: finds the driver and the devices, and keeps the process's pinned
+//! ranges. The per-device calls are [`CudaDevice`]'s ([`Device`]), reached through
+//! plugin-api's [`DevicePlugin`] forwarding.
 
 use crate::device::{CudaDevice, DeviceIdentity};
 use crate::driver::{sys, Driver};
@@ -43,31 +44,13 @@ impl CudaPlugin {
     }
 
     fn slot(&self, device: i32) -> Result<&DeviceSlot> {
-        usize::try_from(device)
-            .ok()
-            .and_then(|i| self.devices.get(i))
-            .ok_or_else(|| {
-                PluginError::new(
-                    ErrorCode::INVALID_DEVICE,
-                    format!(
-                        "cuda device {device} does not exist (there are {})",
-                        self.devices.len()
-                    ),
-                )
-            })
-    }
-
-    fn device(&self, device: i32) -> Result<&CudaDevice> {
-        self.slot(device)?.device.get().ok_or_else(|| {
-            PluginError::new(
-                ErrorCode::NOT_INITIALIZED,
-                format!("cuda device {device} is used before it was initialised"),
-            )
-        })
+        device_at("cuda", &self.devices, device)
     }
 }
 
-impl Plugin for CudaPlugin {
+impl DevicePlugin for CudaPlugin {
+    type Device = CudaDevice;
+
     fn may_run_target(triple: &str) -> TargetClaim {
         TargetClaim::for_architectures(triple, &["nvptx"])
     }
@@ -129,7 +112,7 @@ impl Plugin for CudaPlugin {
         let mut first_error = Ok(());
         for (i, slot) in self.devices.iter().enumerate() {
             if slot.device.get().is_some() {
-                if let Err(e) = self.deinit_device(i as i32) {
+                if let Err(e) = DevicePlugin::deinit_device(self, i as i32) {
                     if first_error.is_ok() {
                         first_error = Err(e);
                     }
@@ -295,171 +278,17 @@ impl Plugin for CudaPlugin {
         Ok(info)
     }
 
-    fn load_image(&self, device: i32, image: ImageRef<'_>) -> Result<ImageHandle> {
-        self.device(device)?.load_image(image.bytes.as_slice())
-    }
-
-    fn unload_image(&self, device: i32, image: ImageHandle) -> Result<()> {
-        self.device(device)?.unload_image(image)
-    }
-
-    fn get_kernel(&self, device: i32, image: ImageHandle, name: &str) -> Result<KernelHandle> {
-        self.device(device)?.get_kernel(image, name)
-    }
-
-    fn get_global(
-        &self,
-        device: i32,
-        image: ImageHandle,
-        name: &str,
-        size: u64,
-    ) -> Result<GlobalInfo> {
-        self.device(device)?.get_global(image, name, size)
-    }
-
-    fn alloc(&self, device: i32, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
-        self.device(device)?.alloc(size, kind)
-    }
-
-    fn free(&self, device: i32, ptr: usize, kind: AllocKind) -> Result<()> {
-        if ptr == 0 {
-            return Ok(());
-        }
-        self.device(device)?.free(ptr, kind)
-    }
-
-    fn create_queue(&self, device: i32) -> Result<QueueHandle> {
-        self.device(device)?.create_queue()
-    }
-
-    fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()> {
-        self.device(device)?.release_queue(queue)
-    }
-
-    fn copy_to_device(
-        &self,
-        device: i32,
-        dst: usize,
-        src: usize,
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        if size == 0 {
-            return Ok(());
-        }
-        self.device(device)?.copy_to_device(dst, src, size, queue)
-    }
-
-    fn copy_from_device(
-        &self,
-        device: i32,
-        dst: usize,
-        src: usize,
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        if size == 0 {
-            return Ok(());
-        }
-        self.device(device)?.copy_from_device(dst, src, size, queue)
-    }
-
-    fn copy_device_to_device(
-        &self,
-        src_device: i32,
-        src: usize,
-        dst_device: i32,
-        dst: usize,
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        let source = self.device(src_device)?;
-        let target = self.device(dst_device)?;
-        if size == 0 {
-            return Ok(());
-        }
-        source.copy_to_peer(src, target, dst, size, queue)
-    }
-
-    fn launch_kernel(
-        &self,
-        device: i32,
-        kernel: KernelHandle,
-        args: &[usize],
-        config: &LaunchConfig,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        self.device(device)?.launch(kernel, args, config, queue)
-    }
-
-    fn synchronize(&self, device: i32, queue: QueueHandle) -> Result<()> {
-        self.device(device)?.synchronize(queue)
-    }
-
-    fn query_queue(&self, device: i32, queue: QueueHandle) -> Result<bool> {
-        self.device(device)?.query(queue)
-    }
-
-    fn create_event(&self, device: i32) -> Result<EventHandle> {
-        self.device(device)?.create_event()
-    }
-
-    fn record_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
-        self.device(device)?.record_event(event, queue)
-    }
-
-    fn wait_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
-        self.device(device)?.wait_event(event, queue)
-    }
-
-    fn sync_event(&self, device: i32, event: EventHandle) -> Result<()> {
-        self.device(device)?.sync_event(event)
-    }
-
-    fn destroy_event(&self, device: i32, event: EventHandle) -> Result<()> {
-        self.device(device)?.destroy_event(event)
-    }
-
-    fn memory_info(&self, device: i32) -> Result<MemoryInfo> {
-        self.device(device)?.memory_info()
-    }
-
-    fn interop_info(&self, device: i32, queue: QueueHandle) -> Result<InteropInfo> {
-        Ok(self.device(device)?.interop_info(queue))
-    }
-
-    fn launch_kernel_params(
-        &self,
-        device: i32,
-        kernel: KernelHandle,
-        params: &[u8],
-        config: &LaunchConfig,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        self.device(device)?
-            .launch_params(kernel, params, config, queue)
-    }
-
-    fn set_indirect_calls(
-        &self,
-        device: i32,
-        image: ImageHandle,
-        calls: &[IndirectCall],
-    ) -> Result<()> {
-        self.device(device)?.set_indirect_calls(image, calls)
+    fn device(&self, device: i32) -> Result<&CudaDevice> {
+        self.slot(device)?.device.get().ok_or_else(|| {
+            PluginError::new(
+                ErrorCode::NOT_INITIALIZED,
+                format!("cuda device {device} is used before it was initialised"),
+            )
+        })
     }
 
     /// A range inside one already pinned (through any device) counts on it.
-    fn pin_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<usize> {
-        if host_ptr == 0 {
-            return Err(PluginError::invalid_argument(
-                "cannot page-lock a null pointer",
-            ));
-        }
-        if size == 0 {
-            return Err(PluginError::invalid_argument("cannot page-lock 0 bytes"));
-        }
-        let device = self.device(device)?;
+    fn pin_memory(&self, device: &CudaDevice, host_ptr: usize, size: u64) -> Result<usize> {
         let mut table = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
         let existing = table
             .pin_existing(host_ptr, size)
@@ -473,8 +302,7 @@ impl Plugin for CudaPlugin {
     }
 
     /// Undoes a pin made with `host_ptr`; the range is unlocked with its last pin.
-    fn unpin_memory(&self, device: i32, host_ptr: usize) -> Result<()> {
-        let device = self.device(device)?;
+    fn unpin_memory(&self, device: &CudaDevice, host_ptr: usize) -> Result<()> {
         let mut table = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
         let last = table
             .unpin(host_ptr)

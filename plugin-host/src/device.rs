@@ -1,15 +1,35 @@
-//! One host device: its loaded images and its allocations.
+//! One host device: its loaded images and its allocations, and the per-device calls of the
+//! plugin ABI ([`Device`]).
 
-use crate::sys;
+use crate::{elf_check, sys};
 use log::debug;
 use plugin_api::address_map::AddressMap;
-use plugin_api::{ErrorCode, GlobalInfo, ImageHandle, KernelHandle, PluginError};
+use plugin_api::*;
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 type Result<T> = std::result::Result<T, PluginError>;
+
+/// The queue of every construct: host work runs synchronously (never `QueueHandle::SYNC`,
+/// which `create_queue` must not return).
+const HOST_QUEUE: QueueHandle = QueueHandle(1);
+
+/// A `/proc/meminfo` figure (`MemTotal`, `MemAvailable`) in bytes.
+fn meminfo_bytes(field: &str) -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo
+        .lines()
+        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The machine's memory, which every host device shares.
+pub fn total_memory_bytes() -> Option<u64> {
+    meminfo_bytes("MemTotal")
+}
 
 /// An image loaded into this process for one device.
 struct LoadedImage {
@@ -59,14 +79,44 @@ impl HostDevice {
         }
     }
 
-    pub fn new_handle(&self) -> u64 {
+    fn new_handle(&self) -> u64 {
         self.next_handle.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub fn load_image(&self, bytes: &[u8]) -> Result<ImageHandle> {
+    fn symbol(&self, image: ImageHandle, name: &str) -> Result<usize> {
+        let images = self.images.lock().unwrap();
+        let loaded = images.get(&image.0).ok_or_else(|| unknown_image(image))?;
+        sys::symbol_address(&loaded.library, name).ok_or_else(|| {
+            PluginError::new(
+                ErrorCode::NOT_FOUND,
+                format!("symbol '{name}' not found in the image"),
+            )
+        })
+    }
+
+    fn kernel_info(&self, kernel: KernelHandle) -> Option<KernelInfo> {
+        self.kernels.lock().unwrap().get(&kernel.0).cloned()
+    }
+
+    pub fn image_count(&self) -> usize {
+        self.images.lock().unwrap().len()
+    }
+}
+
+/// Host work completes before each call returns: queues and events need no work, and copies
+/// are `memcpy`.
+impl Device for HostDevice {
+    fn load_image(&self, image: ImageRef<'_>) -> Result<ImageHandle> {
+        let answer = elf_check::check(&image);
+        if !answer.compatible {
+            return Err(PluginError::invalid_argument(format!(
+                "cannot load image: {}",
+                answer.reason
+            )));
+        }
         let handle = self.new_handle();
         let name = format!("omptarget-host-dev{}-image{}", self.index, handle);
-        let file = sys::memory_file(&name, bytes).map_err(|e| {
+        let file = sys::memory_file(&name, image.bytes.as_slice()).map_err(|e| {
             PluginError::failed(format!(
                 "cannot create an in-memory file for the image: {e}"
             ))
@@ -89,7 +139,7 @@ impl HostDevice {
         Ok(ImageHandle(handle))
     }
 
-    pub fn unload_image(&self, image: ImageHandle) -> Result<()> {
+    fn unload_image(&self, image: ImageHandle) -> Result<()> {
         let loaded = self.images.lock().unwrap().remove(&image.0);
         match loaded {
             Some(loaded) => {
@@ -103,19 +153,8 @@ impl HostDevice {
         }
     }
 
-    fn symbol(&self, image: ImageHandle, name: &str) -> Result<usize> {
-        let images = self.images.lock().unwrap();
-        let loaded = images.get(&image.0).ok_or_else(|| unknown_image(image))?;
-        sys::symbol_address(&loaded.library, name).ok_or_else(|| {
-            PluginError::new(
-                ErrorCode::NOT_FOUND,
-                format!("symbol '{name}' not found in the image"),
-            )
-        })
-    }
-
     /// Kernels are identified by their entry address, valid while the image is loaded.
-    pub fn kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+    fn get_kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
         let address = self.symbol(image, name)?;
         let mode = self
             .symbol(image, &format!("{name}_exec_mode"))
@@ -132,17 +171,20 @@ impl HostDevice {
         Ok(KernelHandle(address as u64))
     }
 
-    pub fn kernel_info(&self, kernel: KernelHandle) -> Option<KernelInfo> {
-        self.kernels.lock().unwrap().get(&kernel.0).cloned()
-    }
-
-    pub fn global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
+    fn get_global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
         // The dynamic symbol table does not reliably give sizes after dlopen; trust the host's.
         self.symbol(image, name)
             .map(|address| GlobalInfo { address, size })
     }
 
-    pub fn allocate(&self, size: u64) -> Result<usize> {
+    /// Every kind is ordinary host memory here: the "device" is the CPU itself.
+    fn alloc(&self, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        if kind.0 > AllocKind::DEVICE_NON_BLOCKING.0 {
+            return Err(PluginError::invalid_argument(format!(
+                "unknown allocation kind {}",
+                kind.0
+            )));
+        }
         let ptr = sys::allocate(size).ok_or_else(|| {
             PluginError::new(
                 ErrorCode::OUT_OF_MEMORY,
@@ -153,22 +195,188 @@ impl HostDevice {
         Ok(ptr)
     }
 
-    pub fn free(&self, ptr: usize) -> Result<()> {
+    fn free(&self, ptr: usize, _kind: AllocKind) -> Result<()> {
         if self.allocations.lock().unwrap().remove(&ptr).is_none() {
             return Err(PluginError::invalid_argument(format!(
                 "{ptr:#x} is not an allocation of host device {}",
                 self.index
             )));
         }
-        // SAFETY: the pointer was returned by `allocate` and was just removed from the live set,
+        // SAFETY: the pointer was returned by `alloc` and was just removed from the live set,
         // so it is freed exactly once.
         unsafe { sys::deallocate(ptr) };
         Ok(())
     }
 
-    pub fn image_count(&self) -> usize {
-        self.images.lock().unwrap().len()
+    /// Work on a host device completes when it is submitted, so every queue is the same one;
+    /// handing out a shared constant keeps threads off a shared counter per construct.
+    fn create_queue(&self) -> Result<QueueHandle> {
+        Ok(HOST_QUEUE)
     }
+
+    fn release_queue(&self, _queue: QueueHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn copy_to_device(&self, dst: usize, src: usize, size: u64, _queue: QueueHandle) -> Result<()> {
+        copy(dst, src, size);
+        Ok(())
+    }
+
+    fn copy_from_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        copy(dst, src, size);
+        Ok(())
+    }
+
+    fn copy_to_peer(
+        &self,
+        src: usize,
+        _target: &HostDevice,
+        dst: usize,
+        size: u64,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        copy(dst, src, size);
+        Ok(())
+    }
+
+    fn launch_kernel(
+        &self,
+        kernel: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            // A host device runs one team of one thread, whatever was asked (LLVM's host grid).
+            if let Some(k) = self.kernel_info(kernel) {
+                let mode = k.mode_name();
+                plugin_api::info::kernel_launch(self.index, config, &k.name, [1; 3], [1; 3], mode);
+            }
+        }
+        // From KernelArgsTy version 3 on, kernels take the launch environment first. Host kernels
+        // do not read it (LLVM passes no environment for them either), so it is null.
+        // Inline for the usual few arguments: no allocation per launch.
+        let mut full_args: smallvec::SmallVec<[usize; 16]> =
+            smallvec::SmallVec::with_capacity(args.len() + 1);
+        if config.kernel_args_version >= 3 {
+            full_args.push(0);
+        }
+        full_args.extend_from_slice(args);
+        // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel), and
+        // clang's x86-64 kernels take one pointer-sized value per argument.
+        unsafe { sys::call_with_args(kernel.0 as usize, &full_args) };
+        Ok(())
+    }
+
+    fn synchronize(&self, _queue: QueueHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn query_queue(&self, _queue: QueueHandle) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn create_event(&self) -> Result<EventHandle> {
+        Ok(EventHandle(self.new_handle()))
+    }
+
+    fn record_event(&self, _event: EventHandle, _queue: QueueHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn wait_event(&self, _event: EventHandle, _queue: QueueHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync_event(&self, _event: EventHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn destroy_event(&self, _event: EventHandle) -> Result<()> {
+        Ok(())
+    }
+
+    /// Host memory is already accessible to the host "device".
+    fn pin_memory(&self, host_ptr: usize, _size: u64) -> Result<usize> {
+        Ok(host_ptr)
+    }
+
+    fn unpin_memory(&self, _host_ptr: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// Host devices share the machine's memory: what the kernel says is available.
+    fn memory_info(&self) -> Result<MemoryInfo> {
+        match (meminfo_bytes("MemAvailable"), total_memory_bytes()) {
+            (Some(free), Some(total)) => Ok(MemoryInfo { free, total }),
+            _ => Err(PluginError::new(
+                ErrorCode::UNSUPPORTED,
+                "/proc/meminfo is not readable",
+            )),
+        }
+    }
+
+    /// The host devices have no foreign runtime: interop objects carry no native handles.
+    fn interop_info(&self, _queue: QueueHandle) -> Result<InteropInfo> {
+        Ok(InteropInfo::none(Vendor::LLVM))
+    }
+
+    /// A kernel-language launch on the host: host kernels take one pointer-sized value per
+    /// argument, so a parameter buffer of whole 8-byte words is their argument list (the grid
+    /// is one team of one thread, as for every host launch). Other layouts cannot be passed.
+    fn launch_kernel_params(
+        &self,
+        kernel: KernelHandle,
+        params: &[u8],
+        _config: &LaunchConfig,
+        _queue: QueueHandle,
+    ) -> Result<()> {
+        const WORD: usize = std::mem::size_of::<usize>();
+        let words = params.chunks_exact(WORD);
+        if !words.remainder().is_empty() {
+            return Err(PluginError::unsupported(format!(
+                "a host kernel takes pointer-sized arguments; a {}-byte parameter buffer is not \
+                 a whole number of them",
+                params.len()
+            )));
+        }
+        let args: Vec<usize> = words
+            .map(|w| usize::from_ne_bytes(w.try_into().expect("a whole word")))
+            .collect();
+        // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel),
+        // which takes one pointer-sized value per argument: the caller's buffer of them.
+        unsafe { sys::call_with_args(kernel.0 as usize, &args) };
+        Ok(())
+    }
+
+    /// Host device code calls host function pointers as they are: nothing to translate.
+    fn set_indirect_calls(&self, _image: ImageHandle, _calls: &[IndirectCall]) -> Result<()> {
+        Ok(())
+    }
+
+    /// Copies are memcpy and launches run the kernel before returning; device memory is this
+    /// process's memory.
+    fn traits(&self) -> DeviceTraits {
+        DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION | DeviceTraits::MEMORY_IN_PROCESS
+    }
+}
+
+/// Copies between two addresses of this process (plugin-api has refused null addresses and
+/// let through no empty copy).
+fn copy(dst: usize, src: usize, size: u64) {
+    if dst == src {
+        return;
+    }
+    // SAFETY: the core passes addresses of live host and device (= host) buffers of at least
+    // `size` bytes; host and device copies are distinct allocations, so they do not overlap.
+    unsafe { sys::copy(dst, src, size) };
 }
 
 impl Drop for HostDevice {

@@ -9,14 +9,16 @@ use plugin_api::gpu::{
     KERNEL_ENVIRONMENT_SIZE,
 };
 use plugin_api::LaunchConfig;
-use plugin_api::{AllocKind, ErrorCode, GlobalInfo, ImageHandle, IndirectCall, KernelHandle};
+use plugin_api::{
+    AllocKind, Device, ErrorCode, GlobalInfo, ImageHandle, IndirectCall, KernelHandle,
+};
 use plugin_api::{PluginError, QueueHandle};
 use std::sync::{Arc, Mutex};
 
 impl AmdgpuDevice {
     // ---- images ----
 
-    pub fn load_image(&self, bytes: &[u8]) -> Result<ImageHandle> {
+    pub(super) fn load_image(&self, bytes: &[u8]) -> Result<ImageHandle> {
         let code = code_object::check(bytes).map_err(PluginError::invalid_argument)?;
         code_object::check_compatibility(code.target(), &self.targets)
             .map_err(PluginError::unsupported)?;
@@ -48,7 +50,7 @@ impl AmdgpuDevice {
         Ok(ImageHandle(self.images.insert(image)))
     }
 
-    pub fn unload_image(&self, handle: ImageHandle) -> Result<()> {
+    pub(super) fn unload_image(&self, handle: ImageHandle) -> Result<()> {
         let image = self
             .images
             .remove(handle.0)
@@ -80,7 +82,11 @@ impl AmdgpuDevice {
     /// Gives the device runtime the image's indirect-call table (as LLVM's plugin does when it
     /// loads an image): device memory holding the sorted pairs, named in the device
     /// environment, which the device reads at each indirect call.
-    pub fn set_indirect_calls(&self, handle: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
+    pub(super) fn set_indirect_calls(
+        &self,
+        handle: ImageHandle,
+        calls: &[IndirectCall],
+    ) -> Result<()> {
         let image = self.image(handle)?;
         let mut slot = image
             .indirect_calls
@@ -93,7 +99,7 @@ impl AmdgpuDevice {
         }
         let address = place_indirect_call_table(
             calls,
-            |size| self.alloc(size, AllocKind::DEVICE),
+            |size| self.alloc(size, 0, AllocKind::DEVICE),
             |address, table| {
                 let (from, size) = (table.as_ptr() as usize, table.len() as u64);
                 self.copy_to_device(address, from, size, QueueHandle::SYNC)
@@ -175,7 +181,7 @@ impl AmdgpuDevice {
                 Some(pool) => pool,
                 None => {
                     let size = self.settings.heap_size.unwrap_or(DEFAULT_HEAP_SIZE);
-                    let pool = match self.alloc(size, AllocKind::DEVICE) {
+                    let pool = match self.alloc(size, 0, AllocKind::DEVICE) {
                         Ok(p) => (p, size),
                         Err(e) => {
                             log::warn!("no device memory pool for device-side malloc: {e}");
@@ -212,12 +218,12 @@ impl AmdgpuDevice {
             thread_limit: [1, 1, 1],
             ..Default::default()
         };
-        self.launch_kernel(&kernel, &[], [1; 3], [1; 3], &config, QueueHandle::SYNC)
+        self.dispatch(&kernel, &[], [1; 3], [1; 3], &config, QueueHandle::SYNC)
     }
 
     // ---- kernels and globals ----
 
-    pub fn get_kernel(&self, handle: ImageHandle, name: &str) -> Result<KernelHandle> {
+    pub(super) fn get_kernel(&self, handle: ImageHandle, name: &str) -> Result<KernelHandle> {
         let image = self.image(handle)?;
         let kernel = self.make_kernel(&image, name)?;
         Ok(KernelHandle(self.kernels.insert(kernel)))
@@ -266,7 +272,12 @@ impl AmdgpuDevice {
         KernelEnvironment::parse(&bytes[..bytes.len().min(KERNEL_ENVIRONMENT_SIZE)])
     }
 
-    pub fn get_global(&self, handle: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
+    pub(super) fn get_global(
+        &self,
+        handle: ImageHandle,
+        name: &str,
+        size: u64,
+    ) -> Result<GlobalInfo> {
         let image = self.image(handle)?;
         if image.code.symbol(name).is_none() {
             return Err(PluginError::new(

@@ -15,7 +15,7 @@ use plugin_api::{KernelHandle, LaunchConfig, PluginError, QueueHandle};
 impl AmdgpuDevice {
     // ---- launch ----
 
-    pub fn launch(
+    pub(super) fn launch_kernel(
         &self,
         handle: KernelHandle,
         args: &[usize],
@@ -35,10 +35,11 @@ impl AmdgpuDevice {
             threads,
             kernel.limits.mode_name(config),
         );
-        self.launch_kernel(&kernel, args, blocks, threads, config, queue)
+        self.dispatch(&kernel, args, blocks, threads, config, queue)
     }
 
-    pub(super) fn launch_kernel(
+    /// Queues an AQL dispatch packet for `kernel` with the given geometry.
+    pub(super) fn dispatch(
         &self,
         kernel: &Kernel,
         args: &[usize],

@@ -15,8 +15,9 @@ use crate::settings::AmdgpuSettings;
 use crate::stream::{Event, Stream, StreamConfig, StreamManager};
 use plugin_api::gpu::launch_buffers::LaunchBufferPool;
 use plugin_api::gpu::{GridValues, KernelLimits, Settings};
-use plugin_api::{AllocKind, ErrorCode, InfoEntry, PluginError};
+use plugin_api::{AllocKind, Device, ErrorCode, InfoEntry, PluginError};
 use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHandle, Vendor};
+use plugin_api::{GlobalInfo, ImageHandle, ImageRef, IndirectCall, KernelHandle, LaunchConfig};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -253,12 +254,46 @@ impl AmdgpuDevice {
         result.and(synced)
     }
 
-    pub fn create_queue(&self) -> Result<QueueHandle> {
+    // ---- events ----
+
+    fn event(&self, event: EventHandle) -> Result<Arc<Event<RealHsa>>> {
+        self.events
+            .get(event.0)
+            .ok_or_else(|| invalid_handle("event", event.0))
+    }
+
+    // ---- memory ----
+
+    /// The device-visible address of host memory covering `[host, host + size)` that the GPU
+    /// reaches as it is: pinned by the user, or allocated for the program as host memory.
+    fn pinned_address(&self, host: usize, size: u64) -> Option<usize> {
+        let end = (host as u64).checked_add(size)?;
+        {
+            let pinned = lock(&self.pinned);
+            let found = pinned.iter().find_map(|(&start, &(device, bytes))| {
+                (host >= start && end <= start as u64 + bytes).then(|| device + (host - start))
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
+        let allocations = lock(&self.host.allocations);
+        let (&start, &bytes) = allocations.range(..=host).next_back()?;
+        (end <= (start + bytes) as u64).then_some(host)
+    }
+}
+
+/// The per-device calls of the plugin ABI; plugin-api has looked the device up and applied
+/// the argument rules every plugin shares.
+impl Device for AmdgpuDevice {
+    // ---- streams ----
+
+    fn create_queue(&self) -> Result<QueueHandle> {
         let stream = self.take_stream()?;
         Ok(QueueHandle(self.queues.insert(stream)))
     }
 
-    pub fn release_queue(&self, queue: QueueHandle) -> Result<()> {
+    fn release_queue(&self, queue: QueueHandle) -> Result<()> {
         self.interop_queues.lock().unwrap().remove(&queue.0);
         let stream = self
             .queues
@@ -271,7 +306,7 @@ impl AmdgpuDevice {
         Ok(())
     }
 
-    pub fn synchronize(&self, queue: QueueHandle) -> Result<()> {
+    fn synchronize(&self, queue: QueueHandle) -> Result<()> {
         if queue == QueueHandle::SYNC {
             return Ok(());
         }
@@ -292,7 +327,7 @@ impl AmdgpuDevice {
     /// The handles of an OpenMP interop object: the agent and, for `targetsync`, the HSA queue
     /// of `queue`'s stream (shared with other streams, as in LLVM), which `synchronize` then
     /// fences.
-    pub fn interop_info(&self, queue: QueueHandle) -> Result<InteropInfo> {
+    fn interop_info(&self, queue: QueueHandle) -> Result<InteropInfo> {
         let targetsync = if queue == QueueHandle::SYNC {
             0
         } else {
@@ -313,7 +348,7 @@ impl AmdgpuDevice {
         })
     }
 
-    pub fn query(&self, queue: QueueHandle) -> Result<bool> {
+    fn query_queue(&self, queue: QueueHandle) -> Result<bool> {
         if queue == QueueHandle::SYNC {
             return Ok(true);
         }
@@ -326,17 +361,11 @@ impl AmdgpuDevice {
 
     // ---- events ----
 
-    pub fn create_event(&self) -> Result<EventHandle> {
+    fn create_event(&self) -> Result<EventHandle> {
         Ok(EventHandle(self.events.insert(self.streams.create_event())))
     }
 
-    fn event(&self, event: EventHandle) -> Result<Arc<Event<RealHsa>>> {
-        self.events
-            .get(event.0)
-            .ok_or_else(|| invalid_handle("event", event.0))
-    }
-
-    pub fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+    fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
         let event = self.event(event)?;
         if queue == QueueHandle::SYNC {
             // Synchronous work has completed already: nothing to record.
@@ -345,7 +374,7 @@ impl AmdgpuDevice {
         self.on_queue(queue, |s| s.record(&event), &|| "recording an event".into())
     }
 
-    pub fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+    fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
         let event = self.event(event)?;
         if queue == QueueHandle::SYNC {
             return event
@@ -357,13 +386,13 @@ impl AmdgpuDevice {
         })
     }
 
-    pub fn sync_event(&self, event: EventHandle) -> Result<()> {
+    fn sync_event(&self, event: EventHandle) -> Result<()> {
         self.event(event)?
             .synchronize()
             .map_err(|e| failed("waiting for an event", e))
     }
 
-    pub fn destroy_event(&self, event: EventHandle) -> Result<()> {
+    fn destroy_event(&self, event: EventHandle) -> Result<()> {
         self.events
             .remove(event.0)
             .map(drop)
@@ -372,7 +401,7 @@ impl AmdgpuDevice {
 
     // ---- memory ----
 
-    pub fn alloc(&self, size: u64, kind: AllocKind) -> Result<usize> {
+    fn alloc(&self, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
         let size = usize::try_from(size.max(1))
             .map_err(|_| PluginError::new(ErrorCode::OUT_OF_MEMORY, "allocation too large"))?;
         let what = || format!("allocating {size} bytes of {} memory", kind.name());
@@ -414,7 +443,7 @@ impl AmdgpuDevice {
         }
     }
 
-    pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+    fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
         if matches!(kind, AllocKind::HOST | AllocKind::SHARED) {
             lock(&self.host.allocations).remove(&ptr);
         }
@@ -423,7 +452,7 @@ impl AmdgpuDevice {
             .map_err(|e| failed(format!("freeing {} memory at {ptr:#x}", kind.name()), e))
     }
 
-    pub fn pin(&self, host: usize, size: u64) -> Result<usize> {
+    fn pin_memory(&self, host: usize, size: u64) -> Result<usize> {
         let device = self
             .hsa
             .lock_host_memory(host, size as usize, &self.host.gpu_agents)
@@ -435,7 +464,7 @@ impl AmdgpuDevice {
         Ok(device)
     }
 
-    pub fn unpin(&self, host: usize) -> Result<()> {
+    fn unpin_memory(&self, host: usize) -> Result<()> {
         let entry = self
             .pinned
             .lock()
@@ -451,25 +480,7 @@ impl AmdgpuDevice {
             .map_err(|e| failed(format!("unlocking host memory at {host:#x}"), e))
     }
 
-    /// The device-visible address of host memory covering `[host, host + size)` that the GPU
-    /// reaches as it is: pinned by the user, or allocated for the program as host memory.
-    fn pinned_address(&self, host: usize, size: u64) -> Option<usize> {
-        let end = (host as u64).checked_add(size)?;
-        {
-            let pinned = lock(&self.pinned);
-            let found = pinned.iter().find_map(|(&start, &(device, bytes))| {
-                (host >= start && end <= start as u64 + bytes).then(|| device + (host - start))
-            });
-            if found.is_some() {
-                return found;
-            }
-        }
-        let allocations = lock(&self.host.allocations);
-        let (&start, &bytes) = allocations.range(..=host).next_back()?;
-        (end <= (start + bytes) as u64).then_some(host)
-    }
-
-    pub fn memory_info(&self) -> Result<MemoryInfo> {
+    fn memory_info(&self) -> Result<MemoryInfo> {
         let memory = self
             .runtime
             .memory_info(self.agent.agent)
@@ -480,13 +491,7 @@ impl AmdgpuDevice {
         })
     }
 
-    pub fn copy_to_device(
-        &self,
-        dst: usize,
-        src: usize,
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
+    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
         let pinned = self.pinned_address(src, size);
         self.on_queue(
             queue,
@@ -495,7 +500,7 @@ impl AmdgpuDevice {
         )
     }
 
-    pub fn copy_from_device(
+    fn copy_from_device(
         &self,
         dst: usize,
         src: usize,
@@ -510,15 +515,16 @@ impl AmdgpuDevice {
         )
     }
 
-    /// Copies from this device to `dst_agent`'s memory (possibly this device's) on `queue`.
-    pub fn copy_to_agent(
+    /// Copies from this device to `target`'s memory (possibly this device's) on `queue`.
+    fn copy_to_peer(
         &self,
         src: usize,
+        target: &AmdgpuDevice,
         dst: usize,
-        dst_agent: Agent,
         size: u64,
         queue: QueueHandle,
     ) -> Result<()> {
+        let dst_agent = target.agent.agent;
         self.on_queue(
             queue,
             |s| s.push_device_to_device(dst, dst_agent, src, self.agent.agent, size as usize),
@@ -526,6 +532,42 @@ impl AmdgpuDevice {
         )
     }
 
+    // ---- images, kernels and launches ----
+    // In `images.rs` and `launch.rs`, as inherent methods of the same names (which a call on
+    // `AmdgpuDevice` reaches first).
+
+    fn load_image(&self, image: ImageRef<'_>) -> Result<ImageHandle> {
+        AmdgpuDevice::load_image(self, image.bytes.as_slice())
+    }
+
+    fn unload_image(&self, image: ImageHandle) -> Result<()> {
+        AmdgpuDevice::unload_image(self, image)
+    }
+
+    fn get_kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+        AmdgpuDevice::get_kernel(self, image, name)
+    }
+
+    fn get_global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
+        AmdgpuDevice::get_global(self, image, name, size)
+    }
+
+    fn set_indirect_calls(&self, image: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
+        AmdgpuDevice::set_indirect_calls(self, image, calls)
+    }
+
+    fn launch_kernel(
+        &self,
+        kernel: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        AmdgpuDevice::launch_kernel(self, kernel, args, config, queue)
+    }
+}
+
+impl AmdgpuDevice {
     // ---- description ----
 
     pub fn info(&self) -> Vec<InfoEntry> {
