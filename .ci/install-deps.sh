@@ -9,7 +9,8 @@
 # lld-19 and rocm-device-libs (AMDGPU code objects; clang-tools-19's clang-offload-packager and
 # llvm-19's llvm-readelf take them apart in the tests), Debian's HSA runtime libhsa-runtime64-1
 # (the AMDGPU plugin loads it; without /dev/kfd its hsa_init fails), and
-# the NVPTX toolchain (ptxas and libdevice from NVIDIA's PyPI wheel) for the CUDA plugin's tests.
+# the NVPTX toolchain (ptxas and libdevice from NVIDIA's PyPI wheel) for the CUDA plugin's tests,
+# and Open MPI (openmpi-bin's mpirun, libopenmpi3's libmpi.so.40) for the MPI plugin's tests.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 need=""
@@ -18,11 +19,12 @@ for cmd in clang-19 clang-22 llvm-offload-binary-22 clang-linker-wrapper-22 valg
 [ -e /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ockl.bc ] || need=1
 [ -e /usr/lib/llvm-19/bin/llvm-readelf ] || need=1
 [ -e /usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1 ] || need=1
+[ -e /usr/lib/x86_64-linux-gnu/libmpi.so.40 ] && command -v mpirun >/dev/null || need=1
 if [ -n "$need" ]; then
     $SUDO apt-get update -q
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
         clang-19 libomp-19-dev clang-22 llvm-22 clang-tools-22 valgrind llvm-19-tools llvm-22-tools \
-        lld-19 rocm-device-libs libhsa-runtime64-1 clang-tools-19 llvm-19
+        lld-19 rocm-device-libs libhsa-runtime64-1 clang-tools-19 llvm-19 openmpi-bin libopenmpi3
 fi
 root=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}
 if [ ! -e "$root/usr/lib/llvm-22/lib/clang/22/include/omp.h" ] ||

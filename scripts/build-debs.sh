@@ -3,7 +3,8 @@
 # distribution ships separately:
 #   omptarget-rs                  the runtime, the host plugin and omptarget-info
 #   omptarget-rs-default          /etc/ld.so.conf.d entry: programs use this runtime by default
-#   omptarget-rs-plugin-<name>    each other plugin in dist/lib (cuda, amdgpu)
+#   omptarget-rs-plugin-<name>    each other plugin in dist/lib (cuda, amdgpu, mpi: with its
+#                                 device process omptarget-mpi-device)
 #   omptarget-rs-plugin-dev       the vendor plugin kit: omptarget-plugin-check, plugin-api's
 #                                 sources, the example plugin, the ABI guide
 # Everything lives under /usr/lib/<multiarch>/omptarget-rs/{lib,bin}, the same shape as dist/,
@@ -108,21 +109,34 @@ for plugin in "$dist"/lib/libomptarget.rtl.*.so; do
     # The driver is opened at run time, so it is only suggested: the plugin installs and loads
     # (with zero devices) where the vendor's driver is absent.
     suggests=()
+    depends="Depends: omptarget-plugin-abi-$abi_major"
+    extra=()
     case $name in
     cuda) about="NVIDIA GPUs through the CUDA driver (libcuda.so.1, opened at run time)"
           suggests=("Suggests: libcuda1") ;;
     amdgpu) about="AMD GPUs through ROCm's HSA runtime (libhsa-runtime64.so.1, opened at run time)"
           suggests=("Suggests: libhsa-runtime64-1") ;;
+    # The device processes link nothing of MPI either, but a job cannot start without it:
+    # Open MPI's library is a dependency, its launcher (openmpi-bin) a recommendation.
+    mpi) about="other nodes' devices over MPI (Open MPI's libmpi.so.40, opened at run time)"
+          depends="$depends, libopenmpi3"
+          suggests=("Recommends: openmpi-bin")
+          extra=("$dist/bin/omptarget-mpi-device") ;;
     *) about="the $name devices" ;;
     esac
     dir=$(new_package "omptarget-rs-plugin-$name")
     mkdir -p "$dir/$prefix/lib"
     cp -a "$plugin" "$dir/$prefix/lib/"
+    for program in "${extra[@]}"; do
+        mkdir -p "$dir/$prefix/bin" "$dir/usr/bin"
+        cp -a "$program" "$dir/$prefix/bin/"
+        ln -s "../lib/$multiarch/omptarget-rs/bin/$(basename "$program")" "$dir/usr/bin/$(basename "$program")"
+    done
     finish_package "omptarget-rs-plugin-$name" "omptarget-rs plugin for $about
  The $name plugin of omptarget-rs, found by the runtime in its own directory.
  Without the vendor's driver it reports zero devices. Removing this package
  leaves the runtime working with its other plugins." \
-        "Depends: omptarget-plugin-abi-$abi_major" "${suggests[@]}"
+        "$depends" "${suggests[@]}"
 done
 
 # The vendor kit: the checker, plugin-api's sources as a standalone crate, the example plugin

@@ -9,6 +9,8 @@
 #   dist/emu/libcuda.so.1 (and libcuda.so)  the emulated CUDA driver, for tests and CI without GPUs
 #   dist/emu/libhsa-runtime64.so.1 (and .so) the emulated HSA runtime, likewise for AMDGPU
 #   dist/bin/omptarget-info                the device and plugin inventory
+#   dist/lib/libomptarget.rtl.mpi.so       the MPI plugin (opens libmpi.so.40 when started under mpirun)
+#   dist/bin/omptarget-mpi-device          the device process of the MPI plugin
 #   dist/bin/omptarget-plugin-check        the plugin conformance checker, with the program
 #   dist/share/omptarget-rs/check_program.c  it takes as --image
 # Usage: scripts/build-dist.sh [DIST_DIR]   (default: ./dist)
@@ -58,5 +60,6 @@ install -D -m 755 "$target/libomptarget_emu_hsa.so" "$dist/emu/libhsa-runtime64.
 ln -sf libhsa-runtime64.so.1 "$dist/emu/libhsa-runtime64.so"
 install -m 755 "$target/omptarget-info" "$dist/bin/omptarget-info"
 install -m 755 "$target/omptarget-plugin-check" "$dist/bin/omptarget-plugin-check"
+install -m 755 "$target/omptarget-mpi-device" "$dist/bin/omptarget-mpi-device"
 install -D -m 644 plugin-check/check_program.c "$dist/share/omptarget-rs/check_program.c"
 echo "install tree: $dist"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages on this machine and checks them as a user would: a clang-19
 # program runs on the installed runtime with no environment set, omptarget-info lists the
-# installed plugins, the plugin checker passes, removing the CUDA plugin package leaves a
+# installed plugins, the plugin checker passes, the program runs on a remote device through the
+# MPI plugin package under mpirun, removing the CUDA plugin package leaves a
 # working runtime, and purging leaves nothing behind and Debian's LLVM files untouched.
 # Needs root (or sudo) and dpkg. Purges the packages even when a check fails.
 # Usage: scripts/test-packages.sh [DEB_DIR]   (default: builds them into target/debs)
@@ -45,7 +46,7 @@ bare ldd "$work/saxpy" | grep -q "libomptarget.so.19.1 => $prefix/lib/" || fail 
 
 step "omptarget-info lists the installed plugins"
 info=$(bare omptarget-info) || fail "omptarget-info failed"
-for want in "  1. $prefix/lib" "host [loaded]" "cuda [loaded]" "amdgpu [loaded]" \
+for want in "  1. $prefix/lib" "host [loaded]" "cuda [loaded]" "amdgpu [loaded]" "mpi [loaded]" \
     "file:    $prefix/lib/libomptarget.rtl.host.so (runtime directory)" "Devices: 4"; do
     grep -qF -- "$want" <<<"$info" || fail "omptarget-info lacks '$want':"$'\n'"$info"
 done
@@ -59,6 +60,13 @@ for plugin in "$prefix"/lib/libomptarget.rtl.*.so; do
     tail -n 1 "$work/check.log"
 done
 
+step "the program on a remote device: the MPI plugin and omptarget-mpi-device from the packages"
+out=$(bare env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    OMPI_MCA_rmaps_base_oversubscribe=1 LIBOMPTARGET_PLUGINS_TO_LOAD=mpi OMP_TARGET_OFFLOAD=mandatory \
+    timeout 120 mpirun -np 1 "$work/saxpy" : -np 1 omptarget-mpi-device 2>&1) ||
+    fail "saxpy under mpirun failed: $out"
+grep -qx "saxpy on an offload device (device 0 of 4): correct" <<<"$out" || fail "saxpy under mpirun printed: $out"
+
 step "removing the CUDA plugin package"
 $SUDO dpkg -r omptarget-rs-plugin-cuda >/dev/null
 [ ! -e "$prefix/lib/libomptarget.rtl.cuda.so" ] || fail "the CUDA plugin is still installed"
@@ -71,7 +79,7 @@ out=$(bare "$work/saxpy" 2>&1) || fail "saxpy failed without the CUDA plugin: $o
 step "purging"
 $SUDO dpkg --purge "${packages[@]}" >/dev/null 2>&1 || fail "dpkg --purge"
 for file in /etc/ld.so.conf.d/omptarget-rs.conf "$prefix" /usr/bin/omptarget-info \
-    /usr/bin/omptarget-plugin-check /usr/share/omptarget-rs; do
+    /usr/bin/omptarget-plugin-check /usr/bin/omptarget-mpi-device /usr/share/omptarget-rs; do
     [ ! -e "$file" ] || fail "$file is left after purging"
 done
 ! ldconfig -p | grep -q "$prefix" || fail "the loader's cache still lists $prefix"

@@ -42,6 +42,32 @@ pub enum Runtime {
     Llvm19OnEmulator {
         gpu: EmulatedGpu,
     },
+    /// Our runtime with only the MPI plugin, under `mpirun`, with [`MPI_DEVICE_PROCESSES`]
+    /// device processes (`dist/bin/omptarget-mpi-device`), each offering
+    /// [`MPI_HOST_DEVICES_EACH`] host devices.
+    OursOverMpi,
+}
+
+/// Device processes of an MPI run, and host devices each offers: the four devices programs
+/// written for the host plugin expect, two per process, so copies between devices 1 and 2
+/// cross processes.
+pub const MPI_DEVICE_PROCESSES: u32 = 2;
+pub const MPI_HOST_DEVICES_EACH: u32 = 2;
+
+/// The launcher command running `program` (with its arguments) as the program of an MPI job
+/// with `device_processes` device processes. Open MPI refuses root unless told, and this
+/// machine has fewer cores than processes: both allowed.
+pub fn mpirun(program: &[&std::ffi::OsStr], device_processes: u32) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .args(["-np", "1"])
+        .args(program)
+        .arg(":")
+        .args(["-np", &device_processes.to_string()])
+        .arg(crate::dist().join("bin/omptarget-mpi-device"));
+    cmd
 }
 
 /// The GPUs whose drivers dist/emu emulates.
@@ -76,7 +102,7 @@ impl Runtime {
     pub fn emulator(self) -> Option<EmulatedGpu> {
         match self {
             Runtime::OursOnEmulator { gpu, .. } | Runtime::Llvm19OnEmulator { gpu } => Some(gpu),
-            Runtime::Ours | Runtime::Llvm19 => None,
+            Runtime::Ours | Runtime::Llvm19 | Runtime::OursOverMpi => None,
         }
     }
 
@@ -109,6 +135,8 @@ pub struct Spec {
     /// Why the program is not run on the emulated GPU drivers: for one of them (the plugin's
     /// name), or for all (`None`).
     pub emulator_skips: Vec<(Option<String>, String)>,
+    /// Why the program is not run through the MPI plugin.
+    pub mpi_skip: Option<String>,
 }
 
 impl Spec {
@@ -146,6 +174,7 @@ impl Spec {
                     spec.compilers = Some(value.split_whitespace().map(str::to_string).collect())
                 }
                 "LLVM-DIFFERS" => spec.llvm_differs = Some(value),
+                "NOT-ON-MPI" => spec.mpi_skip = Some(value),
                 "NOT-ON-EMULATOR" => spec.emulator_skips.push(
                     match value.split_once(": ").filter(|(gpu, _)| {
                         [EmulatedGpu::Cuda, EmulatedGpu::Amdgpu]
@@ -284,20 +313,25 @@ pub fn run_under(
 ) -> Result<(), String> {
     let emulators = crate::dist().join("emu");
     let lib_dir = match runtime {
-        Runtime::Ours => crate::lib_dir().display().to_string(),
+        Runtime::Ours | Runtime::OursOverMpi => crate::lib_dir().display().to_string(),
         Runtime::Llvm19 => LLVM19_LIB_DIR.to_string(),
         Runtime::OursOnEmulator { .. } => {
             format!("{}:{}", emulators.display(), crate::lib_dir().display())
         }
         Runtime::Llvm19OnEmulator { .. } => format!("{}:{LLVM19_LIB_DIR}", emulators.display()),
     };
-    let mut cmd = match wrapper.split_first() {
-        Some((program, args)) => {
+    let mut cmd = match (wrapper.split_first(), runtime) {
+        (_, Runtime::OursOverMpi) => {
+            let mut program: Vec<&std::ffi::OsStr> = wrapper.iter().map(|w| w.as_ref()).collect();
+            program.push(exe.as_os_str());
+            mpirun(&program, MPI_DEVICE_PROCESSES)
+        }
+        (Some((program, args)), _) => {
             let mut c = Command::new(program);
             c.args(args).arg(exe);
             c
         }
-        None => Command::new(exe),
+        (None, _) => Command::new(exe),
     };
     cmd.env("LD_LIBRARY_PATH", lib_dir);
     for var in [
@@ -331,6 +365,14 @@ pub fn run_under(
             cmd.env("OMPTARGET_EMU_DEVICES", EMULATED_DEVICES.to_string())
                 .env("OMP_TARGET_OFFLOAD", "mandatory")
                 .env("OMP_DEFAULT_DEVICE", LLVM19_FIRST_GPU_DEVICE.to_string());
+        }
+        Runtime::OursOverMpi => {
+            cmd.env("LIBOMPTARGET_PLUGINS_TO_LOAD", "mpi")
+                .env("OMP_TARGET_OFFLOAD", "mandatory")
+                .env(
+                    "LIBOMPTARGET_HOST_NUM_DEVICES",
+                    MPI_HOST_DEVICES_EACH.to_string(),
+                );
         }
         Runtime::Ours | Runtime::Llvm19 => {}
     }
@@ -483,6 +525,9 @@ fn check_one(path: &Path, compiler: Compiler, runtime: Runtime) -> Option<Outcom
         if compiler != Compiler::Clang19 || !spec.runs_on_emulator(gpu) {
             return None;
         }
+    }
+    if runtime == Runtime::OursOverMpi && spec.mpi_skip.is_some() {
+        return None;
     }
     let result =
         compile_for(&spec, compiler, runtime.emulator()).and_then(|exe| run(&spec, &exe, runtime));

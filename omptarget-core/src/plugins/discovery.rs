@@ -11,7 +11,7 @@ pub const FILE_PREFIX: &str = "libomptarget.rtl.";
 pub const FILE_SUFFIX: &str = ".so";
 
 /// Plugins this project ships, in default order: GPUs first, so device 0 is a GPU when one exists.
-pub const KNOWN_PLUGINS: [&str; 3] = ["cuda", "amdgpu", "host"];
+pub const KNOWN_PLUGINS: [&str; 4] = ["cuda", "amdgpu", "host", "mpi"];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {

@@ -1,4 +1,5 @@
 // RULE: an object of a class declared target indirect, built on the host and mapped, has its virtual functions called in a kernel through its host virtual table (clang 22 lists the tables in the offload entries; a GPU translates them through the indirect-call table)
+// NOT-ON-MPI: indirect calls: the program's function pointers are addresses in another process
 // EXPECT: derived=42 base=21
 // COMPILERS: clang22
 // (clang 19 crashes compiling a declare-target-indirect class mapped to the device)

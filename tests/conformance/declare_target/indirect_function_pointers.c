@@ -1,4 +1,5 @@
 // RULE: declare target indirect functions run in a kernel when called through host function pointers mapped to the device
+// NOT-ON-MPI: indirect calls: the program's function pointers are addresses in another process
 // EXPECT: results 30 20 40
 // COMPILERS: clang22
 // (clang 19's host offload entries can pair the indirect functions' names with each other's

@@ -1,4 +1,5 @@
 // RULE: memory from llvm_omp_target_alloc_host and _shared is directly readable and writable by the host
+// NOT-ON-MPI: host and shared allocations: a remote device's memory is not the program's to address
 // EXPECT: host=41 shared=51
 #include <omp.h>
 #include <stdio.h>

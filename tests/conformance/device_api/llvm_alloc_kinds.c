@@ -1,4 +1,5 @@
 // RULE: llvm_omp_target_alloc_device/host/shared return memory a kernel can use through is_device_ptr, freed by the matching llvm_omp_target_free_*
+// NOT-ON-MPI: host and shared allocations: a remote device's memory is not the program's to address
 // EXPECT: device=10 host=20 shared=30
 #include <omp.h>
 #include <stdio.h>

@@ -5,6 +5,7 @@
 //! built for sm_90 with an x86-64 twin through our CUDA plugin on the emulated CUDA driver;
 //! `--emu-cuda-llvm` runs them through LLVM 19's CUDA plugin on it. `--emu-hsa`,
 //! `--emu-hsa-delay` and `--emu-hsa-llvm` do the same for gfx90a on the emulated HSA runtime.
+//! `--mpi` runs them under `mpirun` on remote devices through the MPI plugin.
 
 use tests::conformance::{self, EmulatedGpu, Runtime};
 use tests::Compiler;
@@ -36,6 +37,7 @@ fn main() {
                     gpu: EmulatedGpu::Amdgpu,
                 }
             }
+            "--mpi" => runtime = Runtime::OursOverMpi,
             "--compiler" => {
                 compilers = match args.next().as_deref() {
                     Some("clang19") => vec![Compiler::Clang19],
@@ -53,7 +55,7 @@ fn main() {
             path => paths.push(std::path::PathBuf::from(path)),
         }
     }
-    if runtime != Runtime::Ours {
+    if runtime != Runtime::Ours && runtime != Runtime::OursOverMpi {
         compilers = vec![Compiler::Clang19];
     }
     let mut programs = Vec::new();
@@ -87,6 +89,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: conformance [--llvm|--emu-cuda|--emu-cuda-delay|--emu-cuda-llvm|--emu-hsa|--emu-hsa-delay|--emu-hsa-llvm] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
+    eprintln!("usage: conformance [--llvm|--emu-cuda|--emu-cuda-delay|--emu-cuda-llvm|--emu-hsa|--emu-hsa-delay|--emu-hsa-llvm|--mpi] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
     std::process::exit(2)
 }

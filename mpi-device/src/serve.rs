@@ -1,0 +1,499 @@
+//! Executes the program's requests, one at a time and each to completion, in arrival order
+//! (the protocol's rule: the program's queues then only wait for replies).
+
+use crate::devices::Devices;
+use mpi_wire::mpi::{Comm, Mpi};
+use mpi_wire::protocol::{Op, Reader, Writer, REQUEST_TAG};
+use omptarget_core::plugins::PluginLibrary;
+use plugin_api::*;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+/// An image's bytes at the alignment of the program's memory they came from: ELF readers
+/// (the GPU plugins') refuse a misaligned header.
+struct AlignedImage {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AlignedImage {
+    fn copy(bytes: &[u8]) -> Self {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: `words` holds at least `bytes.len()` bytes; the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                words.as_mut_ptr() as *mut u8,
+                bytes.len(),
+            )
+        };
+        AlignedImage {
+            words,
+            len: bytes.len(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes of `words` were written by `copy`.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+}
+
+/// `CheckImage` for "any device of the process".
+pub const ANY_DEVICE: u32 = u32::MAX;
+
+pub struct Server {
+    /// Lives for the process (`main` leaks it), so peer-copy threads may hold it.
+    mpi: &'static Mpi,
+    comm: Comm,
+    program: i32,
+    devices: Arc<Devices>,
+    /// Copies to or from other device processes, running beside the request loop.
+    peer_copies: Vec<JoinHandle<()>>,
+    /// `OMPTARGET_MPI_TRACE` set: one line per request on stderr, with this process's rank.
+    trace: Option<i32>,
+}
+
+/// Variable that makes device processes print each request they execute.
+pub const TRACE_VAR: &str = "OMPTARGET_MPI_TRACE";
+
+/// The bytes a copy request moves, and the peer process of a copy between processes.
+fn copy_extent(op: Op, mut r: Reader<'_>) -> Option<(u64, Option<i32>)> {
+    match op {
+        Op::CopyToDevice | Op::CopyFromDevice => {
+            let _ = (r.u64().ok()?, r.u64().ok()?);
+            Some((r.u64().ok()?, None))
+        }
+        Op::SendToPeer => {
+            let _ = (r.u64().ok()?, r.u64().ok()?);
+            Some((r.u64().ok()?, Some(r.i32().ok()?)))
+        }
+        Op::ReceiveFromPeer => {
+            let _ = r.u64().ok()?;
+            Some((r.u64().ok()?, Some(r.i32().ok()?)))
+        }
+        Op::CopyWithin => {
+            let _ = (r.u32().ok()?, r.u64().ok()?, r.u64().ok()?, r.u64().ok()?);
+            Some((r.u64().ok()?, None))
+        }
+        _ => None,
+    }
+}
+
+fn mpi_error(e: String) -> PluginError {
+    PluginError::new(ErrorCode::FAILED, e)
+}
+
+/// A device's plugin and local number, with its traits.
+struct Target<'a> {
+    plugin: &'a PluginLibrary,
+    local: i32,
+    traits: DeviceTraits,
+}
+
+impl Target<'_> {
+    /// Waits for `queue`'s work unless the device completes work on submission.
+    fn finish(&self, queue: QueueHandle) -> Result<()> {
+        if queue == QueueHandle::SYNC
+            || self
+                .traits
+                .contains(DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION)
+        {
+            return Ok(());
+        }
+        self.plugin.synchronize(self.local, queue)
+    }
+
+    /// Whether copies may go straight to and from the device's memory.
+    fn direct(&self) -> bool {
+        self.traits
+            .contains(DeviceTraits::MEMORY_IN_PROCESS | DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION)
+    }
+}
+
+impl Server {
+    pub fn new(mpi: &'static Mpi, comm: Comm, program: i32, devices: Devices) -> Self {
+        let trace = std::env::var_os(TRACE_VAR)
+            .is_some()
+            .then(|| mpi.rank(comm).unwrap_or(-1));
+        Server {
+            trace,
+            mpi,
+            comm,
+            program,
+            devices: Arc::new(devices),
+            peer_copies: Vec::new(),
+        }
+    }
+
+    fn target(&self, device: u32) -> Result<Target<'_>> {
+        let (plugin, d) = self.devices.get(device)?;
+        Ok(Target {
+            plugin,
+            local: d.local,
+            traits: d.traits(),
+        })
+    }
+
+    fn reply(&self, tag: i32, reply: &Writer) {
+        if let Err(e) = self.mpi.send(self.comm, &reply.0, self.program, tag) {
+            eprintln!("omptarget-mpi-device: cannot reply to the program: {e}");
+        }
+    }
+
+    /// Serves until the program's `Shutdown`.
+    pub fn run(mut self) {
+        loop {
+            let message = match self.mpi.recv_message(self.comm, self.program, REQUEST_TAG) {
+                Ok((m, _)) => m,
+                Err(e) => {
+                    eprintln!("omptarget-mpi-device: the program is gone ({e}); exiting");
+                    std::process::exit(1);
+                }
+            };
+            let mut r = Reader::new(&message);
+            let (op, tag, device) = match r.request() {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln!("omptarget-mpi-device: {}", e.message);
+                    continue;
+                }
+            };
+            if let Some(rank) = self.trace {
+                let extent = match copy_extent(op, r.clone()) {
+                    Some((bytes, Some(peer))) => format!(" bytes={bytes} peer={peer}"),
+                    Some((bytes, None)) => format!(" bytes={bytes}"),
+                    None => String::new(),
+                };
+                eprintln!("omptarget-mpi-device rank {rank}: {op:?} device={device}{extent}");
+            }
+            if op == Op::Shutdown {
+                for copy in self.peer_copies.drain(..) {
+                    let _ = copy.join();
+                }
+                self.reply(tag, &Writer::ok());
+                return;
+            }
+            let outcome = self.execute(op, tag, device, &mut r);
+            match outcome {
+                Ok(Some(reply)) => self.reply(tag, &reply),
+                // Replied already (copies from the device send data after the reply), or a
+                // peer copy thread replies when done.
+                Ok(None) => {}
+                Err(e) => self.reply(tag, &Writer::error(&e)),
+            }
+        }
+    }
+
+    fn execute(
+        &mut self,
+        op: Op,
+        tag: i32,
+        device: u32,
+        r: &mut Reader<'_>,
+    ) -> Result<Option<Writer>> {
+        let mut ok = Writer::ok();
+        match op {
+            Op::ListDevices => {
+                ok.u32(self.devices.count() as u32);
+                for d in &self.devices.list {
+                    ok.str(&self.devices.plugins[d.plugin].name).i32(d.local);
+                }
+                ok.str(&self.devices.summary());
+            }
+            Op::CheckImage => {
+                let (triple, arch) = (r.str()?, r.str()?);
+                let image = AlignedImage::copy(r.bytes()?);
+                let bytes = image.bytes();
+                let answer = if device == ANY_DEVICE {
+                    let answers: Vec<_> = self
+                        .devices
+                        .plugins
+                        .iter()
+                        .map(|p| p.check_image(-1, bytes, triple, arch))
+                        .collect();
+                    answers
+                        .iter()
+                        .find(|a| a.compatible)
+                        .or(answers.first())
+                        .cloned()
+                        .unwrap_or_else(|| {
+                            ImageCompatibility::no("the device process has no plugins")
+                        })
+                } else {
+                    let t = self.target(device)?;
+                    t.plugin.check_image(t.local, bytes, triple, arch)
+                };
+                ok.u8(answer.compatible as u8).str(&answer.reason);
+            }
+            Op::InitDevice => {
+                let t = self.target(device)?;
+                t.plugin.init_device(t.local)?;
+                let traits = t.plugin.device_traits(t.local);
+                self.devices.list[device as usize].set_traits(traits);
+            }
+            Op::DeviceInfo => {
+                let t = self.target(device)?;
+                let info = t.plugin.device_info(t.local)?;
+                ok.u32(info.len() as u32);
+                for entry in &info {
+                    ok.str(&entry.key).str(&entry.value);
+                }
+            }
+            Op::LoadImage => {
+                let (triple, arch) = (r.str()?, r.str()?);
+                let image = AlignedImage::copy(r.bytes()?);
+                let t = self.target(device)?;
+                ok.u64(t.plugin.load_image(t.local, image.bytes(), triple, arch)?.0);
+            }
+            Op::UnloadImage => {
+                let image = ImageHandle(r.u64()?);
+                let t = self.target(device)?;
+                t.plugin.unload_image(t.local, image)?;
+            }
+            Op::GetKernel => {
+                let (image, name) = (ImageHandle(r.u64()?), r.str()?);
+                let t = self.target(device)?;
+                ok.u64(t.plugin.get_kernel(t.local, image, name)?.0);
+            }
+            Op::GetGlobal => {
+                let (image, name, size) = (ImageHandle(r.u64()?), r.str()?, r.u64()?);
+                let t = self.target(device)?;
+                let global = t.plugin.get_global(t.local, image, name, size)?;
+                ok.u64(global.address as u64).u64(global.size);
+            }
+            Op::Alloc => {
+                let (size, kind) = (r.u64()?, AllocKind(r.u32()?));
+                let t = self.target(device)?;
+                ok.u64(t.plugin.alloc(t.local, size, 0, kind)? as u64);
+            }
+            Op::Free => {
+                let (ptr, kind) = (r.usize()?, AllocKind(r.u32()?));
+                let t = self.target(device)?;
+                t.plugin.free(t.local, ptr, kind)?;
+            }
+            Op::CreateQueue => {
+                let t = self.target(device)?;
+                ok.u64(t.plugin.create_queue(t.local)?.0);
+            }
+            Op::ReleaseQueue => {
+                let queue = QueueHandle(r.u64()?);
+                let t = self.target(device)?;
+                t.plugin.release_queue(t.local, queue)?;
+            }
+            Op::CopyToDevice => {
+                let (queue, dst, size) = (QueueHandle(r.u64()?), r.usize()?, r.usize()?);
+                self.copy_to_device(r.i32()?, device, queue, dst, size)?;
+            }
+            Op::CopyFromDevice => {
+                let (queue, src, size) = (QueueHandle(r.u64()?), r.usize()?, r.usize()?);
+                self.copy_from_device(tag, r.i32()?, device, queue, src, size)?;
+                return Ok(None);
+            }
+            Op::CopyWithin => {
+                let (dst_device, queue) = (r.u32()?, QueueHandle(r.u64()?));
+                let (src, dst, size) = (r.usize()?, r.usize()?, r.u64()?);
+                self.copy_within(device, dst_device, queue, src, dst, size)?;
+            }
+            Op::SendToPeer => {
+                let (queue, src, size) = (QueueHandle(r.u64()?), r.usize()?, r.usize()?);
+                let (peer, data_tag) = (r.i32()?, r.i32()?);
+                self.send_to_peer(tag, device, queue, src, size, peer, data_tag)?;
+                return Ok(None);
+            }
+            Op::ReceiveFromPeer => {
+                let (dst, size) = (r.usize()?, r.usize()?);
+                let (peer, data_tag) = (r.i32()?, r.i32()?);
+                self.receive_from_peer(tag, device, dst, size, peer, data_tag)?;
+                return Ok(None);
+            }
+            Op::Launch => {
+                let (kernel, queue) = (KernelHandle(r.u64()?), QueueHandle(r.u64()?));
+                let config = r.launch_config()?;
+                let count = r.u32()? as usize;
+                let mut args = Vec::with_capacity(count);
+                for _ in 0..count {
+                    args.push(r.usize()?);
+                }
+                let t = self.target(device)?;
+                t.plugin
+                    .launch_kernel(t.local, kernel, &args, &config, queue)?;
+                t.finish(queue)?;
+            }
+            Op::MemoryInfo => {
+                let t = self.target(device)?;
+                let info = t.plugin.memory_info(t.local).ok_or_else(|| {
+                    PluginError::unsupported("the remote plugin does not report free memory")
+                })??;
+                ok.u64(info.free).u64(info.total);
+            }
+            Op::Ping => {}
+            Op::Shutdown => unreachable!("handled by the loop"),
+        }
+        Ok(Some(ok))
+    }
+
+    /// Receives the program's bytes (always: they were sent whatever happens here), then
+    /// writes them to the device.
+    fn copy_to_device(
+        &self,
+        data_tag: i32,
+        device: u32,
+        queue: QueueHandle,
+        dst: usize,
+        size: usize,
+    ) -> Result<()> {
+        let t = self.target(device);
+        if let Ok(t) = &t {
+            if t.direct() {
+                // SAFETY: the device's memory is this process's (MEMORY_IN_PROCESS), and `dst`
+                // is a device address the program got from this device.
+                let buffer = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, size) };
+                return self
+                    .mpi
+                    .recv(self.comm, buffer, self.program, data_tag)
+                    .map_err(mpi_error);
+            }
+        }
+        let mut staging = vec![0u8; size];
+        self.mpi
+            .recv(self.comm, &mut staging, self.program, data_tag)
+            .map_err(mpi_error)?;
+        let t = t?;
+        t.plugin
+            .copy_to_device(t.local, dst, staging.as_ptr() as usize, size as u64, queue)?;
+        t.finish(queue)
+    }
+
+    /// Reads the device's bytes, replies, then sends them (no data after an error reply).
+    fn copy_from_device(
+        &self,
+        tag: i32,
+        data_tag: i32,
+        device: u32,
+        queue: QueueHandle,
+        src: usize,
+        size: usize,
+    ) -> Result<()> {
+        let t = self.target(device)?;
+        let send = |bytes: &[u8]| {
+            self.reply(tag, &Writer::ok());
+            if let Err(e) = self.mpi.send(self.comm, bytes, self.program, data_tag) {
+                eprintln!("omptarget-mpi-device: cannot send data to the program: {e}");
+            }
+        };
+        if t.direct() {
+            // SAFETY: as in `copy_to_device`: `src` is this process's memory.
+            send(unsafe { std::slice::from_raw_parts(src as *const u8, size) });
+            return Ok(());
+        }
+        let mut staging = vec![0u8; size];
+        t.plugin.copy_from_device(
+            t.local,
+            staging.as_mut_ptr() as usize,
+            src,
+            size as u64,
+            queue,
+        )?;
+        t.finish(queue)?;
+        send(&staging);
+        Ok(())
+    }
+
+    fn copy_within(
+        &self,
+        src_device: u32,
+        dst_device: u32,
+        queue: QueueHandle,
+        src: usize,
+        dst: usize,
+        size: u64,
+    ) -> Result<()> {
+        let (s, d) = (self.target(src_device)?, self.target(dst_device)?);
+        if std::ptr::eq(s.plugin, d.plugin) {
+            s.plugin
+                .copy_device_to_device(s.local, src, d.local, dst, size, queue)?;
+            return s.finish(queue);
+        }
+        // Devices of two plugins: through this process's memory.
+        let mut staging = vec![0u8; size as usize];
+        let through = staging.as_mut_ptr() as usize;
+        s.plugin
+            .copy_from_device(s.local, through, src, size, QueueHandle::SYNC)?;
+        d.plugin
+            .copy_to_device(d.local, dst, through, size, QueueHandle::SYNC)
+    }
+
+    /// Reads the bytes now (in queue order), sends them to the peer process on a thread of
+    /// their own, which replies once they are sent.
+    #[allow(clippy::too_many_arguments)]
+    fn send_to_peer(
+        &mut self,
+        tag: i32,
+        device: u32,
+        queue: QueueHandle,
+        src: usize,
+        size: usize,
+        peer: i32,
+        data_tag: i32,
+    ) -> Result<()> {
+        let t = self.target(device)?;
+        let mut staging = vec![0u8; size];
+        t.plugin.copy_from_device(
+            t.local,
+            staging.as_mut_ptr() as usize,
+            src,
+            size as u64,
+            queue,
+        )?;
+        t.finish(queue)?;
+        let (mpi, comm, program) = (self.mpi, self.comm, self.program);
+        self.peer_copies.push(std::thread::spawn(move || {
+            let reply = match mpi.send(comm, &staging, peer, data_tag) {
+                Ok(()) => Writer::ok(),
+                Err(e) => Writer::error(&mpi_error(e)),
+            };
+            let _ = mpi.send(comm, &reply.0, program, tag);
+        }));
+        Ok(())
+    }
+
+    /// Receives the peer's bytes on a thread of its own, writes them, then replies.
+    fn receive_from_peer(
+        &mut self,
+        tag: i32,
+        device: u32,
+        dst: usize,
+        size: usize,
+        peer: i32,
+        data_tag: i32,
+    ) -> Result<()> {
+        self.target(device)?;
+        let (mpi, comm, program) = (self.mpi, self.comm, self.program);
+        let devices = Arc::clone(&self.devices);
+        self.peer_copies.push(std::thread::spawn(move || {
+            let mut staging = vec![0u8; size];
+            let outcome = mpi
+                .recv(comm, &mut staging, peer, data_tag)
+                .map_err(mpi_error)
+                .and_then(|()| {
+                    let (plugin, d) = devices.get(device)?;
+                    plugin.copy_to_device(
+                        d.local,
+                        dst,
+                        staging.as_ptr() as usize,
+                        size as u64,
+                        QueueHandle::SYNC,
+                    )
+                });
+            let reply = match outcome {
+                Ok(()) => Writer::ok(),
+                Err(e) => Writer::error(&e),
+            };
+            let _ = mpi.send(comm, &reply.0, program, tag);
+        }));
+        Ok(())
+    }
+}

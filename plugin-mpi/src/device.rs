@@ -1,0 +1,513 @@
+//! One remote device: a device of a device process, reached with requests.
+//!
+//! A device process executes requests in arrival order, each to completion. So queue work here
+//! is sent without waiting (the data of copies with non-blocking MPI), and the queue keeps what
+//! it must still wait for: each request's reply and the data receives of copies from the
+//! device. Synchronising a queue waits for those, in order. An event is the work its queue had
+//! when it was recorded, waited for by whoever needs it first.
+
+use crate::link::{mpi_error, Link};
+use mpi_wire::mpi::Request;
+use mpi_wire::protocol::{Op, Reader, Writer};
+use plugin_api::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+/// A request whose reply has not been read yet.
+struct InFlight {
+    rank: i32,
+    tag: i32,
+    /// Sends of the program's data (copies to the device): their buffers are the program's,
+    /// valid until the queue is synchronised.
+    sends: Vec<Request>,
+    /// Receives into the program's memory (copies from the device), posted before the request.
+    receives: Vec<Request>,
+}
+
+/// Work recorded by an event: completed once, by its first waiter.
+#[derive(Default)]
+struct Batch {
+    work: Mutex<Vec<Pending>>,
+    outcome: OnceLock<Result<()>>,
+}
+
+enum Pending {
+    Request(InFlight),
+    Batch(Arc<Batch>),
+}
+
+impl Batch {
+    fn complete(&self, link: &Link) -> Result<()> {
+        let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(done) = self.outcome.get() {
+            return done.clone();
+        }
+        let outcome = complete_all(link, std::mem::take(&mut *work));
+        let _ = self.outcome.set(outcome.clone());
+        outcome
+    }
+}
+
+/// Waits for every piece of work, in order; the first failure is the result (later work is
+/// still waited for, so that no reply is left unread).
+fn complete_all(link: &Link, work: Vec<Pending>) -> Result<()> {
+    let mut first = Ok(());
+    for piece in work {
+        let outcome = match piece {
+            Pending::Batch(batch) => batch.complete(link),
+            Pending::Request(r) => complete(link, r),
+        };
+        if first.is_ok() {
+            first = outcome;
+        }
+    }
+    first
+}
+
+fn complete(link: &Link, r: InFlight) -> Result<()> {
+    let sent = link.wait(r.sends);
+    match link.reply(r.rank, r.tag) {
+        Ok(_) => link.wait(r.receives).and(sent),
+        Err(e) => {
+            // No data follows a failed reply.
+            for receive in r.receives {
+                link.mpi.cancel(receive);
+            }
+            Err(e)
+        }
+    }
+}
+
+pub struct MpiDevice {
+    pub link: Arc<Link>,
+    pub rank: i32,
+    /// The device's number in its device process.
+    pub remote: u32,
+    /// Its plugin there and the plugin's number for it, for messages.
+    pub label: String,
+    queues: Mutex<HashMap<u64, Vec<Pending>>>,
+    events: Mutex<HashMap<u64, Arc<Batch>>>,
+    next_event: AtomicU64,
+}
+
+impl MpiDevice {
+    pub fn new(link: Arc<Link>, rank: i32, remote: u32, label: String) -> Self {
+        MpiDevice {
+            link,
+            rank,
+            remote,
+            label,
+            queues: Mutex::default(),
+            events: Mutex::default(),
+            next_event: AtomicU64::new(1),
+        }
+    }
+
+    /// A request and its reply's result.
+    pub fn call(&self, op: Op, fill: impl FnOnce(&mut Writer)) -> Result<Vec<u8>> {
+        let tag = self.link.tag();
+        let mut request = Writer::request(op, tag, self.remote);
+        fill(&mut request);
+        self.link.call(self.rank, tag, &request)
+    }
+
+    /// Queue work: waited for now on the synchronous queue, else when the queue is.
+    fn submit(&self, queue: QueueHandle, work: InFlight) -> Result<()> {
+        if queue == QueueHandle::SYNC {
+            return complete(&self.link, work);
+        }
+        self.queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(queue.0)
+            .or_default()
+            .push(Pending::Request(work));
+        Ok(())
+    }
+
+    fn take_queue(&self, queue: QueueHandle) -> Vec<Pending> {
+        self.queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&queue.0)
+            .unwrap_or_default()
+    }
+
+    fn event(&self, event: EventHandle) -> Result<Arc<Batch>> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&event.0)
+            .cloned()
+            .ok_or_else(|| PluginError::invalid_argument(format!("unknown event {}", event.0)))
+    }
+
+    fn read_u64(bytes: &[u8]) -> Result<u64> {
+        let mut r = Reader::new(bytes);
+        r.reply()?;
+        r.u64()
+    }
+
+    /// Both halves of a copy to a device of another device process: the destination's process
+    /// receives from the source's, directly.
+    pub fn copy_to_other_process(
+        &self,
+        src: usize,
+        target: &MpiDevice,
+        dst: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let (data_tag, to_tag, from_tag) = (self.link.tag(), self.link.tag(), self.link.tag());
+        let mut receive = Writer::request(Op::ReceiveFromPeer, to_tag, target.remote);
+        receive
+            .u64(dst as u64)
+            .u64(size)
+            .i32(self.rank)
+            .i32(data_tag);
+        self.link.send(target.rank, &receive)?;
+        let mut send = Writer::request(Op::SendToPeer, from_tag, self.remote);
+        send.u64(queue.0)
+            .u64(src as u64)
+            .u64(size)
+            .i32(target.rank)
+            .i32(data_tag);
+        self.link.send(self.rank, &send)?;
+        // The copy is done when the destination has written the bytes.
+        self.submit(
+            queue,
+            InFlight {
+                rank: self.rank,
+                tag: from_tag,
+                sends: Vec::new(),
+                receives: Vec::new(),
+            },
+        )?;
+        self.submit(
+            queue,
+            InFlight {
+                rank: target.rank,
+                tag: to_tag,
+                sends: Vec::new(),
+                receives: Vec::new(),
+            },
+        )
+    }
+}
+
+impl Device for MpiDevice {
+    fn load_image(&self, image: ImageRef<'_>) -> Result<ImageHandle> {
+        let reply = self.call(Op::LoadImage, |w| {
+            w.str(&image.triple).str(&image.arch).bytes(&image.bytes);
+        })?;
+        Ok(ImageHandle(Self::read_u64(&reply)?))
+    }
+
+    fn unload_image(&self, image: ImageHandle) -> Result<()> {
+        self.call(Op::UnloadImage, |w| {
+            w.u64(image.0);
+        })
+        .map(drop)
+    }
+
+    fn get_kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
+        let reply = self.call(Op::GetKernel, |w| {
+            w.u64(image.0).str(name);
+        })?;
+        Ok(KernelHandle(Self::read_u64(&reply)?))
+    }
+
+    fn get_global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
+        let reply = self.call(Op::GetGlobal, |w| {
+            w.u64(image.0).str(name).u64(size);
+        })?;
+        let mut r = Reader::new(&reply);
+        r.reply()?;
+        Ok(GlobalInfo {
+            address: r.usize()?,
+            size: r.u64()?,
+        })
+    }
+
+    fn alloc(&self, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        if kind == AllocKind::HOST || kind == AllocKind::SHARED {
+            return Err(PluginError::unsupported(format!(
+                "{} memory cannot be allocated on a remote device: its memory is another \
+                 process's, which this program cannot address",
+                kind.name()
+            )));
+        }
+        let reply = self.call(Op::Alloc, |w| {
+            w.u64(size).u32(kind.0);
+        })?;
+        Ok(Self::read_u64(&reply)? as usize)
+    }
+
+    fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        self.call(Op::Free, |w| {
+            w.u64(ptr as u64).u32(kind.0);
+        })
+        .map(drop)
+    }
+
+    fn create_queue(&self) -> Result<QueueHandle> {
+        let reply = self.call(Op::CreateQueue, |_| {})?;
+        Ok(QueueHandle(Self::read_u64(&reply)?))
+    }
+
+    fn release_queue(&self, queue: QueueHandle) -> Result<()> {
+        // The core synchronised it; anything left is waited for so no reply stays unread.
+        let _ = complete_all(&self.link, self.take_queue(queue));
+        self.call(Op::ReleaseQueue, |w| {
+            w.u64(queue.0);
+        })
+        .map(drop)
+    }
+
+    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
+        let (tag, data_tag) = (self.link.tag(), self.link.tag());
+        let mut request = Writer::request(Op::CopyToDevice, tag, self.remote);
+        request.u64(queue.0).u64(dst as u64).u64(size).i32(data_tag);
+        self.link.send(self.rank, &request)?;
+        // SAFETY: the core keeps the host buffer valid and unchanged until the queue is
+        // synchronised, which waits for these sends.
+        let sends = unsafe {
+            self.link.mpi.isend(
+                self.link.comm,
+                src as *const u8,
+                size as usize,
+                self.rank,
+                data_tag,
+            )
+        }
+        .map_err(mpi_error)?;
+        self.submit(
+            queue,
+            InFlight {
+                rank: self.rank,
+                tag,
+                sends,
+                receives: Vec::new(),
+            },
+        )
+    }
+
+    fn copy_from_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let (tag, data_tag) = (self.link.tag(), self.link.tag());
+        // SAFETY: the core keeps the host buffer valid, and does not read it, until the queue
+        // is synchronised, which waits for these receives.
+        let receives = unsafe {
+            self.link.mpi.irecv(
+                self.link.comm,
+                dst as *mut u8,
+                size as usize,
+                self.rank,
+                data_tag,
+            )
+        }
+        .map_err(mpi_error)?;
+        let mut request = Writer::request(Op::CopyFromDevice, tag, self.remote);
+        request.u64(queue.0).u64(src as u64).u64(size).i32(data_tag);
+        if let Err(e) = self.link.send(self.rank, &request) {
+            for r in receives {
+                self.link.mpi.cancel(r);
+            }
+            return Err(e);
+        }
+        self.submit(
+            queue,
+            InFlight {
+                rank: self.rank,
+                tag,
+                sends: Vec::new(),
+                receives,
+            },
+        )
+    }
+
+    fn copy_to_peer(
+        &self,
+        src: usize,
+        target: &Self,
+        dst: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        if target.rank != self.rank {
+            return self.copy_to_other_process(src, target, dst, size, queue);
+        }
+        let tag = self.link.tag();
+        let mut request = Writer::request(Op::CopyWithin, tag, self.remote);
+        request
+            .u32(target.remote)
+            .u64(queue.0)
+            .u64(src as u64)
+            .u64(dst as u64)
+            .u64(size);
+        self.link.send(self.rank, &request)?;
+        self.submit(
+            queue,
+            InFlight {
+                rank: self.rank,
+                tag,
+                sends: Vec::new(),
+                receives: Vec::new(),
+            },
+        )
+    }
+
+    fn launch_kernel(
+        &self,
+        kernel: KernelHandle,
+        args: &[usize],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let tag = self.link.tag();
+        let mut request = Writer::request(Op::Launch, tag, self.remote);
+        request
+            .u64(kernel.0)
+            .u64(queue.0)
+            .launch_config(config)
+            .u32(args.len() as u32);
+        for a in args {
+            request.u64(*a as u64);
+        }
+        self.link.send(self.rank, &request)?;
+        self.submit(
+            queue,
+            InFlight {
+                rank: self.rank,
+                tag,
+                sends: Vec::new(),
+                receives: Vec::new(),
+            },
+        )
+    }
+
+    fn synchronize(&self, queue: QueueHandle) -> Result<()> {
+        complete_all(&self.link, self.take_queue(queue))
+    }
+
+    fn query_queue(&self, queue: QueueHandle) -> Result<bool> {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(work) = queues.get_mut(&queue.0) else {
+            return Ok(true);
+        };
+        for piece in work.iter_mut() {
+            let done = match piece {
+                Pending::Batch(batch) => batch.outcome.get().is_some(),
+                Pending::Request(r) => {
+                    let mut moved = true;
+                    for request in r.sends.iter_mut().chain(r.receives.iter_mut()) {
+                        moved &= self.link.mpi.test(request).map_err(mpi_error)?;
+                    }
+                    moved && self.link.has_reply(r.rank, r.tag)?
+                }
+            };
+            if !done {
+                return Ok(false);
+            }
+        }
+        // Everything has arrived: read the replies (no waiting) and report their outcome.
+        let work = queues.remove(&queue.0).unwrap_or_default();
+        drop(queues);
+        complete_all(&self.link, work).map(|()| true)
+    }
+
+    fn create_event(&self) -> Result<EventHandle> {
+        let id = self.next_event.fetch_add(1, Ordering::Relaxed);
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, Arc::new(Batch::default()));
+        Ok(EventHandle(id))
+    }
+
+    /// The queue's work so far becomes the event's, and the queue waits for it through the
+    /// event (so it is waited for once).
+    fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        let batch = Arc::new(Batch::default());
+        *batch.work.lock().unwrap_or_else(|e| e.into_inner()) = self.take_queue(queue);
+        if queue != QueueHandle::SYNC {
+            self.queues
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(queue.0)
+                .or_default()
+                .push(Pending::Batch(Arc::clone(&batch)));
+        }
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        match events.get_mut(&event.0) {
+            Some(slot) => *slot = batch,
+            None => {
+                return Err(PluginError::invalid_argument(format!(
+                    "unknown event {}",
+                    event.0
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// A device process runs requests in arrival order, so later work on any queue already
+    /// follows the event's requests there; but the event's copies between processes, and its
+    /// data in flight, finish on their own: waited for here.
+    fn wait_event(&self, event: EventHandle, _queue: QueueHandle) -> Result<()> {
+        self.event(event)?.complete(&self.link)
+    }
+
+    fn sync_event(&self, event: EventHandle) -> Result<()> {
+        self.event(event)?.complete(&self.link)
+    }
+
+    fn destroy_event(&self, event: EventHandle) -> Result<()> {
+        let batch = self
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&event.0);
+        match batch {
+            Some(_) => Ok(()),
+            None => Err(PluginError::invalid_argument(format!(
+                "unknown event {}",
+                event.0
+            ))),
+        }
+    }
+
+    /// Nothing to lock: copies are MPI messages from and to the program's memory.
+    fn pin_memory(&self, host_ptr: usize, _size: u64) -> Result<usize> {
+        Ok(host_ptr)
+    }
+
+    fn unpin_memory(&self, _host_ptr: usize) -> Result<()> {
+        Ok(())
+    }
+
+    fn memory_info(&self) -> Result<MemoryInfo> {
+        let reply = self.call(Op::MemoryInfo, |_| {})?;
+        let mut r = Reader::new(&reply);
+        r.reply()?;
+        Ok(MemoryInfo {
+            free: r.u64()?,
+            total: r.u64()?,
+        })
+    }
+
+    fn set_indirect_calls(&self, _image: ImageHandle, _calls: &[IndirectCall]) -> Result<()> {
+        Err(PluginError::unsupported(
+            "`declare target indirect` functions cannot be called on a remote device: the \
+             program's function pointers are addresses in another process",
+        ))
+    }
+}

@@ -1,0 +1,187 @@
+//! The program's side of the MPI job: starting MPI (or sharing the program's), finding the
+//! device processes that serve this rank, and the request/reply calls.
+
+use mpi_wire::mpi::{Comm, Mpi, Request, THREAD_MULTIPLE};
+use mpi_wire::protocol::{Reader, Writer, FIRST_REPLY_TAG, REQUEST_TAG, ROLE_DEVICE, ROLE_PROGRAM};
+use plugin_api::{ErrorCode, PluginError};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+/// How to start a job with device processes, for the reasons we give.
+pub const LAUNCH_HINT: &str = "mpirun -np 1 ./prog : -np N omptarget-mpi-device";
+
+pub struct Link {
+    pub mpi: Mpi,
+    pub comm: Comm,
+    /// The device processes serving this rank, in rank order.
+    pub servers: Vec<i32>,
+    next_tag: AtomicI32,
+    tag_limit: i32,
+    /// Whether we called MPI_Init (then we call MPI_Finalize at exit).
+    ours: bool,
+    closed: AtomicBool,
+}
+
+pub fn mpi_error(e: String) -> PluginError {
+    PluginError::new(ErrorCode::FAILED, format!("MPI: {e}"))
+}
+
+/// Whether the program itself links an MPI library (looked up before we open ours).
+fn program_links_mpi() -> bool {
+    let this = libloading::os::unix::Library::this();
+    // SAFETY: only the symbol's presence is checked; it is never called.
+    unsafe { this.get::<*const u8>(b"MPI_Init\0") }.is_ok()
+}
+
+impl Link {
+    /// Starts MPI and finds this rank's device processes. `Err` is why there are no MPI devices;
+    /// nothing here hangs or aborts when the program was not started for the MPI plugin.
+    pub fn start() -> std::result::Result<Link, String> {
+        if !mpi_wire::under_launcher() {
+            return Err(format!(
+                "not started by an MPI launcher (remote devices need: {LAUNCH_HINT})"
+            ));
+        }
+        // Open MPI says how many applications the job runs; with one, there are no device
+        // processes, and an MPI program must not find MPI initialised behind its back.
+        if std::env::var("OMPI_NUM_APP_CTX").is_ok_and(|n| n.trim() == "1") {
+            return Err(format!(
+                "the MPI job runs one application, so it has no device processes ({LAUNCH_HINT})"
+            ));
+        }
+        let links_mpi = program_links_mpi();
+        let mpi = Mpi::open()?;
+        let ours = if mpi.is_initialized() {
+            let level = mpi.thread_level();
+            if level < THREAD_MULTIPLE {
+                return Err(format!(
+                    "the program initialised MPI with thread level {level}; the MPI plugin calls \
+                     MPI from several threads and needs MPI_THREAD_MULTIPLE (3): use \
+                     MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)"
+                ));
+            }
+            false
+        } else if links_mpi {
+            return Err(
+                "the program uses MPI itself but has not initialised it when the \
+                        runtime starts (before main); sharing MPI with such a program is not \
+                        supported yet"
+                    .into(),
+            );
+        } else {
+            let provided = mpi.init_thread_multiple()?;
+            if provided < THREAD_MULTIPLE {
+                let _ = mpi.finalize();
+                return Err(format!(
+                    "the MPI library provides thread level {provided}; MPI_THREAD_MULTIPLE (3) is needed"
+                ));
+            }
+            true
+        };
+        let comm = mpi.duplicate(mpi.world())?;
+        let roles = mpi.all_gather(comm, ROLE_PROGRAM)?;
+        let me = mpi.rank(comm)?;
+        let ranks_of = |role| -> Vec<i32> {
+            (0..roles.len() as i32)
+                .filter(|r| roles[*r as usize] == role)
+                .collect()
+        };
+        let programs = ranks_of(ROLE_PROGRAM);
+        let index = programs.iter().position(|r| *r == me).unwrap_or(0);
+        // The device processes' rule (omptarget-mpi-device): the i-th serves program i mod P.
+        let servers: Vec<i32> = ranks_of(ROLE_DEVICE)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % programs.len() == index)
+            .map(|(_, r)| r)
+            .collect();
+        let tag_limit = mpi.tag_upper_bound(comm);
+        Ok(Link {
+            mpi,
+            comm,
+            servers,
+            next_tag: AtomicI32::new(FIRST_REPLY_TAG),
+            tag_limit,
+            ours,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// A tag for one request's reply or data, not in use by another request in flight.
+    pub fn tag(&self) -> i32 {
+        let span = self.tag_limit - FIRST_REPLY_TAG;
+        let n = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        FIRST_REPLY_TAG + (n - FIRST_REPLY_TAG).rem_euclid(span)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(PluginError::new(
+                ErrorCode::FAILED,
+                "the MPI plugin has shut its device processes down (the program is ending)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sends a request without waiting.
+    pub fn send(&self, rank: i32, request: &Writer) -> Result<()> {
+        self.check_open()?;
+        self.mpi
+            .send(self.comm, &request.0, rank, REQUEST_TAG)
+            .map_err(mpi_error)
+    }
+
+    /// Receives the reply on `tag`; `Ok` holds the result's bytes (read them with a [`Reader`]
+    /// after its `reply()`).
+    pub fn reply(&self, rank: i32, tag: i32) -> Result<Vec<u8>> {
+        let (bytes, _) = self
+            .mpi
+            .recv_message(self.comm, rank, tag)
+            .map_err(mpi_error)?;
+        Reader::new(&bytes).reply()?;
+        Ok(bytes)
+    }
+
+    /// Whether the reply on `tag` has arrived.
+    pub fn has_reply(&self, rank: i32, tag: i32) -> Result<bool> {
+        self.mpi
+            .has_message(self.comm, rank, tag)
+            .map_err(mpi_error)
+    }
+
+    /// A request and its reply.
+    pub fn call(&self, rank: i32, tag: i32, request: &Writer) -> Result<Vec<u8>> {
+        self.send(rank, request)?;
+        self.reply(rank, tag)
+    }
+
+    pub fn wait(&self, requests: Vec<Request>) -> Result<()> {
+        for r in requests {
+            self.mpi.wait(r).map_err(mpi_error)?;
+        }
+        Ok(())
+    }
+
+    /// Tells every device process to finish, then finalises MPI if we initialised it. Later
+    /// calls fail with a clear error (the runtime may still unload images after this).
+    pub fn shut_down(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for &rank in &self.servers {
+            let tag = self.tag();
+            let request = Writer::request(mpi_wire::protocol::Op::Shutdown, tag, 0);
+            let sent = self.mpi.send(self.comm, &request.0, rank, REQUEST_TAG);
+            if sent.is_ok() {
+                let _ = self.mpi.recv_message(self.comm, rank, tag);
+            }
+        }
+        if self.ours {
+            if let Err(e) = self.mpi.finalize() {
+                log::warn!("mpi plugin: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The MPI plugin: programs offloading to the devices of other MPI processes
+//! (`mpirun -np 1 ./prog : -np N omptarget-mpi-device`), on this machine's loopback.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use tests::conformance::{self, Runtime, MPI_DEVICE_PROCESSES, MPI_HOST_DEVICES_EACH};
+use tests::{compile, text, Compiler};
+
+/// `exe` as the program of an MPI job with `device_processes` device processes, each with
+/// `host_devices` host devices, offloading only to them.
+fn mpi_job(exe: &Path, device_processes: u32, host_devices: u32, env: &[(&str, &str)]) -> Command {
+    let mut cmd = conformance::mpirun(&[exe.as_os_str()], device_processes);
+    cmd.env("LD_LIBRARY_PATH", tests::lib_dir())
+        .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "mpi")
+        .env("OMP_TARGET_OFFLOAD", "mandatory")
+        .env("LIBOMPTARGET_HOST_NUM_DEVICES", host_devices.to_string())
+        .env_remove("LIBOMPTARGET_DEBUG")
+        .env_remove("LIBOMPTARGET_PLUGIN_PATH")
+        .stdin(Stdio::null());
+    cmd.envs(env.iter().copied());
+    cmd
+}
+
+fn output(mut cmd: Command) -> Output {
+    tests::retry_while_busy(|| cmd.output())
+        .expect("cannot run mpirun (.ci/install-deps.sh installs Open MPI)")
+}
+
+#[test]
+fn conformance_suite_passes_on_remote_devices_over_mpi() {
+    let programs = conformance::programs();
+    let outcomes = conformance::check_all(&programs, &tests::COMPILERS, Runtime::OursOverMpi, 2);
+    if let Some(report) = conformance::failures(&outcomes) {
+        panic!("{report}");
+    }
+    let skipped = programs
+        .iter()
+        .filter(|p| {
+            conformance::Spec::parse(p)
+                .map(|s| s.mpi_skip.is_some())
+                .unwrap_or(false)
+        })
+        .count();
+    println!(
+        "MPI plugin, {MPI_DEVICE_PROCESSES} device processes of {MPI_HOST_DEVICES_EACH} host \
+         devices: {} checks passed ({} programs, {skipped} not run: NOT-ON-MPI)",
+        outcomes.len(),
+        programs.len()
+    );
+}
+
+/// Two remote devices of two device processes run at once, and a copy between them goes from
+/// one device process to the other, not through the program.
+#[test]
+fn two_remote_devices_work_at_once_and_copy_directly_between_their_processes() {
+    let exe = compile(Compiler::Clang19, &["mpi_two_devices.c"], &[]);
+    let out = output(mpi_job(&exe, 2, 2, &[("OMPTARGET_MPI_TRACE", "1")]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("two remote devices: correct"),
+        "{}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    let bytes = (1 << 20) * 4;
+    // Program device 1 is rank 1's device 1, program device 2 is rank 2's device 0.
+    for line in [
+        format!("omptarget-mpi-device rank 1: SendToPeer device=1 bytes={bytes} peer=2"),
+        format!("omptarget-mpi-device rank 2: ReceiveFromPeer device=0 bytes={bytes} peer=1"),
+    ] {
+        assert!(
+            stderr.lines().any(|l| l == line),
+            "no '{line}' in:\n{stderr}"
+        );
+    }
+    let through_program = stderr
+        .lines()
+        .filter(|l| l.contains(&format!("bytes={bytes}")) && l.contains("CopyFromDevice"))
+        .count();
+    assert_eq!(
+        through_program, 0,
+        "the copy went through the program:\n{stderr}"
+    );
+}
+
+/// Processes whose parent is `parent`, with their command names.
+fn children(parent: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: the name may hold spaces, so split after its ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let ppid = stat[close + 1..].split_whitespace().nth(1);
+        if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
+            found.push((pid, stat[open + 1..close].to_string()));
+        }
+    }
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie has been reaped by nobody yet but runs nothing.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// A device process killed in the middle of a run ends the job within seconds, with a report,
+/// and leaves nothing running.
+#[test]
+fn a_device_process_killed_mid_run_ends_the_program_within_seconds() {
+    let exe = compile(Compiler::Clang19, &["mpi_long_run.c"], &[]);
+    let dir = std::env::temp_dir().join(format!("omptarget-mpi-kill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
+    let mut cmd = mpi_job(&exe, 2, 1, &[]);
+    cmd.stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    let mut job = tests::retry_while_busy(|| cmd.spawn()).expect("cannot start mpirun");
+    let started = Instant::now();
+    while !std::fs::read_to_string(&out_path)
+        .unwrap_or_default()
+        .contains("running on")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the program did not start: {}",
+            std::fs::read_to_string(&err_path).unwrap_or_default()
+        );
+        assert!(job.try_wait().unwrap().is_none(), "the job ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let processes = children(job.id());
+    let devices: Vec<u32> = processes
+        .iter()
+        .filter(|(_, name)| name.starts_with("omptarget-mpi-d"))
+        .map(|(pid, _)| *pid)
+        .collect();
+    assert_eq!(
+        devices.len(),
+        2,
+        "device processes of the job: {processes:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let killed_at = Instant::now();
+    let status = Command::new("kill")
+        .args(["-KILL", &devices[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ended = loop {
+        if let Some(status) = job.try_wait().unwrap() {
+            break status;
+        }
+        if killed_at.elapsed() > Duration::from_secs(20) {
+            let _ = job.kill();
+            panic!("the job still runs 20 s after a device process was killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = killed_at.elapsed();
+    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        !ended.success(),
+        "the job reported success:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        !stdout.contains("finished after"),
+        "the program ran to its end:\n{stdout}"
+    );
+    assert!(
+        stderr.contains("exited on signal 9") || stderr.contains("killed"),
+        "no report of the dead device process:\n{stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "the job took {took:?} to end"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let left: Vec<_> = processes.iter().filter(|(pid, _)| alive(*pid)).collect();
+    assert!(left.is_empty(), "still running after the job: {left:?}");
+    println!("a killed device process ended the job in {took:?}");
+}
+
+/// Outside an MPI job, and in a job without device processes, the plugin has no devices and
+/// says why; nothing hangs, and a program falls back to the host.
+#[test]
+fn without_device_processes_the_plugin_has_no_devices_and_says_why() {
+    let info = tests::info(&[], &[("LD_LIBRARY_PATH", "")]);
+    let listing = text(&info.stdout);
+    assert!(
+        listing.contains("mpi [loaded]")
+            && listing.contains("not started by an MPI launcher (remote devices need: mpirun -np 1 ./prog : -np N omptarget-mpi-device)"),
+        "{listing}"
+    );
+
+    let mut alone = Command::new("mpirun");
+    alone
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["-np", "1"])
+        .arg(tests::dist().join("bin/omptarget-info"))
+        .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD");
+    let listing = text(&output(alone).stdout);
+    assert!(
+        listing.contains("the MPI job runs one application, so it has no device processes"),
+        "{listing}"
+    );
+
+    let exe = compile(Compiler::Clang19, &["mpi_long_run.c"], &[]);
+    let started = Instant::now();
+    let out = tests::run(
+        &exe,
+        &[
+            ("LIBOMPTARGET_PLUGINS_TO_LOAD", "mpi"),
+            ("OMP_TARGET_OFFLOAD", "mandatory"),
+        ],
+    );
+    assert!(
+        !out.status.success(),
+        "mandatory offload without devices must fail"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("not started by an MPI launcher"),
+        "{stderr}"
+    );
+
+    let device = Command::new(tests::dist().join("bin/omptarget-mpi-device"))
+        .output()
+        .unwrap();
+    assert!(!device.status.success());
+    assert!(
+        text(&device.stderr).contains("not started by an MPI launcher"),
+        "{}",
+        text(&device.stderr)
+    );
+}
+
+/// Device processes with the emulated GPU drivers: the program reaches a remote GPU the same
+/// way (the CUDA plugin in the device process, on dist/emu's driver).
+#[test]
+fn a_remote_gpu_is_reached_through_the_device_process_plugins() {
+    let exe = tests::compile_cuda_twin("emu_saxpy.c");
+    let emulators = tests::dist().join("emu");
+    // The device process is not the program, so the emulated driver finds the kernels' x86-64
+    // twins in the program's file.
+    let twins = exe.display().to_string();
+    let mut cmd = mpi_job(
+        &exe,
+        1,
+        1,
+        &[
+            ("OMPTARGET_MPI_DEVICE_PLUGINS", "cuda"),
+            ("OMPTARGET_EMU_DEVICES", "2"),
+            ("OMPTARGET_EMU_TWINS", &twins),
+        ],
+    );
+    cmd.env(
+        "LD_LIBRARY_PATH",
+        format!("{}:{}", emulators.display(), tests::lib_dir().display()),
+    );
+    let out = output(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
+    for line in tests::expectations("emu_saxpy.c") {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "no '{line}' in:\n{stdout}\n{stderr}"
+        );
+    }
+}
