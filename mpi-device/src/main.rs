@@ -7,6 +7,7 @@
 //! ends.
 
 mod devices;
+mod memory;
 mod serve;
 
 use mpi_wire::mpi::{Mpi, THREAD_MULTIPLE};

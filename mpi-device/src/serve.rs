@@ -2,8 +2,9 @@
 //! (the protocol's rule: the program's queues then only wait for replies).
 
 use crate::devices::Devices;
+use crate::memory::BlockCache;
 use mpi_wire::mpi::{Comm, Mpi};
-use mpi_wire::protocol::{Op, Reader, Writer, REQUEST_TAG};
+use mpi_wire::protocol::{Op, Reader, Writer, MAX_REPLY, MAX_REQUEST, REQUEST_TAG};
 use omptarget_core::plugins::PluginLibrary;
 use plugin_api::*;
 use std::sync::Arc;
@@ -41,6 +42,12 @@ impl AlignedImage {
     }
 }
 
+/// A request as received: its length in the receive buffer, or its own bytes.
+enum Request {
+    Small(usize),
+    Large(Vec<u8>),
+}
+
 /// `CheckImage` for "any device of the process".
 pub const ANY_DEVICE: u32 = u32::MAX;
 
@@ -52,6 +59,10 @@ pub struct Server {
     devices: Arc<Devices>,
     /// Copies to or from other device processes, running beside the request loop.
     peer_copies: Vec<JoinHandle<()>>,
+    /// Large freed blocks, kept for the next allocation of their size.
+    blocks: BlockCache,
+    /// The reply buffer, reused.
+    spare_reply: Writer,
     /// `OMPTARGET_MPI_TRACE` set: one line per request on stderr, with this process's rank.
     trace: Option<i32>,
 }
@@ -125,6 +136,8 @@ impl Server {
             program,
             devices: Arc::new(devices),
             peer_copies: Vec::new(),
+            blocks: BlockCache::from_env(),
+            spare_reply: Writer::default(),
         }
     }
 
@@ -138,6 +151,19 @@ impl Server {
     }
 
     fn reply(&self, tag: i32, reply: &Writer) {
+        let too_long;
+        let reply = if reply.0.len() > MAX_REPLY {
+            too_long = Writer::error(&PluginError::new(
+                ErrorCode::FAILED,
+                format!(
+                    "the device process's reply ({} bytes) is too long",
+                    reply.0.len()
+                ),
+            ));
+            &too_long
+        } else {
+            reply
+        };
         if let Err(e) = self.mpi.send(self.comm, &reply.0, self.program, tag) {
             eprintln!("omptarget-mpi-device: cannot reply to the program: {e}");
         }
@@ -145,13 +171,18 @@ impl Server {
 
     /// Serves until the program's `Shutdown`.
     pub fn run(mut self) {
+        let mut buffer = vec![0u8; MAX_REQUEST];
         loop {
-            let message = match self.mpi.recv_message(self.comm, self.program, REQUEST_TAG) {
-                Ok((m, _)) => m,
+            let message = match self.next_request(&mut buffer) {
+                Ok(m) => m,
                 Err(e) => {
                     eprintln!("omptarget-mpi-device: the program is gone ({e}); exiting");
                     std::process::exit(1);
                 }
+            };
+            let message: &[u8] = match &message {
+                Request::Large(bytes) => bytes,
+                Request::Small(len) => &buffer[..*len],
             };
             let mut r = Reader::new(&message);
             let (op, tag, device) = match r.request() {
@@ -176,15 +207,39 @@ impl Server {
                 self.reply(tag, &Writer::ok());
                 return;
             }
-            let outcome = self.execute(op, tag, device, &mut r);
+            // One reply buffer for the life of the loop: no allocation per request.
+            let mut ok = std::mem::take(&mut self.spare_reply);
+            ok.0.clear();
+            ok.i32(0);
+            let outcome = self.execute(op, tag, device, &mut r, &mut ok);
             match outcome {
-                Ok(Some(reply)) => self.reply(tag, &reply),
+                Ok(true) => self.reply(tag, &ok),
                 // Replied already (copies from the device send data after the reply), or a
                 // peer copy thread replies when done.
-                Ok(None) => {}
+                Ok(false) => {}
                 Err(e) => self.reply(tag, &Writer::error(&e)),
             }
+            self.spare_reply = ok;
         }
+    }
+
+    /// Receives the next request into `buffer` (of [`MAX_REQUEST`] bytes), or a large one.
+    fn next_request(&self, buffer: &mut [u8]) -> std::result::Result<Request, String> {
+        let len = self
+            .mpi
+            .recv_up_to(self.comm, buffer, self.program, REQUEST_TAG)?;
+        let mut r = Reader::new(&buffer[..len]);
+        if !matches!(r.request(), Ok((Op::Large, _, _))) {
+            return Ok(Request::Small(len));
+        }
+        let (len, data_tag) = match (r.usize(), r.i32()) {
+            (Ok(len), Ok(tag)) => (len, tag),
+            _ => return Err("a malformed large request".into()),
+        };
+        let mut large = vec![0u8; len];
+        self.mpi
+            .recv(self.comm, &mut large, self.program, data_tag)?;
+        Ok(Request::Large(large))
     }
 
     fn execute(
@@ -193,8 +248,8 @@ impl Server {
         tag: i32,
         device: u32,
         r: &mut Reader<'_>,
-    ) -> Result<Option<Writer>> {
-        let mut ok = Writer::ok();
+        ok: &mut Writer,
+    ) -> Result<bool> {
         match op {
             Op::ListDevices => {
                 ok.u32(self.devices.count() as u32);
@@ -266,22 +321,19 @@ impl Server {
             }
             Op::Alloc => {
                 let (size, kind) = (r.u64()?, AllocKind(r.u32()?));
-                let t = self.target(device)?;
-                ok.u64(t.plugin.alloc(t.local, size, 0, kind)? as u64);
+                ok.u64(self.allocate(device, size, kind)? as u64);
             }
             Op::Free => {
                 let (ptr, kind) = (r.usize()?, AllocKind(r.u32()?));
-                let t = self.target(device)?;
-                t.plugin.free(t.local, ptr, kind)?;
+                self.target(device)?;
+                if !self.blocks.keep(device, ptr) {
+                    let t = self.target(device)?;
+                    t.plugin.free(t.local, ptr, kind)?;
+                }
             }
             Op::CreateQueue => {
                 let t = self.target(device)?;
                 ok.u64(t.plugin.create_queue(t.local)?.0);
-            }
-            Op::ReleaseQueue => {
-                let queue = QueueHandle(r.u64()?);
-                let t = self.target(device)?;
-                t.plugin.release_queue(t.local, queue)?;
             }
             Op::CopyToDevice => {
                 let (queue, dst, size) = (QueueHandle(r.u64()?), r.usize()?, r.usize()?);
@@ -290,7 +342,7 @@ impl Server {
             Op::CopyFromDevice => {
                 let (queue, src, size) = (QueueHandle(r.u64()?), r.usize()?, r.usize()?);
                 self.copy_from_device(tag, r.i32()?, device, queue, src, size)?;
-                return Ok(None);
+                return Ok(false);
             }
             Op::CopyWithin => {
                 let (dst_device, queue) = (r.u32()?, QueueHandle(r.u64()?));
@@ -301,19 +353,20 @@ impl Server {
                 let (queue, src, size) = (QueueHandle(r.u64()?), r.usize()?, r.usize()?);
                 let (peer, data_tag) = (r.i32()?, r.i32()?);
                 self.send_to_peer(tag, device, queue, src, size, peer, data_tag)?;
-                return Ok(None);
+                return Ok(false);
             }
             Op::ReceiveFromPeer => {
                 let (dst, size) = (r.usize()?, r.usize()?);
                 let (peer, data_tag) = (r.i32()?, r.i32()?);
                 self.receive_from_peer(tag, device, dst, size, peer, data_tag)?;
-                return Ok(None);
+                return Ok(false);
             }
             Op::Launch => {
                 let (kernel, queue) = (KernelHandle(r.u64()?), QueueHandle(r.u64()?));
                 let config = r.launch_config()?;
                 let count = r.u32()? as usize;
-                let mut args = Vec::with_capacity(count);
+                let mut args: smallvec::SmallVec<[usize; 16]> =
+                    smallvec::SmallVec::with_capacity(count);
                 for _ in 0..count {
                     args.push(r.usize()?);
                 }
@@ -329,10 +382,34 @@ impl Server {
                 })??;
                 ok.u64(info.free).u64(info.total);
             }
-            Op::Ping => {}
+            Op::Large => {
+                return Err(PluginError::invalid_argument(
+                    "a large request announced inside a large request",
+                ))
+            }
             Op::Shutdown => unreachable!("handled by the loop"),
         }
-        Ok(Some(ok))
+        Ok(true)
+    }
+
+    /// A kept block of the size, or a new allocation; when the device is out of memory, the
+    /// kept blocks are given back first.
+    fn allocate(&mut self, device: u32, size: u64, kind: AllocKind) -> Result<usize> {
+        if let Some(address) = self.blocks.take(device, kind, size) {
+            return Ok(address);
+        }
+        let (plugin, d) = self.devices.get(device)?;
+        let address = match plugin.alloc(d.local, size, 0, kind) {
+            Err(e) if e.code == ErrorCode::OUT_OF_MEMORY => {
+                for (block, kind) in self.blocks.drain(device) {
+                    let _ = plugin.free(d.local, block, kind);
+                }
+                plugin.alloc(d.local, size, 0, kind)?
+            }
+            outcome => outcome?,
+        };
+        self.blocks.allocated(device, kind, size, address);
+        Ok(address)
     }
 
     /// Receives the program's bytes (always: they were sent whatever happens here), then

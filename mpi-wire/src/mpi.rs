@@ -346,6 +346,32 @@ impl Mpi {
         Ok(())
     }
 
+    /// Receives one message of at most `buffer.len()` bytes (at most 1 GiB) into `buffer`;
+    /// returns its length. A longer message is an error (MPI_ERR_TRUNCATE).
+    pub fn recv_up_to(
+        &self,
+        comm: Comm,
+        buffer: &mut [u8],
+        source: i32,
+        tag: i32,
+    ) -> Result<usize, Error> {
+        let mut status = Status::default();
+        // SAFETY: MPI writes at most `buffer.len()` bytes (capped at one chunk) and the status.
+        let code = unsafe {
+            (self.recv)(
+                buffer.as_mut_ptr() as *mut c_void,
+                int_count(buffer.len()),
+                self.byte,
+                source,
+                tag,
+                comm.0,
+                &mut status,
+            )
+        };
+        self.check("MPI_Recv", code)?;
+        Ok(status.ucount)
+    }
+
     /// Receives one message of any length from `source` (or [`ANY_SOURCE`]) with `tag`;
     /// returns it and its sender. Only one thread may receive on a (source, tag) at a time.
     pub fn recv_message(&self, comm: Comm, source: i32, tag: i32) -> Result<(Vec<u8>, i32), Error> {

@@ -14,6 +14,15 @@
 
 use plugin_api::{ErrorCode, LaunchConfig, PluginError};
 
+/// The longest reply: the program receives replies into a buffer of this size, without first
+/// asking MPI for their length. Device processes replace a longer reply by an error.
+pub const MAX_REPLY: usize = 64 << 10;
+
+/// The longest request sent as one message: device processes receive requests into a buffer
+/// of this size, without first asking MPI for their length. A longer one (an image, a launch
+/// with very many arguments) is announced by an [`Op::Large`] request and follows on a data tag.
+pub const MAX_REQUEST: usize = 64 << 10;
+
 /// Tag of requests from the program to a device process.
 pub const REQUEST_TAG: i32 = 1;
 /// Reply tags are taken from here up to the library's tag bound.
@@ -38,8 +47,9 @@ pub enum Op {
     GetGlobal,
     Alloc,
     Free,
+    /// A queue of the device's; the program reuses it, and the device process releases its
+    /// queues when it ends.
     CreateQueue,
-    ReleaseQueue,
     CopyToDevice,
     CopyFromDevice,
     /// A copy between two devices of the same process.
@@ -50,8 +60,8 @@ pub enum Op {
     ReceiveFromPeer,
     Launch,
     MemoryInfo,
-    /// Answers once every earlier request has been executed.
-    Ping,
+    /// A request longer than [`MAX_REQUEST`]: its length and the tag its bytes follow on.
+    Large,
     /// The program ends: the device process finalises MPI and exits.
     Shutdown,
 }
@@ -59,7 +69,7 @@ pub enum Op {
 impl Op {
     fn from_byte(b: u8) -> Option<Op> {
         use Op::*;
-        const ALL: [Op; 21] = [
+        const ALL: [Op; 20] = [
             ListDevices,
             CheckImage,
             InitDevice,
@@ -71,7 +81,6 @@ impl Op {
             Alloc,
             Free,
             CreateQueue,
-            ReleaseQueue,
             CopyToDevice,
             CopyFromDevice,
             CopyWithin,
@@ -79,7 +88,7 @@ impl Op {
             ReceiveFromPeer,
             Launch,
             MemoryInfo,
-            Ping,
+            Large,
             Shutdown,
         ];
         ALL.into_iter().find(|op| *op as u8 == b)

@@ -69,8 +69,8 @@ fn complete_all(link: &Link, work: Vec<Pending>) -> Result<()> {
 
 fn complete(link: &Link, r: InFlight) -> Result<()> {
     let sent = link.wait(r.sends);
-    match link.reply(r.rank, r.tag) {
-        Ok(_) => link.wait(r.receives).and(sent),
+    match link.outcome(r.rank, r.tag) {
+        Ok(()) => link.wait(r.receives).and(sent),
         Err(e) => {
             // No data follows a failed reply.
             for receive in r.receives {
@@ -81,6 +81,16 @@ fn complete(link: &Link, r: InFlight) -> Result<()> {
     }
 }
 
+/// One queue of the program's: a queue of the device process (several of ours may share one,
+/// as the host plugin gives the same queue to everyone) and the work in flight on it. Slots are
+/// reused, not given back: the runtime takes and releases a queue per construct, and each
+/// would otherwise cost a round trip.
+struct QueueSlot {
+    remote: QueueHandle,
+    pending: Vec<Pending>,
+    in_use: bool,
+}
+
 pub struct MpiDevice {
     pub link: Arc<Link>,
     pub rank: i32,
@@ -88,7 +98,8 @@ pub struct MpiDevice {
     pub remote: u32,
     /// Its plugin there and the plugin's number for it, for messages.
     pub label: String,
-    queues: Mutex<HashMap<u64, Vec<Pending>>>,
+    /// The program's queues of this device: `QueueHandle(i + 1)` is slot `i`.
+    queues: Mutex<Vec<QueueSlot>>,
     events: Mutex<HashMap<u64, Arc<Batch>>>,
     next_event: AtomicU64,
 }
@@ -114,25 +125,46 @@ impl MpiDevice {
         self.link.call(self.rank, tag, &request)
     }
 
+    fn slots(&self) -> std::sync::MutexGuard<'_, Vec<QueueSlot>> {
+        self.queues.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The device process's queue behind one of ours.
+    fn remote_queue(&self, queue: QueueHandle) -> Result<QueueHandle> {
+        if queue == QueueHandle::SYNC {
+            return Ok(QueueHandle::SYNC);
+        }
+        self.slots()
+            .get(queue.0.wrapping_sub(1) as usize)
+            .filter(|s| s.in_use)
+            .map(|s| s.remote)
+            .ok_or_else(|| PluginError::invalid_argument(format!("unknown queue {}", queue.0)))
+    }
+
     /// Queue work: waited for now on the synchronous queue, else when the queue is.
     fn submit(&self, queue: QueueHandle, work: InFlight) -> Result<()> {
         if queue == QueueHandle::SYNC {
             return complete(&self.link, work);
         }
-        self.queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(queue.0)
-            .or_default()
-            .push(Pending::Request(work));
+        match self.slots().get_mut(queue.0.wrapping_sub(1) as usize) {
+            Some(slot) => slot.pending.push(Pending::Request(work)),
+            None => {
+                return Err(PluginError::invalid_argument(format!(
+                    "unknown queue {}",
+                    queue.0
+                )))
+            }
+        }
         Ok(())
     }
 
     fn take_queue(&self, queue: QueueHandle) -> Vec<Pending> {
-        self.queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&queue.0)
+        if queue == QueueHandle::SYNC {
+            return Vec::new();
+        }
+        self.slots()
+            .get_mut(queue.0.wrapping_sub(1) as usize)
+            .map(|slot| std::mem::take(&mut slot.pending))
             .unwrap_or_default()
     }
 
@@ -161,6 +193,7 @@ impl MpiDevice {
         size: u64,
         queue: QueueHandle,
     ) -> Result<()> {
+        let remote_queue = self.remote_queue(queue)?;
         let (data_tag, to_tag, from_tag) = (self.link.tag(), self.link.tag(), self.link.tag());
         let mut receive = Writer::request(Op::ReceiveFromPeer, to_tag, target.remote);
         receive
@@ -170,7 +203,7 @@ impl MpiDevice {
             .i32(data_tag);
         self.link.send(target.rank, &receive)?;
         let mut send = Writer::request(Op::SendToPeer, from_tag, self.remote);
-        send.u64(queue.0)
+        send.u64(remote_queue.0)
             .u64(src as u64)
             .u64(size)
             .i32(target.rank)
@@ -254,23 +287,42 @@ impl Device for MpiDevice {
     }
 
     fn create_queue(&self) -> Result<QueueHandle> {
+        {
+            let mut slots = self.slots();
+            if let Some(i) = slots.iter().position(|s| !s.in_use) {
+                slots[i].in_use = true;
+                return Ok(QueueHandle(i as u64 + 1));
+            }
+        }
         let reply = self.call(Op::CreateQueue, |_| {})?;
-        Ok(QueueHandle(Self::read_u64(&reply)?))
+        let remote = QueueHandle(Self::read_u64(&reply)?);
+        let mut slots = self.slots();
+        slots.push(QueueSlot {
+            remote,
+            pending: Vec::new(),
+            in_use: true,
+        });
+        Ok(QueueHandle(slots.len() as u64))
     }
 
+    /// Kept for reuse; the device process releases its queues when it ends.
     fn release_queue(&self, queue: QueueHandle) -> Result<()> {
         // The core synchronised it; anything left is waited for so no reply stays unread.
         let _ = complete_all(&self.link, self.take_queue(queue));
-        self.call(Op::ReleaseQueue, |w| {
-            w.u64(queue.0);
-        })
-        .map(drop)
+        if let Some(slot) = self.slots().get_mut(queue.0.wrapping_sub(1) as usize) {
+            slot.in_use = false;
+        }
+        Ok(())
     }
 
     fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
         let (tag, data_tag) = (self.link.tag(), self.link.tag());
         let mut request = Writer::request(Op::CopyToDevice, tag, self.remote);
-        request.u64(queue.0).u64(dst as u64).u64(size).i32(data_tag);
+        request
+            .u64(self.remote_queue(queue)?.0)
+            .u64(dst as u64)
+            .u64(size)
+            .i32(data_tag);
         self.link.send(self.rank, &request)?;
         // SAFETY: the core keeps the host buffer valid and unchanged until the queue is
         // synchronised, which waits for these sends.
@@ -316,7 +368,11 @@ impl Device for MpiDevice {
         }
         .map_err(mpi_error)?;
         let mut request = Writer::request(Op::CopyFromDevice, tag, self.remote);
-        request.u64(queue.0).u64(src as u64).u64(size).i32(data_tag);
+        request
+            .u64(self.remote_queue(queue)?.0)
+            .u64(src as u64)
+            .u64(size)
+            .i32(data_tag);
         if let Err(e) = self.link.send(self.rank, &request) {
             for r in receives {
                 self.link.mpi.cancel(r);
@@ -349,7 +405,7 @@ impl Device for MpiDevice {
         let mut request = Writer::request(Op::CopyWithin, tag, self.remote);
         request
             .u32(target.remote)
-            .u64(queue.0)
+            .u64(self.remote_queue(queue)?.0)
             .u64(src as u64)
             .u64(dst as u64)
             .u64(size);
@@ -376,7 +432,7 @@ impl Device for MpiDevice {
         let mut request = Writer::request(Op::Launch, tag, self.remote);
         request
             .u64(kernel.0)
-            .u64(queue.0)
+            .u64(self.remote_queue(queue)?.0)
             .launch_config(config)
             .u32(args.len() as u32);
         for a in args {
@@ -399,11 +455,14 @@ impl Device for MpiDevice {
     }
 
     fn query_queue(&self, queue: QueueHandle) -> Result<bool> {
-        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(work) = queues.get_mut(&queue.0) else {
+        if queue == QueueHandle::SYNC {
+            return Ok(true);
+        }
+        let mut slots = self.slots();
+        let Some(slot) = slots.get_mut(queue.0.wrapping_sub(1) as usize) else {
             return Ok(true);
         };
-        for piece in work.iter_mut() {
+        for piece in slot.pending.iter_mut() {
             let done = match piece {
                 Pending::Batch(batch) => batch.outcome.get().is_some(),
                 Pending::Request(r) => {
@@ -419,8 +478,8 @@ impl Device for MpiDevice {
             }
         }
         // Everything has arrived: read the replies (no waiting) and report their outcome.
-        let work = queues.remove(&queue.0).unwrap_or_default();
-        drop(queues);
+        let work = std::mem::take(&mut slot.pending);
+        drop(slots);
         complete_all(&self.link, work).map(|()| true)
     }
 
@@ -439,12 +498,9 @@ impl Device for MpiDevice {
         let batch = Arc::new(Batch::default());
         *batch.work.lock().unwrap_or_else(|e| e.into_inner()) = self.take_queue(queue);
         if queue != QueueHandle::SYNC {
-            self.queues
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(queue.0)
-                .or_default()
-                .push(Pending::Batch(Arc::clone(&batch)));
+            if let Some(slot) = self.slots().get_mut(queue.0.wrapping_sub(1) as usize) {
+                slot.pending.push(Pending::Batch(Arc::clone(&batch)));
+            }
         }
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         match events.get_mut(&event.0) {

@@ -2,7 +2,10 @@
 //! device processes that serve this rank, and the request/reply calls.
 
 use mpi_wire::mpi::{Comm, Mpi, Request, THREAD_MULTIPLE};
-use mpi_wire::protocol::{Reader, Writer, FIRST_REPLY_TAG, REQUEST_TAG, ROLE_DEVICE, ROLE_PROGRAM};
+use mpi_wire::protocol::{
+    Op, Reader, Writer, FIRST_REPLY_TAG, MAX_REPLY, MAX_REQUEST, REQUEST_TAG, ROLE_DEVICE,
+    ROLE_PROGRAM,
+};
 use plugin_api::{ErrorCode, PluginError};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -128,20 +131,59 @@ impl Link {
     /// Sends a request without waiting.
     pub fn send(&self, rank: i32, request: &Writer) -> Result<()> {
         self.check_open()?;
-        self.mpi
-            .send(self.comm, &request.0, rank, REQUEST_TAG)
-            .map_err(mpi_error)
+        if request.0.len() > MAX_REQUEST {
+            let data_tag = self.tag();
+            let mut large = Writer::request(Op::Large, 0, 0);
+            large.u64(request.0.len() as u64).i32(data_tag);
+            self.mpi
+                .send(self.comm, &large.0, rank, REQUEST_TAG)
+                .and_then(|()| self.mpi.send(self.comm, &request.0, rank, data_tag))
+                .map_err(mpi_error)
+        } else {
+            self.mpi
+                .send(self.comm, &request.0, rank, REQUEST_TAG)
+                .map_err(mpi_error)
+        }
+    }
+
+    /// Receives the reply on `tag` and gives its bytes to `read` (they are borrowed from a
+    /// buffer of the thread's).
+    fn receive_reply<T>(
+        &self,
+        rank: i32,
+        tag: i32,
+        read: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<T> {
+        thread_local! {
+            static BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; MAX_REPLY]);
+        }
+        let mut read = Some(read);
+        let mut receive = |buffer: &mut Vec<u8>| {
+            let len = self
+                .mpi
+                .recv_up_to(self.comm, buffer, rank, tag)
+                .map_err(mpi_error)?;
+            (read.take().expect("read once"))(&buffer[..len])
+        };
+        // The runtime's exit work may come after this thread's locals are gone.
+        match BUFFER.try_with(|b| receive(&mut b.borrow_mut())) {
+            Ok(outcome) => outcome,
+            Err(_) => receive(&mut vec![0; MAX_REPLY]),
+        }
     }
 
     /// Receives the reply on `tag`; `Ok` holds the result's bytes (read them with a [`Reader`]
     /// after its `reply()`).
     pub fn reply(&self, rank: i32, tag: i32) -> Result<Vec<u8>> {
-        let (bytes, _) = self
-            .mpi
-            .recv_message(self.comm, rank, tag)
-            .map_err(mpi_error)?;
-        Reader::new(&bytes).reply()?;
-        Ok(bytes)
+        self.receive_reply(rank, tag, |bytes| {
+            Reader::new(bytes).reply()?;
+            Ok(bytes.to_vec())
+        })
+    }
+
+    /// Receives the reply on `tag` of a request without a result: its outcome.
+    pub fn outcome(&self, rank: i32, tag: i32) -> Result<()> {
+        self.receive_reply(rank, tag, |bytes| Reader::new(bytes).reply())
     }
 
     /// Whether the reply on `tag` has arrived.
@@ -172,7 +214,7 @@ impl Link {
         }
         for &rank in &self.servers {
             let tag = self.tag();
-            let request = Writer::request(mpi_wire::protocol::Op::Shutdown, tag, 0);
+            let request = Writer::request(Op::Shutdown, tag, 0);
             let sent = self.mpi.send(self.comm, &request.0, rank, REQUEST_TAG);
             if sent.is_ok() {
                 let _ = self.mpi.recv_message(self.comm, rank, tag);
