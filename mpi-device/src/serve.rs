@@ -184,7 +184,7 @@ impl Server {
                 Request::Large(bytes) => bytes,
                 Request::Small(len) => &buffer[..*len],
             };
-            let mut r = Reader::new(&message);
+            let mut r = Reader::new(message);
             let (op, tag, device) = match r.request() {
                 Ok(h) => h,
                 Err(e) => {

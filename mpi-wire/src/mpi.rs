@@ -74,6 +74,13 @@ type FnSetErrhandler = unsafe extern "C" fn(Handle, Handle) -> c_int;
 type FnErrorString = unsafe extern "C" fn(c_int, *mut c_char, *mut c_int) -> c_int;
 type FnGetAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_int) -> c_int;
 type FnAbort = unsafe extern "C" fn(Handle, c_int) -> c_int;
+/// `MPI_Comm_copy_attr_function` and `MPI_Comm_delete_attr_function`.
+type CopyAttr =
+    unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// What [`Mpi::on_finalize`] runs: `MPI_Comm_delete_attr_function`'s signature.
+pub type DeleteAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
+type FnCreateKeyval = unsafe extern "C" fn(CopyAttr, DeleteAttr, *mut c_int, *mut c_void) -> c_int;
+type FnSetAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void) -> c_int;
 
 /// The loaded library and the calls we use.
 pub struct Mpi {
@@ -100,7 +107,10 @@ pub struct Mpi {
     error_string: Symbol<FnErrorString>,
     get_attr: Symbol<FnGetAttr>,
     abort: Symbol<FnAbort>,
+    create_keyval: Symbol<FnCreateKeyval>,
+    set_attr: Symbol<FnSetAttr>,
     world: Handle,
+    self_comm: Handle,
     byte: Handle,
     int: Handle,
     errors_return: Handle,
@@ -170,7 +180,10 @@ impl Mpi {
             error_string: function(&l, "MPI_Error_string")?,
             get_attr: function(&l, "MPI_Comm_get_attr")?,
             abort: function(&l, "MPI_Abort")?,
+            create_keyval: function(&l, "MPI_Comm_create_keyval")?,
+            set_attr: function(&l, "MPI_Comm_set_attr")?,
             world: object(&l, "ompi_mpi_comm_world")?,
+            self_comm: object(&l, "ompi_mpi_comm_self")?,
             byte: object(&l, "ompi_mpi_byte")?,
             int: object(&l, "ompi_mpi_int")?,
             errors_return: object(&l, "ompi_mpi_errors_return")?,
@@ -501,6 +514,31 @@ impl Mpi {
         // SAFETY: the request is live.
         unsafe { (self.cancel)(&mut request.0) };
         let _ = self.wait(request);
+    }
+
+    /// Runs `callback` at the start of MPI_Finalize, whoever calls it, while MPI still works:
+    /// the standard's hook for libraries, the delete callback of an attribute on MPI_COMM_SELF.
+    pub fn on_finalize(&self, callback: DeleteAttr) -> Result<(), Error> {
+        unsafe extern "C" fn no_copy(
+            _: Handle,
+            _: c_int,
+            _: *mut c_void,
+            _: *mut c_void,
+            _: *mut c_void,
+            flag: *mut c_int,
+        ) -> c_int {
+            // SAFETY: MPI passes a valid flag pointer; 0 means "do not copy the attribute".
+            unsafe { *flag = 0 };
+            SUCCESS
+        }
+        let mut keyval: c_int = 0;
+        // SAFETY: both callbacks have MPI's signatures; the call writes the key.
+        let code =
+            unsafe { (self.create_keyval)(no_copy, callback, &mut keyval, std::ptr::null_mut()) };
+        self.check("MPI_Comm_create_keyval", code)?;
+        // SAFETY: the key was just created; the value is never read.
+        let code = unsafe { (self.set_attr)(self.self_comm, keyval, std::ptr::null_mut()) };
+        self.check("MPI_Comm_set_attr", code)
     }
 
     /// MPI_Finalize, unless already done.

@@ -239,7 +239,12 @@ impl Device for MpiDevice {
         Ok(ImageHandle(Self::read_u64(&reply)?))
     }
 
+    /// After the device processes finished (the runtime unloads at exit, possibly after MPI
+    /// was finalised), there is nothing left to unload.
     fn unload_image(&self, image: ImageHandle) -> Result<()> {
+        if self.link.is_closed() {
+            return Ok(());
+        }
         self.call(Op::UnloadImage, |w| {
             w.u64(image.0);
         })
@@ -279,7 +284,11 @@ impl Device for MpiDevice {
         Ok(Self::read_u64(&reply)? as usize)
     }
 
+    /// As `unload_image`: memory of a finished device process is gone with it.
     fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        if self.link.is_closed() {
+            return Ok(());
+        }
         self.call(Op::Free, |w| {
             w.u64(ptr as u64).u32(kind.0);
         })

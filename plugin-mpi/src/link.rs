@@ -55,10 +55,14 @@ impl Link {
         }
         let links_mpi = program_links_mpi();
         let mpi = Mpi::open()?;
+        // A level too low is found before the roles are exchanged, but reported after: the
+        // device processes wait in that exchange, and must then be told to finish, or the
+        // program's MPI_Finalize would wait for them for ever.
+        let mut refusal = None;
         let ours = if mpi.is_initialized() {
             let level = mpi.thread_level();
             if level < THREAD_MULTIPLE {
-                return Err(format!(
+                refusal = Some(format!(
                     "the program initialised MPI with thread level {level}; the MPI plugin calls \
                      MPI from several threads and needs MPI_THREAD_MULTIPLE (3): use \
                      MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)"
@@ -100,7 +104,7 @@ impl Link {
             .map(|(_, r)| r)
             .collect();
         let tag_limit = mpi.tag_upper_bound(comm);
-        Ok(Link {
+        let link = Link {
             mpi,
             comm,
             servers,
@@ -108,7 +112,17 @@ impl Link {
             tag_limit,
             ours,
             closed: AtomicBool::new(false),
-        })
+        };
+        if let Some(why) = refusal {
+            link.shut_down();
+            return Err(why);
+        }
+        Ok(link)
+    }
+
+    /// Whether the device processes have been told to finish.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// A tag for one request's reply or data, not in use by another request in flight.
@@ -119,7 +133,7 @@ impl Link {
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.is_closed() {
             return Err(PluginError::new(
                 ErrorCode::FAILED,
                 "the MPI plugin has shut its device processes down (the program is ending)",

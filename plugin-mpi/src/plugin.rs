@@ -27,6 +27,20 @@ extern "C" fn shut_down_at_exit() {
     }
 }
 
+/// Runs when MPI_Finalize starts: a program that initialised MPI itself finalises it before
+/// our exit handler runs, and its MPI_Finalize waits for every process of the job, the device
+/// processes too, which finish only when told.
+unsafe extern "C" fn shut_down_at_finalize(
+    _: *mut std::ffi::c_void,
+    _: std::ffi::c_int,
+    _: *mut std::ffi::c_void,
+    _: *mut std::ffi::c_void,
+) -> std::ffi::c_int {
+    // No unwinding out of an MPI callback.
+    let _ = std::panic::catch_unwind(|| shut_down_at_exit());
+    0
+}
+
 fn register_exit_handler() {
     extern "C" {
         fn atexit(f: extern "C" fn()) -> std::ffi::c_int;
@@ -81,6 +95,9 @@ impl DevicePlugin for MpiPlugin {
         };
         let _ = LINK.set(Arc::clone(&link));
         register_exit_handler();
+        if let Err(e) = link.mpi.on_finalize(shut_down_at_finalize) {
+            log::warn!("mpi plugin: {e}; the device processes are told to finish at exit only");
+        }
         if link.servers.is_empty() {
             return Ok(MpiPlugin::without_devices(
                 "no device process serves this rank (more program ranks than device processes?)"

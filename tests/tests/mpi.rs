@@ -290,3 +290,57 @@ fn a_remote_gpu_is_reached_through_the_device_process_plugins() {
         );
     }
 }
+
+/// A program that uses MPI itself and opens its offloading part after MPI_Init: the plugin
+/// shares the program's MPI at MPI_THREAD_MULTIPLE, refuses a lower level with the reason,
+/// and in both cases the program's MPI_Finalize returns (the device processes are told to
+/// finish when it starts).
+#[test]
+fn a_program_that_initialised_mpi_itself_shares_it_or_hears_why() {
+    let part = compile(
+        Compiler::Clang19,
+        &["mpi_shared_part.c"],
+        &["-fPIC", "-shared"],
+    );
+    // The program itself has no offloading (no image registers before its main).
+    let main = tests::build_dir().join("mpi_shared_main");
+    let built = Command::new("clang-19")
+        .arg("-O1")
+        .arg(tests::program("mpi_shared_main.c"))
+        .args(["-ldl", "-l:libmpi.so.40", "-o"])
+        .arg(&main)
+        .output()
+        .expect("clang-19");
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    for (level, devices) in [("3", 4), ("1", 0)] {
+        let mut cmd = mpi_job(&main, 2, 2, &[("TEST_MPI_THREAD_LEVEL", level)]);
+        // The program's argument: mpirun passes what follows the program's name.
+        let mut args: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let at = args.iter().position(|a| a == main.as_os_str()).unwrap();
+        args.insert(at + 1, part.clone().into_os_string());
+        let mut with_part = Command::new(cmd.get_program());
+        with_part.args(args);
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => with_part.env(k, v),
+                None => with_part.env_remove(k),
+            };
+        }
+        let started = Instant::now();
+        let out = output(with_part);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(
+            out.status.success() && stdout.contains("finalized"),
+            "level {level}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(
+            stdout.contains(&format!("shared MPI at level {level}: {devices} devices")),
+            "level {level}:\n{stdout}\n{stderr}"
+        );
+        if devices == 0 {
+            assert!(stderr.contains("needs MPI_THREAD_MULTIPLE (3)"), "{stderr}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(60));
+    }
+}
