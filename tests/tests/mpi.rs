@@ -10,7 +10,17 @@ use tests::{compile, text, Compiler};
 /// `exe` as the program of an MPI job with `device_processes` device processes, each with
 /// `host_devices` host devices, offloading only to them.
 fn mpi_job(exe: &Path, device_processes: u32, host_devices: u32, env: &[(&str, &str)]) -> Command {
-    let mut cmd = conformance::mpirun(&[exe.as_os_str()], device_processes);
+    mpi_job_with_args(&[exe.as_os_str()], device_processes, host_devices, env)
+}
+
+/// As [`mpi_job`], for a program with arguments (`program[0]` is the program).
+fn mpi_job_with_args(
+    program: &[&std::ffi::OsStr],
+    device_processes: u32,
+    host_devices: u32,
+    env: &[(&str, &str)],
+) -> Command {
+    let mut cmd = conformance::mpirun(program, device_processes);
     cmd.env("LD_LIBRARY_PATH", tests::lib_dir())
         .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "mpi")
         .env("OMP_TARGET_OFFLOAD", "mandatory")
@@ -313,19 +323,12 @@ fn a_program_that_initialised_mpi_itself_shares_it_or_hears_why() {
         .expect("clang-19");
     assert!(built.status.success(), "{}", text(&built.stderr));
     for (level, devices) in [("3", 4), ("1", 0)] {
-        let mut cmd = mpi_job(&main, 2, 2, &[("TEST_MPI_THREAD_LEVEL", level)]);
-        // The program's argument: mpirun passes what follows the program's name.
-        let mut args: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
-        let at = args.iter().position(|a| a == main.as_os_str()).unwrap();
-        args.insert(at + 1, part.clone().into_os_string());
-        let mut with_part = Command::new(cmd.get_program());
-        with_part.args(args);
-        for (k, v) in cmd.get_envs() {
-            match v {
-                Some(v) => with_part.env(k, v),
-                None => with_part.env_remove(k),
-            };
-        }
+        let with_part = mpi_job_with_args(
+            &[main.as_os_str(), part.as_os_str()],
+            2,
+            2,
+            &[("TEST_MPI_THREAD_LEVEL", level)],
+        );
         let started = Instant::now();
         let out = output(with_part);
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
