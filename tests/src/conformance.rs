@@ -44,8 +44,11 @@ pub enum Runtime {
     },
     /// Our runtime with only the MPI plugin, under `mpirun`, with [`MPI_DEVICE_PROCESSES`]
     /// device processes (`dist/bin/omptarget-mpi-device`), each offering
-    /// [`MPI_HOST_DEVICES_EACH`] host devices.
-    OursOverMpi,
+    /// [`MPI_HOST_DEVICES_EACH`] devices: host devices, or with `gpu` GPUs of that plugin on
+    /// its emulated driver (the programs then built with an x86-64 twin, clang-19).
+    OursOverMpi {
+        gpu: Option<EmulatedGpu>,
+    },
 }
 
 /// Device processes of an MPI run, and host devices each offers: the four devices programs
@@ -102,7 +105,8 @@ impl Runtime {
     pub fn emulator(self) -> Option<EmulatedGpu> {
         match self {
             Runtime::OursOnEmulator { gpu, .. } | Runtime::Llvm19OnEmulator { gpu } => Some(gpu),
-            Runtime::Ours | Runtime::Llvm19 | Runtime::OursOverMpi => None,
+            Runtime::OursOverMpi { gpu } => gpu,
+            Runtime::Ours | Runtime::Llvm19 => None,
         }
     }
 
@@ -313,7 +317,12 @@ pub fn run_under(
 ) -> Result<(), String> {
     let emulators = crate::dist().join("emu");
     let lib_dir = match runtime {
-        Runtime::Ours | Runtime::OursOverMpi => crate::lib_dir().display().to_string(),
+        Runtime::Ours | Runtime::OursOverMpi { gpu: None } => {
+            crate::lib_dir().display().to_string()
+        }
+        Runtime::OursOverMpi { gpu: Some(_) } => {
+            format!("{}:{}", emulators.display(), crate::lib_dir().display())
+        }
         Runtime::Llvm19 => LLVM19_LIB_DIR.to_string(),
         Runtime::OursOnEmulator { .. } => {
             format!("{}:{}", emulators.display(), crate::lib_dir().display())
@@ -321,7 +330,7 @@ pub fn run_under(
         Runtime::Llvm19OnEmulator { .. } => format!("{}:{LLVM19_LIB_DIR}", emulators.display()),
     };
     let mut cmd = match (wrapper.split_first(), runtime) {
-        (_, Runtime::OursOverMpi) => {
+        (_, Runtime::OursOverMpi { .. }) => {
             let mut program: Vec<&std::ffi::OsStr> = wrapper.iter().map(|w| w.as_ref()).collect();
             program.push(exe.as_os_str());
             mpirun(&program, MPI_DEVICE_PROCESSES)
@@ -366,13 +375,23 @@ pub fn run_under(
                 .env("OMP_TARGET_OFFLOAD", "mandatory")
                 .env("OMP_DEFAULT_DEVICE", LLVM19_FIRST_GPU_DEVICE.to_string());
         }
-        Runtime::OursOverMpi => {
+        Runtime::OursOverMpi { gpu } => {
             cmd.env("LIBOMPTARGET_PLUGINS_TO_LOAD", "mpi")
                 .env("OMP_TARGET_OFFLOAD", "mandatory")
                 .env(
                     "LIBOMPTARGET_HOST_NUM_DEVICES",
                     MPI_HOST_DEVICES_EACH.to_string(),
                 );
+            if let Some(gpu) = gpu {
+                // The device processes load the GPU plugin; the emulated driver finds the
+                // kernels' twins in the program's file (the device process is not the program).
+                cmd.env("OMPTARGET_MPI_DEVICE_PLUGINS", gpu.plugin())
+                    .env("OMPTARGET_EMU_DEVICES", MPI_HOST_DEVICES_EACH.to_string())
+                    .env("OMPTARGET_EMU_TWINS", exe);
+                if gpu == EmulatedGpu::Amdgpu {
+                    cmd.env("HSA_RUNTIME_LIB", emulators.join("libhsa-runtime64.so.1"));
+                }
+            }
         }
         Runtime::Ours | Runtime::Llvm19 => {}
     }
@@ -526,7 +545,7 @@ fn check_one(path: &Path, compiler: Compiler, runtime: Runtime) -> Option<Outcom
             return None;
         }
     }
-    if runtime == Runtime::OursOverMpi && spec.mpi_skip.is_some() {
+    if matches!(runtime, Runtime::OursOverMpi { .. }) && spec.mpi_skip.is_some() {
         return None;
     }
     let result =

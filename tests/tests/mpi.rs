@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use tests::conformance::{self, Runtime, MPI_DEVICE_PROCESSES, MPI_HOST_DEVICES_EACH};
+use tests::conformance::{self, EmulatedGpu, Runtime, MPI_DEVICE_PROCESSES, MPI_HOST_DEVICES_EACH};
 use tests::{compile, text, Compiler};
 
 /// `exe` as the program of an MPI job with `device_processes` device processes, each with
@@ -40,7 +40,12 @@ fn output(mut cmd: Command) -> Output {
 #[test]
 fn conformance_suite_passes_on_remote_devices_over_mpi() {
     let programs = conformance::programs();
-    let outcomes = conformance::check_all(&programs, &tests::COMPILERS, Runtime::OursOverMpi, 2);
+    let outcomes = conformance::check_all(
+        &programs,
+        &tests::COMPILERS,
+        Runtime::OursOverMpi { gpu: None },
+        2,
+    );
     if let Some(report) = conformance::failures(&outcomes) {
         panic!("{report}");
     }
@@ -267,36 +272,31 @@ fn without_device_processes_the_plugin_has_no_devices_and_says_why() {
     );
 }
 
-/// Device processes with the emulated GPU drivers: the program reaches a remote GPU the same
-/// way (the CUDA plugin in the device process, on dist/emu's driver).
+/// Device processes with GPU plugins: the conformance suite on remote GPUs, on the emulated
+/// CUDA driver and the emulated HSA runtime in the device processes (the programs built with
+/// x86-64 twins, whose file the emulators read since the device process is not the program).
 #[test]
-fn a_remote_gpu_is_reached_through_the_device_process_plugins() {
-    let exe = tests::compile_cuda_twin("emu_saxpy.c");
-    let emulators = tests::dist().join("emu");
-    // The device process is not the program, so the emulated driver finds the kernels' x86-64
-    // twins in the program's file.
-    let twins = exe.display().to_string();
-    let mut cmd = mpi_job(
-        &exe,
-        1,
-        1,
-        &[
-            ("OMPTARGET_MPI_DEVICE_PLUGINS", "cuda"),
-            ("OMPTARGET_EMU_DEVICES", "2"),
-            ("OMPTARGET_EMU_TWINS", &twins),
-        ],
-    );
-    cmd.env(
-        "LD_LIBRARY_PATH",
-        format!("{}:{}", emulators.display(), tests::lib_dir().display()),
-    );
-    let out = output(cmd);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
-    for line in tests::expectations("emu_saxpy.c") {
+fn conformance_suite_passes_on_remote_emulated_gpus_over_mpi() {
+    let programs = conformance::programs();
+    for gpu in [EmulatedGpu::Cuda, EmulatedGpu::Amdgpu] {
+        let outcomes = conformance::check_all(
+            &programs,
+            &[Compiler::Clang19],
+            Runtime::OursOverMpi { gpu: Some(gpu) },
+            2,
+        );
+        if let Some(report) = conformance::failures(&outcomes) {
+            panic!("{gpu:?}:\n{report}");
+        }
         assert!(
-            stdout.lines().any(|l| l == line),
-            "no '{line}' in:\n{stdout}\n{stderr}"
+            outcomes.len() >= 150,
+            "only {} programs ran",
+            outcomes.len()
+        );
+        println!(
+            "MPI plugin, device processes with emulated {} GPUs: {} programs passed",
+            gpu.arch(),
+            outcomes.len()
         );
     }
 }

@@ -5,7 +5,8 @@
 //! built for sm_90 with an x86-64 twin through our CUDA plugin on the emulated CUDA driver;
 //! `--emu-cuda-llvm` runs them through LLVM 19's CUDA plugin on it. `--emu-hsa`,
 //! `--emu-hsa-delay` and `--emu-hsa-llvm` do the same for gfx90a on the emulated HSA runtime.
-//! `--mpi` runs them under `mpirun` on remote devices through the MPI plugin.
+//! `--mpi` runs them under `mpirun` on remote devices through the MPI plugin;
+//! `--mpi-emu-cuda` and `--mpi-emu-hsa` with device processes whose devices are emulated GPUs.
 
 use tests::conformance::{self, EmulatedGpu, Runtime};
 use tests::Compiler;
@@ -37,7 +38,17 @@ fn main() {
                     gpu: EmulatedGpu::Amdgpu,
                 }
             }
-            "--mpi" => runtime = Runtime::OursOverMpi,
+            "--mpi" => runtime = Runtime::OursOverMpi { gpu: None },
+            "--mpi-emu-cuda" => {
+                runtime = Runtime::OursOverMpi {
+                    gpu: Some(EmulatedGpu::Cuda),
+                }
+            }
+            "--mpi-emu-hsa" => {
+                runtime = Runtime::OursOverMpi {
+                    gpu: Some(EmulatedGpu::Amdgpu),
+                }
+            }
             "--compiler" => {
                 compilers = match args.next().as_deref() {
                     Some("clang19") => vec![Compiler::Clang19],
@@ -55,7 +66,7 @@ fn main() {
             path => paths.push(std::path::PathBuf::from(path)),
         }
     }
-    if runtime != Runtime::Ours && runtime != Runtime::OursOverMpi {
+    if runtime != Runtime::Ours && runtime != (Runtime::OursOverMpi { gpu: None }) {
         compilers = vec![Compiler::Clang19];
     }
     let mut programs = Vec::new();
@@ -89,6 +100,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: conformance [--llvm|--emu-cuda|--emu-cuda-delay|--emu-cuda-llvm|--emu-hsa|--emu-hsa-delay|--emu-hsa-llvm|--mpi] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
+    eprintln!("usage: conformance [--llvm|--emu-cuda|--emu-cuda-delay|--emu-cuda-llvm|--emu-hsa|--emu-hsa-delay|--emu-hsa-llvm|--mpi|--mpi-emu-cuda|--mpi-emu-hsa] [--compiler clang19|clang22] [-j N] [FILE|DIR ...]");
     std::process::exit(2)
 }
