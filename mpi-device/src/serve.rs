@@ -117,6 +117,20 @@ impl Target<'_> {
         self.plugin.synchronize(self.local, queue)
     }
 
+    /// `size` bytes of device memory at `src`, read in `queue`'s order.
+    fn read(&self, src: usize, size: usize, queue: QueueHandle) -> Result<Vec<u8>> {
+        let mut staging = vec![0u8; size];
+        self.plugin.copy_from_device(
+            self.local,
+            staging.as_mut_ptr() as usize,
+            src,
+            size as u64,
+            queue,
+        )?;
+        self.finish(queue)?;
+        Ok(staging)
+    }
+
     /// Whether copies may go straight to and from the device's memory.
     fn direct(&self) -> bool {
         self.traits
@@ -466,16 +480,7 @@ impl Server {
             send(unsafe { std::slice::from_raw_parts(src as *const u8, size) });
             return Ok(());
         }
-        let mut staging = vec![0u8; size];
-        t.plugin.copy_from_device(
-            t.local,
-            staging.as_mut_ptr() as usize,
-            src,
-            size as u64,
-            queue,
-        )?;
-        t.finish(queue)?;
-        send(&staging);
+        send(&t.read(src, size, queue)?);
         Ok(())
     }
 
@@ -516,16 +521,7 @@ impl Server {
         peer: i32,
         data_tag: i32,
     ) -> Result<()> {
-        let t = self.target(device)?;
-        let mut staging = vec![0u8; size];
-        t.plugin.copy_from_device(
-            t.local,
-            staging.as_mut_ptr() as usize,
-            src,
-            size as u64,
-            queue,
-        )?;
-        t.finish(queue)?;
+        let staging = self.target(device)?.read(src, size, queue)?;
         let (mpi, comm, program) = (self.mpi, self.comm, self.program);
         self.peer_copies.push(std::thread::spawn(move || {
             let reply = match mpi.send(comm, &staging, peer, data_tag) {

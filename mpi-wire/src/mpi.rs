@@ -16,7 +16,6 @@ pub const DEFAULT_LIBRARY: &str = "libmpi.so.40";
 pub const LIBRARY_VAR: &str = "OMPTARGET_MPI_LIBRARY";
 
 pub const THREAD_MULTIPLE: c_int = 3;
-pub const ANY_SOURCE: c_int = -1;
 const SUCCESS: c_int = 0;
 const TAG_UB_KEY: c_int = 0;
 /// The largest message we send in one call: MPI counts are C ints.
@@ -63,9 +62,7 @@ type FnIsend =
     unsafe extern "C" fn(*const c_void, c_int, Handle, c_int, c_int, Handle, *mut Handle) -> c_int;
 type FnIrecv =
     unsafe extern "C" fn(*mut c_void, c_int, Handle, c_int, c_int, Handle, *mut Handle) -> c_int;
-type FnProbe = unsafe extern "C" fn(c_int, c_int, Handle, *mut Status) -> c_int;
 type FnIprobe = unsafe extern "C" fn(c_int, c_int, Handle, *mut c_int, *mut Status) -> c_int;
-type FnGetCount = unsafe extern "C" fn(*const Status, Handle, *mut c_int) -> c_int;
 type FnWait = unsafe extern "C" fn(*mut Handle, *mut Status) -> c_int;
 type FnTest = unsafe extern "C" fn(*mut Handle, *mut c_int, *mut Status) -> c_int;
 type FnCancel = unsafe extern "C" fn(*mut Handle) -> c_int;
@@ -73,7 +70,6 @@ type FnVoid = unsafe extern "C" fn() -> c_int;
 type FnSetErrhandler = unsafe extern "C" fn(Handle, Handle) -> c_int;
 type FnErrorString = unsafe extern "C" fn(c_int, *mut c_char, *mut c_int) -> c_int;
 type FnGetAttr = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_int) -> c_int;
-type FnAbort = unsafe extern "C" fn(Handle, c_int) -> c_int;
 /// `MPI_Comm_copy_attr_function` and `MPI_Comm_delete_attr_function`.
 type CopyAttr =
     unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
@@ -96,9 +92,7 @@ pub struct Mpi {
     recv: Symbol<FnRecv>,
     isend: Symbol<FnIsend>,
     irecv: Symbol<FnIrecv>,
-    probe: Symbol<FnProbe>,
     iprobe: Symbol<FnIprobe>,
-    get_count: Symbol<FnGetCount>,
     wait_: Symbol<FnWait>,
     test_: Symbol<FnTest>,
     cancel: Symbol<FnCancel>,
@@ -106,7 +100,6 @@ pub struct Mpi {
     set_errhandler: Symbol<FnSetErrhandler>,
     error_string: Symbol<FnErrorString>,
     get_attr: Symbol<FnGetAttr>,
-    abort: Symbol<FnAbort>,
     create_keyval: Symbol<FnCreateKeyval>,
     set_attr: Symbol<FnSetAttr>,
     world: Handle,
@@ -169,9 +162,7 @@ impl Mpi {
             recv: function(&l, "MPI_Recv")?,
             isend: function(&l, "MPI_Isend")?,
             irecv: function(&l, "MPI_Irecv")?,
-            probe: function(&l, "MPI_Probe")?,
             iprobe: function(&l, "MPI_Iprobe")?,
-            get_count: function(&l, "MPI_Get_count")?,
             wait_: function(&l, "MPI_Wait")?,
             test_: function(&l, "MPI_Test")?,
             cancel: function(&l, "MPI_Cancel")?,
@@ -179,7 +170,6 @@ impl Mpi {
             set_errhandler: function(&l, "MPI_Comm_set_errhandler")?,
             error_string: function(&l, "MPI_Error_string")?,
             get_attr: function(&l, "MPI_Comm_get_attr")?,
-            abort: function(&l, "MPI_Abort")?,
             create_keyval: function(&l, "MPI_Comm_create_keyval")?,
             set_attr: function(&l, "MPI_Comm_set_attr")?,
             world: object(&l, "ompi_mpi_comm_world")?,
@@ -385,35 +375,6 @@ impl Mpi {
         Ok(status.ucount)
     }
 
-    /// Receives one message of any length from `source` (or [`ANY_SOURCE`]) with `tag`;
-    /// returns it and its sender. Only one thread may receive on a (source, tag) at a time.
-    pub fn recv_message(&self, comm: Comm, source: i32, tag: i32) -> Result<(Vec<u8>, i32), Error> {
-        let mut status = Status::default();
-        // SAFETY: the call writes the status.
-        let code = unsafe { (self.probe)(source, tag, comm.0, &mut status) };
-        self.check("MPI_Probe", code)?;
-        let mut count: c_int = 0;
-        // SAFETY: the status is the probe's.
-        let code = unsafe { (self.get_count)(&status, self.byte, &mut count) };
-        self.check("MPI_Get_count", code)?;
-        let mut buffer = vec![0u8; count.max(0) as usize];
-        let mut done = Status::default();
-        // SAFETY: the buffer holds the probed message.
-        let code = unsafe {
-            (self.recv)(
-                buffer.as_mut_ptr() as *mut c_void,
-                count,
-                self.byte,
-                status.source,
-                tag,
-                comm.0,
-                &mut done,
-            )
-        };
-        self.check("MPI_Recv", code)?;
-        Ok((buffer, status.source))
-    }
-
     /// Whether a message from `source` with `tag` has arrived (without receiving it).
     pub fn has_message(&self, comm: Comm, source: i32, tag: i32) -> Result<bool, Error> {
         let mut flag: c_int = 0;
@@ -422,6 +383,23 @@ impl Mpi {
         let code = unsafe { (self.iprobe)(source, tag, comm.0, &mut flag, &mut status) };
         self.check("MPI_Iprobe", code)?;
         Ok(flag != 0)
+    }
+
+    /// Starts one non-blocking call per chunk of a `len`-byte message; `start` makes the call
+    /// for a chunk and writes its request.
+    fn start_chunks(
+        &self,
+        call: &str,
+        len: usize,
+        mut start: impl FnMut(std::ops::Range<usize>, &mut Handle) -> c_int,
+    ) -> Result<Vec<Request>, Error> {
+        let mut out = Vec::new();
+        for chunk in chunks(len) {
+            let mut request: Handle = std::ptr::null_mut();
+            self.check(call, start(chunk, &mut request))?;
+            out.push(Request(request));
+        }
+        Ok(out)
     }
 
     /// Starts sending `len` bytes at `address` (chunked as [`Mpi::send`]).
@@ -436,11 +414,9 @@ impl Mpi {
         dest: i32,
         tag: i32,
     ) -> Result<Vec<Request>, Error> {
-        let mut out = Vec::new();
-        for chunk in chunks(len) {
-            let mut request: Handle = std::ptr::null_mut();
+        self.start_chunks("MPI_Isend", len, |chunk, request| {
             // SAFETY: the caller keeps the chunk valid until the request completes.
-            let code = unsafe {
+            unsafe {
                 (self.isend)(
                     address.add(chunk.start) as *const c_void,
                     int_count(chunk.len()),
@@ -448,13 +424,10 @@ impl Mpi {
                     dest,
                     tag,
                     comm.0,
-                    &mut request,
+                    request,
                 )
-            };
-            self.check("MPI_Isend", code)?;
-            out.push(Request(request));
-        }
-        Ok(out)
+            }
+        })
     }
 
     /// Starts receiving `len` bytes into `address` (chunked as [`Mpi::send`]).
@@ -469,11 +442,9 @@ impl Mpi {
         source: i32,
         tag: i32,
     ) -> Result<Vec<Request>, Error> {
-        let mut out = Vec::new();
-        for chunk in chunks(len) {
-            let mut request: Handle = std::ptr::null_mut();
+        self.start_chunks("MPI_Irecv", len, |chunk, request| {
             // SAFETY: the caller keeps the chunk valid until the request completes.
-            let code = unsafe {
+            unsafe {
                 (self.irecv)(
                     address.add(chunk.start) as *mut c_void,
                     int_count(chunk.len()),
@@ -481,13 +452,10 @@ impl Mpi {
                     source,
                     tag,
                     comm.0,
-                    &mut request,
+                    request,
                 )
-            };
-            self.check("MPI_Irecv", code)?;
-            out.push(Request(request));
-        }
-        Ok(out)
+            }
+        })
     }
 
     /// Waits for a request; returns the bytes it moved.
@@ -548,13 +516,6 @@ impl Mpi {
         }
         // SAFETY: no argument; called once, after our last communication.
         self.check("MPI_Finalize", unsafe { (self.finalize)() })
-    }
-
-    /// Ends every process of the job (MPI_Abort on the world).
-    pub fn abort(&self, code: i32) -> ! {
-        // SAFETY: aborting is always allowed after init.
-        unsafe { (self.abort)(self.world, code) };
-        std::process::exit(code)
     }
 }
 

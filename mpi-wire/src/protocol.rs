@@ -32,12 +32,26 @@ pub const FIRST_REPLY_TAG: i32 = 16;
 pub const ROLE_PROGRAM: i32 = 0x6f6d_7000;
 pub const ROLE_DEVICE: i32 = 0x6f6d_7001;
 
-/// What a request asks for.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+/// Declares [`Op`] and the list of its values, from one list: a value added to the enum is
+/// then never missing from the decoder.
+macro_rules! operations {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// What a request asks for.
+        #[repr(u8)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Op {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Op {
+            const ALL: &'static [Op] = &[$(Op::$name,)*];
+        }
+    };
+}
+
+operations! {
     /// The devices a process offers: count, then per device its plugin and local number.
-    ListDevices = 1,
+    ListDevices,
     CheckImage,
     InitDevice,
     DeviceInfo,
@@ -68,30 +82,7 @@ pub enum Op {
 
 impl Op {
     fn from_byte(b: u8) -> Option<Op> {
-        use Op::*;
-        const ALL: [Op; 20] = [
-            ListDevices,
-            CheckImage,
-            InitDevice,
-            DeviceInfo,
-            LoadImage,
-            UnloadImage,
-            GetKernel,
-            GetGlobal,
-            Alloc,
-            Free,
-            CreateQueue,
-            CopyToDevice,
-            CopyFromDevice,
-            CopyWithin,
-            SendToPeer,
-            ReceiveFromPeer,
-            Launch,
-            MemoryInfo,
-            Large,
-            Shutdown,
-        ];
-        ALL.into_iter().find(|op| *op as u8 == b)
+        Op::ALL.get(usize::from(b)).copied()
     }
 }
 
@@ -285,6 +276,7 @@ mod tests {
             }
         }
         assert_eq!(Op::from_byte(Op::Shutdown as u8), Some(Op::Shutdown));
-        assert_eq!(Op::from_byte(0), None);
+        assert_eq!(Op::from_byte(Op::ListDevices as u8), Some(Op::ListDevices));
+        assert_eq!(Op::from_byte(Op::ALL.len() as u8), None);
     }
 }

@@ -27,6 +27,18 @@ struct InFlight {
     receives: Vec<Request>,
 }
 
+impl InFlight {
+    /// A request whose only completion is its reply.
+    fn reply(rank: i32, tag: i32) -> Self {
+        InFlight {
+            rank,
+            tag,
+            sends: Vec::new(),
+            receives: Vec::new(),
+        }
+    }
+}
+
 /// Work recorded by an event: completed once, by its first waiter.
 #[derive(Default)]
 struct Batch {
@@ -210,24 +222,8 @@ impl MpiDevice {
             .i32(data_tag);
         self.link.send(self.rank, &send)?;
         // The copy is done when the destination has written the bytes.
-        self.submit(
-            queue,
-            InFlight {
-                rank: self.rank,
-                tag: from_tag,
-                sends: Vec::new(),
-                receives: Vec::new(),
-            },
-        )?;
-        self.submit(
-            queue,
-            InFlight {
-                rank: target.rank,
-                tag: to_tag,
-                sends: Vec::new(),
-                receives: Vec::new(),
-            },
-        )
+        self.submit(queue, InFlight::reply(self.rank, from_tag))?;
+        self.submit(queue, InFlight::reply(target.rank, to_tag))
     }
 }
 
@@ -419,15 +415,7 @@ impl Device for MpiDevice {
             .u64(dst as u64)
             .u64(size);
         self.link.send(self.rank, &request)?;
-        self.submit(
-            queue,
-            InFlight {
-                rank: self.rank,
-                tag,
-                sends: Vec::new(),
-                receives: Vec::new(),
-            },
-        )
+        self.submit(queue, InFlight::reply(self.rank, tag))
     }
 
     fn launch_kernel(
@@ -448,15 +436,7 @@ impl Device for MpiDevice {
             request.u64(*a as u64);
         }
         self.link.send(self.rank, &request)?;
-        self.submit(
-            queue,
-            InFlight {
-                rank: self.rank,
-                tag,
-                sends: Vec::new(),
-                receives: Vec::new(),
-            },
-        )
+        self.submit(queue, InFlight::reply(self.rank, tag))
     }
 
     fn synchronize(&self, queue: QueueHandle) -> Result<()> {

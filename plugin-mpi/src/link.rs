@@ -231,7 +231,7 @@ impl Link {
             let request = Writer::request(Op::Shutdown, tag, 0);
             let sent = self.mpi.send(self.comm, &request.0, rank, REQUEST_TAG);
             if sent.is_ok() {
-                let _ = self.mpi.recv_message(self.comm, rank, tag);
+                let _ = self.outcome(rank, tag);
             }
         }
         if self.ours {
