@@ -84,7 +84,7 @@ mod tasks {
         pub task_with_deps: TaskWithDeps,
     }
 
-    fn symbol(name: &std::ffi::CStr) -> Option<usize> {
+    pub(super) fn symbol(name: &std::ffi::CStr) -> Option<usize> {
         // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name has no preconditions.
         let address = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) };
         (!address.is_null()).then_some(address as usize)
@@ -209,5 +209,50 @@ pub unsafe fn wait_for_dependences(
             // SAFETY: the caller's promise about the arrays and the thread number.
             unsafe { wait(loc, gtid, ndeps, deps, ndeps_noalias, noalias) };
         }
+    }
+}
+
+/// libomp's slot for a `nowait` target task's asynchronous handle.
+type HasTaskTeam = unsafe extern "C" fn(gtid: i32) -> bool;
+type AsyncHandleSlot = unsafe extern "C" fn(gtid: i32) -> *mut *mut c_void;
+
+struct AsyncHandleApi {
+    global_thread_num: tasks::GlobalThreadNum,
+    has_task_team: HasTaskTeam,
+    handle_slot: AsyncHandleSlot,
+}
+
+/// Where the current `nowait` target task keeps its asynchronous handle, as LLVM's runtime
+/// asks libomp: only a task with a task team can be run again later, to poll
+/// `__tgt_target_nowait_query`. `None` without libomp, outside such a task, or when the slot is
+/// already taken (the construct then completes before returning).
+pub fn target_task_handle_slot() -> Option<*mut *mut c_void> {
+    static API: OnceCell<Option<AsyncHandleApi>> = OnceCell::new();
+    let api = API
+        .get_or_init(|| {
+            let symbol = tasks::symbol;
+            let (a, b, c) = (
+                symbol(c"__kmpc_global_thread_num")?,
+                symbol(c"__kmpc_omp_has_task_team")?,
+                symbol(c"__kmpc_omp_get_target_async_handle_ptr")?,
+            );
+            // SAFETY: libomp's functions with the signatures of its kmp.h.
+            unsafe {
+                Some(AsyncHandleApi {
+                    global_thread_num: std::mem::transmute::<usize, tasks::GlobalThreadNum>(a),
+                    has_task_team: std::mem::transmute::<usize, HasTaskTeam>(b),
+                    handle_slot: std::mem::transmute::<usize, AsyncHandleSlot>(c),
+                })
+            }
+        })
+        .as_ref()?;
+    // SAFETY: libomp's calls take the calling thread's number (KMP_GTID_DNE, -2, if it has none).
+    unsafe {
+        let gtid = (api.global_thread_num)(std::ptr::null());
+        if gtid == -2 || !(api.has_task_team)(gtid) {
+            return None;
+        }
+        let slot = (api.handle_slot)(gtid);
+        (!slot.is_null() && (*slot).is_null()).then_some(slot)
     }
 }

@@ -29,6 +29,7 @@ pub mod logging;
 pub mod mapper;
 pub mod mapping;
 pub mod memory_pool;
+pub mod nowait;
 pub use plugin_api::offload_binary;
 pub mod ompt;
 pub mod plugins;

@@ -40,6 +40,9 @@ pub struct ConstructQueue<'d> {
     /// arguments: they need not be looked up again.
     placed: SmallVec<[(usize, usize); 4]>,
     finished: bool,
+    /// A query found the queued work completed (which, by the plugin contract, is what a
+    /// synchronisation would have found): finishing need not synchronise.
+    work_done: bool,
 }
 
 impl<'d> ConstructQueue<'d> {
@@ -48,6 +51,7 @@ impl<'d> ConstructQueue<'d> {
             device,
             unified_shared_memory: crate::runtime::Runtime::get().unified_shared_memory(),
             handle: None,
+            work_done: false,
             staged: Vec::new(),
             staged_bytes: Vec::new(),
             host_writes: SmallVec::new(),
@@ -358,11 +362,27 @@ impl<'d> ConstructQueue<'d> {
         self.complete()
     }
 
+    /// Whether the construct's queued work has completed (a device whose queues complete on
+    /// submission, or no queue, always has).
+    pub fn is_done(&mut self) -> Result<bool> {
+        let done = match self.handle {
+            Some(queue) if !self.device.queues_complete_on_submission() => self
+                .device
+                .plugin
+                .query_queue(self.device.local, queue)
+                .map_err(|e| self.device.plugin_error("querying a queue", e))?,
+            _ => true,
+        };
+        self.work_done = done;
+        Ok(done)
+    }
+
     fn complete(&mut self) -> Result<()> {
         self.finished = true;
-        // Nothing to wait for on a device whose queues complete work on submission.
+        // Nothing to wait for on a device whose queues complete work on submission, or when a
+        // query found the work completed.
         let synced = match self.handle {
-            Some(queue) if !self.device.queues_complete_on_submission() => self
+            Some(queue) if !self.device.queues_complete_on_submission() && !self.work_done => self
                 .device
                 .plugin
                 .synchronize(self.device.local, queue)

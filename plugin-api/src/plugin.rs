@@ -153,6 +153,8 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     /// work. `SYNC`: `Ok` at once.
     fn synchronize(&self, device: i32, queue: QueueHandle) -> Result<()>;
     /// Whether everything submitted to `queue` has completed, without waiting. `SYNC`: true.
+    /// `true` means what a `synchronize` returning `Ok` would: the work's failures reported
+    /// (as an error) and its completion handled, so the core does not synchronise after it.
     fn query_queue(&self, device: i32, queue: QueueHandle) -> Result<bool>;
 
     /// Creates an event for use with this device's queues.

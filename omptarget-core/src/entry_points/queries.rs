@@ -4,14 +4,15 @@ use super::guard;
 use crate::runtime::Runtime;
 use std::ffi::c_void;
 
-/// libomp polls this for `nowait` target tasks that left an asynchronous handle behind. Our
-/// constructs complete before returning and never leave one, so any handle is finished.
+/// libomp polls this for `nowait` target tasks that left an asynchronous handle behind: the
+/// construct is finished once its device work has completed (`crate::nowait`).
 #[no_mangle]
 pub extern "C" fn __tgt_target_nowait_query(async_handle: *mut *mut c_void) {
-    if !async_handle.is_null() {
-        // SAFETY: libomp passes the address of the task's handle slot.
-        unsafe { *async_handle = std::ptr::null_mut() };
-    }
+    guard("__tgt_target_nowait_query", (), || {
+        // SAFETY: libomp passes the address of the task's handle slot, which only
+        // `nowait::finish_or_defer` fills.
+        unsafe { crate::nowait::query(async_handle) }
+    })
 }
 
 /// Prints a device's properties; returns 1 when the device exists (LLVM's convention).

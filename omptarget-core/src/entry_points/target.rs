@@ -19,12 +19,15 @@ thread_local! {
     static PUSHED_TRIPCOUNT: Cell<u64> = const { Cell::new(0) };
 }
 
+/// `defer`: libomp's handle slot of the `nowait` task running the construct, where the
+/// construct is left when its device work is still running at the end (`crate::nowait`).
 fn launch(
     runtime: &Runtime,
     loc: *const Ident,
     region_id: usize,
-    device: &crate::device::Device,
+    device: &'static crate::device::Device,
     request: &KernelRequest,
+    defer: Option<*mut *mut c_void>,
 ) -> Result<()> {
     runtime.prepare(device)?;
     // Reported to a tool from here to the end of the construct, whatever its outcome.
@@ -96,9 +99,12 @@ fn launch(
         e.with_context("Call to targetDataEnd failed, abort target.")
             .with_context("Failed to process data after launching the kernel.")
     })?;
-    queue.finish()
+    // SAFETY: `defer` is the running task's slot, taken by `target_kernel`.
+    unsafe { crate::nowait::finish_or_defer(queue, defer, loc) }
 }
 
+/// `nowait`: the construct may complete after returning (the `_nowait` entry point; the
+/// compiler's NoWait flag, bit 0 of the kernel arguments' flags, says so as well).
 fn target_kernel(
     loc: *const Ident,
     device_id: i64,
@@ -106,6 +112,7 @@ fn target_kernel(
     thread_limit: i32,
     region: *mut c_void,
     args: *const KernelArgsV1,
+    nowait: bool,
 ) -> i32 {
     let runtime = Runtime::get();
     let _span = super::construct_span("target", loc, device_id);
@@ -115,7 +122,18 @@ fn target_kernel(
     // SAFETY: `args` is the compiler's KernelArgsTy (or null, which is refused).
     let outcome = unsafe { read_kernel_args(args, num_teams, thread_limit) }
         .map_err(|e| OffloadError::new(e.to_string()))
-        .and_then(|request| launch(runtime, loc, region as usize, device, &request));
+        .and_then(|request| {
+            // With a tool attached, the construct completes in its task, so that all its
+            // events fall between its begin and end on its thread (LLVM's deferred ends report
+            // the last data operations after the construct's end, on another thread).
+            let deferrable = (nowait || request.flags & NOWAIT_FLAG != 0) && ompt::tool().is_none();
+            let defer = if deferrable {
+                crate::host_openmp::target_task_handle_slot()
+            } else {
+                None
+            };
+            launch(runtime, loc, region as usize, device, &request, defer)
+        });
     match outcome {
         Ok(()) => {
             runtime.construct_succeeded(loc);
@@ -139,11 +157,23 @@ pub extern "C" fn __tgt_target_kernel(
     args: *const KernelArgsV1,
 ) -> i32 {
     guard("__tgt_target_kernel", OFFLOAD_FAIL, || {
-        target_kernel(loc, device_id, num_teams, thread_limit, host_ptr, args)
+        target_kernel(
+            loc,
+            device_id,
+            num_teams,
+            thread_limit,
+            host_ptr,
+            args,
+            false,
+        )
     })
 }
 
-/// The `nowait` form: libomp already runs it inside a deferred task, so it completes here.
+/// `KernelArgsTy::Flags.NoWait`.
+const NOWAIT_FLAG: u64 = 1;
+
+/// The `nowait` form: libomp runs it inside a task, which it runs again to poll
+/// `__tgt_target_nowait_query` when the construct is still running at the end.
 #[no_mangle]
 pub extern "C" fn __tgt_target_kernel_nowait(
     loc: *const Ident,
@@ -158,7 +188,15 @@ pub extern "C" fn __tgt_target_kernel_nowait(
     _noalias_dep_list: *mut c_void,
 ) -> i32 {
     guard("__tgt_target_kernel_nowait", OFFLOAD_FAIL, || {
-        target_kernel(loc, device_id, num_teams, thread_limit, host_ptr, args)
+        target_kernel(
+            loc,
+            device_id,
+            num_teams,
+            thread_limit,
+            host_ptr,
+            args,
+            true,
+        )
     })
 }
 
@@ -197,6 +235,7 @@ fn legacy(
         thread_limit.max(0),
         host_ptr,
         &block,
+        false,
     )
 }
 

@@ -689,12 +689,13 @@ impl<H: HsaInterface> Stream<H> {
     pub fn query(&self) -> HsaResult<bool> {
         let (finished, result) = {
             let mut state = self.state();
+            // One signal load per query: `nowait` constructs are polled, each poll a query.
             let result = match state.slots.last() {
                 None => Ok(true),
                 Some(last) if last.is_done() => Ok(true),
-                Some(last) => match state.watch.failure() {
-                    Some(err) if !last.is_done() => Err(err),
-                    _ => Ok(last.is_done()),
+                Some(_) => match state.watch.failure() {
+                    Some(err) => Err(err),
+                    None => Ok(false),
                 },
             };
             let finished = match result {

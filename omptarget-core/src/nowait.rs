@@ -1,0 +1,91 @@
+//! `nowait` target constructs that complete after their task returns, as in LLVM's runtime.
+//!
+//! libomp runs a `target nowait` region in a task. When the region's device work is still
+//! running at its end, the construct is left in the task's asynchronous-handle slot and the
+//! task returns; libomp then runs the task again, calling `__tgt_target_nowait_query`, until
+//! the work has completed and the construct's last steps (copies back landed, mappings
+//! released, temporary buffers freed) are done. The helper thread meanwhile runs other tasks
+//! instead of blocking in a device wait.
+
+use crate::abi::source_location::Ident;
+use crate::queue::ConstructQueue;
+use crate::runtime::Runtime;
+use std::cell::Cell;
+use std::ffi::c_void;
+
+/// A construct whose device work had not completed when its task returned.
+struct Deferred {
+    queue: ConstructQueue<'static>,
+    /// The construct's source location (`Ident`, static data of the program), for errors.
+    loc: usize,
+}
+
+/// Polls on one thread that found work still running, beyond which it waits for the work
+/// instead (LLVM's `OMPTARGET_QUERY_COUNT_THRESHOLD`, 5): a thread with many long regions in
+/// flight stops spinning on them. Each completed construct halves the count.
+const BLOCKING_AFTER: u32 = 5;
+const MOST: u32 = 10;
+
+thread_local! {
+    static PENDING_POLLS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Finishes the construct now, or, when libomp gave its task a handle slot and the work is
+/// still running, leaves it there for [`query`].
+///
+/// # Safety
+/// `slot` is libomp's handle slot of the calling task (from
+/// [`crate::host_openmp::target_task_handle_slot`]).
+pub unsafe fn finish_or_defer(
+    mut queue: ConstructQueue<'static>,
+    slot: Option<*mut *mut c_void>,
+    loc: *const Ident,
+) -> crate::error::Result<()> {
+    let Some(slot) = slot else {
+        return queue.finish();
+    };
+    if queue.is_done()? {
+        return queue.finish();
+    }
+    log::debug!(
+        "device {}: a nowait construct's work is still running; its task polls \
+         __tgt_target_nowait_query",
+        queue.device.id
+    );
+    let deferred = Box::new(Deferred {
+        queue,
+        loc: loc as usize,
+    });
+    // SAFETY: the caller's slot, empty (checked when it was taken); libomp hands it back to
+    // `__tgt_target_nowait_query`.
+    unsafe { *slot = Box::into_raw(deferred) as *mut c_void };
+    Ok(())
+}
+
+/// `__tgt_target_nowait_query`: finishes the construct in `slot` once its work has completed
+/// (or waits for it, after [`BLOCKING_AFTER`] fruitless polls on this thread), emptying the
+/// slot; leaves it in place while the work runs.
+///
+/// # Safety
+/// `slot` is null or a handle slot filled by [`finish_or_defer`] (or empty).
+pub unsafe fn query(slot: *mut *mut c_void) {
+    // SAFETY: the caller's promise.
+    if slot.is_null() || unsafe { (*slot).is_null() } {
+        return;
+    }
+    // SAFETY: a non-empty slot holds the Deferred that `finish_or_defer` put there.
+    let pending = unsafe { &mut *(*slot as *mut Deferred) };
+    let polls = PENDING_POLLS.with(Cell::get);
+    if polls <= BLOCKING_AFTER && matches!(pending.queue.is_done(), Ok(false)) {
+        PENDING_POLLS.with(|p| p.set((polls + 1).min(MOST)));
+        return;
+    }
+    PENDING_POLLS.with(|p| p.set(polls / 2));
+    // SAFETY: as above; the slot is emptied so libomp stops polling it.
+    let deferred = unsafe { Box::from_raw(*slot as *mut Deferred) };
+    unsafe { *slot = std::ptr::null_mut() };
+    let loc = deferred.loc as *const Ident;
+    if let Err(e) = deferred.queue.finish() {
+        Runtime::get().report_failure(&e, loc);
+    }
+}
