@@ -147,7 +147,14 @@ fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
             .map(|(_, n)| n)
             .sum::<f64>()
     };
-    for kind in ["empty", "map_to", "map_tofrom", "enter_exit", "update", "nowait"] {
+    for kind in [
+        "empty",
+        "map_to",
+        "map_tofrom",
+        "enter_exit",
+        "update",
+        "nowait",
+    ] {
         let [ours, llvm] = emulated::calls_per_construct(AMDGPU, &exe, kind, 41);
         let report = format!("{kind}: ours {ours:?}\nLLVM 19 {llvm:?}");
         let signals = |c: &HashMap<String, f64>| {
