@@ -382,3 +382,53 @@ pub fn check_indirect_call_table(who: &str, table: &[(u64, u64)], stdout: &str) 
 pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace().find_map(|w| w.strip_prefix(key))
 }
+
+/// Runs `emu_nowait_overlap.c` (built for `gpu` with a twin) with a delay per queued operation
+/// long enough that its `nowait` regions are still running when their tasks end, and with the
+/// runtime's debug output; checks the program's result and returns how many constructs were
+/// left to their task's `__tgt_target_nowait_query` polls, and the driver trace.
+pub fn nowait_regions_left_to_their_tasks(gpu: EmulatedGpu, exe: &Path) -> (usize, String) {
+    let (code, stdout, stderr, trace) = run_traced(
+        gpu,
+        exe,
+        "nowait-query",
+        &[
+            ("OMPTARGET_EMU_DELAY_US", "3000"),
+            ("LIBOMPTARGET_DEBUG", "1"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("regions=6 ok"), "{stdout}");
+    let deferred = stderr
+        .matches("a nowait construct's work is still running")
+        .count();
+    assert!(
+        deferred >= 1,
+        "no construct was left to its task's queries:\n{stderr}"
+    );
+    (deferred, trace)
+}
+
+/// The sm_90 cubin of a program built with a twin, and the name of one of its kernels.
+pub fn cuda_image_and_kernel(exe: &Path) -> (Vec<u8>, String) {
+    use object::{Object, ObjectSection};
+    let bytes = std::fs::read(exe).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let data = file
+        .section_by_name(".llvm.offloading")
+        .unwrap()
+        .data()
+        .unwrap();
+    let image = plugin_api::offload_binary::containers(data)
+        .into_iter()
+        .map(|c| plugin_api::offload_binary::unwrap(c).unwrap())
+        .find(|u| u.triple.starts_with("nvptx64"))
+        .expect("an nvptx64 image");
+    let symbols = plugin_api::gpu::cuda_image::SymbolTable::read(image.bytes).unwrap();
+    let kernel = symbols
+        .functions()
+        .map(|f| f.name.clone())
+        .find(|n| n.starts_with("__omp_offloading_"))
+        .expect("a kernel");
+    (image.bytes.to_vec(), kernel)
+}

@@ -153,23 +153,7 @@ fn destroyed_and_mistaken_handles_are_refused() {
 fn cubin() -> &'static (Vec<u8>, String) {
     static CUBIN: OnceLock<(Vec<u8>, String)> = OnceLock::new();
     CUBIN.get_or_init(|| {
-        use object::{Object, ObjectSection};
-        let exe = std::fs::read(tests::compile_cuda_twin("emu_saxpy.c")).unwrap();
-        let file = object::File::parse(&*exe).unwrap();
-        let section = file.section_by_name(".llvm.offloading").unwrap();
-        let data = section.data().unwrap();
-        let image = plugin_api::offload_binary::containers(data)
-            .into_iter()
-            .map(|c| plugin_api::offload_binary::unwrap(c).unwrap())
-            .find(|u| u.triple.starts_with("nvptx64"))
-            .expect("an nvptx64 image");
-        let symbols = plugin_api::gpu::cuda_image::SymbolTable::read(image.bytes).unwrap();
-        let kernel = symbols
-            .functions()
-            .map(|f| f.name.clone())
-            .find(|n| n.starts_with("__omp_offloading_"))
-            .expect("a kernel");
-        (image.bytes.to_vec(), kernel)
+        tests::emulated::cuda_image_and_kernel(&tests::compile_cuda_twin("emu_saxpy.c"))
     })
 }
 

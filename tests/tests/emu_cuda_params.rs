@@ -43,28 +43,7 @@ fn a_launch_with_kernel_params_runs_the_kernel_with_those_values() {
     assert_eq!(cuDevicePrimaryCtxRetain(&mut context, 0), 0);
     assert_eq!(cuCtxSetCurrent(context), 0);
 
-    let (cubin, kernel) = {
-        use object::{Object, ObjectSection};
-        let bytes = std::fs::read(&exe).unwrap();
-        let file = object::File::parse(&*bytes).unwrap();
-        let data = file
-            .section_by_name(".llvm.offloading")
-            .unwrap()
-            .data()
-            .unwrap();
-        let image = plugin_api::offload_binary::containers(data)
-            .into_iter()
-            .map(|c| plugin_api::offload_binary::unwrap(c).unwrap())
-            .find(|u| u.triple.starts_with("nvptx64"))
-            .expect("an nvptx64 image");
-        let symbols = plugin_api::gpu::cuda_image::SymbolTable::read(image.bytes).unwrap();
-        let kernel = symbols
-            .functions()
-            .map(|f| f.name.clone())
-            .find(|n| n.starts_with("__omp_offloading_"))
-            .expect("a kernel");
-        (image.bytes.to_vec(), kernel)
-    };
+    let (cubin, kernel) = tests::emulated::cuda_image_and_kernel(&exe);
     let mut module = 0usize;
     assert_eq!(cuModuleLoadData(&mut module, cubin.as_ptr().cast()), 0);
     let name = CString::new(kernel).unwrap();

@@ -376,24 +376,7 @@ fn indirect_calls_get_the_device_runtime_table_llvm_19_writes() {
 #[test]
 fn nowait_regions_still_running_are_finished_by_the_task_s_queries() {
     let exe = tests::compile_amdgpu_twin("emu_nowait_overlap.c");
-    let (code, stdout, stderr, trace) = emulated::run_traced(
-        AMDGPU,
-        &exe,
-        "nowait-query",
-        &[
-            ("OMPTARGET_EMU_DELAY_US", "3000"),
-            ("LIBOMPTARGET_DEBUG", "1"),
-        ],
-    );
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
-    assert!(stdout.contains("regions=6 ok"), "{stdout}");
-    let deferred = stderr
-        .matches("a nowait construct's work is still running")
-        .count();
-    assert!(
-        deferred >= 1,
-        "no construct was left to its task's queries:\n{stderr}"
-    );
+    let (deferred, trace) = emulated::nowait_regions_left_to_their_tasks(AMDGPU, &exe);
     let loads = trace
         .lines()
         .filter(|l| l.starts_with("hsa_signal_load_scacquire "))
