@@ -126,7 +126,10 @@ fn target_kernel(
             // With a tool attached, the construct completes in its task, so that all its
             // events fall between its begin and end on its thread (LLVM's deferred ends report
             // the last data operations after the construct's end, on another thread).
-            let deferrable = (nowait || request.flags & NOWAIT_FLAG != 0) && ompt::tool().is_none();
+            // A device whose queues complete on submission has nothing left to poll for.
+            let deferrable = (nowait || request.flags & NOWAIT_FLAG != 0)
+                && !device.queues_complete_on_submission()
+                && ompt::tool().is_none();
             let defer = if deferrable {
                 crate::host_openmp::target_task_handle_slot()
             } else {
