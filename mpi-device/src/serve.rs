@@ -63,6 +63,8 @@ pub struct Server {
     blocks: BlockCache,
     /// The reply buffer, reused.
     spare_reply: Writer,
+    /// Images the program stored, by its number for them.
+    images: std::collections::HashMap<u64, AlignedImage>,
     /// `OMPTARGET_MPI_TRACE` set: one line per request on stderr, with this process's rank.
     trace: Option<i32>,
 }
@@ -152,7 +154,14 @@ impl Server {
             peer_copies: Vec::new(),
             blocks: BlockCache::from_env(),
             spare_reply: Writer::default(),
+            images: std::collections::HashMap::new(),
         }
+    }
+
+    fn image(&self, id: u64) -> Result<&AlignedImage> {
+        self.images
+            .get(&id)
+            .ok_or_else(|| PluginError::invalid_argument(format!("no stored image {id}")))
     }
 
     fn target(&self, device: u32) -> Result<Target<'_>> {
@@ -272,10 +281,13 @@ impl Server {
                 }
                 ok.str(&self.devices.summary());
             }
+            Op::StoreImage => {
+                let id = r.u64()?;
+                self.images.insert(id, AlignedImage::copy(r.bytes()?));
+            }
             Op::CheckImage => {
                 let (triple, arch) = (r.str()?, r.str()?);
-                let image = AlignedImage::copy(r.bytes()?);
-                let bytes = image.bytes();
+                let bytes = self.image(r.u64()?)?.bytes();
                 let answer = if device == ANY_DEVICE {
                     let answers: Vec<_> = self
                         .devices
@@ -313,9 +325,9 @@ impl Server {
             }
             Op::LoadImage => {
                 let (triple, arch) = (r.str()?, r.str()?);
-                let image = AlignedImage::copy(r.bytes()?);
+                let bytes = self.image(r.u64()?)?.bytes();
                 let t = self.target(device)?;
-                ok.u64(t.plugin.load_image(t.local, image.bytes(), triple, arch)?.0);
+                ok.u64(t.plugin.load_image(t.local, bytes, triple, arch)?.0);
             }
             Op::UnloadImage => {
                 let image = ImageHandle(r.u64()?);

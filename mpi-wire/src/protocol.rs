@@ -52,6 +52,9 @@ macro_rules! operations {
 operations! {
     /// The devices a process offers: count, then per device its plugin and local number.
     ListDevices,
+    /// An image's bytes, kept by the device process under the program's number for it: sent
+    /// once per device process, then named by `CheckImage` and `LoadImage`.
+    StoreImage,
     CheckImage,
     InitDevice,
     DeviceInfo,

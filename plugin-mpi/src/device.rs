@@ -229,8 +229,9 @@ impl MpiDevice {
 
 impl Device for MpiDevice {
     fn load_image(&self, image: ImageRef<'_>) -> Result<ImageHandle> {
+        let id = self.link.image_id(self.rank, &image.bytes)?;
         let reply = self.call(Op::LoadImage, |w| {
-            w.str(&image.triple).str(&image.arch).bytes(&image.bytes);
+            w.str(&image.triple).str(&image.arch).u64(id);
         })?;
         Ok(ImageHandle(Self::read_u64(&reply)?))
     }

@@ -23,6 +23,9 @@ pub struct Link {
     tag_limit: i32,
     /// Whether we called MPI_Init (then we call MPI_Finalize at exit).
     ours: bool,
+    /// Images stored in device processes: (rank, the image's address and length in the
+    /// program) -> the number they know it by.
+    images: std::sync::Mutex<std::collections::HashMap<(i32, usize, usize), u64>>,
     closed: AtomicBool,
 }
 
@@ -111,6 +114,7 @@ impl Link {
             next_tag: AtomicI32::new(FIRST_REPLY_TAG),
             tag_limit,
             ours,
+            images: Default::default(),
             closed: AtomicBool::new(false),
         };
         if let Some(why) = refusal {
@@ -118,6 +122,23 @@ impl Link {
             return Err(why);
         }
         Ok(link)
+    }
+
+    /// The number device process `rank` knows `image` by, sending the image's bytes the first
+    /// time (once per device process, whatever the number of its devices).
+    pub fn image_id(&self, rank: i32, image: &[u8]) -> Result<u64> {
+        let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (rank, image.as_ptr() as usize, image.len());
+        if let Some(&id) = images.get(&key) {
+            return Ok(id);
+        }
+        let id = images.len() as u64 + 1;
+        let tag = self.tag();
+        let mut request = Writer::request(Op::StoreImage, tag, 0);
+        request.u64(id).bytes(image);
+        self.call(rank, tag, &request)?;
+        images.insert(key, id);
+        Ok(id)
     }
 
     /// Whether the device processes have been told to finish.

@@ -161,15 +161,15 @@ impl DevicePlugin for MpiPlugin {
                 None => return ImageCompatibility::no(format!("mpi: {}", self.note)),
             },
         };
-        let tag = target.link.tag();
-        let mut request = Writer::request(Op::CheckImage, tag, remote);
-        request
-            .str(&image.triple)
-            .str(&image.arch)
-            .bytes(&image.bytes);
         let answer = target
             .link
-            .call(target.rank, tag, &request)
+            .image_id(target.rank, &image.bytes)
+            .and_then(|id| {
+                let tag = target.link.tag();
+                let mut request = Writer::request(Op::CheckImage, tag, remote);
+                request.str(&image.triple).str(&image.arch).u64(id);
+                target.link.call(target.rank, tag, &request)
+            })
             .and_then(|reply| {
                 let mut r = Reader::new(&reply);
                 r.reply()?;

@@ -88,6 +88,15 @@ fn two_remote_devices_work_at_once_and_copy_directly_between_their_processes() {
             "no '{line}' in:\n{stderr}"
         );
     }
+    // Each device process received the program's image once, though it has two devices.
+    for rank in [1, 2] {
+        let stored = format!("omptarget-mpi-device rank {rank}: StoreImage ");
+        assert_eq!(
+            stderr.lines().filter(|l| l.starts_with(&stored)).count(),
+            1,
+            "{stderr}"
+        );
+    }
     let through_program = stderr
         .lines()
         .filter(|l| l.contains(&format!("bytes={bytes}")) && l.contains("CopyFromDevice"))
