@@ -67,6 +67,10 @@ pub struct Device {
     /// The plugin promised that work is done when the call submitting it returns (ABI 1.4):
     /// transfers need no events. Set when the device initialises.
     queues_complete_on_submission: AtomicBool,
+    /// The plugin times the work on this device's queues itself (plugin ABI 1.5), for
+    /// `LIBOMPTARGET_PROFILE`'s device tracks. Set when the device initialises, only when
+    /// profiling is on.
+    work_timed: AtomicBool,
 }
 
 impl Device {
@@ -84,6 +88,7 @@ impl Device {
             uid: once_cell::sync::OnceCell::new(),
             record_replay: once_cell::sync::OnceCell::new(),
             queues_complete_on_submission: AtomicBool::new(false),
+            work_timed: AtomicBool::new(false),
         }
     }
 
@@ -91,6 +96,33 @@ impl Device {
     /// that no construct needs an event to wait for another's transfers.
     pub fn queues_complete_on_submission(&self) -> bool {
         self.queues_complete_on_submission.load(Ordering::Relaxed)
+    }
+
+    /// Whether the plugin times this device's queued work itself (plugin ABI 1.5).
+    pub fn work_timed(&self) -> bool {
+        self.work_timed.load(Ordering::Relaxed)
+    }
+
+    /// With profiling on, asks the plugin to time the device's queued work (a device whose
+    /// queues complete on submission needs not: its submissions are the device's timing).
+    fn start_work_timing(&self) {
+        if !crate::profile::enabled() || self.queues_complete_on_submission() {
+            return;
+        }
+        match self.plugin.start_work_timing(self.local) {
+            Some(Ok(())) => self.work_timed.store(true, Ordering::Relaxed),
+            Some(Err(e)) => log::info!(
+                "LIBOMPTARGET_PROFILE: device {} shows no device-side spans: {}",
+                self.id,
+                e.message
+            ),
+            None => log::info!(
+                "LIBOMPTARGET_PROFILE: device {} shows no device-side spans: its plugin is \
+                 built for ABI {}, which cannot time queued work",
+                self.id,
+                self.plugin.abi_version
+            ),
+        }
     }
 
     /// The device's unique identifier: the plugin's `uid` property (LLVM 22's form: CUDA and
@@ -200,6 +232,7 @@ impl Device {
                 traits.contains(DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION),
                 Ordering::Relaxed,
             );
+            self.start_work_timing();
             if crate::config::record_kernels() {
                 let save_output = crate::config::record_saves_output();
                 if let Err(e) = self.activate_record_replay(false, save_output, 0, 0) {

@@ -81,17 +81,7 @@ pub fn launch(
         ..Default::default()
     };
     let mut queue = ConstructQueue::new(device)?;
-    let handle = queue.handle()?;
-    let launched = device
-        .plugin
-        .launch_kernel_params(device.local, kernel.handle, params, &config, handle)
-        .unwrap_or_else(|| {
-            Err(plugin_api::PluginError::unsupported(format!(
-                "the plugin is built for ABI {}, which cannot launch kernel-language kernels",
-                device.plugin.abi_version
-            )))
-        })
-        .map_err(|e| device.plugin_error("kernel-language launch", e));
+    let launched = queue.launch_params(kernel.handle, params, &config);
     let finished = queue.finish();
     launched.and(finished)
 }

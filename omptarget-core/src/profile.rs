@@ -30,6 +30,9 @@ struct Settings {
     file: String,
     granularity_ns: u64,
     start: Instant,
+    /// `start` on `CLOCK_MONOTONIC` (the clock `Instant` reads on Linux, and the one plugins
+    /// report device timings on).
+    start_monotonic_ns: u64,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -52,6 +55,9 @@ struct Event {
     args: Vec<(&'static str, Arg)>,
     /// Also shown on this device queue's track, linked to the host span by a flow.
     device: Option<DeviceTrack>,
+    /// A span of the device's own timing: shown only on the `device` track, linked by a flow
+    /// from the host thread that submitted the work (its trace thread id, and when).
+    submitted_by: Option<(u64, u64)>,
 }
 
 /// A device queue whose work ends when its submission returns (the host plugin's): the
@@ -102,6 +108,7 @@ pub fn init() {
         file,
         granularity_ns: granularity_us.saturating_mul(1000),
         start: Instant::now(),
+        start_monotonic_ns: monotonic_ns(),
     };
     if SETTINGS.set(settings).is_err() {
         return;
@@ -112,6 +119,26 @@ pub fn init() {
         pthread_atfork(None, None, Some(forget_in_child));
     }
     ENABLED.store(true, Ordering::Release);
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds.
+fn monotonic_ns() -> u64 {
+    #[repr(C)]
+    struct Timespec {
+        seconds: i64,
+        nanoseconds: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: c_int, time: *mut Timespec) -> c_int;
+    }
+    const CLOCK_MONOTONIC: c_int = 1;
+    let mut time = Timespec {
+        seconds: 0,
+        nanoseconds: 0,
+    };
+    // SAFETY: writes one timespec we own.
+    unsafe { clock_gettime(CLOCK_MONOTONIC, &mut time) };
+    (time.seconds as u64) * 1_000_000_000 + time.nanoseconds as u64
 }
 
 extern "C" {
@@ -227,24 +254,92 @@ fn record(span: &mut SpanData) {
             let mb_per_s = bytes as f64 / (duration_ns.max(1) as f64 / 1e9) / 1e6;
             args.push(("MB/s", Arg::Int(mb_per_s as i64)));
         }
-        let event = Event {
+        keep(Event {
             name: span.name,
             start_ns,
             duration_ns,
             args,
             device: span.device,
-        };
-        let _ = LOG.try_with(|log| {
-            let mut slot = log.borrow_mut();
-            let log = slot.get_or_insert_with(register_thread);
-            let mut log = lock(log);
-            if log.events.len() < MAX_EVENTS_PER_THREAD {
-                log.events.push(event);
-            } else {
-                log.dropped += 1;
-            }
+            submitted_by: None,
         });
     }
+}
+
+/// Adds an event to the calling thread's buffer.
+fn keep(event: Event) {
+    let _ = LOG.try_with(|log| {
+        let mut slot = log.borrow_mut();
+        let log = slot.get_or_insert_with(register_thread);
+        let mut log = lock(log);
+        if log.events.len() < MAX_EVENTS_PER_THREAD {
+            log.events.push(event);
+        } else {
+            log.dropped += 1;
+        }
+    });
+}
+
+/// The calling thread's track.
+fn current_tid() -> u64 {
+    LOG.try_with(|log| {
+        let mut slot = log.borrow_mut();
+        let log = slot.get_or_insert_with(register_thread);
+        let tid = lock(log).tid;
+        tid
+    })
+    .unwrap_or(0)
+}
+
+/// Work submitted to a device that times it itself (plugin ABI 1.5): what the host knew at
+/// submission, until the device's timing arrives.
+pub struct Submission {
+    name: &'static str,
+    bytes: Option<u64>,
+    /// The submitting thread's track, and when (since the trace's start).
+    tid: u64,
+    at_ns: u64,
+}
+
+/// Notes work submitted now on the calling thread (`bytes` for a transfer).
+#[cold]
+pub fn submitted(name: &'static str, bytes: Option<u64>) -> Option<Submission> {
+    let settings = SETTINGS.get()?;
+    Some(Submission {
+        name,
+        bytes,
+        tid: current_tid(),
+        at_ns: settings.start.elapsed().as_nanos() as u64,
+    })
+}
+
+/// Records the device's own span of `work`, on the track of `device`'s `queue`, linked by a
+/// flow from its submission.
+#[cold]
+pub fn device_work(work: Submission, device: i32, queue: u64, time: plugin_api::WorkTime) {
+    let Some(settings) = SETTINGS.get() else {
+        return;
+    };
+    let duration_ns = time.end_ns.saturating_sub(time.start_ns);
+    if duration_ns < settings.granularity_ns {
+        return;
+    }
+    let mut args = vec![("device", Arg::Int(device as i64))];
+    if let Some(bytes) = work.bytes {
+        args.push(("bytes", Arg::Int(bytes as i64)));
+        let mb_per_s = bytes as f64 / (duration_ns.max(1) as f64 / 1e9) / 1e6;
+        args.push(("MB/s", Arg::Int(mb_per_s as i64)));
+    }
+    if time.uncertainty_ns > 0 {
+        args.push(("clock uncertainty ns", Arg::Int(time.uncertainty_ns as i64)));
+    }
+    keep(Event {
+        name: work.name,
+        start_ns: time.start_ns.saturating_sub(settings.start_monotonic_ns),
+        duration_ns,
+        args,
+        device: Some(DeviceTrack { device, queue }),
+        submitted_by: Some((work.tid, work.at_ns)),
+    });
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -316,6 +411,27 @@ pub fn flush() {
                 event.start_ns as f64 / 1000.0,
                 event.duration_ns as f64 / 1000.0,
             );
+            if let (Some(track), Some((tid, at_ns))) = (event.device, event.submitted_by) {
+                // The device's own span, and a flow from the submitting host thread.
+                if !tracks.contains(&track) {
+                    tracks.push(track);
+                }
+                flows += 1;
+                let submitted = at_ns as f64 / 1000.0;
+                push(format!(
+                    "{{\"name\":{},\"cat\":\"device\",\"ph\":\"X\",\"pid\":{pid},\"tid\":{},\"ts\":{ts:.3},\"dur\":{dur:.3},\"args\":{{{args}}}}}",
+                    json_string(event.name),
+                    track.tid(),
+                ));
+                push(format!(
+                    "{{\"name\":\"submit\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":{flows},\"pid\":{pid},\"tid\":{tid},\"ts\":{submitted:.3}}}"
+                ));
+                push(format!(
+                    "{{\"name\":\"submit\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{flows},\"pid\":{pid},\"tid\":{},\"ts\":{ts:.3}}}",
+                    track.tid()
+                ));
+                continue;
+            }
             push(format!(
                 "{{\"name\":{},\"cat\":\"omptarget\",\"ph\":\"X\",\"pid\":{pid},\"tid\":{},\"ts\":{ts:.3},\"dur\":{dur:.3},\"args\":{{{args}}}}}",
                 json_string(event.name),

@@ -43,6 +43,9 @@ pub struct ConstructQueue<'d> {
     /// A query found the queued work completed (which, by the plugin contract, is what a
     /// synchronisation would have found): finishing need not synchronise.
     work_done: bool,
+    /// With profiling on, on a device that times its queued work (plugin ABI 1.5): the work
+    /// submitted, in order, waiting for the device's timing of it.
+    submissions: Vec<crate::profile::Submission>,
 }
 
 impl<'d> ConstructQueue<'d> {
@@ -60,6 +63,7 @@ impl<'d> ConstructQueue<'d> {
             created: SmallVec::new(),
             placed: SmallVec::new(),
             finished: false,
+            submissions: Vec::new(),
         })
     }
 
@@ -304,7 +308,7 @@ impl<'d> ConstructQueue<'d> {
     /// copy itself may end later).
     #[inline]
     fn transfer_span(
-        &self,
+        &mut self,
         direction: &'static str,
         bytes: u64,
         queue: QueueHandle,
@@ -316,12 +320,12 @@ impl<'d> ConstructQueue<'d> {
     }
 
     /// The profile span of work submitted to `queue`. Where the device has done the work when
-    /// the submission returns (the host plugin), the span is on the queue's track too.
-    /// Asynchronous devices need their own timing of the work, which the plugin ABI does not
-    /// carry yet.
+    /// the submission returns (the host plugin), the span is on the queue's track too. Where
+    /// the device times its work itself (plugin ABI 1.5), the submission waits for that
+    /// timing, which comes when the queue has completed.
     #[cold]
     fn work_span(
-        &self,
+        &mut self,
         name: &'static str,
         bytes: Option<u64>,
         queue: QueueHandle,
@@ -333,8 +337,37 @@ impl<'d> ConstructQueue<'d> {
         }
         if self.device.queues_complete_on_submission() {
             span.on_device_queue(self.device.id, queue.0);
+        } else if self.device.work_timed() {
+            self.submissions
+                .extend(crate::profile::submitted(name, bytes));
         }
         Some(span)
+    }
+
+    /// Records the device's own timing of the work this construct submitted (plugin ABI
+    /// 1.5), once that work has completed.
+    #[cold]
+    fn record_device_times(&mut self, queue: QueueHandle) {
+        let submissions = std::mem::take(&mut self.submissions);
+        match self.device.plugin.work_times(self.device.local, queue) {
+            Ok(times) if times.len() == submissions.len() => {
+                for (work, time) in submissions.into_iter().zip(times) {
+                    crate::profile::device_work(work, self.device.id, queue.0, time);
+                }
+            }
+            Ok(times) => log::debug!(
+                "LIBOMPTARGET_PROFILE: device {} timed {} operations of a construct that \
+                 submitted {}; its device spans are left out",
+                self.device.id,
+                times.len(),
+                submissions.len()
+            ),
+            Err(e) => log::debug!(
+                "LIBOMPTARGET_PROFILE: device {} did not give its timing: {}",
+                self.device.id,
+                e.message
+            ),
+        }
     }
 
     pub fn free_after_sync(&mut self, device_ptr: usize) {
@@ -355,6 +388,30 @@ impl<'d> ConstructQueue<'d> {
             .plugin
             .launch_kernel(self.device.local, kernel, args, config, queue)
             .map_err(|e| self.device.plugin_error("kernel launch", e))
+    }
+
+    /// Launches a kernel-language (CUDA/HIP) kernel with its parameter buffer.
+    pub fn launch_params(
+        &mut self,
+        kernel: plugin_api::KernelHandle,
+        params: &[u8],
+        config: &plugin_api::LaunchConfig,
+    ) -> Result<()> {
+        let queue = self.handle()?;
+        let _span = crate::profile::enabled()
+            .then(|| self.work_span("kernel launch", None, queue))
+            .flatten();
+        let device = self.device;
+        device
+            .plugin
+            .launch_kernel_params(device.local, kernel, params, config, queue)
+            .unwrap_or_else(|| {
+                Err(plugin_api::PluginError::unsupported(format!(
+                    "the plugin is built for ABI {}, which cannot launch kernel-language kernels",
+                    device.plugin.abi_version
+                )))
+            })
+            .map_err(|e| device.plugin_error("kernel-language launch", e))
     }
 
     /// Waits for everything queued, then runs the deferred work.
@@ -389,6 +446,11 @@ impl<'d> ConstructQueue<'d> {
                 .map_err(|e| self.device.plugin_error("synchronisation", e)),
             _ => Ok(()),
         };
+        if let (Ok(()), Some(queue), false) =
+            (&synced, self.handle, self.submissions.is_empty())
+        {
+            self.record_device_times(queue);
+        }
         if synced.is_ok() {
             for &(address, value) in &self.host_writes {
                 // SAFETY: the address is a pointer field inside mapped host data whose copy back

@@ -132,6 +132,17 @@ pub trait Device: Send + Sync + 'static {
     fn traits(&self) -> DeviceTraits {
         DeviceTraits::NONE
     }
+    /// See [`Plugin::start_work_timing`]. The default answers `UNSUPPORTED`.
+    fn start_work_timing(&self) -> Result<()> {
+        Err(PluginError::unsupported(
+            "this plugin cannot time the work on its devices",
+        ))
+    }
+    /// See [`Plugin::work_times`]. The default answers nothing.
+    fn work_times(&self, queue: QueueHandle) -> Result<Vec<WorkTime>> {
+        let _ = queue;
+        Ok(Vec::new())
+    }
 }
 
 /// A plugin written as its plugin-wide methods plus a [`Device`] per device number. The
@@ -401,6 +412,12 @@ impl<P: DevicePlugin> Plugin for P {
     }
     fn device_traits(&self, device: i32) -> Result<DeviceTraits> {
         Ok(self.device(device)?.traits())
+    }
+    fn start_work_timing(&self, device: i32) -> Result<()> {
+        self.device(device)?.start_work_timing()
+    }
+    fn work_times(&self, device: i32, queue: QueueHandle) -> Result<Vec<WorkTime>> {
+        self.device(device)?.work_times(queue)
     }
 }
 

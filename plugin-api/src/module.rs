@@ -13,7 +13,7 @@ use crate::types::*;
 use crate::version::{AbiVersion, ABI_VERSION};
 use abi_stable::library::RootModule;
 use abi_stable::sabi_types::VersionStrings;
-use abi_stable::std_types::{RSlice, RStr};
+use abi_stable::std_types::{RSlice, RStr, RVec};
 use abi_stable::{declare_root_module_statics, StableAbi};
 
 /// Everything a plugin offers, modelled on LLVM NextGen's `GenericPluginTy`/`GenericDeviceTy`.
@@ -239,6 +239,15 @@ pub struct PluginModule {
     /// [`Plugin::device_traits`](crate::Plugin::device_traits)). Read once per device, after
     /// `init_device`.
     pub device_traits: extern "C" fn(device: i32) -> PluginResult<DeviceTraits>,
+
+    // ---- ABI 1.5: optional; `None` for a plugin built for 1.0 to 1.4. ----
+    /// From now on, the device times each copy and launch submitted to its queues, for
+    /// `LIBOMPTARGET_PROFILE` (see [`Plugin::start_work_timing`](crate::Plugin::start_work_timing)).
+    /// `UNSUPPORTED` where it cannot.
+    pub start_work_timing: extern "C" fn(device: i32) -> PluginResult<()>,
+    /// The device's timing of the work submitted to `queue` since it was created or last asked,
+    /// in submission order (see [`Plugin::work_times`](crate::Plugin::work_times)).
+    pub work_times: extern "C" fn(device: i32, queue: QueueHandle) -> PluginResult<RVec<WorkTime>>,
 }
 
 impl RootModule for PluginModuleRef {
@@ -246,7 +255,7 @@ impl RootModule for PluginModuleRef {
     const BASE_NAME: &'static str = "omptarget_plugin";
     const NAME: &'static str = "omptarget_plugin";
     // abi_stable refuses a library whose major version differs; keep it equal to the ABI major.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.4.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.5.0");
 }
 
 impl PluginModule {
@@ -292,6 +301,8 @@ impl PluginModule {
             launch_kernel_params: shims::launch_kernel_params::<P>,
             set_indirect_calls: shims::set_indirect_calls::<P>,
             device_traits: shims::device_traits::<P>,
+            start_work_timing: shims::start_work_timing::<P>,
+            work_times: shims::work_times::<P>,
         }
         .leak_into_prefix()
     }

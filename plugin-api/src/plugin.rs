@@ -254,6 +254,30 @@ pub trait Plugin: Sized + Send + Sync + 'static {
         }
         Ok(DeviceTraits::NONE)
     }
+
+    /// ABI 1.5: from now on, time each copy and launch submitted to `device`'s queues on the
+    /// device itself (CUDA events, HSA profiling), for `LIBOMPTARGET_PROFILE`. The core calls it
+    /// once per device, after `init_device`, only when profiling is on. The default answers
+    /// `UNSUPPORTED`: the core then shows no device-side spans for the device (unless its queues
+    /// complete work on submission, where the submission's own span is the device's timing).
+    fn start_work_timing(&self, device: i32) -> Result<()> {
+        let _ = device;
+        Err(PluginError::unsupported(
+            "this plugin cannot time the work on its devices",
+        ))
+    }
+
+    /// ABI 1.5: the device's timing of the work submitted to `queue` since the queue was
+    /// created or last asked, in submission order: one [`WorkTime`] per successful
+    /// `copy_to_device`, `copy_from_device`, `copy_device_to_device` (on the source device's
+    /// queue), `launch_kernel` and `launch_kernel_params` submitted after `start_work_timing`.
+    /// The core asks once the queue's work has completed (after `synchronize`, or a
+    /// `query_queue` that answered true) and before `release_queue`, which discards what was not
+    /// asked for. The default answers nothing.
+    fn work_times(&self, device: i32, queue: QueueHandle) -> Result<Vec<WorkTime>> {
+        let _ = (device, queue);
+        Ok(Vec::new())
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

@@ -287,3 +287,14 @@ pub extern "C" fn set_indirect_calls<P: SlottedPlugin>(
 pub extern "C" fn device_traits<P: SlottedPlugin>(device: i32) -> PluginResult<DeviceTraits> {
     with::<P, _>(|p| p.device_traits(device))
 }
+
+pub extern "C" fn start_work_timing<P: SlottedPlugin>(device: i32) -> PluginResult<()> {
+    with::<P, _>(|p| p.start_work_timing(device))
+}
+
+pub extern "C" fn work_times<P: SlottedPlugin>(
+    device: i32,
+    queue: QueueHandle,
+) -> PluginResult<RVec<WorkTime>> {
+    with::<P, _>(|p| p.work_times(device, queue).map(RVec::from))
+}

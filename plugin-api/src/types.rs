@@ -194,6 +194,21 @@ impl std::ops::BitOr for DeviceTraits {
     }
 }
 
+/// The device's own timing of one queued copy or launch (ABI 1.5), on the host's clock: nanoseconds
+/// of `CLOCK_MONOTONIC`. A device with a clock of its own maps it onto the host's and says how far
+/// that mapping may be off.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct WorkTime {
+    /// When the device started the operation.
+    pub start_ns: u64,
+    /// When the device finished it.
+    pub end_ns: u64,
+    /// How far either time may be off, either way, from mapping the device's clock onto the
+    /// host's (0 for a device that reads the host's clock).
+    pub uncertainty_ns: u64,
+}
+
 /// Whether a plugin may run images built for a target triple, answered before it starts
 /// (ABI 1.4).
 #[repr(transparent)]

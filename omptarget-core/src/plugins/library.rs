@@ -235,6 +235,22 @@ impl PluginLibrary {
         call(device).into_result().unwrap_or(DeviceTraits::NONE)
     }
 
+    /// Starts the device's own timing of queued work; `None` for a plugin older than ABI 1.5,
+    /// which lacks the call.
+    pub fn start_work_timing(&self, device: i32) -> Option<Result<()>> {
+        let call = self.module.start_work_timing()?;
+        Some(call(device).into_result())
+    }
+
+    /// The device's timing of the work on `queue` since the last call; nothing for a plugin
+    /// older than ABI 1.5.
+    pub fn work_times(&self, device: i32, queue: QueueHandle) -> Result<Vec<WorkTime>> {
+        let Some(call) = self.module.work_times() else {
+            return Ok(Vec::new());
+        };
+        call(device, queue).into_result().map(|v| v.into_vec())
+    }
+
     /// Releases the whole plugin; no call may follow.
     pub fn deinit(&self) -> Result<()> {
         (self.module.deinit())().into_result()
