@@ -108,7 +108,7 @@ pub fn init() {
         file,
         granularity_ns: granularity_us.saturating_mul(1000),
         start: Instant::now(),
-        start_monotonic_ns: monotonic_ns(),
+        start_monotonic_ns: plugin_api::clock::host_clock_ns(),
     };
     if SETTINGS.set(settings).is_err() {
         return;
@@ -119,26 +119,6 @@ pub fn init() {
         pthread_atfork(None, None, Some(forget_in_child));
     }
     ENABLED.store(true, Ordering::Release);
-}
-
-/// `CLOCK_MONOTONIC` now, in nanoseconds.
-fn monotonic_ns() -> u64 {
-    #[repr(C)]
-    struct Timespec {
-        seconds: i64,
-        nanoseconds: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: c_int, time: *mut Timespec) -> c_int;
-    }
-    const CLOCK_MONOTONIC: c_int = 1;
-    let mut time = Timespec {
-        seconds: 0,
-        nanoseconds: 0,
-    };
-    // SAFETY: writes one timespec we own.
-    unsafe { clock_gettime(CLOCK_MONOTONIC, &mut time) };
-    (time.seconds as u64) * 1_000_000_000 + time.nanoseconds as u64
 }
 
 extern "C" {

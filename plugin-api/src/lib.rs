@@ -47,6 +47,7 @@
 //! `examples/plugin-example/`, and the conformance checker is `omptarget-plugin-check`.
 
 pub mod address_map;
+pub mod clock;
 mod devices;
 pub mod elf_layout;
 pub mod gpu;
