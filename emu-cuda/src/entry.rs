@@ -16,7 +16,7 @@ use crate::load;
 use crate::memory::{self, Kind, Region};
 use crate::profile;
 use crate::status::{self, CuResult, Result};
-use crate::streams::{Event, Stream};
+use crate::streams::{Event, Stream, Untimed};
 use crate::trace::{call, Call};
 use plugin_api::twin;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
@@ -827,7 +827,47 @@ pub extern "C" fn cuEventCreate(event: *mut Handle, flags: c_uint) -> CuResult {
         if flags & !0x7 != 0 || event.is_null() {
             return Err(status::INVALID_VALUE);
         }
-        out(event, driver.events.insert(Arc::new(Event::default())))
+        const DISABLE_TIMING: c_uint = 0x2;
+        let timed = flags & DISABLE_TIMING == 0;
+        out(event, driver.events.insert(Arc::new(Event::new(timed))))
+    })
+}
+
+/// The time between two events' latest records, in milliseconds, as the driver measures it
+/// (resolution about half a microsecond): from the instants the streams reached them.
+#[no_mangle]
+pub extern "C" fn cuEventElapsedTime(milliseconds: *mut f32, start: Handle, end: Handle) -> CuResult {
+    call("cuEventElapsedTime", |c| {
+        let driver = driver::get()?;
+        let (first, last) = (driver.events.get(start)?, driver.events.get(end)?);
+        if milliseconds.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        // The driver's order of checks: an event without timing, or never recorded, is an
+        // invalid handle; one not yet reached is "not ready".
+        let reached = |e: &Event| {
+            e.reached_at().map_err(|why| match why {
+                Untimed::NoTiming => status::INVALID_HANDLE,
+                Untimed::NotReached => status::NOT_READY,
+            })
+        };
+        let (from, to) = (reached(&first), reached(&last));
+        let (from, to) = match (from, to) {
+            (Err(status::INVALID_HANDLE), _) | (_, Err(status::INVALID_HANDLE)) => {
+                return Err(status::INVALID_HANDLE)
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+            (Ok(from), Ok(to)) => (from, to),
+        };
+        let ms = if to >= from {
+            to.duration_since(from).as_secs_f64() * 1e3
+        } else {
+            -(from.duration_since(to).as_secs_f64() * 1e3)
+        };
+        // Half-microsecond resolution, as the driver documents.
+        let ms = (ms * 2000.0).round() / 2000.0;
+        c.note(|| format!("start={start:#x} end={end:#x} ms={ms}"));
+        out(milliseconds, ms as f32)
     })
 }
 

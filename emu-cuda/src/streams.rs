@@ -5,7 +5,7 @@
 use crate::config;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 type Operation = Box<dyn FnOnce() + Send>;
 
@@ -103,15 +103,48 @@ struct Marks {
     /// How many times the event was recorded, and how many of those records have been reached.
     recorded: u64,
     reached: u64,
+    /// When the last reached record was reached (timing events only).
+    reached_at: Option<Instant>,
 }
 
 #[derive(Default)]
 pub struct Event {
     marks: Mutex<Marks>,
     changed: Condvar,
+    /// Created without `CU_EVENT_DISABLE_TIMING`: its records carry the time they were reached.
+    timed: bool,
+}
+
+/// Why an event cannot be timed (`cuEventElapsedTime`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Untimed {
+    /// Created with `CU_EVENT_DISABLE_TIMING`, or never recorded.
+    NoTiming,
+    /// Its latest record has not been reached yet.
+    NotReached,
 }
 
 impl Event {
+    /// An event; `timed` unless created with `CU_EVENT_DISABLE_TIMING`.
+    pub fn new(timed: bool) -> Event {
+        Event {
+            timed,
+            ..Event::default()
+        }
+    }
+
+    /// When the stream reached the event's latest record.
+    pub fn reached_at(&self) -> std::result::Result<Instant, Untimed> {
+        let marks = self.marks.lock().unwrap();
+        if !self.timed || marks.recorded == 0 {
+            return Err(Untimed::NoTiming);
+        }
+        if marks.reached < marks.recorded {
+            return Err(Untimed::NotReached);
+        }
+        marks.reached_at.ok_or(Untimed::NoTiming)
+    }
+
     /// A new record; returns the mark that the stream reaches later ([`reach`](Self::reach)).
     pub fn record(&self) -> u64 {
         let mut marks = self.marks.lock().unwrap();
@@ -121,6 +154,9 @@ impl Event {
 
     pub fn reach(&self, mark: u64) {
         let mut marks = self.marks.lock().unwrap();
+        if self.timed && mark >= marks.reached {
+            marks.reached_at = Some(Instant::now());
+        }
         marks.reached = marks.reached.max(mark);
         drop(marks);
         self.changed.notify_all();

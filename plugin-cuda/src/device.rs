@@ -6,6 +6,7 @@ use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Mo
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::resources::{PooledResource, ResourcePool};
+use crate::work_timing::WorkTimer;
 use plugin_api::gpu::launch_buffers::{LaunchBuffer, LaunchBufferPool};
 use plugin_api::gpu::{place_indirect_call_table, DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::gpu::{
@@ -14,7 +15,7 @@ use plugin_api::gpu::{
 use plugin_api::{AllocKind, Device, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
 use plugin_api::{
     EventHandle, ForeignRuntime, ImageHandle, ImageRef, IndirectCall, InteropInfo, KernelHandle,
-    MemoryInfo, QueueHandle, Vendor,
+    MemoryInfo, QueueHandle, Vendor, WorkTime,
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -113,6 +114,8 @@ pub struct CudaDevice {
     peers: Mutex<Vec<PeerAccess>>,
     /// A stream for the stream-ordered allocator, apart from every queue.
     allocation_stream: Mutex<Option<Stream>>,
+    /// The device's timing of queued work, once profiling asks (plugin ABI 1.5).
+    timer: WorkTimer,
 }
 
 fn attribute(driver: &Driver, device: sys::CUdevice, attribute: Attr) -> Result<u32> {
@@ -241,6 +244,7 @@ impl CudaDevice {
             peers: Mutex::new(vec![PeerAccess::Unknown; plugin_devices as usize]),
             allocation_stream: Mutex::new(None),
             released: std::sync::atomic::AtomicBool::new(false),
+            timer: WorkTimer::default(),
         })
     }
 
@@ -276,6 +280,18 @@ impl CudaDevice {
         }
         self.streams.give_back(stream);
         result
+    }
+
+    /// Queues one operation that the core counts (a copy or a launch) on `stream`, between
+    /// timing events when profiling asked for the device's timing. Not on the synchronous
+    /// queue's pooled streams, whose timings nobody asks for.
+    #[inline]
+    fn timed(&self, queue: QueueHandle, stream: Stream, op: impl FnOnce() -> Result<()>) -> Result<()> {
+        if queue == QueueHandle::SYNC || !self.timer.is_on() {
+            return op();
+        }
+        self.timer
+            .around(&*self.driver, stream, |e| failed("timing queued work", e), op)
     }
 
     /// Waits for a stream and runs its deferred work.
@@ -349,6 +365,7 @@ impl Device for CudaDevice {
                 "the synchronous queue is not released",
             ));
         }
+        self.timer.discard(stream_of(queue));
         self.streams.give_back(stream_of(queue));
         Ok(())
     }
@@ -396,6 +413,26 @@ impl Device for CudaDevice {
             self.run_deferred(stream);
         }
         Ok(done)
+    }
+
+    fn start_work_timing(&self) -> Result<()> {
+        self.timer.start();
+        Ok(())
+    }
+
+    fn work_times(&self, queue: QueueHandle) -> Result<Vec<WorkTime>> {
+        if queue == QueueHandle::SYNC {
+            return Ok(Vec::new());
+        }
+        // A new reference event may be created, and is recorded on an idle pooled stream.
+        self.activate()?;
+        let idle = self.take_stream()?;
+        let times = self
+            .timer
+            .times(&*self.driver, stream_of(queue), idle)
+            .map_err(|e| failed("reading the device's timing of queued work", e));
+        self.streams.give_back(idle);
+        times
     }
 
     fn create_event(&self) -> Result<EventHandle> {
@@ -471,9 +508,11 @@ impl Device for CudaDevice {
     fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
         self.on_queue(queue, |s| {
             self.activate()?;
-            self.driver
-                .copy_to_device(dst as u64, src, size, s)
-                .map_err(|e| failed(format!("copying {size} bytes to the device"), e))
+            self.timed(queue, s, || {
+                self.driver
+                    .copy_to_device(dst as u64, src, size, s)
+                    .map_err(|e| failed(format!("copying {size} bytes to the device"), e))
+            })
         })
     }
 
@@ -486,9 +525,11 @@ impl Device for CudaDevice {
     ) -> Result<()> {
         self.on_queue(queue, |s| {
             self.activate()?;
-            self.driver
-                .copy_from_device(dst, src as u64, size, s)
-                .map_err(|e| failed(format!("copying {size} bytes from the device"), e))
+            self.timed(queue, s, || {
+                self.driver
+                    .copy_from_device(dst, src as u64, size, s)
+                    .map_err(|e| failed(format!("copying {size} bytes from the device"), e))
+            })
         })
     }
 
@@ -505,13 +546,15 @@ impl Device for CudaDevice {
         let direct = peer.identity.ordinal != self.identity.ordinal && self.peer_access(peer)?;
         self.on_queue(queue, |s| {
             self.activate()?;
-            let result = if direct {
-                self.driver
-                    .copy_peer(dst as u64, peer.context, src as u64, self.context, size, s)
-            } else {
-                self.driver.copy_on_device(dst as u64, src as u64, size, s)
-            };
-            result.map_err(|e| failed(format!("copying {size} bytes between devices"), e))
+            self.timed(queue, s, || {
+                let result = if direct {
+                    self.driver
+                        .copy_peer(dst as u64, peer.context, src as u64, self.context, size, s)
+                } else {
+                    self.driver.copy_on_device(dst as u64, src as u64, size, s)
+                };
+                result.map_err(|e| failed(format!("copying {size} bytes between devices"), e))
+            })
         })
     }
 
@@ -713,16 +756,18 @@ impl Device for CudaDevice {
                 packed.push(self.launch_environment(&kernel.limits, stream)?);
             }
             packed.extend_from_slice(args);
-            self.driver
-                .launch(
-                    kernel.function,
-                    blocks,
-                    threads,
-                    shared,
-                    stream,
-                    &mut packed,
-                )
-                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+            self.timed(queue, stream, || {
+                self.driver
+                    .launch(
+                        kernel.function,
+                        blocks,
+                        threads,
+                        shared,
+                        stream,
+                        &mut packed,
+                    )
+                    .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+            })
         })
     }
 
@@ -752,9 +797,11 @@ impl Device for CudaDevice {
         self.reserve_shared_memory(&kernel, shared)?;
         let mut owned = params.to_vec();
         self.on_queue(queue, |stream| {
-            self.driver
-                .launch_grid(kernel.function, grid, block, shared, stream, &mut owned)
-                .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+            self.timed(queue, stream, || {
+                self.driver
+                    .launch_grid(kernel.function, grid, block, shared, stream, &mut owned)
+                    .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+            })
         })
     }
 }
@@ -1176,6 +1223,7 @@ impl CudaDevice {
         if let Some(s) = self.allocation_stream.lock().unwrap().take() {
             let _ = self.driver.destroy_stream(s);
         }
+        self.timer.destroy_all(&*self.driver);
         let (busy_streams, e1) = self.streams.destroy_all(&self.driver);
         let (busy_events, e2) = self.events.destroy_all(&self.driver);
         if busy_streams + busy_events > 0 {

@@ -100,6 +100,7 @@ driver_functions! {
         event_record = "cuEventRecord": fn(CUevent, CUstream);
         event_synchronize = "cuEventSynchronize": fn(CUevent);
         event_destroy = "cuEventDestroy_v2": fn(CUevent);
+        event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, CUevent, CUevent);
     }
     optional {
         // CUDA 11.2 and later: the stream-ordered allocator, for device-non-blocking memory.

@@ -574,6 +574,23 @@ impl Driver {
         self.check("cuEventCreate", s).map(|_| Event(e))
     }
 
+    /// An event that records when the stream reached it (for `elapsed_ms`).
+    pub fn create_timing_event(&self) -> Result<Event> {
+        let mut e = std::ptr::null_mut();
+        // SAFETY: writes one event handle; flags 0 = CU_EVENT_DEFAULT, with timing.
+        let s = unsafe { (self.fns().event_create)(&mut e, 0) };
+        self.check("cuEventCreate", s).map(|_| Event(e))
+    }
+
+    /// Milliseconds from `start`'s latest record to `end`'s (negative if `end` came first);
+    /// both must be timing events whose records have completed.
+    pub fn elapsed_ms(&self, start: Event, end: Event) -> Result<f32> {
+        let mut ms = 0f32;
+        // SAFETY: writes one float; both events are live.
+        let s = unsafe { (self.fns().event_elapsed_time)(&mut ms, start.0, end.0) };
+        self.check("cuEventElapsedTime", s).map(|_| ms)
+    }
+
     pub fn record_event(&self, event: Event, stream: Stream) -> Result<()> {
         // SAFETY: both are live.
         let s = unsafe { (self.fns().event_record)(event.0, stream.0) };
