@@ -836,7 +836,11 @@ pub extern "C" fn cuEventCreate(event: *mut Handle, flags: c_uint) -> CuResult {
 /// The time between two events' latest records, in milliseconds, as the driver measures it
 /// (resolution about half a microsecond): from the instants the streams reached them.
 #[no_mangle]
-pub extern "C" fn cuEventElapsedTime(milliseconds: *mut f32, start: Handle, end: Handle) -> CuResult {
+pub extern "C" fn cuEventElapsedTime(
+    milliseconds: *mut f32,
+    start: Handle,
+    end: Handle,
+) -> CuResult {
     call("cuEventElapsedTime", |c| {
         let driver = driver::get()?;
         let (first, last) = (driver.events.get(start)?, driver.events.get(end)?);

@@ -18,6 +18,8 @@ struct Deferred {
     queue: ConstructQueue<'static>,
     /// The construct's source location (`Ident`, static data of the program), for errors.
     loc: usize,
+    /// The construct's number in the `LIBOMPTARGET_PROFILE` trace (0 when profiling is off).
+    construct: u64,
 }
 
 /// Polls on one thread that found work still running, beyond which it waits for the work
@@ -55,6 +57,7 @@ pub unsafe fn finish_or_defer(
     let deferred = Box::new(Deferred {
         queue,
         loc: loc as usize,
+        construct: crate::profile::current_construct(),
     });
     // SAFETY: the caller's slot, empty (checked when it was taken); libomp hands it back to
     // `__tgt_target_nowait_query`.
@@ -85,7 +88,24 @@ pub unsafe fn query(slot: *mut *mut c_void) {
     let deferred = unsafe { Box::from_raw(*slot as *mut Deferred) };
     unsafe { *slot = std::ptr::null_mut() };
     let loc = deferred.loc as *const Ident;
+    let _span = crate::profile::enabled()
+        .then(|| completion_span(&deferred))
+        .flatten();
     if let Err(e) = deferred.queue.finish() {
         Runtime::get().report_failure(&e, loc);
     }
+}
+
+/// The profile span of a deferred construct's completion: it carries the construct's number,
+/// since the construct's own span ended when its task returned, before its device work did.
+#[cold]
+fn completion_span(deferred: &Deferred) -> Option<crate::profile::Span> {
+    let mut span = crate::profile::begin("nowait completion")?;
+    // SAFETY: `loc` is the compiler's ident_t of the construct, or null.
+    span.text("location", unsafe {
+        crate::abi::source_location::describe_or_unknown(deferred.loc as *const Ident)
+    });
+    span.int("device", deferred.queue.device.id as i64);
+    span.int("construct", deferred.construct as i64);
+    Some(span)
 }

@@ -5,6 +5,13 @@
 //! start-ups. Spans shorter than `LIBOMPTARGET_PROFILE_GRANULARITY` microseconds (LLVM's
 //! default: 500) are left out.
 //!
+//! Devices get a track per queue. A device whose queues complete work on submission (the host
+//! plugin) shows each submission there as it is. A plugin that times its queued work on the
+//! device (plugin ABI 1.5: CUDA events, HSA profiling signals) gives the device's own span of
+//! each copy and launch once the construct's work has completed; each device span is linked to
+//! its submission by a flow and carries the number of its construct (`construct`), as does a
+//! `nowait` region's deferred completion.
+//!
 //! Cheap when off: [`begin`] is one relaxed load and a branch. Bounded when on: each thread
 //! keeps at most [`MAX_EVENTS_PER_THREAD`] spans in a buffer of its own (later ones are counted,
 //! not kept). The file is written at exit and before a fatal error aborts the program; a child
@@ -90,6 +97,15 @@ struct ThreadLog {
 
 thread_local! {
     static LOG: RefCell<Option<Arc<Mutex<ThreadLog>>>> = const { RefCell::new(None) };
+    /// The number of the construct this thread is in (see [`Span::construct`]).
+    static CONSTRUCT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+static NEXT_CONSTRUCT: AtomicU64 = AtomicU64::new(1);
+
+/// The number of the construct the calling thread is in (0: none, or profiling is off).
+pub fn current_construct() -> u64 {
+    CONSTRUCT.with(std::cell::Cell::get)
 }
 
 /// Reads the variables once, when the runtime starts; registers the exit and fork handlers.
@@ -166,6 +182,8 @@ struct SpanData {
     start: Instant,
     args: Vec<(&'static str, Arg)>,
     device: Option<DeviceTrack>,
+    /// A construct's span: the thread is in no construct once it ends.
+    is_construct: bool,
 }
 
 /// Starts a span named `name` (a construct kind, "H2D", ...), or nothing when profiling is off.
@@ -184,6 +202,7 @@ fn start(name: &'static str) -> Span {
         start: Instant::now(),
         args: Vec::new(),
         device: None,
+        is_construct: false,
     }))
 }
 
@@ -198,6 +217,15 @@ impl Span {
         self.0.device = Some(DeviceTrack { device, queue });
     }
 
+    /// Marks the span as a construct: it gets a number (argument `construct`), which the
+    /// device's spans of its work and its deferred completion carry too.
+    pub fn construct(&mut self) {
+        let id = NEXT_CONSTRUCT.fetch_add(1, Ordering::Relaxed);
+        CONSTRUCT.with(|c| c.set(id));
+        self.0.is_construct = true;
+        self.int("construct", id as i64);
+    }
+
     pub fn int(&mut self, key: &'static str, value: i64) {
         self.arg(key, Arg::Int(value));
     }
@@ -209,6 +237,9 @@ impl Span {
 
 impl Drop for Span {
     fn drop(&mut self) {
+        if self.0.is_construct {
+            CONSTRUCT.with(|c| c.set(0));
+        }
         record(&mut self.0);
     }
 }
@@ -275,6 +306,7 @@ fn current_tid() -> u64 {
 pub struct Submission {
     name: &'static str,
     bytes: Option<u64>,
+    construct: u64,
     /// The submitting thread's track, and when (since the trace's start).
     tid: u64,
     at_ns: u64,
@@ -287,6 +319,7 @@ pub fn submitted(name: &'static str, bytes: Option<u64>) -> Option<Submission> {
     Some(Submission {
         name,
         bytes,
+        construct: current_construct(),
         tid: current_tid(),
         at_ns: settings.start.elapsed().as_nanos() as u64,
     })
@@ -303,7 +336,10 @@ pub fn device_work(work: Submission, device: i32, queue: u64, time: plugin_api::
     if duration_ns < settings.granularity_ns {
         return;
     }
-    let mut args = vec![("device", Arg::Int(device as i64))];
+    let mut args = vec![
+        ("device", Arg::Int(device as i64)),
+        ("construct", Arg::Int(work.construct as i64)),
+    ];
     if let Some(bytes) = work.bytes {
         args.push(("bytes", Arg::Int(bytes as i64)));
         let mb_per_s = bytes as f64 / (duration_ns.max(1) as f64 / 1e9) / 1e6;

@@ -446,9 +446,7 @@ impl<'d> ConstructQueue<'d> {
                 .map_err(|e| self.device.plugin_error("synchronisation", e)),
             _ => Ok(()),
         };
-        if let (Ok(()), Some(queue), false) =
-            (&synced, self.handle, self.submissions.is_empty())
-        {
+        if let (Ok(()), Some(queue), false) = (&synced, self.handle, self.submissions.is_empty()) {
             self.record_device_times(queue);
         }
         if synced.is_ok() {

@@ -286,12 +286,21 @@ impl CudaDevice {
     /// timing events when profiling asked for the device's timing. Not on the synchronous
     /// queue's pooled streams, whose timings nobody asks for.
     #[inline]
-    fn timed(&self, queue: QueueHandle, stream: Stream, op: impl FnOnce() -> Result<()>) -> Result<()> {
+    fn timed(
+        &self,
+        queue: QueueHandle,
+        stream: Stream,
+        op: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
         if queue == QueueHandle::SYNC || !self.timer.is_on() {
             return op();
         }
-        self.timer
-            .around(&*self.driver, stream, |e| failed("timing queued work", e), op)
+        self.timer.around(
+            &*self.driver,
+            stream,
+            |e| failed("timing queued work", e),
+            op,
+        )
     }
 
     /// Waits for a stream and runs its deferred work.
@@ -548,8 +557,14 @@ impl Device for CudaDevice {
             self.activate()?;
             self.timed(queue, s, || {
                 let result = if direct {
-                    self.driver
-                        .copy_peer(dst as u64, peer.context, src as u64, self.context, size, s)
+                    self.driver.copy_peer(
+                        dst as u64,
+                        peer.context,
+                        src as u64,
+                        self.context,
+                        size,
+                        s,
+                    )
                 } else {
                     self.driver.copy_on_device(dst as u64, src as u64, size, s)
                 };

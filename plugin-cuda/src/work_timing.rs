@@ -279,7 +279,6 @@ mod tests {
         Stream(n as *mut _)
     }
 
-
     #[test]
     fn each_operation_gets_its_span_in_order_and_once() {
         let (timer, fake) = (WorkTimer::default(), Fake::default());
@@ -306,10 +305,7 @@ mod tests {
             .is_empty());
         // The other stream's operation is still there, and the reference was made on the
         // calibration stream.
-        assert_eq!(
-            timer.times(&fake, stream(8), stream(99)).unwrap().len(),
-            1
-        );
+        assert_eq!(timer.times(&fake, stream(8), stream(99)).unwrap().len(), 1);
         assert!(fake.records.borrow().iter().any(|&(_, s)| s == 99));
     }
 
@@ -317,7 +313,12 @@ mod tests {
     fn failed_operations_are_not_timed_and_released_streams_forget() {
         let (timer, fake) = (WorkTimer::default(), Fake::default());
         timer.start();
-        let failed = timer.around(&fake, stream(1), |e| e, || Err::<(), _>(error("cuLaunchKernel")));
+        let failed = timer.around(
+            &fake,
+            stream(1),
+            |e| e,
+            || Err::<(), _>(error("cuLaunchKernel")),
+        );
         assert!(failed.is_err());
         timer
             .around(&fake, stream(1), |e| e, || Ok::<_, DriverError>(()))
@@ -328,10 +329,7 @@ mod tests {
             .is_err());
         *fake.fail_record.borrow_mut() = false;
         timer.discard(stream(1));
-        assert!(timer
-            .times(&fake, stream(1), stream(2))
-            .unwrap()
-            .is_empty());
+        assert!(timer.times(&fake, stream(1), stream(2)).unwrap().is_empty());
         // Every event comes back: the 4 created (2 for the first try, reused by the second
         // while the third needed 2 more) are all idle again.
         assert_eq!(*fake.next.borrow(), 4);

@@ -13,6 +13,7 @@ const INVALID_CONTEXT: u32 = 201;
 const NO_BINARY_FOR_GPU: u32 = 209;
 const INVALID_HANDLE: u32 = 400;
 const NOT_FOUND: u32 = 500;
+const NOT_READY: u32 = 600;
 const HOST_MEMORY_ALREADY_REGISTERED: u32 = 712;
 const HOST_MEMORY_NOT_REGISTERED: u32 = 713;
 const NOT_SUPPORTED: u32 = 801;
@@ -147,6 +148,59 @@ fn destroyed_and_mistaken_handles_are_refused() {
     assert_eq!(cuStreamSynchronize(stream), INVALID_HANDLE);
     assert_eq!(cuEventDestroy_v2(event), 0);
     assert_eq!(cuEventSynchronize(event), INVALID_HANDLE);
+}
+
+/// `cuEventElapsedTime`: the time between two reached records, as the stream reached them;
+/// the driver's errors for events without timing, never recorded or not yet reached.
+#[test]
+fn elapsed_time_is_measured_between_reached_records() {
+    with_context();
+    let (mut stream, mut start, mut end, mut untimed) = (0usize, 0usize, 0usize, 0usize);
+    assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+    assert_eq!(cuEventCreate(&mut start, 0), 0);
+    assert_eq!(cuEventCreate(&mut end, 0), 0);
+    assert_eq!(cuEventCreate(&mut untimed, 2), 0, "CU_EVENT_DISABLE_TIMING");
+    let mut ms = -1f32;
+    assert_eq!(
+        cuEventElapsedTime(&mut ms, start, end),
+        INVALID_HANDLE,
+        "never recorded"
+    );
+    let size = 64 << 20;
+    let device = allocate(size);
+    let host = vec![1u8; size];
+    let before = std::time::Instant::now();
+    assert_eq!(cuEventRecord(start, stream), 0);
+    assert_eq!(
+        cuMemcpyHtoDAsync_v2(device, host.as_ptr().cast(), size, stream),
+        0
+    );
+    assert_eq!(cuEventRecord(end, stream), 0);
+    assert_eq!(cuEventRecord(untimed, stream), 0);
+    // A 64 MiB copy has not finished microseconds after it was queued.
+    assert_eq!(cuEventElapsedTime(&mut ms, start, end), NOT_READY);
+    assert_eq!(cuStreamSynchronize(stream), 0);
+    let wall_ms = before.elapsed().as_secs_f32() * 1e3;
+    assert_eq!(cuEventElapsedTime(&mut ms, start, end), 0);
+    assert!(ms > 0.0 && ms <= wall_ms, "{ms} ms of {wall_ms} ms");
+    let mut back = 0f32;
+    assert_eq!(cuEventElapsedTime(&mut back, end, start), 0);
+    assert_eq!(back, -ms, "the other way round is negative");
+    assert_eq!(
+        cuEventElapsedTime(&mut ms, start, untimed),
+        INVALID_HANDLE,
+        "an event without timing"
+    );
+    assert_eq!(
+        cuEventElapsedTime(std::ptr::null_mut(), start, end),
+        INVALID_VALUE
+    );
+    for event in [start, end, untimed] {
+        assert_eq!(cuEventDestroy_v2(event), 0);
+    }
+    assert_eq!(cuEventElapsedTime(&mut ms, start, end), INVALID_HANDLE);
+    assert_eq!(cuMemFree_v2(device), 0);
+    assert_eq!(cuStreamDestroy_v2(stream), 0);
 }
 
 /// The sm_90 cubin of a real program, and the name of one of its kernels.

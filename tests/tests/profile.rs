@@ -3,6 +3,7 @@
 //! device, and its transfers carry the bytes the program maps.
 
 use std::collections::BTreeMap;
+use tests::conformance::EmulatedGpu;
 use tests::json::{self, Value};
 use tests::{compile, run, text, Compiler};
 
@@ -40,7 +41,13 @@ fn profile_run(env: &[(&str, &str)], success: bool) -> (String, Vec<Span>, Value
     let written = std::fs::read_to_string(&file).expect("the profile was written");
     let _ = std::fs::remove_file(&file);
     let document = json::parse(&written).unwrap_or_else(|e| panic!("{e}:\n{written}"));
-    let spans = document
+    let spans = spans_of(&document);
+    (written, spans, document)
+}
+
+/// The complete spans (`ph` X) of a trace.
+fn spans_of(document: &Value) -> Vec<Span> {
+    document
         .get("traceEvents")
         .and_then(Value::as_list)
         .expect("traceEvents")
@@ -58,8 +65,7 @@ fn profile_run(env: &[(&str, &str)], success: bool) -> (String, Vec<Span>, Value
                 args: e.get("args").cloned().unwrap_or(Value::Null),
             }
         })
-        .collect();
-    (written, spans, document)
+        .collect()
 }
 
 fn profile(env: &[(&str, &str)]) -> (String, Vec<Span>, Value) {
@@ -290,4 +296,131 @@ fn the_traces_devices_are_omptarget_infos() {
         let name = row.get("properties").and_then(|p| p.get("name"));
         assert_eq!(device.get("name"), name, "device {id}");
     }
+}
+
+fn int_arg(span: &Span, key: &str) -> Option<i64> {
+    span.args.get(key).and_then(Value::as_f64).map(|v| v as i64)
+}
+
+/// On an emulated GPU, whose plugin times its queued work on the device (plugin ABI 1.5: CUDA
+/// events, HSA profiling signals): each copy and launch the program's constructs submit appears
+/// once on its queue's track with the device's timing, the bytes the host span says, linked to
+/// the submission by a flow, inside its construct (from the construct's start to its end, or
+/// to its deferred completion for a `nowait` region whose work outlived its task), within the
+/// clock mapping's stated uncertainty; the spans of one queue do not overlap. With a delay per
+/// device operation, the `nowait` regions' work outlives their tasks.
+fn device_spans_are_the_devices_timing(gpu: EmulatedGpu) {
+    let exe = match gpu {
+        EmulatedGpu::Cuda => tests::compile_cuda_twin("profile_constructs.c"),
+        EmulatedGpu::Amdgpu => tests::compile_amdgpu_twin("profile_constructs.c"),
+    };
+    let file = std::env::temp_dir().join(format!(
+        "omptarget-profile-{}-{}.json",
+        gpu.plugin(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&file);
+    let env: Vec<(&str, String)> = vec![
+        ("LIBOMPTARGET_PROFILE", file.display().to_string()),
+        ("LIBOMPTARGET_PROFILE_GRANULARITY", "0".into()),
+        ("OMP_TARGET_OFFLOAD", "mandatory".into()),
+        ("OMPTARGET_EMU_DEVICES", "2".into()),
+        ("OMPTARGET_EMU_DELAY_US", "200".into()),
+        ("LIBOMPTARGET_DEBUG", "1".into()),
+    ];
+    let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, &[], &env);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("profile program ok"), "{stdout}");
+    assert!(
+        !stderr.contains("device spans are left out") && !stderr.contains("did not give"),
+        "{stderr}"
+    );
+    let written = std::fs::read_to_string(&file).expect("the profile was written");
+    let _ = std::fs::remove_file(&file);
+    let document = json::parse(&written).unwrap_or_else(|e| panic!("{e}:\n{written}"));
+    let spans = spans_of(&document);
+    let is_work = |s: &&Span| matches!(s.name.as_str(), "H2D" | "D2H" | "kernel launch");
+    let host: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.tid < 1_000_000)
+        .filter(is_work)
+        .collect();
+    let device: Vec<&Span> = spans.iter().filter(|s| s.tid >= 1_000_000).collect();
+    // One device span per submission, of the same kind and size.
+    let kinds = |list: &[&Span]| -> Vec<(String, Option<i64>)> {
+        let mut kinds: Vec<_> = list
+            .iter()
+            .map(|s| (s.name.clone(), int_arg(s, "bytes")))
+            .collect();
+        kinds.sort();
+        kinds
+    };
+    assert!(host.len() >= 9, "{written}");
+    assert_eq!(kinds(&host), kinds(&device), "{written}");
+    let flows = |phase: &str| {
+        document
+            .get("traceEvents")
+            .and_then(Value::as_list)
+            .unwrap()
+            .iter()
+            .filter(|e| e.get("ph").and_then(Value::as_str) == Some(phase))
+            .count()
+    };
+    assert_eq!((flows("s"), flows("f")), (device.len(), device.len()));
+    // Inside the construct, within the clock's uncertainty (microseconds in the trace).
+    let constructs = |name: &dyn Fn(&str) -> bool, id: i64| {
+        spans
+            .iter()
+            .filter(|c| c.tid < 1_000_000 && name(&c.name) && int_arg(c, "construct") == Some(id))
+            .map(|c| (c.start, c.end))
+            .next()
+    };
+    let mut completed_later = 0;
+    for d in &device {
+        let id = int_arg(d, "construct").expect("a device span names its construct");
+        let slack = int_arg(d, "clock uncertainty ns").unwrap_or(0) as f64 / 1000.0 + 0.01;
+        let (start, mut end) = constructs(&|n: &str| n.starts_with("target"), id)
+            .unwrap_or_else(|| panic!("device span {} of no construct {id}:\n{written}", d.name));
+        if let Some((_, done)) = constructs(&|n: &str| n == "nowait completion", id) {
+            end = end.max(done);
+            completed_later += 1;
+        }
+        assert!(
+            start - slack <= d.start && d.end <= end + slack,
+            "{} at {}..{} outside construct {id} at {start}..{end} (± {slack} us)",
+            d.name,
+            d.start,
+            d.end
+        );
+    }
+    assert!(
+        completed_later > 0,
+        "no nowait region outlived its task:\n{written}"
+    );
+    // A queue runs its work in order: its spans do not overlap (1 us for rounding).
+    let mut by_queue: BTreeMap<i64, Vec<&&Span>> = BTreeMap::new();
+    for d in &device {
+        by_queue.entry(d.tid).or_default().push(d);
+    }
+    for list in by_queue.values_mut() {
+        list.sort_by(|a, b| a.start.total_cmp(&b.start));
+        for pair in list.windows(2) {
+            assert!(
+                pair[1].start >= pair[0].end - 1.0,
+                "{} and {} overlap on one queue",
+                pair[0].name,
+                pair[1].name
+            );
+        }
+    }
+}
+
+#[test]
+fn cuda_device_spans_are_the_devices_timing() {
+    device_spans_are_the_devices_timing(EmulatedGpu::Cuda);
+}
+
+#[test]
+fn amdgpu_device_spans_are_the_devices_timing() {
+    device_spans_are_the_devices_timing(EmulatedGpu::Amdgpu);
 }

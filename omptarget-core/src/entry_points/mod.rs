@@ -49,6 +49,7 @@ fn construct_span_on(
         crate::abi::source_location::describe_or_unknown(loc)
     });
     span.int("device", device_id);
+    span.construct();
     Some(span)
 }
 
