@@ -1,6 +1,8 @@
 //! `hsa_amd_memory_async_copy`: a copy engine of the GPU involved (the destination agent's
 //! when it is a GPU, else the source agent's) waits for the dependency signals, checks that its agent may reach both buffers, copies and
 //! decrements the completion signal. Copies run concurrently with each other and with kernels.
+//! A copy submitted with copy profiling on writes when it started (its dependencies met) and
+//! completed into its completion signal, where ROCr's engines write them.
 
 use crate::agents::AgentIndex;
 use crate::runtime::Runtime;
@@ -17,6 +19,8 @@ pub struct Copy {
     pub engine: AgentIndex,
     pub dependencies: Vec<Arc<Signal>>,
     pub completion: Arc<Signal>,
+    /// Copy profiling was on when the copy was submitted.
+    pub profiled: bool,
 }
 
 /// The engine's agent: the destination's GPU, else the source's, else the CPU.
@@ -31,6 +35,15 @@ pub fn engine(runtime: &Runtime, dst_agent: AgentIndex, src_agent: AgentIndex) -
 }
 
 pub fn start(runtime: &'static Runtime, copy: Copy) -> Result<()> {
+    if copy.profiled {
+        // ROCr's `async_copy_agent(agent)` at submission: the signal now answers for a copy of
+        // this engine, its engine stamps cleared (`CopyPrep`).
+        let engine = copy.engine;
+        copy.completion.change_stamps(|stamps| {
+            stamps.copy_agent = Some(engine);
+            stamps.sdma = (0, 0);
+        });
+    }
     std::thread::Builder::new()
         .name("emu-hsa-copy".into())
         .spawn(move || run(runtime, copy))
@@ -42,6 +55,8 @@ fn run(runtime: &Runtime, copy: Copy) {
     for signal in &copy.dependencies {
         signal.wait(HSA_SIGNAL_CONDITION_EQ, 0, None);
     }
+    // The engine starts the copy now; the delay stands for its work.
+    let start = crate::runtime::timestamp();
     let delay = crate::config::get().delay_us;
     if delay > 0 {
         std::thread::sleep(std::time::Duration::from_micros(delay));
@@ -69,5 +84,18 @@ fn run(runtime: &Runtime, copy: Copy) {
             copy.dst, copy.src, copy.size
         )
     });
+    if copy.profiled {
+        let end = crate::runtime::timestamp();
+        let by_gpu = runtime.system.is_gpu(copy.engine);
+        copy.completion.change_stamps(|stamps| {
+            // A GPU's engine writes the SDMA stamps; a copy the CPU runs writes the signal's
+            // own (ROCr's `CpuAgent::DmaCopy`).
+            if by_gpu {
+                stamps.sdma = (start, end);
+            } else {
+                stamps.packet = (start, end);
+            }
+        });
+    }
     copy.completion.subtract(1);
 }

@@ -135,16 +135,6 @@ pub extern "C" fn hsa_status_string(
     })
 }
 
-fn timestamp() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
-}
-
 #[no_mangle]
 pub extern "C" fn hsa_system_get_info(
     attribute: hsa_system_info_t,
@@ -155,7 +145,7 @@ pub extern "C" fn hsa_system_get_info(
         runtime::get()?;
         match attribute {
             HSA_SYSTEM_INFO_VERSION_MAJOR | HSA_SYSTEM_INFO_VERSION_MINOR => put(value, 1u16),
-            HSA_SYSTEM_INFO_TIMESTAMP => put(value, timestamp()),
+            HSA_SYSTEM_INFO_TIMESTAMP => put(value, runtime::timestamp()),
             HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY => put(value, agents::TIMESTAMP_FREQUENCY),
             HSA_SYSTEM_INFO_SIGNAL_MAX_WAIT => put(value, u64::MAX),
             HSA_SYSTEM_INFO_ENDIANNESS => put(value, 0u32),
@@ -610,6 +600,9 @@ fn async_copy(
             engine: copies::engine(runtime, dst_agent, src_agent),
             dependencies,
             completion,
+            profiled: runtime
+                .copy_profiling
+                .load(std::sync::atomic::Ordering::Acquire),
         },
     )
 }
@@ -970,6 +963,88 @@ fn expect_queue(queue: *const hsa_queue_t, function: &str) -> std::sync::Arc<cra
             );
             std::process::abort()
         })
+}
+
+// --- Profiling --------------------------------------------------------------------------------
+// As ROCr's `hsa_ext_amd.cpp`: profiling is a property of each queue, copy profiling one of
+// every agent at once; the stamps are read from the signal a packet or copy completed, already
+// in the system clock's domain (the agents' clocks are the system clock here).
+
+#[no_mangle]
+pub extern "C" fn hsa_amd_profiling_set_profiler_enabled(
+    queue: *mut hsa_queue_t,
+    enable: c_int,
+) -> hsa_status_t {
+    call("hsa_amd_profiling_set_profiler_enabled", |c| {
+        c.note(|| format!("queue={queue:p} enable={enable}"));
+        let runtime = runtime::get()?;
+        // ROCr: `IS_VALID(queue)`, a null queue included, is HSA_STATUS_ERROR_INVALID_QUEUE.
+        runtime.queues.get(queue)?.set_profiling(enable != 0);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn hsa_amd_profiling_async_copy_enable(enable: bool) -> hsa_status_t {
+    call("hsa_amd_profiling_async_copy_enable", |c| {
+        c.note(|| format!("enable={enable}"));
+        let runtime = runtime::get()?;
+        runtime
+            .copy_profiling
+            .store(enable, std::sync::atomic::Ordering::Release);
+        Ok(())
+    })
+}
+
+/// Writes a `{start, end}` pair of ticks (both profiling time structs have that layout).
+fn put_times<T>(out: *mut T, (start, end): (u64, u64)) -> Result<()> {
+    put(out.cast::<c_void>(), [start, end])
+}
+
+#[no_mangle]
+pub extern "C" fn hsa_amd_profiling_get_dispatch_time(
+    agent: hsa_agent_t,
+    signal: hsa_signal_t,
+    time: *mut hsa_amd_profiling_dispatch_time_t,
+) -> hsa_status_t {
+    call("hsa_amd_profiling_get_dispatch_time", |c| {
+        c.note(|| format!("agent={:#x} signal={:#x}", agent.handle, signal.handle));
+        let runtime = runtime::get()?;
+        // ROCr's order: the pointer, the agent, the signal, then a GPU agent.
+        let time = out(time)?;
+        let index = agent_of(runtime, agent)?;
+        let stamps = runtime.signals.get(signal)?.stamps();
+        if !runtime.system.is_gpu(index) {
+            return Err(status::INVALID_AGENT);
+        }
+        // Whatever the signal holds: ROCr answers for a signal no profiled packet completed
+        // too, with stamps that mean nothing (zero here, never written).
+        c.note(|| format!("start={} end={}", stamps.packet.0, stamps.packet.1));
+        put_times(time, stamps.packet)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn hsa_amd_profiling_get_async_copy_time(
+    signal: hsa_signal_t,
+    time: *mut hsa_amd_profiling_async_copy_time_t,
+) -> hsa_status_t {
+    call("hsa_amd_profiling_get_async_copy_time", |c| {
+        c.note(|| format!("signal={:#x}", signal.handle));
+        let runtime = runtime::get()?;
+        let time = out(time)?;
+        let stamps = runtime.signals.get(signal)?.stamps();
+        // ROCr: no copy submitted with profiling on ever completed the signal (its
+        // `async_copy_agent` is null): HSA_STATUS_ERROR.
+        let engine = stamps.copy_agent.ok_or(status::GENERIC)?;
+        let times = if runtime.system.is_gpu(engine) && stamps.sdma.1 != 0 {
+            stamps.sdma
+        } else {
+            stamps.packet
+        };
+        c.note(|| format!("start={} end={}", times.0, times.1));
+        put_times(time, times)
+    })
 }
 
 // --- Code objects and executables -------------------------------------------------------------

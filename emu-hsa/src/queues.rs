@@ -4,7 +4,9 @@
 //! has the barrier bit, runs barrier-AND and barrier-OR packets itself (they hold back the
 //! packets behind them), and launches kernel dispatches without waiting for them, so packets
 //! without the barrier bit run concurrently with earlier ones. A failed packet puts the queue
-//! in the error state: the error callback is told, nothing more is processed.
+//! in the error state: the error callback is told, nothing more is processed. With profiling
+//! enabled (`hsa_amd_profiling_set_profiler_enabled`) the processor writes when it started and
+//! completed each packet into the packet's completion signal.
 
 use crate::agents::AgentIndex;
 use crate::dispatch;
@@ -14,7 +16,7 @@ use crate::status::{self, Result, Status};
 use hsa_sys::*;
 use omptarget_emu_support::calls::lock;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -32,6 +34,9 @@ pub struct Queue {
     callback: Option<(ErrorCallback, usize)>,
     state: Mutex<State>,
     settled: Condvar,
+    /// `hsa_amd_profiling_set_profiler_enabled` (ROCr's `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`
+    /// bit, which the packet processor reads for each packet).
+    profiling: AtomicBool,
 }
 
 // SAFETY: the only non-thread-safe field is `public.base_address`, the ring's address, which
@@ -127,6 +132,7 @@ impl Queues {
             callback,
             state: Mutex::new(State::default()),
             settled: Condvar::new(),
+            profiling: AtomicBool::new(false),
         });
         let processor = queue.clone();
         let thread = std::thread::Builder::new()
@@ -227,6 +233,30 @@ impl Queue {
         self.read_index.load(Ordering::Acquire)
     }
 
+    /// `hsa_amd_profiling_set_profiler_enabled`: packets processed from now on are timed.
+    pub fn set_profiling(&self, enabled: bool) {
+        self.profiling.store(enabled, Ordering::Release);
+    }
+
+    /// When a packet's processing starts now: its start stamp, if the queue is profiled.
+    fn start_stamp(&self) -> Option<u64> {
+        self.profiling
+            .load(Ordering::Acquire)
+            .then(crate::runtime::timestamp)
+    }
+
+    /// Writes a profiled packet's stamps, from `start` to now, into its completion signal,
+    /// before the signal is decremented (the program may read them once it sees it done).
+    fn stamp(&self, runtime: &Runtime, packet: &Packet, start: Option<u64>) {
+        let (Some(start), completion) = (start, packet.completion()) else {
+            return;
+        };
+        if let Ok(signal) = runtime.signals.get(completion) {
+            let end = crate::runtime::timestamp();
+            signal.change_stamps(|stamps| stamps.packet = (start, end));
+        }
+    }
+
     fn stopping(&self) -> bool {
         lock(&self.state).stopping
     }
@@ -269,12 +299,18 @@ impl Queue {
             match packet.kind() {
                 HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR => {
                     self.release_slot(slot, next);
+                    // The hardware writes stamps for barrier packets too (HIP times its
+                    // markers with them).
+                    let start = self.start_stamp();
                     self.delay();
                     let result = wait_dependencies(runtime, &packet, || self.stopping());
                     if self.stopping() {
                         break;
                     }
                     runtime.trace_packet_done(&self, next);
+                    if result.is_ok() {
+                        self.stamp(runtime, &packet, start);
+                    }
                     self.complete(runtime, &packet, result);
                 }
                 HSA_PACKET_TYPE_KERNEL_DISPATCH => {
@@ -288,12 +324,15 @@ impl Queue {
                     };
                     lock(&self.state).in_flight += 1;
                     let queue = self.clone();
+                    // The kernel starts now; the delay stands for its work on the device.
+                    let start = self.start_stamp();
                     let launched = std::thread::Builder::new()
                         .name("emu-hsa-dispatch".into())
                         .spawn(move || {
                             queue.delay();
                             launch.run();
                             runtime.trace_packet_done(&queue, next);
+                            queue.stamp(runtime, &packet, start);
                             queue.complete(runtime, &packet, Ok(()));
                             let mut state = lock(&queue.state);
                             state.in_flight -= 1;

@@ -9,6 +9,7 @@ use crate::signals::Signals;
 use crate::status::{self, Result};
 use hsa_sys::*;
 use omptarget_emu_support::calls::lock;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, OnceLock};
 
 type EventCallback =
@@ -22,6 +23,23 @@ pub struct Runtime {
     pub queues: Queues,
     /// `hsa_amd_register_system_event_handler`'s handlers and their data.
     pub event_handlers: Mutex<Vec<(EventCallback, usize)>>,
+    /// `hsa_amd_profiling_async_copy_enable`: ROCr sets it on every agent at once, so one
+    /// flag; read when a copy is submitted.
+    pub copy_profiling: AtomicBool,
+}
+
+/// The HSA system clock (`HSA_SYSTEM_INFO_TIMESTAMP`) now: `CLOCK_MONOTONIC` in nanoseconds
+/// (`agents::TIMESTAMP_FREQUENCY`). The agents' clocks are the same clock, so profiling stamps
+/// need no translation. (ROCr reads `CLOCK_BOOTTIME`; monotonic here, so that a plugin that maps
+/// the system clock onto the host's by calibration gets an exact answer to check it by.)
+pub fn timestamp() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -51,6 +69,7 @@ pub fn init() -> Result<()> {
             code: Code::default(),
             queues: Queues::default(),
             event_handlers: Mutex::new(Vec::new()),
+            copy_profiling: AtomicBool::new(false),
         }
     });
     Ok(())

@@ -14,6 +14,25 @@ pub struct Signal {
     value: AtomicI64,
     lock: Mutex<()>,
     changed: Condvar,
+    /// Profiling timestamps the signal holds (see [`Stamps`]).
+    stamps: Mutex<Stamps>,
+}
+
+/// The profiling timestamps of a signal, as ROCr keeps them in its signal memory
+/// (`SharedSignal` in ROCr's `core/inc/signal.h`), in ticks of the system clock: what
+/// `hsa_amd_profiling_get_dispatch_time` and `hsa_amd_profiling_get_async_copy_time` read.
+/// Nothing clears them but a new profiled packet or copy: a signal keeps its last stamps.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stamps {
+    /// `amd_signal_t::start_ts`/`end_ts`: written by the packet processor of a queue with
+    /// profiling enabled for each packet this signal completes, and by copies the CPU runs.
+    pub packet: (u64, u64),
+    /// The agent whose engine ran the last copy submitted with copy profiling on (ROCr's
+    /// `async_copy_agent`); `None` until one was (ROCr then answers `HSA_STATUS_ERROR`).
+    pub copy_agent: Option<crate::agents::AgentIndex>,
+    /// `sdma_start_ts`/`sdma_end_ts`: written by a GPU's copy engine; cleared when a
+    /// profiled copy is submitted (ROCr's `CopyPrep`).
+    pub sdma: (u64, u64),
 }
 
 impl Signal {
@@ -29,6 +48,14 @@ impl Signal {
     pub fn subtract(&self, amount: i64) {
         self.value.fetch_sub(amount, Ordering::AcqRel);
         self.wake();
+    }
+
+    pub fn stamps(&self) -> Stamps {
+        *lock(&self.stamps)
+    }
+
+    pub fn change_stamps(&self, change: impl FnOnce(&mut Stamps)) {
+        change(&mut lock(&self.stamps));
     }
 
     fn wake(&self) {
@@ -101,6 +128,7 @@ impl Signals {
             value: AtomicI64::new(initial),
             lock: Mutex::new(()),
             changed: Condvar::new(),
+            stamps: Mutex::new(Stamps::default()),
         });
         self.live
             .write()

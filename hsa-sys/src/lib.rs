@@ -94,6 +94,20 @@ mod tests {
         assert_eq!(offset_of!(F, fault_reason_mask), 16);
         assert_eq!(offset_of!(hsa_amd_event_t, event_type), 0);
         assert_eq!(offset_of!(hsa_amd_event_t, memory_fault), 8);
+        for (size, start, end) in [
+            (
+                size_of::<hsa_amd_profiling_dispatch_time_t>(),
+                offset_of!(hsa_amd_profiling_dispatch_time_t, start),
+                offset_of!(hsa_amd_profiling_dispatch_time_t, end),
+            ),
+            (
+                size_of::<hsa_amd_profiling_async_copy_time_t>(),
+                offset_of!(hsa_amd_profiling_async_copy_time_t, start),
+                offset_of!(hsa_amd_profiling_async_copy_time_t, end),
+            ),
+        ] {
+            assert_eq!((size, start, end), (16, 0, 8));
+        }
     }
 
     #[test]

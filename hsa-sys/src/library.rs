@@ -165,6 +165,16 @@ hsa_functions! {
             *mut c_void, hsa_agent_t, *const c_void, hsa_agent_t, usize, u32,
             *const hsa_signal_t, hsa_signal_t, u32, bool
         ) -> hsa_status_t;
+        // Profiling (every ROCm has them; the plugin times its queued work with them for
+        // LIBOMPTARGET_PROFILE and says it cannot without them).
+        hsa_amd_profiling_set_profiler_enabled: fn(*mut hsa_queue_t, c_int) -> hsa_status_t;
+        hsa_amd_profiling_async_copy_enable: fn(bool) -> hsa_status_t;
+        hsa_amd_profiling_get_dispatch_time: fn(
+            hsa_agent_t, hsa_signal_t, *mut hsa_amd_profiling_dispatch_time_t
+        ) -> hsa_status_t;
+        hsa_amd_profiling_get_async_copy_time: fn(
+            hsa_signal_t, *mut hsa_amd_profiling_async_copy_time_t
+        ) -> hsa_status_t;
     }
 }
 

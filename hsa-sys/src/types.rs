@@ -461,6 +461,26 @@ pub struct hsa_amd_event_t {
     pub memory_fault: hsa_amd_gpu_memory_fault_info_t,
 }
 
+// --- Profiling (hsa_ext_amd.h) ----------------------------------------------------------------
+
+/// `hsa_amd_profiling_get_dispatch_time`: when the packet processor started a packet and when
+/// it completed it, in ticks of the HSA system clock (`HSA_SYSTEM_INFO_TIMESTAMP`).
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct hsa_amd_profiling_dispatch_time_t {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// `hsa_amd_profiling_get_async_copy_time`: when a copy engine started and completed an
+/// asynchronous copy, in ticks of the HSA system clock.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct hsa_amd_profiling_async_copy_time_t {
+    pub start: u64,
+    pub end: u64,
+}
+
 // --- Callback types ---------------------------------------------------------------------------
 
 /// `hsa_iterate_agents`: return `HSA_STATUS_SUCCESS` to go on, `HSA_STATUS_INFO_BREAK` to stop.

@@ -1112,3 +1112,375 @@ fn a_kernel_given_memory_its_gpu_may_not_reach_faults() {
     }
     assert_eq!(q.errors(), vec![HSA_STATUS_ERROR_INVALID_CODE_OBJECT]);
 }
+
+// --- Profiling ------------------------------------------------------------------------------
+
+/// The HSA system clock now (`HSA_SYSTEM_INFO_TIMESTAMP`).
+fn system_clock() -> u64 {
+    let mut ticks = 0u64;
+    assert_eq!(
+        hsa_system_get_info(
+            HSA_SYSTEM_INFO_TIMESTAMP,
+            &mut ticks as *mut _ as *mut c_void
+        ),
+        0
+    );
+    ticks
+}
+
+fn dispatch_time(agent: hsa_agent_t, signal: hsa_signal_t) -> (hsa_status_t, (u64, u64)) {
+    let mut time = hsa_amd_profiling_dispatch_time_t::default();
+    let status = hsa_amd_profiling_get_dispatch_time(agent, signal, &mut time);
+    (status, (time.start, time.end))
+}
+
+fn copy_time(signal: hsa_signal_t) -> (hsa_status_t, (u64, u64)) {
+    let mut time = hsa_amd_profiling_async_copy_time_t::default();
+    let status = hsa_amd_profiling_get_async_copy_time(signal, &mut time);
+    (status, (time.start, time.end))
+}
+
+/// The system clock is `CLOCK_MONOTONIC` in nanoseconds, as its frequency says.
+#[test]
+fn the_system_clock_is_the_monotonic_clock_in_nanoseconds() {
+    system();
+    let mut frequency = 0u64;
+    assert_eq!(
+        hsa_system_get_info(
+            HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY,
+            &mut frequency as *mut _ as *mut c_void
+        ),
+        0
+    );
+    assert_eq!(frequency, 1_000_000_000);
+    extern "C" {
+        fn clock_gettime(clock: i32, time: *mut [i64; 2]) -> i32;
+    }
+    let monotonic = || {
+        let mut now = [0i64; 2];
+        // SAFETY: fills the timespec (seconds, nanoseconds) given; 1 is CLOCK_MONOTONIC.
+        unsafe { clock_gettime(1, &mut now) };
+        now[0] as u64 * 1_000_000_000 + now[1] as u64
+    };
+    let before = monotonic();
+    let ticks = system_clock();
+    let after = monotonic();
+    assert!(
+        (before..=after).contains(&ticks),
+        "{before} {ticks} {after}"
+    );
+}
+
+/// What ROCr answers where there is nothing profiled to answer for (`hsa_ext_amd.cpp`):
+/// a dispatch time is read from whatever the signal holds, so a signal no profiled packet
+/// completed (never used, or completed by a packet of a queue without profiling) answers
+/// `HSA_STATUS_SUCCESS` with stamps that mean nothing (0 here, never written); a copy time of a
+/// signal that no copy submitted with copy profiling on completed is `HSA_STATUS_ERROR`. And
+/// the arguments' errors, in ROCr's order of checks.
+#[test]
+fn profiling_answers_as_rocr_where_nothing_was_profiled() {
+    let (cpu, gpus) = system();
+    // Never used.
+    let unused = signal(1);
+    assert_eq!(dispatch_time(gpus[0], unused), (HSA_STATUS_SUCCESS, (0, 0)));
+    assert_eq!(copy_time(unused).0, HSA_STATUS_ERROR);
+    // A packet of a queue without profiling: no stamps.
+    let q = TestQueue::new(gpus[0]);
+    let done = signal(1);
+    let index = q.write(barrier_words(HSA_PACKET_TYPE_BARRIER_AND, &[], done), true);
+    q.ring(index);
+    assert_eq!(wait_zero(done, 2000), 0);
+    assert_eq!(dispatch_time(gpus[0], done), (HSA_STATUS_SUCCESS, (0, 0)));
+    // A copy submitted with copy profiling off (no other test turns it on in this process).
+    let (a, b) = (
+        allocate(pools(gpus[0])[0], 4096),
+        allocate(pools(gpus[0])[0], 4096),
+    );
+    let copied = signal(1);
+    assert_eq!(
+        copy(b.cast(), gpus[0], a.cast(), gpus[0], 4096, &[], copied),
+        0
+    );
+    assert_eq!(wait_zero(copied, 2000), 0);
+    assert_eq!(copy_time(copied).0, HSA_STATUS_ERROR);
+    // Arguments.
+    let mut time = hsa_amd_profiling_dispatch_time_t::default();
+    assert_eq!(
+        hsa_amd_profiling_get_dispatch_time(gpus[0], done, std::ptr::null_mut()),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        hsa_amd_profiling_get_dispatch_time(*cpu, done, &mut time),
+        HSA_STATUS_ERROR_INVALID_AGENT
+    );
+    assert_eq!(
+        hsa_amd_profiling_get_dispatch_time(hsa_agent_t { handle: 42 }, done, &mut time),
+        HSA_STATUS_ERROR_INVALID_AGENT
+    );
+    assert_eq!(
+        hsa_amd_profiling_get_async_copy_time(copied, std::ptr::null_mut()),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    assert_eq!(hsa_signal_destroy(unused), 0);
+    assert_eq!(
+        dispatch_time(gpus[0], unused).0,
+        HSA_STATUS_ERROR_INVALID_SIGNAL
+    );
+    assert_eq!(copy_time(unused).0, HSA_STATUS_ERROR_INVALID_SIGNAL);
+    assert_eq!(
+        hsa_amd_profiling_set_profiler_enabled(std::ptr::null_mut(), 1),
+        HSA_STATUS_ERROR_INVALID_QUEUE
+    );
+    assert_eq!(
+        hsa_amd_profiling_set_profiler_enabled(0x1234 as *mut hsa_queue_t, 1),
+        HSA_STATUS_ERROR_INVALID_QUEUE
+    );
+    assert_eq!(hsa_amd_memory_pool_free(a.cast()), 0);
+    assert_eq!(hsa_amd_memory_pool_free(b.cast()), 0);
+}
+
+const PROFILING_CHILD: &str = "OMPTARGET_TEST_EMU_HSA_PROFILING_CHILD";
+/// The delay of each packet's work and each copy in the child.
+const DELAY_US: u64 = 20_000;
+
+/// A profiled queue's packets, a kernel dispatch (run through its twin) and a barrier, and
+/// copies submitted with copy profiling on carry their stamps: present, ordered, inside the
+/// host-clock window of their submission and completion, and wide enough to hold the
+/// `OMPTARGET_EMU_DELAY_US` that stands for their work. A signal keeps its last stamps: a
+/// packet of an unprofiled queue leaves them, a copy submitted with profiling off too. The test
+/// runs itself again with the settings the runtime reads when it starts: the delay, and the
+/// program whose twins run the kernel.
+#[test]
+fn profiled_packets_and_copies_carry_their_times() {
+    let exe = tests::compile_amdgpu_twin("emu_params.c");
+    if std::env::var_os(PROFILING_CHILD).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "profiled_packets_and_copies_carry_their_times"])
+            .arg("--nocapture")
+            .env(PROFILING_CHILD, "1")
+            .env("OMPTARGET_EMU_TWINS", &exe)
+            .env("OMPTARGET_EMU_DELAY_US", DELAY_US.to_string())
+            .env(
+                "LD_LIBRARY_PATH",
+                format!("{}:/usr/lib/llvm-19/lib", tests::lib_dir().display()),
+            )
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            tests::text(&out.stdout),
+            tests::text(&out.stderr)
+        );
+        return;
+    }
+    let (cpu, gpus) = system();
+    let delay = DELAY_US * 1000;
+    // The kernel: emu_params.c's target region, whose explicit arguments are the launch
+    // environment (unused by a twin: null) and the mapped array.
+    let code = {
+        use object::{Object, ObjectSection};
+        let bytes = std::fs::read(&exe).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let section = file.section_by_name(".llvm.offloading").unwrap();
+        plugin_api::offload_binary::containers(section.data().unwrap())
+            .into_iter()
+            .filter_map(|c| plugin_api::offload_binary::unwrap(c).ok())
+            .find(|u| u.triple.starts_with("amdgcn"))
+            .map(|u| u.bytes.to_vec())
+            .unwrap()
+    };
+    let (status, executable) = load(&code, gpus[0]);
+    assert_eq!(status, 0);
+    let metadata = plugin_api::gpu::amdgpu_code_object::check(&code).unwrap();
+    let kernel = &metadata.kernels()[0];
+    let mut symbol = hsa_executable_symbol_t::default();
+    let name = std::ffi::CString::new(kernel.symbol.clone()).unwrap();
+    assert_eq!(
+        hsa_executable_get_symbol_by_name(executable, name.as_ptr(), &gpus[0], &mut symbol),
+        0
+    );
+    let info = |attribute| {
+        let mut value = 0u64;
+        assert_eq!(
+            hsa_executable_symbol_get_info(symbol, attribute, &mut value as *mut _ as *mut c_void),
+            0
+        );
+        value
+    };
+    let object = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT);
+    let group = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE) as u32;
+    let private = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE) as u32;
+    let kernarg_pool = pools(*cpu)
+        .into_iter()
+        .find(|&p| {
+            let mut flags = 0u32;
+            hsa_amd_memory_pool_get_info(
+                p,
+                HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
+                &mut flags as *mut _ as *mut c_void,
+            );
+            flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0
+        })
+        .unwrap();
+    let kernarg = allocate(kernarg_pool, kernel.kernarg_segment_size.max(16) as usize);
+    assert_eq!(
+        hsa_amd_agents_allow_access(1, &gpus[0], std::ptr::null(), kernarg.cast()),
+        0
+    );
+    let array = allocate(pools(gpus[0])[0], 4096);
+    let pointers: Vec<u64> = kernel
+        .args
+        .iter()
+        .filter(|a| a.value_kind == "global_buffer")
+        .map(|a| a.offset as u64)
+        .collect();
+    assert_eq!(pointers.len(), 2, "{:?}", kernel.args);
+    // SAFETY: both arguments lie inside the kernarg buffer just allocated.
+    unsafe {
+        std::ptr::write_unaligned(kernarg.add(pointers[0] as usize) as *mut u64, 0);
+        std::ptr::write_unaligned(kernarg.add(pointers[1] as usize) as *mut u64, array as u64);
+    }
+    let mut words = dispatch_words([1, 1, 1], [1, 1, 1], group, object, signal(0));
+    words[6] = private;
+    words[10] = kernarg as u64 as u32;
+    words[11] = (kernarg as u64 >> 32) as u32;
+    let with_completion = |done: hsa_signal_t| {
+        let mut w = words;
+        w[14] = done.handle as u32;
+        w[15] = (done.handle >> 32) as u32;
+        w
+    };
+
+    // A profiled queue: the dispatch's stamps lie between its submission and its completion
+    // and hold the delay standing for its work.
+    let q = TestQueue::new(gpus[0]);
+    assert_eq!(hsa_amd_profiling_set_profiler_enabled(q.queue, 1), 0);
+    let done = signal(1);
+    let before = system_clock();
+    let index = q.write(with_completion(done), true);
+    q.ring(index);
+    assert_eq!(wait_zero(done, 5000), 0, "errors: {:?}", q.errors());
+    let after = system_clock();
+    // SAFETY: the kernel wrote the array's first four ints.
+    let values = unsafe { std::slice::from_raw_parts(array as *const i32, 4) }.to_vec();
+    assert_eq!(values, [7, 14, 21, 28], "the twin ran");
+    let (status, (start, end)) = dispatch_time(gpus[0], done);
+    assert_eq!(status, HSA_STATUS_SUCCESS);
+    assert!(
+        before <= start && start + delay <= end && end <= after,
+        "dispatch {start}..{end} in {before}..{after}"
+    );
+    // A barrier packet is stamped as well.
+    let barrier_done = signal(1);
+    let before = system_clock();
+    let index = q.write(
+        barrier_words(HSA_PACKET_TYPE_BARRIER_AND, &[], barrier_done),
+        true,
+    );
+    q.ring(index);
+    assert_eq!(wait_zero(barrier_done, 5000), 0);
+    let after = system_clock();
+    let (status, (b_start, b_end)) = dispatch_time(gpus[0], barrier_done);
+    assert_eq!(status, HSA_STATUS_SUCCESS);
+    assert!(before <= b_start && b_start + delay <= b_end && b_end <= after);
+    // The same signal completed by a packet of a queue without profiling keeps its stamps.
+    let unprofiled = TestQueue::new(gpus[0]);
+    hsa_signal_store_screlease(done, 1);
+    let index = unprofiled.write(with_completion(done), true);
+    unprofiled.ring(index);
+    assert_eq!(wait_zero(done, 5000), 0);
+    assert_eq!(dispatch_time(gpus[0], done), (0, (start, end)));
+    // Profiling off again: no new stamps either.
+    assert_eq!(hsa_amd_profiling_set_profiler_enabled(q.queue, 0), 0);
+    hsa_signal_store_screlease(barrier_done, 1);
+    let index = q.write(
+        barrier_words(HSA_PACKET_TYPE_BARRIER_AND, &[], barrier_done),
+        true,
+    );
+    q.ring(index);
+    assert_eq!(wait_zero(barrier_done, 5000), 0);
+    assert_eq!(dispatch_time(gpus[0], barrier_done), (0, (b_start, b_end)));
+
+    // Copies: profiling applies to copies submitted while it is on; the start is when the
+    // engine starts (its dependency met), the end when it completes.
+    let other = allocate(pools(gpus[0])[0], 4096);
+    assert_eq!(hsa_amd_profiling_async_copy_enable(true), 0);
+    let (dep, copied) = (signal(1), signal(1));
+    assert_eq!(
+        copy(
+            other.cast(),
+            gpus[0],
+            array.cast(),
+            gpus[0],
+            4096,
+            &[dep],
+            copied
+        ),
+        0
+    );
+    std::thread::sleep(Duration::from_millis(30));
+    let before = system_clock();
+    hsa_signal_store_screlease(dep, 0);
+    assert_eq!(wait_zero(copied, 5000), 0);
+    let after = system_clock();
+    let (status, (c_start, c_end)) = copy_time(copied);
+    assert_eq!(status, HSA_STATUS_SUCCESS);
+    assert!(
+        before <= c_start && c_start + delay <= c_end && c_end <= after,
+        "copy {c_start}..{c_end} in {before}..{after}: the wait for the dependency is not \
+         the copy's"
+    );
+    // Host memory locked for the GPU, copied by the GPU's engine: timed the same way.
+    let mut host = vec![0u8; 4096];
+    let mut agent_address = std::ptr::null_mut();
+    assert_eq!(
+        hsa_amd_memory_lock(
+            host.as_mut_ptr().cast(),
+            4096,
+            gpus.as_ptr() as *mut hsa_agent_t,
+            1,
+            &mut agent_address
+        ),
+        0
+    );
+    let to_host = signal(1);
+    let before = system_clock();
+    assert_eq!(
+        copy(
+            agent_address,
+            *cpu,
+            other.cast(),
+            gpus[0],
+            4096,
+            &[],
+            to_host
+        ),
+        0
+    );
+    assert_eq!(wait_zero(to_host, 5000), 0);
+    let after = system_clock();
+    let (status, (h_start, h_end)) = copy_time(to_host);
+    assert_eq!(status, HSA_STATUS_SUCCESS);
+    assert!(before <= h_start && h_start + delay <= h_end && h_end <= after);
+    assert_eq!(&host[..4], &7i32.to_ne_bytes());
+    // Submitted with copy profiling off: the signal keeps the stamps of its last profiled copy.
+    assert_eq!(hsa_amd_profiling_async_copy_enable(false), 0);
+    hsa_signal_store_screlease(copied, 1);
+    assert_eq!(
+        copy(
+            other.cast(),
+            gpus[0],
+            array.cast(),
+            gpus[0],
+            4096,
+            &[],
+            copied
+        ),
+        0
+    );
+    assert_eq!(wait_zero(copied, 5000), 0);
+    assert_eq!(copy_time(copied), (0, (c_start, c_end)));
+    assert!(q.errors().is_empty() && unprofiled.errors().is_empty());
+    assert_eq!(hsa_amd_memory_unlock(host.as_mut_ptr().cast()), 0);
+}
