@@ -193,4 +193,26 @@ pub trait HsaInterface: Send + Sync + 'static {
     fn lock_host_memory(&self, ptr: usize, size: usize, agents: &[Agent]) -> HsaResult<usize>;
     /// `hsa_amd_memory_unlock`.
     fn unlock_host_memory(&self, ptr: usize) -> HsaResult<()>;
+
+    // --- Profiling (the device's timing of queued work, for LIBOMPTARGET_PROFILE) -------------
+
+    /// `hsa_amd_profiling_set_profiler_enabled(queue, 1)`: from now on the packet processor
+    /// writes when it started and completed each packet of `queue` into the packet's
+    /// completion signal.
+    fn enable_queue_profiling(&self, queue: Queue) -> HsaResult<()>;
+    /// `hsa_amd_profiling_async_copy_enable(true)`: copies submitted from now on (on any agent)
+    /// write when they started and completed into their completion signal.
+    fn enable_copy_profiling(&self) -> HsaResult<()>;
+    /// `hsa_amd_profiling_get_dispatch_time(agent, signal)`: `(start, end)` of the last packet
+    /// of a profiled queue of `agent` that completed `signal`, in ticks of the HSA system
+    /// clock. ROCr answers for any signal (what a signal holds that no profiled packet
+    /// completed means nothing).
+    fn dispatch_time(&self, agent: Agent, signal: Signal) -> HsaResult<(u64, u64)>;
+    /// `hsa_amd_profiling_get_async_copy_time(signal)`: `(start, end)` of the last copy
+    /// submitted with copy profiling on that completed `signal`, in system clock ticks.
+    fn copy_time(&self, signal: Signal) -> HsaResult<(u64, u64)>;
+    /// `hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP)`: the HSA system clock now, in ticks.
+    fn system_timestamp(&self) -> HsaResult<u64>;
+    /// `HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`: ticks per second of the system clock.
+    fn timestamp_frequency(&self) -> HsaResult<u64>;
 }

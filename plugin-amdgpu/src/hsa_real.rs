@@ -43,6 +43,15 @@ impl RealHsa {
         &self.runtime
     }
 
+    /// Whether the runtime exports the four profiling functions timing the device's work needs.
+    pub fn has_profiling(&self) -> bool {
+        let library = self.library();
+        library.hsa_amd_profiling_set_profiler_enabled.is_some()
+            && library.hsa_amd_profiling_async_copy_enable.is_some()
+            && library.hsa_amd_profiling_get_dispatch_time.is_some()
+            && library.hsa_amd_profiling_get_async_copy_time.is_some()
+    }
+
     fn library(&self) -> &HsaLibrary {
         self.runtime.library()
     }
@@ -310,6 +319,85 @@ impl HsaInterface for RealHsa {
         let status = unsafe { (self.library().hsa_amd_memory_unlock)(ptr as *mut c_void) };
         check("hsa_amd_memory_unlock", status)
     }
+
+    // --- Profiling ---------------------------------------------------------------------------
+
+    fn enable_queue_profiling(&self, queue: Queue) -> HsaResult<()> {
+        let enable = profiling_function(
+            self.library().hsa_amd_profiling_set_profiler_enabled,
+            "hsa_amd_profiling_set_profiler_enabled",
+        )?;
+        // Checked against the table: a live queue of this runtime.
+        let raw = self.queue(queue)?.handle() as *mut hsa_queue_t;
+        // SAFETY: `raw` is a live queue this runtime created (found in the table above).
+        let status = unsafe { enable(raw, 1) };
+        check("hsa_amd_profiling_set_profiler_enabled", status)
+    }
+
+    fn enable_copy_profiling(&self) -> HsaResult<()> {
+        let enable = profiling_function(
+            self.library().hsa_amd_profiling_async_copy_enable,
+            "hsa_amd_profiling_async_copy_enable",
+        )?;
+        // SAFETY: takes a plain flag.
+        let status = unsafe { enable(true) };
+        check("hsa_amd_profiling_async_copy_enable", status)
+    }
+
+    fn dispatch_time(&self, agent: Agent, signal: Signal) -> HsaResult<(u64, u64)> {
+        let get = profiling_function(
+            self.library().hsa_amd_profiling_get_dispatch_time,
+            "hsa_amd_profiling_get_dispatch_time",
+        )?;
+        let mut time = hsa_amd_profiling_dispatch_time_t::default();
+        // SAFETY: the seam's contract: a live signal of this runtime; `time` is a valid
+        // out-parameter of the type the function writes.
+        let status = unsafe {
+            get(
+                hsa_agent_t { handle: agent.0 },
+                raw_signal(signal),
+                &mut time,
+            )
+        };
+        check("hsa_amd_profiling_get_dispatch_time", status)?;
+        Ok((time.start, time.end))
+    }
+
+    fn copy_time(&self, signal: Signal) -> HsaResult<(u64, u64)> {
+        let get = profiling_function(
+            self.library().hsa_amd_profiling_get_async_copy_time,
+            "hsa_amd_profiling_get_async_copy_time",
+        )?;
+        let mut time = hsa_amd_profiling_async_copy_time_t::default();
+        // SAFETY: the seam's contract: a live signal of this runtime; `time` is a valid
+        // out-parameter of the type the function writes.
+        let status = unsafe { get(raw_signal(signal), &mut time) };
+        check("hsa_amd_profiling_get_async_copy_time", status)?;
+        Ok((time.start, time.end))
+    }
+
+    fn system_timestamp(&self) -> HsaResult<u64> {
+        self.runtime.system_timestamp()
+    }
+
+    fn timestamp_frequency(&self) -> HsaResult<u64> {
+        self.runtime.timestamp_frequency().ok_or_else(|| {
+            HsaError::new(
+                HSA_STATUS_ERROR,
+                "the HSA runtime gives no HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY",
+            )
+        })
+    }
+}
+
+/// An optional profiling entry point, or the error saying the runtime lacks it.
+fn profiling_function<F>(function: Option<F>, name: &str) -> HsaResult<F> {
+    function.ok_or_else(|| {
+        HsaError::new(
+            HSA_STATUS_ERROR,
+            format!("the HSA runtime does not export {name}, which timing the device's work needs"),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -18,6 +18,12 @@
 //!   `allow_access` for the GPU. Locked memory gets agent addresses distinct from its host
 //!   addresses, so code passing the host address to a copy is caught too.
 //!
+//! - Profiling as ROCr's API gives it: a profiled queue writes when it started and completed
+//!   each packet into the packet's completion signal, a copy submitted with copy profiling on
+//!   writes its own start and end; a signal keeps the last stamps written. The system clock is
+//!   not the host's (another origin, 250 MHz), so the calibration onto the host clock is
+//!   exercised. [`SoftwareHsa::unprofile_queue`] stops a queue's stamps.
+//!
 //! For tests: counters ([`SoftwareHsa::stats`], [`SoftwareHsa::packets`]), failure injection
 //! ([`SoftwareHsa::fail_after`]), and a list of misuses seen (use of unknown or destroyed
 //! signals, memory freed under a pending copy, signals decremented below 0), which a test
@@ -52,6 +58,14 @@ const POLL: Duration = Duration::from_millis(5);
 const ALLOC_ALIGN: usize = 4096;
 /// `HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION`, what a faulting kernel reports.
 const STATUS_MEMORY_FAULT: u32 = 0x1029;
+/// The double's system clock: ticks per second, and how far its origin is from the host's.
+const CLOCK_HZ: u64 = 250_000_000;
+const CLOCK_ORIGIN_NS: u64 = 7_000_000_000_000;
+
+/// The double's HSA system clock now, in ticks.
+fn system_ticks() -> u64 {
+    (crate::stream::monotonic_ns() + CLOCK_ORIGIN_NS) / (1_000_000_000 / CLOCK_HZ)
+}
 
 /// A kernel of the double: called with the kernarg address; `Err` is a device fault.
 pub type KernelFn = Arc<dyn Fn(usize) -> Result<(), String> + Send + Sync>;
@@ -87,6 +101,8 @@ pub struct Stats {
     pub unlocks: usize,
     /// Lock calls not matched by an unlock yet.
     pub locks_live: usize,
+    /// Calls of the profiling functions (enabling, reading stamps, the system clock).
+    pub profiling_calls: usize,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -117,6 +133,10 @@ struct Inner {
     counters: Counters,
     jitter_us: AtomicU64,
     rng: AtomicU64,
+    /// `hsa_amd_profiling_async_copy_enable`.
+    copy_profiling: AtomicBool,
+    /// How long each copy takes once started (a slow copy engine), in microseconds.
+    copy_us: AtomicU64,
 }
 
 #[derive(Default)]
@@ -131,6 +151,7 @@ struct Counters {
     host_allocations: AtomicUsize,
     locks: AtomicUsize,
     unlocks: AtomicUsize,
+    profiling_calls: AtomicUsize,
 }
 
 struct SignalState {
@@ -139,6 +160,17 @@ struct SignalState {
     handlers: Mutex<Vec<SignalHandler>>,
     changed: Condvar,
     destroyed: AtomicBool,
+    stamps: Mutex<Stamps>,
+}
+
+/// The profiling stamps a signal holds, in system clock ticks.
+#[derive(Default)]
+struct Stamps {
+    /// The last packet of a profiled queue that completed the signal.
+    packet: (u64, u64),
+    /// The last copy submitted with copy profiling on: `None` if there was none (ROCr then
+    /// answers `HSA_STATUS_ERROR`).
+    copy: Option<(u64, u64)>,
 }
 
 enum Packet {
@@ -161,6 +193,8 @@ struct QueueState {
     barriers: AtomicUsize,
     kernels: AtomicUsize,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// `hsa_amd_profiling_set_profiler_enabled`.
+    profiling: AtomicBool,
 }
 
 struct Allocation {
@@ -306,6 +340,8 @@ impl SoftwareHsa {
             counters: Counters::default(),
             jitter_us: AtomicU64::new(0),
             rng: AtomicU64::new(0x853c_49e6_748f_ea9b),
+            copy_profiling: AtomicBool::new(false),
+            copy_us: AtomicU64::new(0),
         });
         let worker = Arc::clone(&inner);
         let handler_thread = thread::Builder::new()
@@ -369,6 +405,20 @@ impl SoftwareHsa {
         })
     }
 
+    /// Makes every copy take `duration` once started (between its profiling stamps).
+    pub fn set_copy_duration(&self, duration: Duration) {
+        self.inner
+            .copy_us
+            .store(duration.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Stops `queue` writing profiling stamps, as a queue never profiled.
+    pub fn unprofile_queue(&self, queue: Queue) {
+        if let Some(state) = lock(&self.inner.queues).get(&queue.0) {
+            state.profiling.store(false, Ordering::SeqCst);
+        }
+    }
+
     /// Misuses seen so far (empty when the code under test behaved).
     pub fn misuse(&self) -> Vec<String> {
         lock(&self.inner.misuse).clone()
@@ -399,6 +449,7 @@ impl SoftwareHsa {
             locks: load(&c.locks),
             unlocks: load(&c.unlocks),
             locks_live: memory.locked.values().map(|l| l.count).sum(),
+            profiling_calls: load(&c.profiling_calls),
         }
     }
 }
@@ -432,6 +483,12 @@ impl Drop for SoftwareHsa {
 }
 
 impl Inner {
+    fn count_profiling_call(&self) {
+        self.counters
+            .profiling_calls
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
     fn record_misuse(&self, what: String) {
         lock(&self.misuse).push(what);
     }
@@ -595,6 +652,7 @@ impl Inner {
                         .0;
                 }
             };
+            let started = queue.profiling.load(Ordering::SeqCst).then(system_ticks);
             match packet {
                 Packet::Barrier { deps, completion } => {
                     for dep in deps {
@@ -602,6 +660,7 @@ impl Inner {
                             return;
                         }
                     }
+                    self.stamp_packet(completion, started);
                     self.change_signal(completion, "barrier completion", |v| v - 1);
                 }
                 Packet::Kernel {
@@ -627,9 +686,17 @@ impl Inner {
                         ));
                         return;
                     }
+                    self.stamp_packet(completion, started);
                     self.change_signal(completion, "kernel completion", |v| v - 1);
                 }
             }
+        }
+    }
+
+    /// A profiled packet that started at `started` completes `signal` now.
+    fn stamp_packet(&self, signal: Signal, started: Option<u64>) {
+        if let (Some(start), Some(state)) = (started, self.signal(signal)) {
+            lock(&state.stamps).packet = (start, system_ticks());
         }
     }
 
@@ -697,6 +764,7 @@ impl HsaInterface for SoftwareHsa {
             handlers: Mutex::new(Vec::new()),
             changed: Condvar::new(),
             destroyed: AtomicBool::new(false),
+            stamps: Mutex::new(Stamps::default()),
         });
         lock(&inner.signals).insert(handle, state);
         inner
@@ -796,6 +864,7 @@ impl HsaInterface for SoftwareHsa {
             barriers: AtomicUsize::new(0),
             kernels: AtomicUsize::new(0),
             worker: Mutex::new(None),
+            profiling: AtomicBool::new(false),
         });
         let worker_state = Arc::clone(&state);
         let worker = inner.spawn("swhsa-queue", move |inner| inner.run_queue(&worker_state))?;
@@ -888,6 +957,14 @@ impl HsaInterface for SoftwareHsa {
         }
         inner.counters.async_copies.fetch_add(1, Ordering::Relaxed);
         let deps = deps.to_vec();
+        // As ROCr: copy profiling is read when the copy is submitted; the signal's copy
+        // stamps are cleared then, and written by the copy.
+        let profiled = inner.copy_profiling.load(Ordering::SeqCst);
+        if profiled {
+            if let Some(state) = inner.signal(completion) {
+                lock(&state.stamps).copy = Some((0, 0));
+            }
+        }
         let copy = inner.spawn("swhsa-copy", move |inner| {
             thread::sleep(inner.jitter());
             for dep in deps {
@@ -895,9 +972,16 @@ impl HsaInterface for SoftwareHsa {
                     return;
                 }
             }
+            let start = system_ticks();
+            thread::sleep(Duration::from_micros(inner.copy_us.load(Ordering::Relaxed)));
             let copied = lock(&inner.memory).copy(dst, src, size);
             if let Err(why) = copied {
                 inner.record_misuse(format!("async copy found its memory gone: {why}"));
+            }
+            if profiled {
+                if let Some(state) = inner.signal(completion) {
+                    lock(&state.stamps).copy = Some((start, system_ticks()));
+                }
             }
             inner.change_signal(completion, "copy completion", |v| v - 1);
         })?;
@@ -995,5 +1079,60 @@ impl HsaInterface for SoftwareHsa {
         }
         inner.counters.unlocks.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    fn enable_queue_profiling(&self, queue: Queue) -> HsaResult<()> {
+        self.inner.count_profiling_call();
+        self.inner
+            .queue(queue)?
+            .profiling
+            .store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn enable_copy_profiling(&self) -> HsaResult<()> {
+        self.inner.count_profiling_call();
+        self.inner.copy_profiling.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn dispatch_time(&self, agent: Agent, signal: Signal) -> HsaResult<(u64, u64)> {
+        let inner = &self.inner;
+        inner.count_profiling_call();
+        if agent != GPU_AGENT {
+            return Err(invalid(format!(
+                "dispatch time asked of agent {:#x}",
+                agent.0
+            )));
+        }
+        let state = inner
+            .signal(signal)
+            .ok_or_else(|| invalid(format!("dispatch time of unknown signal {:#x}", signal.0)))?;
+        let stamps = lock(&state.stamps).packet;
+        Ok(stamps)
+    }
+
+    fn copy_time(&self, signal: Signal) -> HsaResult<(u64, u64)> {
+        let inner = &self.inner;
+        inner.count_profiling_call();
+        let state = inner
+            .signal(signal)
+            .ok_or_else(|| invalid(format!("copy time of unknown signal {:#x}", signal.0)))?;
+        let stamps = lock(&state.stamps).copy;
+        stamps.ok_or_else(|| {
+            HsaError::new(
+                HsaError::STATUS_ERROR,
+                "hsa_amd_profiling_get_async_copy_time failed: no profiled copy completed it",
+            )
+        })
+    }
+
+    fn system_timestamp(&self) -> HsaResult<u64> {
+        self.inner.count_profiling_call();
+        Ok(system_ticks())
+    }
+
+    fn timestamp_frequency(&self) -> HsaResult<u64> {
+        Ok(CLOCK_HZ)
     }
 }

@@ -185,7 +185,8 @@ impl AmdgpuDevice {
         // the buffer's host copy of the environment (rewritten every launch: the device
         // runtime counts teams in it).
         *taken = Some(buffer);
-        stream.push_host_to_device(address, source, size, None)?;
+        // The plugin's own copy: not one of the program's, so never timed.
+        stream.push_internal_host_to_device(address, source, size)?;
         Ok(address)
     }
 }

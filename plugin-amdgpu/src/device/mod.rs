@@ -15,6 +15,7 @@ use crate::settings::AmdgpuSettings;
 use crate::stream::{Event, Stream, StreamConfig, StreamManager};
 use plugin_api::gpu::launch_buffers::LaunchBufferPool;
 use plugin_api::gpu::{GridValues, KernelLimits, Settings};
+use plugin_api::WorkTime;
 use plugin_api::{AllocKind, Device, ErrorCode, InfoEntry, PluginError};
 use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHandle, Vendor};
 use plugin_api::{GlobalInfo, ImageHandle, ImageRef, IndirectCall, KernelHandle, LaunchConfig};
@@ -290,6 +291,11 @@ impl Device for AmdgpuDevice {
 
     fn create_queue(&self) -> Result<QueueHandle> {
         let stream = self.take_stream()?;
+        // Queues time their work once the core asked for it (`start_work_timing`); synchronous
+        // work (`QueueHandle::SYNC`, the plugin's own launches) never is.
+        if self.streams.times_work() {
+            stream.start_timing();
+        }
         Ok(QueueHandle(self.queues.insert(stream)))
     }
 
@@ -299,6 +305,8 @@ impl Device for AmdgpuDevice {
             .queues
             .remove(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        // Timings not asked for go with the queue: the stream's next user starts afresh.
+        stream.stop_timing();
         // The core synchronised the queue; a stream still shared elsewhere is simply dropped.
         if let Ok(stream) = Arc::try_unwrap(stream) {
             self.give_back_stream(stream);
@@ -346,6 +354,43 @@ impl Device for AmdgpuDevice {
             context: 0,
             targetsync,
         })
+    }
+
+    /// Profiles the device's HSA queues and copies (ROCm's profiling API) and calibrates the
+    /// HSA system clock against the host's; queues created from now on time their work.
+    fn start_work_timing(&self) -> Result<()> {
+        if !self.hsa.has_profiling() {
+            return Err(PluginError::unsupported(format!(
+                "the HSA runtime {} lacks ROCm's profiling functions",
+                self.runtime.library_path()
+            )));
+        }
+        self.streams
+            .start_work_timing()
+            .map_err(|e| failed("starting the device's timing of its work", e))
+    }
+
+    /// The device's timing of the queue's completed work since it was created or last asked:
+    /// one span per copy and kernel launch, in submission order (see `stream::timing`).
+    fn work_times(&self, queue: QueueHandle) -> Result<Vec<WorkTime>> {
+        if queue == QueueHandle::SYNC {
+            return Ok(Vec::new());
+        }
+        let stream = self
+            .queues
+            .get(queue.0)
+            .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        let spans = stream
+            .take_work_times()
+            .map_err(|e| failed("reading the device's timing of its work", e))?;
+        Ok(spans
+            .into_iter()
+            .map(|span| WorkTime {
+                start_ns: span.start_ns,
+                end_ns: span.end_ns,
+                uncertainty_ns: span.uncertainty_ns,
+            })
+            .collect())
     }
 
     fn query_queue(&self, queue: QueueHandle) -> Result<bool> {

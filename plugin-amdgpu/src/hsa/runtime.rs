@@ -89,6 +89,12 @@ impl HsaRuntime {
         self.timestamp_frequency
     }
 
+    /// The HSA system clock now, in ticks of [`HsaRuntime::timestamp_frequency`]
+    /// (`HSA_SYSTEM_INFO_TIMESTAMP`): the domain of the profiling timestamps.
+    pub fn system_timestamp(&self) -> Result<u64, HsaError> {
+        attributes::system(&self.library, HSA_SYSTEM_INFO_TIMESTAMP).map(|value| value.u64())
+    }
+
     /// Whether [`HsaRuntime::shut_down`] has run.
     pub fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::Acquire)

@@ -7,6 +7,7 @@ use super::manager::Shared;
 use super::queue_pool::QueueHealth;
 use super::signal_pool::SignalRef;
 use super::slot::{finish_slots, run_release, QueueSet, Release, Slot};
+use super::timing::{monotonic_ns, HostStep, Step, StepClock, StreamTiming, WorkSpan};
 use super::wait::wait_zero;
 use crate::hsa_interface::{
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, Queue, QueueOrder, Signal,
@@ -39,6 +40,22 @@ struct ChainState<H: HsaInterface> {
     /// Slots of a chain whose wait failed and that had not completed: kept, not reused, and
     /// finished if they complete after all.
     abandoned: Vec<Slot<H>>,
+    /// The device's timing of the stream's work, while it is timed (see `super::timing`).
+    timing: Option<StreamTiming>,
+}
+
+/// Whether a push is work the plugin reports timing for (a program's copy or kernel) or the
+/// plugin's own (a launch environment's copy), which is never timed.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Work {
+    Counted,
+    Internal,
+}
+
+/// A timed push under way: when it was submitted and where its slots start in the chain.
+struct OpStart {
+    at_ns: u64,
+    from: usize,
 }
 
 impl<H: HsaInterface> ChainState<H> {
@@ -76,6 +93,52 @@ impl<H: HsaInterface> ChainState<H> {
         self.slots = slots;
         finished
     }
+
+    /// A timed push starting now, if the stream is timed and `work` counts.
+    fn begin_op(&self, work: Work) -> Option<OpStart> {
+        match (&self.timing, work) {
+            (Some(_), Work::Counted) => Some(OpStart {
+                at_ns: monotonic_ns(),
+                from: self.slots.len(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Counts a timed push that succeeded: one operation, made of the steps of the slots it
+    /// pushed. A failed push is not counted (its slots' steps belong to no operation).
+    fn end_op(&mut self, op: Option<OpStart>, succeeded: bool) {
+        let (Some(op), Some(timing)) = (op, self.timing.as_mut()) else {
+            return;
+        };
+        if !succeeded {
+            timing.prelude = None;
+            return;
+        }
+        let pushed = self.slots.get_mut(op.from..).unwrap_or_default();
+        let steps = pushed.iter().filter(|slot| slot.step.is_some()).count();
+        let id = timing.open(op.at_ns, steps);
+        for step in pushed.iter_mut().filter_map(|slot| slot.step.as_mut()) {
+            step.op = Some(id);
+        }
+    }
+
+    /// Reads the times of the timed steps among `finished`, before their signals go back to
+    /// the pool; after a failure the operations not handed out yet are forgotten (some of them
+    /// never complete).
+    fn time_completed(&mut self, hsa: &H, finished: &[Slot<H>], ok: bool) {
+        let Some(timing) = self.timing.as_mut() else {
+            return;
+        };
+        for slot in finished {
+            if let Some(step) = &slot.step {
+                timing.record(hsa, slot.signal.signal(), step);
+            }
+        }
+        if !ok {
+            timing.discard();
+        }
+    }
 }
 
 /// A copy as `hsa_amd_memory_async_copy` takes it.
@@ -99,6 +162,7 @@ impl<H: HsaInterface> Stream<H> {
                 slots: Vec::new(),
                 watch: QueueSet::default(),
                 abandoned: Vec::new(),
+                timing: None,
             }),
         }
     }
@@ -155,7 +219,9 @@ impl<H: HsaInterface> Stream<H> {
     ) -> HsaResult<()> {
         let mut release = release;
         let mut state = self.state();
-        let result = self.push_kernel_locked(&mut state, dispatch, &mut release);
+        let op = state.begin_op(Work::Counted);
+        let result = self.push_kernel_locked(&mut state, dispatch, &mut release, op.is_some());
+        state.end_op(op, result.is_ok());
         // Left over only if the kernel was never launched: the kernel reads nothing, but the
         // launch's earlier work on this stream (the copy of its launch environment, say) may
         // still read what the release frees. It runs once that work completed, or now.
@@ -181,6 +247,7 @@ impl<H: HsaInterface> Stream<H> {
         state: &mut ChainState<H>,
         dispatch: &KernelDispatch,
         release: &mut Option<Callback>,
+        timed: bool,
     ) -> HsaResult<()> {
         let hsa = self.hsa();
         self.check_failed(state)?;
@@ -226,9 +293,15 @@ impl<H: HsaInterface> Stream<H> {
         match submitted {
             Ok(()) => {
                 let callback = release.take().map(Release::Callback);
-                state
-                    .slots
-                    .push(slot.with_deps(input, None).with_release(callback));
+                // With a barrier before it, the barrier completes the same signal first; the
+                // kernel's stamps, written after (the packet processor starts nothing past a
+                // waiting barrier), are the ones the signal keeps.
+                let step = timed.then(|| Step::new(StepClock::Dispatch));
+                state.slots.push(
+                    slot.with_deps(input, None)
+                        .with_release(callback)
+                        .with_step(step),
+                );
                 state.watch.insert(&health);
                 Ok(())
             }
@@ -260,14 +333,52 @@ impl<H: HsaInterface> Stream<H> {
         size: usize,
         pinned_src: Option<usize>,
     ) -> HsaResult<()> {
+        self.host_to_device(dst, src, size, pinned_src, Work::Counted)
+    }
+
+    /// [`Stream::push_host_to_device`] of the plugin's own data (a launch environment): work
+    /// the program did not ask for, never timed.
+    pub fn push_internal_host_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: usize,
+    ) -> HsaResult<()> {
+        self.host_to_device(dst, src, size, None, Work::Internal)
+    }
+
+    fn host_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: usize,
+        pinned_src: Option<usize>,
+        work: Work,
+    ) -> HsaResult<()> {
         if size == 0 {
             return Ok(());
         }
         check_addresses(dst, pinned_src.unwrap_or(src))?;
-        let config = &self.shared.config;
-        let (gpu, host) = (config.agent, config.host_agent);
         let mut state = self.state();
         self.check_failed(&state)?;
+        let op = state.begin_op(work);
+        let result =
+            self.host_to_device_locked(&mut state, dst, src, size, pinned_src, op.is_some());
+        state.end_op(op, result.is_ok());
+        result
+    }
+
+    fn host_to_device_locked(
+        &self,
+        state: &mut ChainState<H>,
+        dst: usize,
+        src: usize,
+        size: usize,
+        pinned_src: Option<usize>,
+        timed: bool,
+    ) -> HsaResult<()> {
+        let config = &self.shared.config;
+        let (gpu, host) = (config.agent, config.host_agent);
         if let Some(pinned) = pinned_src {
             let op = CopyOp {
                 dst,
@@ -276,7 +387,7 @@ impl<H: HsaInterface> Stream<H> {
                 src_agent: host,
                 size,
             };
-            return self.push_copy(&mut state, op, None);
+            return self.push_copy(state, op, None, timed);
         }
         if size >= config.max_async_copy_bytes {
             let locked = self.hsa().lock_host_memory(src, size, &[gpu])?;
@@ -287,9 +398,9 @@ impl<H: HsaInterface> Stream<H> {
                 src_agent: host,
                 size,
             };
-            return self.push_copy(&mut state, op, Some(Release::Unlock(src)));
+            return self.push_copy(state, op, Some(Release::Unlock(src)), timed);
         }
-        self.push_staged_to_device(&mut state, dst, src, size)
+        self.push_staged_to_device(state, dst, src, size, timed)
     }
 
     /// Copies `size` bytes from device `src` to host `dst` after the stream's earlier work;
@@ -307,10 +418,26 @@ impl<H: HsaInterface> Stream<H> {
             return Ok(());
         }
         check_addresses(pinned_dst.unwrap_or(dst), src)?;
-        let config = &self.shared.config;
-        let (gpu, host) = (config.agent, config.host_agent);
         let mut state = self.state();
         self.check_failed(&state)?;
+        let op = state.begin_op(Work::Counted);
+        let result =
+            self.device_to_host_locked(&mut state, dst, src, size, pinned_dst, op.is_some());
+        state.end_op(op, result.is_ok());
+        result
+    }
+
+    fn device_to_host_locked(
+        &self,
+        state: &mut ChainState<H>,
+        dst: usize,
+        src: usize,
+        size: usize,
+        pinned_dst: Option<usize>,
+        timed: bool,
+    ) -> HsaResult<()> {
+        let config = &self.shared.config;
+        let (gpu, host) = (config.agent, config.host_agent);
         if let Some(pinned) = pinned_dst {
             let op = CopyOp {
                 dst: pinned,
@@ -319,7 +446,7 @@ impl<H: HsaInterface> Stream<H> {
                 src_agent: gpu,
                 size,
             };
-            return self.push_copy(&mut state, op, None);
+            return self.push_copy(state, op, None, timed);
         }
         if size >= config.max_async_copy_bytes {
             let locked = self.hsa().lock_host_memory(dst, size, &[gpu])?;
@@ -330,9 +457,9 @@ impl<H: HsaInterface> Stream<H> {
                 src_agent: gpu,
                 size,
             };
-            return self.push_copy(&mut state, op, Some(Release::Unlock(dst)));
+            return self.push_copy(state, op, Some(Release::Unlock(dst)), timed);
         }
-        self.push_staged_to_host(&mut state, dst, src, size)
+        self.push_staged_to_host(state, dst, src, size, timed)
     }
 
     /// Copies between device memory (of this or another GPU) after the stream's earlier work.
@@ -350,14 +477,17 @@ impl<H: HsaInterface> Stream<H> {
         check_addresses(dst, src)?;
         let mut state = self.state();
         self.check_failed(&state)?;
-        let op = CopyOp {
+        let copy = CopyOp {
             dst,
             dst_agent,
             src,
             src_agent,
             size,
         };
-        self.push_copy(&mut state, op, None)
+        let op = state.begin_op(Work::Counted);
+        let result = self.push_copy(&mut state, copy, None, op.is_some());
+        state.end_op(op, result.is_ok());
+        result
     }
 
     fn submit_copy(
@@ -391,6 +521,7 @@ impl<H: HsaInterface> Stream<H> {
         state: &mut ChainState<H>,
         op: CopyOp,
         release: Option<Release>,
+        timed: bool,
     ) -> HsaResult<()> {
         let done = match self.shared.signals.acquire() {
             Ok(signal) => signal,
@@ -407,7 +538,8 @@ impl<H: HsaInterface> Stream<H> {
         }
         let slot = Slot::new(done, None)
             .with_deps(input, None)
-            .with_release(release);
+            .with_release(release)
+            .with_step(timed.then(|| Step::new(StepClock::Copy)));
         state.slots.push(slot);
         Ok(())
     }
@@ -419,6 +551,7 @@ impl<H: HsaInterface> Stream<H> {
         dst: usize,
         src: usize,
         size: usize,
+        timed: bool,
     ) -> HsaResult<()> {
         let shared = &*self.shared;
         let buffer = shared.staging.acquire(size)?;
@@ -432,10 +565,14 @@ impl<H: HsaInterface> Stream<H> {
         };
         let Some(input) = state.pending_input() else {
             // Everything before is done, so the host step can run right away.
+            let started = timed.then(monotonic_ns);
             // SAFETY: the buffer is ours until released and holds at least `size` bytes; the
             // caller keeps `src` readable for `size` bytes.
             unsafe { host_memcpy(staged, src, size) };
-            return self.push_copy(state, to_device, Some(Release::Staging(buffer)));
+            if let (Some(start), Some(timing)) = (started, state.timing.as_mut()) {
+                timing.prelude = Some((start, monotonic_ns()));
+            }
+            return self.push_copy(state, to_device, Some(Release::Staging(buffer)), timed);
         };
         let (host_done, copied) = match self.acquire_two() {
             Ok(pair) => pair,
@@ -446,10 +583,19 @@ impl<H: HsaInterface> Stream<H> {
         };
         let hsa = Arc::downgrade(&shared.hsa);
         let step = host_done.signal();
+        let host_timer = timed.then(|| Arc::new(HostStep::default()));
+        let timer = host_timer.clone();
         let handler: SignalHandler = Box::new(move || {
-            // SAFETY: the buffer stays ours until the slot after this step completes, which
-            // needs this handler to have run; the caller keeps `src` valid until synchronize.
-            unsafe { host_memcpy(staged, src, size) };
+            let copy = || {
+                // SAFETY: the buffer stays ours until the slot after this step completes,
+                // which needs this handler to have run; the caller keeps `src` valid until
+                // synchronize.
+                unsafe { host_memcpy(staged, src, size) }
+            };
+            match &timer {
+                Some(timer) => timer.time(copy),
+                None => copy(),
+            }
             complete_host_step(&hsa, step);
         });
         if let Err(err) = shared.hsa.on_signal_zero(input.signal(), handler) {
@@ -458,7 +604,9 @@ impl<H: HsaInterface> Stream<H> {
             self.release_now(Some(Release::Staging(buffer)));
             return Err(err);
         }
-        let host_step = Slot::new(host_done.clone(), None).with_deps(Some(input), None);
+        let host_step = Slot::new(host_done.clone(), None)
+            .with_deps(Some(input), None)
+            .with_step(host_timer.map(|timer| Step::new(StepClock::Host(timer))));
         if let Err(err) = self.submit_copy(&to_device, Some(&host_done), copied.signal()) {
             // The handler will still fill the buffer: keep its slot, and the buffer until then.
             let buffer = Some(Release::Staging(buffer));
@@ -469,7 +617,8 @@ impl<H: HsaInterface> Stream<H> {
         state.slots.push(host_step);
         let copy_step = Slot::new(copied, None)
             .with_deps(Some(host_done), None)
-            .with_release(Some(Release::Staging(buffer)));
+            .with_release(Some(Release::Staging(buffer)))
+            .with_step(timed.then(|| Step::new(StepClock::Copy)));
         state.slots.push(copy_step);
         Ok(())
     }
@@ -481,6 +630,7 @@ impl<H: HsaInterface> Stream<H> {
         dst: usize,
         src: usize,
         size: usize,
+        timed: bool,
     ) -> HsaResult<()> {
         let shared = &*self.shared;
         let buffer = shared.staging.acquire(size)?;
@@ -506,13 +656,23 @@ impl<H: HsaInterface> Stream<H> {
             self.release_now(Some(Release::Staging(buffer)));
             return Err(err);
         }
-        let device_step = Slot::new(device_done.clone(), None).with_deps(input, None);
+        let device_step = Slot::new(device_done.clone(), None)
+            .with_deps(input, None)
+            .with_step(timed.then(|| Step::new(StepClock::Copy)));
         let hsa = Arc::downgrade(&shared.hsa);
         let step = copied.signal();
+        let host_timer = timed.then(|| Arc::new(HostStep::default()));
+        let timer = host_timer.clone();
         let handler: SignalHandler = Box::new(move || {
-            // SAFETY: the buffer stays ours until this step's slot completes, which needs this
-            // handler to have run; the caller keeps `dst` valid until synchronize.
-            unsafe { host_memcpy(dst, staged, size) };
+            let copy = || {
+                // SAFETY: the buffer stays ours until this step's slot completes, which needs
+                // this handler to have run; the caller keeps `dst` valid until synchronize.
+                unsafe { host_memcpy(dst, staged, size) }
+            };
+            match &timer {
+                Some(timer) => timer.time(copy),
+                None => copy(),
+            }
             complete_host_step(&hsa, step);
         });
         if let Err(err) = shared.hsa.on_signal_zero(device_done.signal(), handler) {
@@ -526,7 +686,8 @@ impl<H: HsaInterface> Stream<H> {
         state.slots.push(device_step);
         let host_step = Slot::new(copied, None)
             .with_deps(Some(device_done), None)
-            .with_release(Some(Release::Staging(buffer)));
+            .with_release(Some(Release::Staging(buffer)))
+            .with_step(host_timer.map(|timer| Step::new(StepClock::Host(timer))));
         state.slots.push(host_step);
         Ok(())
     }
@@ -678,7 +839,9 @@ impl<H: HsaInterface> Stream<H> {
                 ),
             };
             let last_done = result.is_ok();
-            (state.take_completed(last_done), result)
+            let finished = state.take_completed(last_done);
+            state.time_completed(self.hsa(), &finished, last_done);
+            (finished, result)
         };
         let released = finish_slots(&self.shared, finished);
         result.and(released)
@@ -703,11 +866,44 @@ impl<H: HsaInterface> Stream<H> {
                 Ok(true) => state.take_completed(true),
                 Err(_) => state.take_completed(false),
             };
+            state.time_completed(self.hsa(), &finished, result.is_ok());
             (finished, result)
         };
         let released = finish_slots(&self.shared, finished);
         let done = result?;
         released.map(|()| done)
+    }
+}
+
+impl<H: HsaInterface> Stream<H> {
+    // --- Timing ------------------------------------------------------------------------------
+
+    /// Times the work pushed from now on (see `super::timing`), if the manager's timing has
+    /// started ([`super::StreamManager::start_work_timing`]); returns whether it does. What was
+    /// timed before and not taken is discarded.
+    pub fn start_timing(&self) -> bool {
+        let Some(clock) = self.shared.clock.get() else {
+            return false;
+        };
+        self.state().timing = Some(StreamTiming::new(*clock, self.shared.config.agent));
+        true
+    }
+
+    /// Stops timing the stream's work and discards what was timed and not taken.
+    pub fn stop_timing(&self) {
+        self.state().timing = None;
+    }
+
+    /// The device's timing of the operations pushed since timing started or this was last
+    /// asked, one span per push of a kernel, a host copy or a device copy that succeeded, in
+    /// push order, for those that completed (after [`Stream::synchronize`], or a query that
+    /// answered true). An error if one of them has no trustworthy times (they are handed out
+    /// all the same). Empty while the stream is not timed.
+    pub fn take_work_times(&self) -> HsaResult<Vec<WorkSpan>> {
+        match self.state().timing.as_mut() {
+            Some(timing) => timing.take(),
+            None => Ok(Vec::new()),
+        }
     }
 }
 

@@ -7,10 +7,11 @@ use super::queue_pool::QueuePool;
 use super::signal_pool::SignalPool;
 use super::slot::{finish_slots, Slot};
 use super::staging::StagingPool;
+use super::timing::Clock;
 use super::StreamConfig;
 use crate::hsa_interface::{HsaError, HsaInterface, HsaResult};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What streams of one device share.
 pub(crate) struct Shared<H: HsaInterface> {
@@ -25,6 +26,9 @@ pub(crate) struct Shared<H: HsaInterface> {
     pub(crate) live_streams: AtomicUsize,
     pub(crate) next_stream_id: AtomicU64,
     pub(crate) closed: AtomicBool,
+    /// Set once the device times its work (queues and copies profiled): how the HSA system
+    /// clock maps onto the host's.
+    pub(crate) clock: OnceLock<Clock>,
 }
 
 impl<H: HsaInterface> Shared<H> {
@@ -97,6 +101,7 @@ impl<H: HsaInterface> StreamManager<H> {
                 live_streams: AtomicUsize::new(0),
                 next_stream_id: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
+                clock: OnceLock::new(),
             }),
         })
     }
@@ -120,6 +125,27 @@ impl<H: HsaInterface> StreamManager<H> {
     /// An event, recorded later with [`Stream::record`].
     pub fn create_event(&self) -> Event<H> {
         Event::new()
+    }
+
+    /// From now on the device can time its streams' work ([`Stream::start_timing`]): every
+    /// HSA queue of the pool is profiled (`hsa_amd_profiling_set_profiler_enabled`, also on
+    /// queues created later), copy profiling is on (`hsa_amd_profiling_async_copy_enable`),
+    /// and the HSA system clock is calibrated against the host's. Later calls do nothing.
+    pub fn start_work_timing(&self) -> HsaResult<()> {
+        let shared = &self.shared;
+        if shared.clock.get().is_some() {
+            return Ok(());
+        }
+        let clock = Clock::calibrate(&*shared.hsa)?;
+        shared.hsa.enable_copy_profiling()?;
+        shared.queues.enable_profiling()?;
+        let _ = shared.clock.set(clock);
+        Ok(())
+    }
+
+    /// Whether [`StreamManager::start_work_timing`] succeeded.
+    pub fn times_work(&self) -> bool {
+        self.shared.clock.get().is_some()
     }
 
     pub fn stats(&self) -> ManagerStats {

@@ -10,6 +10,7 @@
 //!   .create_stream() -> HsaResult<Stream<H>>     (queue taken round-robin, created lazily)
 //!   .create_event() -> Event<H>
 //!   .stats() -> ManagerStats
+//!   .start_work_timing() -> HsaResult<()>        (profiles queues and copies; see `timing`)
 //!   .shutdown() -> HsaResult<()>                  (once every stream is dropped)
 //! Stream<H>  (Send + Sync, &self everywhere)
 //!   .push_kernel(&KernelDispatch, Option<Box<dyn FnOnce() + Send>>) -> HsaResult<()>
@@ -18,6 +19,8 @@
 //!   .push_device_to_device(dst, dst_agent, src, src_agent, size) -> HsaResult<()>
 //!   .record(&Event<H>) / .wait_for(&Event<H>) -> HsaResult<()>
 //!   .synchronize() -> HsaResult<()>,  .query() -> HsaResult<bool>,  .hsa_queue() -> Queue
+//!   .push_internal_host_to_device(dst, src, size) -> HsaResult<()>   (never timed)
+//!   .start_timing() -> bool,  .stop_timing(),  .take_work_times() -> HsaResult<Vec<WorkSpan>>
 //! Event<H>
 //!   .synchronize() -> HsaResult<()>,  .query() -> HsaResult<bool>
 //! ```
@@ -65,6 +68,7 @@ mod queue_pool;
 mod signal_pool;
 mod slot;
 mod staging;
+mod timing;
 mod wait;
 
 #[cfg(test)]
@@ -73,6 +77,9 @@ mod tests;
 pub use chain::Stream;
 pub use event::Event;
 pub use manager::{ManagerStats, StreamManager};
+#[cfg(test)]
+pub(crate) use timing::monotonic_ns;
+pub use timing::WorkSpan;
 
 use crate::hsa_interface::{Agent, MemoryPool};
 use std::sync::{Mutex, MutexGuard, PoisonError};

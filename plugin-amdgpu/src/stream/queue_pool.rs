@@ -10,7 +10,7 @@ use super::lock;
 use super::signal_pool::{SignalRef, WeakSignalRef};
 use super::slot::QueueSet;
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, HsaResult, Queue};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 pub(crate) struct QueuePool<H: HsaInterface> {
@@ -22,6 +22,8 @@ pub(crate) struct QueuePool<H: HsaInterface> {
     /// Queues that stopped and were replaced: destroyed at shutdown, when no stream refers to
     /// them any more.
     retired: Mutex<Vec<Arc<QueueHealth<H>>>>,
+    /// The device times its work: every queue is profiled, those created later too.
+    profiling: AtomicBool,
 }
 
 struct Entry<H: HsaInterface> {
@@ -44,7 +46,21 @@ impl<H: HsaInterface> QueuePool<H> {
             entries,
             next: AtomicUsize::new(0),
             retired: Mutex::new(Vec::new()),
+            profiling: AtomicBool::new(false),
         }
+    }
+
+    /// Profiles every queue (`hsa_amd_profiling_set_profiler_enabled`): those there now, and
+    /// those created from now on. The flag goes first: a queue created meanwhile either sees it
+    /// or is already in its place when the loop gets there (enabling twice does no harm).
+    pub(crate) fn enable_profiling(&self) -> HsaResult<()> {
+        self.profiling.store(true, Ordering::SeqCst);
+        for entry in &self.entries {
+            if let Some(health) = lock(&entry.health).as_ref() {
+                self.hsa.enable_queue_profiling(health.queue)?;
+            }
+        }
+        Ok(())
     }
 
     /// The next queue in round-robin order, created if it does not exist yet.
@@ -67,6 +83,12 @@ impl<H: HsaInterface> QueuePool<H> {
 
     fn create(&self) -> HsaResult<Arc<QueueHealth<H>>> {
         let queue = self.hsa.create_queue(self.agent, self.size)?;
+        if self.profiling.load(Ordering::SeqCst) {
+            if let Err(err) = self.hsa.enable_queue_profiling(queue) {
+                let _ = self.hsa.destroy_queue(queue);
+                return Err(err);
+            }
+        }
         Ok(Arc::new(QueueHealth {
             hsa: Arc::clone(&self.hsa),
             queue,

@@ -4,6 +4,7 @@ use super::manager::Shared;
 use super::queue_pool::QueueHealth;
 use super::signal_pool::SignalRef;
 use super::staging::StagingBuffer;
+use super::timing::Step;
 use crate::hsa_interface::{HsaError, HsaInterface, HsaResult, Queue};
 use std::sync::Arc;
 
@@ -27,6 +28,8 @@ pub(crate) struct Slot<H: HsaInterface> {
     pub(crate) deps: [Option<SignalRef<H>>; 2],
     /// Put on the operation's last slot: that slot completing means the operation is done.
     pub(crate) release: Option<Release>,
+    /// How the slot's work is timed, when its stream times its work.
+    pub(crate) step: Option<Step>,
 }
 
 impl<H: HsaInterface> Slot<H> {
@@ -36,6 +39,7 @@ impl<H: HsaInterface> Slot<H> {
             on_queue,
             deps: [None, None],
             release: None,
+            step: None,
         }
     }
 
@@ -50,6 +54,11 @@ impl<H: HsaInterface> Slot<H> {
 
     pub(crate) fn with_release(mut self, release: Option<Release>) -> Self {
         self.release = release;
+        self
+    }
+
+    pub(crate) fn with_step(mut self, step: Option<Step>) -> Self {
+        self.step = step;
         self
     }
 

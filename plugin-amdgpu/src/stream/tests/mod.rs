@@ -7,3 +7,4 @@ mod events;
 mod ordering;
 mod resources;
 mod support;
+mod timing;
