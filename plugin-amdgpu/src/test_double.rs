@@ -82,6 +82,8 @@ pub enum FaultOp {
     Allocate,
     AllowAccess,
     LockHostMemory,
+    /// `hsa_amd_profiling_set_profiler_enabled`.
+    EnableQueueProfiling,
 }
 
 /// Counts since the double was created.
@@ -1083,6 +1085,7 @@ impl HsaInterface for SoftwareHsa {
 
     fn enable_queue_profiling(&self, queue: Queue) -> HsaResult<()> {
         self.inner.count_profiling_call();
+        self.inner.check_fault(FaultOp::EnableQueueProfiling)?;
         self.inner
             .queue(queue)?
             .profiling

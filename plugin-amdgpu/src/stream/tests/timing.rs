@@ -310,3 +310,22 @@ fn work_of_a_failed_chain_is_never_handed_out() {
         fx.finish_after_failure();
     });
 }
+
+#[test]
+fn a_queue_that_could_not_be_profiled_still_runs_its_work_untimed() {
+    watchdog(|| {
+        let fx = timed_fixture(1);
+        fx.hsa.fail_after(FaultOp::EnableQueueProfiling, 0);
+        let stream = fx.stream();
+        stream.start_timing();
+        let counter = fx.device_alloc(8);
+        let step = fx.step_kernel(counter);
+        stream.push_kernel(&dispatch(step, 0), None).unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(fx.read_u64(counter), 1, "the kernel ran");
+        // Its packet carries no stamps: an error, not a span.
+        assert!(stream.take_work_times().is_err());
+        drop(stream);
+        fx.finish_clean();
+    });
+}
