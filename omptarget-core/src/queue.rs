@@ -99,8 +99,10 @@ impl<'d> ConstructQueue<'d> {
         }
         let queue = self.handle()?;
         let _span = self.transfer_span("H2D", size, queue);
-        self.device
-            .copy_to_device(device_dst, host_src, size, queue)
+        let copied = self
+            .device
+            .copy_to_device(device_dst, host_src, size, queue);
+        self.submitted(copied)
     }
 
     pub fn copy_from_device(
@@ -129,8 +131,10 @@ impl<'d> ConstructQueue<'d> {
         }
         let queue = self.handle()?;
         let _span = self.transfer_span("D2H", size, queue);
-        self.device
-            .copy_from_device(host_dst, device_src, size, queue)
+        let copied = self
+            .device
+            .copy_from_device(host_dst, device_src, size, queue);
+        self.submitted(copied)
     }
 
     /// LLVM's data-transfer information line, naming the mapped variable when there is one.
@@ -384,10 +388,12 @@ impl<'d> ConstructQueue<'d> {
         let _span = crate::profile::enabled()
             .then(|| self.work_span("kernel launch", None, queue))
             .flatten();
-        self.device
+        let launched = self
+            .device
             .plugin
             .launch_kernel(self.device.local, kernel, args, config, queue)
-            .map_err(|e| self.device.plugin_error("kernel launch", e))
+            .map_err(|e| self.device.plugin_error("kernel launch", e));
+        self.submitted(launched)
     }
 
     /// Launches a kernel-language (CUDA/HIP) kernel with its parameter buffer.
@@ -402,7 +408,7 @@ impl<'d> ConstructQueue<'d> {
             .then(|| self.work_span("kernel launch", None, queue))
             .flatten();
         let device = self.device;
-        device
+        let launched = device
             .plugin
             .launch_kernel_params(device.local, kernel, params, config, queue)
             .unwrap_or_else(|| {
@@ -411,7 +417,18 @@ impl<'d> ConstructQueue<'d> {
                     device.plugin.abi_version
                 )))
             })
-            .map_err(|e| device.plugin_error("kernel-language launch", e))
+            .map_err(|e| device.plugin_error("kernel-language launch", e));
+        self.submitted(launched)
+    }
+
+    /// A submission that failed is not timed by the plugin (plugin ABI 1.5): it is not waited
+    /// for in the profile either.
+    #[inline]
+    fn submitted(&mut self, result: Result<()>) -> Result<()> {
+        if result.is_err() {
+            self.submissions.pop();
+        }
+        result
     }
 
     /// Waits for everything queued, then runs the deferred work.
