@@ -49,6 +49,18 @@ pub unsafe fn finish_or_defer(
     if queue.is_done()? {
         return queue.finish();
     }
+    // SAFETY: the caller's slot, as promised.
+    unsafe { defer(queue, slot, loc) };
+    Ok(())
+}
+
+/// Leaves the construct in `slot` for [`query`]; apart, so that constructs finished at once
+/// do not pay for building the deferred record.
+///
+/// # Safety
+/// As [`finish_or_defer`]'s `slot`.
+#[inline(never)]
+unsafe fn defer(queue: ConstructQueue<'static>, slot: *mut *mut c_void, loc: *const Ident) {
     log::debug!(
         "device {}: a nowait construct's work is still running; its task polls \
          __tgt_target_nowait_query",
@@ -62,7 +74,6 @@ pub unsafe fn finish_or_defer(
     // SAFETY: the caller's slot, empty (checked when it was taken); libomp hands it back to
     // `__tgt_target_nowait_query`.
     unsafe { *slot = Box::into_raw(deferred) as *mut c_void };
-    Ok(())
 }
 
 /// `__tgt_target_nowait_query`: finishes the construct in `slot` once its work has completed

@@ -312,17 +312,51 @@ pub struct Submission {
     at_ns: u64,
 }
 
-/// Notes work submitted now on the calling thread (`bytes` for a transfer).
+/// Work submitted to devices that time it themselves, by (device, queue), in order, until the
+/// queue's work has completed and its construct asks for it.
+#[allow(clippy::type_complexity)]
+static SUBMITTED: Mutex<Option<std::collections::HashMap<(i32, u64), Vec<Submission>>>> =
+    Mutex::new(None);
+
+/// Notes work submitted now on the calling thread to `device`'s `queue` (`bytes` for a
+/// transfer), until the device's timing of it arrives.
 #[cold]
-pub fn submitted(name: &'static str, bytes: Option<u64>) -> Option<Submission> {
-    let settings = SETTINGS.get()?;
-    Some(Submission {
+pub fn submitted(device: i32, queue: u64, name: &'static str, bytes: Option<u64>) {
+    let Some(settings) = SETTINGS.get() else {
+        return;
+    };
+    let work = Submission {
         name,
         bytes,
         construct: current_construct(),
         tid: current_tid(),
         at_ns: settings.start.elapsed().as_nanos() as u64,
-    })
+    };
+    lock(&SUBMITTED)
+        .get_or_insert_with(Default::default)
+        .entry((device, queue))
+        .or_default()
+        .push(work);
+}
+
+/// Forgets the last work noted for `device`'s `queue`: its submission failed.
+#[cold]
+pub fn forget_last_submission(device: i32, queue: u64) {
+    if let Some(list) = lock(&SUBMITTED)
+        .as_mut()
+        .and_then(|map| map.get_mut(&(device, queue)))
+    {
+        list.pop();
+    }
+}
+
+/// The work noted for `device`'s `queue` since the last call, in submission order.
+#[cold]
+pub fn take_submissions(device: i32, queue: u64) -> Vec<Submission> {
+    lock(&SUBMITTED)
+        .as_mut()
+        .and_then(|map| map.remove(&(device, queue)))
+        .unwrap_or_default()
 }
 
 /// Records the device's own span of `work`, on the track of `device`'s `queue`, linked by a

@@ -43,9 +43,6 @@ pub struct ConstructQueue<'d> {
     /// A query found the queued work completed (which, by the plugin contract, is what a
     /// synchronisation would have found): finishing need not synchronise.
     work_done: bool,
-    /// With profiling on, on a device that times its queued work (plugin ABI 1.5): the work
-    /// submitted, in order, waiting for the device's timing of it.
-    submissions: Vec<crate::profile::Submission>,
 }
 
 impl<'d> ConstructQueue<'d> {
@@ -63,7 +60,6 @@ impl<'d> ConstructQueue<'d> {
             created: SmallVec::new(),
             placed: SmallVec::new(),
             finished: false,
-            submissions: Vec::new(),
         })
     }
 
@@ -102,7 +98,10 @@ impl<'d> ConstructQueue<'d> {
         let copied = self
             .device
             .copy_to_device(device_dst, host_src, size, queue);
-        self.submitted(copied)
+        if copied.is_err() {
+            self.submission_failed();
+        }
+        copied
     }
 
     pub fn copy_from_device(
@@ -134,7 +133,10 @@ impl<'d> ConstructQueue<'d> {
         let copied = self
             .device
             .copy_from_device(host_dst, device_src, size, queue);
-        self.submitted(copied)
+        if copied.is_err() {
+            self.submission_failed();
+        }
+        copied
     }
 
     /// LLVM's data-transfer information line, naming the mapped variable when there is one.
@@ -342,17 +344,20 @@ impl<'d> ConstructQueue<'d> {
         if self.device.queues_complete_on_submission() {
             span.on_device_queue(self.device.id, queue.0);
         } else if self.device.work_timed() {
-            self.submissions
-                .extend(crate::profile::submitted(name, bytes));
+            crate::profile::submitted(self.device.id, queue.0, name, bytes);
         }
         Some(span)
     }
 
     /// Records the device's own timing of the work this construct submitted (plugin ABI
-    /// 1.5), once that work has completed.
+    /// 1.5), once that work has completed (`completed`; else it is forgotten).
     #[cold]
-    fn record_device_times(&mut self, queue: QueueHandle) {
-        let submissions = std::mem::take(&mut self.submissions);
+    fn record_device_times(&self, completed: bool) {
+        let Some(queue) = self.handle else { return };
+        let submissions = crate::profile::take_submissions(self.device.id, queue.0);
+        if !completed || submissions.is_empty() {
+            return;
+        }
         match self.device.plugin.work_times(self.device.local, queue) {
             Ok(times) if times.len() == submissions.len() => {
                 for (work, time) in submissions.into_iter().zip(times) {
@@ -393,7 +398,10 @@ impl<'d> ConstructQueue<'d> {
             .plugin
             .launch_kernel(self.device.local, kernel, args, config, queue)
             .map_err(|e| self.device.plugin_error("kernel launch", e));
-        self.submitted(launched)
+        if launched.is_err() {
+            self.submission_failed();
+        }
+        launched
     }
 
     /// Launches a kernel-language (CUDA/HIP) kernel with its parameter buffer.
@@ -418,17 +426,19 @@ impl<'d> ConstructQueue<'d> {
                 )))
             })
             .map_err(|e| device.plugin_error("kernel-language launch", e));
-        self.submitted(launched)
+        if launched.is_err() {
+            self.submission_failed();
+        }
+        launched
     }
 
     /// A submission that failed is not timed by the plugin (plugin ABI 1.5): it is not waited
     /// for in the profile either.
-    #[inline]
-    fn submitted(&mut self, result: Result<()>) -> Result<()> {
-        if result.is_err() {
-            self.submissions.pop();
+    #[cold]
+    fn submission_failed(&self) {
+        if let (true, Some(queue)) = (self.device.work_timed(), self.handle) {
+            crate::profile::forget_last_submission(self.device.id, queue.0);
         }
-        result
     }
 
     /// Waits for everything queued, then runs the deferred work.
@@ -463,8 +473,8 @@ impl<'d> ConstructQueue<'d> {
                 .map_err(|e| self.device.plugin_error("synchronisation", e)),
             _ => Ok(()),
         };
-        if let (Ok(()), Some(queue), false) = (&synced, self.handle, self.submissions.is_empty()) {
-            self.record_device_times(queue);
+        if self.device.work_timed() {
+            self.record_device_times(synced.is_ok());
         }
         if synced.is_ok() {
             for &(address, value) in &self.host_writes {
