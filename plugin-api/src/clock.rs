@@ -71,8 +71,8 @@ mod tests {
         let a = host_clock_ns();
         let i = std::time::Instant::now();
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let b = host_clock_ns();
         let elapsed = i.elapsed().as_nanos() as u64;
+        let b = host_clock_ns();
         assert!(b - a >= elapsed, "{} {}", b - a, elapsed);
         assert!(b - a < elapsed + 1_000_000);
     }
