@@ -84,6 +84,7 @@ pub struct Mpi {
     finalized: Symbol<FnInt>,
     init_thread: Symbol<FnInitThread>,
     query_thread: Symbol<FnInt>,
+    is_thread_main: Symbol<FnInt>,
     comm_rank: Symbol<FnCommInt>,
     comm_size: Symbol<FnCommInt>,
     comm_dup: Symbol<FnDup>,
@@ -154,6 +155,7 @@ impl Mpi {
             finalized: function(&l, "MPI_Finalized")?,
             init_thread: function(&l, "MPI_Init_thread")?,
             query_thread: function(&l, "MPI_Query_thread")?,
+            is_thread_main: function(&l, "MPI_Is_thread_main")?,
             comm_rank: function(&l, "MPI_Comm_rank")?,
             comm_size: function(&l, "MPI_Comm_size")?,
             comm_dup: function(&l, "MPI_Comm_dup")?,
@@ -214,6 +216,12 @@ impl Mpi {
     /// Whether MPI_Finalize has been called.
     pub fn is_finalized(&self) -> bool {
         self.flag(&self.finalized)
+    }
+
+    /// Whether the calling thread is the one that initialised MPI (the only one that may call
+    /// MPI below MPI_THREAD_SERIALIZED).
+    pub fn is_thread_main(&self) -> bool {
+        self.flag(&self.is_thread_main)
     }
 
     /// MPI_Init_thread asking for MPI_THREAD_MULTIPLE; returns the level provided.

@@ -14,7 +14,7 @@ use crate::plugins::{
 use crate::registry::{ProgramImage, Registry};
 use once_cell::sync::OnceCell;
 use plugin_api::TargetClaim;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// An opened plugin and, once a registered image may run on it, the started plugin (`None` if
@@ -24,6 +24,8 @@ pub struct PluginEntry {
     started: OnceLock<Option<Arc<PluginLibrary>>>,
     /// Which of its devices have an OpenMP device number.
     numbered: Mutex<Vec<bool>>,
+    /// The plugin said devices may still appear (plugin ABI 1.5).
+    may_grow: AtomicBool,
 }
 
 pub struct Runtime {
@@ -42,6 +44,8 @@ pub struct Runtime {
     pub registry_generation: AtomicU64,
     /// The program's `requires` clauses (LLVM's OMP_REQ_* bits).
     requirements: AtomicI64,
+    /// Some started plugin may still find devices: see [`Runtime::find_late_devices`].
+    late_devices: AtomicBool,
 }
 
 /// `requires unified_shared_memory`.
@@ -75,6 +79,7 @@ impl Runtime {
                 opened,
                 started: OnceLock::new(),
                 numbered: Mutex::new(Vec::new()),
+                may_grow: AtomicBool::new(false),
             })
             .collect();
         let policy = config::offload_policy();
@@ -93,6 +98,7 @@ impl Runtime {
             policy,
             registry_generation: AtomicU64::new(0),
             requirements: AtomicI64::new(0),
+            late_devices: AtomicBool::new(false),
         }
     }
 
@@ -109,7 +115,13 @@ impl Runtime {
                 let outcome = entry.opened.start();
                 drop(span);
                 let status = match &outcome {
-                    Ok(_) => PluginStatus::Loaded,
+                    Ok(plugin) => {
+                        if plugin.devices_may_appear() {
+                            entry.may_grow.store(true, Ordering::Release);
+                            self.late_devices.store(true, Ordering::Release);
+                        }
+                        PluginStatus::Loaded
+                    }
                     Err(reason) => {
                         log_skipped(&entry.opened.candidate, reason);
                         PluginStatus::Skipped(reason.clone())
@@ -164,6 +176,60 @@ impl Runtime {
             if let Some(plugin) = self.start_plugin(entry) {
                 self.number_devices(entry, &plugin, |_| true);
             }
+        }
+    }
+
+    /// Numbers the devices that started plugins found after they started (the MPI plugin's
+    /// appear once the program has initialised MPI), after every device numbered so far. One
+    /// relaxed load unless some plugin said that devices may still appear.
+    #[inline]
+    pub fn find_late_devices(&self) {
+        if self.late_devices.load(Ordering::Relaxed) {
+            self.number_late_devices();
+        }
+    }
+
+    #[cold]
+    fn number_late_devices(&self) {
+        let mut waiting = false;
+        for entry in self.plugins.iter() {
+            if !entry.may_grow.load(Ordering::Acquire) {
+                continue;
+            }
+            let Some(Some(plugin)) = entry.started.get() else {
+                continue;
+            };
+            // Asked first: devices that appear between the two calls are counted next time.
+            let still = plugin.devices_may_appear();
+            let count = plugin.num_devices() as usize;
+            let known = entry
+                .numbered
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len();
+            if count > known {
+                let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
+                let images: Vec<&ProgramImage> = registry
+                    .libraries()
+                    .iter()
+                    .flat_map(|l| l.images.iter())
+                    .collect();
+                self.number_devices(entry, plugin, |local| {
+                    images.iter().any(|image| {
+                        plugin
+                            .check_image(local, image.bytes, &image.triple, &image.arch)
+                            .compatible
+                    })
+                });
+            }
+            if still {
+                waiting = true;
+            } else {
+                entry.may_grow.store(false, Ordering::Release);
+            }
+        }
+        if !waiting {
+            self.late_devices.store(false, Ordering::Release);
         }
     }
 
@@ -256,16 +322,22 @@ impl Runtime {
     }
 
     pub fn device(&self, id: i64) -> Result<&Device> {
-        usize::try_from(id)
-            .ok()
-            .filter(|_| self.policy != OffloadPolicySetting::Disabled)
-            .and_then(|i| self.devices.get(i))
-            .ok_or_else(|| {
-                OffloadError::new(format!(
-                    "Device number '{id}' out of range, only {} devices available",
-                    self.num_devices()
-                ))
-            })
+        let find = || {
+            usize::try_from(id)
+                .ok()
+                .filter(|_| self.policy != OffloadPolicySetting::Disabled)
+                .and_then(|i| self.devices.get(i))
+        };
+        if let Some(device) = find() {
+            return Ok(device);
+        }
+        self.find_late_devices();
+        find().ok_or_else(|| {
+            OffloadError::new(format!(
+                "Device number '{id}' out of range, only {} devices available",
+                self.num_devices()
+            ))
+        })
     }
 
     /// Whether a failed construct is fatal. As in LLVM: always under `mandatory`; under the
@@ -289,6 +361,9 @@ impl Runtime {
             return Target::Host;
         }
         if self.devices.is_empty() {
+            self.find_late_devices();
+        }
+        if self.devices.is_empty() {
             if self.policy == OffloadPolicySetting::Mandatory {
                 self.report_failure(&OffloadError::new("no offload device is available"), loc);
             }
@@ -299,6 +374,9 @@ impl Runtime {
         } else {
             device_id
         };
+        if id >= self.devices.len() as i64 {
+            self.find_late_devices();
+        }
         if id == self.initial_device() as i64 {
             return Target::Host;
         }

@@ -166,6 +166,10 @@ pub trait DevicePlugin: Sized + Send + Sync + 'static {
     fn describe(&self) -> PluginDescription;
     /// See [`Plugin::num_devices`].
     fn num_devices(&self) -> i32;
+    /// See [`Plugin::devices_may_appear`]. The default answers no.
+    fn devices_may_appear(&self) -> bool {
+        false
+    }
     /// See [`Plugin::check_image`].
     fn check_image(&self, device: Option<i32>, image: ImageRef<'_>) -> ImageCompatibility;
     /// See [`Plugin::init_device`].
@@ -235,6 +239,9 @@ impl<P: DevicePlugin> Plugin for P {
     }
     fn num_devices(&self) -> i32 {
         DevicePlugin::num_devices(self)
+    }
+    fn devices_may_appear(&self) -> bool {
+        DevicePlugin::devices_may_appear(self)
     }
     fn check_image(&self, device: Option<i32>, image: ImageRef<'_>) -> ImageCompatibility {
         DevicePlugin::check_image(self, device, image)

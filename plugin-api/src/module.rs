@@ -68,8 +68,9 @@ pub struct PluginModule {
     /// Releases everything; no other call follows. Not called by the current core (plugins
     /// stay loaded until the process exits).
     pub deinit: extern "C" fn() -> PluginResult<()>,
-    /// Number of devices, at least 0 and the same for the life of the process. The core numbers
-    /// devices once, after `init`. No error channel: the shim returns 0 if `init` has not
+    /// Number of devices, at least 0. It never decreases, and stays the same for the life of the
+    /// process unless `devices_may_appear` says otherwise. The core numbers devices after
+    /// `init`. No error channel: the shim returns 0 if `init` has not
     /// succeeded or the plugin panics.
     pub num_devices: extern "C" fn() -> i32,
     /// Whether the plugin (`device` < 0: "some device of this plugin") or one device can run an
@@ -248,6 +249,9 @@ pub struct PluginModule {
     /// The device's timing of the work submitted to `queue` since it was created or last asked,
     /// in submission order (see [`Plugin::work_times`](crate::Plugin::work_times)).
     pub work_times: extern "C" fn(device: i32, queue: QueueHandle) -> PluginResult<RVec<WorkTime>>,
+    /// Whether `num_devices` may still grow: the plugin found its devices only in part when it
+    /// started (see [`Plugin::devices_may_appear`](crate::Plugin::devices_may_appear)).
+    pub devices_may_appear: extern "C" fn() -> bool,
 }
 
 impl RootModule for PluginModuleRef {
@@ -303,6 +307,7 @@ impl PluginModule {
             device_traits: shims::device_traits::<P>,
             start_work_timing: shims::start_work_timing::<P>,
             work_times: shims::work_times::<P>,
+            devices_may_appear: shims::devices_may_appear::<P>,
         }
         .leak_into_prefix()
     }

@@ -59,7 +59,8 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     /// The description `init` returns to the core. `num_devices` must equal
     /// [`Plugin::num_devices`]. `name` is informative: the core names the plugin after its file.
     fn describe(&self) -> PluginDescription;
-    /// Number of devices, the same for the life of the process.
+    /// Number of devices. It never decreases; it stays the same for the life of the process
+    /// unless [`Plugin::devices_may_appear`] says that devices may still appear.
     fn num_devices(&self) -> i32;
     /// Whether `device` (`None`: "any device of this plugin", a format check) can run `image`.
     /// No side effects; must work before `init_device`. The reason is shown to users: name the
@@ -277,6 +278,16 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     fn work_times(&self, device: i32, queue: QueueHandle) -> Result<Vec<WorkTime>> {
         let _ = (device, queue);
         Ok(Vec::new())
+    }
+
+    /// ABI 1.5: whether more devices may still appear, so that `num_devices` can grow (the MPI
+    /// plugin of a program that initialises MPI after the runtime started: its remote devices
+    /// are known once the program has). The core asks after `init`. While the answer is yes, it
+    /// asks `num_devices` again before it answers `omp_get_num_devices`, and before a construct
+    /// for a device number it does not have, and numbers the new devices after every device it
+    /// numbered so far. The default answers no.
+    fn devices_may_appear(&self) -> bool {
+        false
     }
 }
 

@@ -298,3 +298,7 @@ pub extern "C" fn work_times<P: SlottedPlugin>(
 ) -> PluginResult<RVec<WorkTime>> {
     with::<P, _>(|p| p.work_times(device, queue).map(RVec::from))
 }
+
+pub extern "C" fn devices_may_appear<P: SlottedPlugin>() -> bool {
+    with::<P, _>(|p| Ok(p.devices_may_appear())).unwrap_or(false)
+}

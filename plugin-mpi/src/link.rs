@@ -40,10 +40,29 @@ fn program_links_mpi() -> bool {
     unsafe { this.get::<*const u8>(b"MPI_Init\0") }.is_ok()
 }
 
+/// How the plugin's start went.
+pub enum Start {
+    /// Joined the job: this rank's device processes are known.
+    Joined(Link),
+    /// The program links MPI but has not initialised it yet (the runtime starts before `main`
+    /// when the program itself has offload images): join once it has ([`Link::join_late`]).
+    WaitForProgram(Mpi),
+}
+
+/// Whether a late join can happen on the calling thread now.
+pub enum Late {
+    /// Not yet: MPI is not initialised, or only the main thread may call MPI and this is not it.
+    NotYet,
+    /// The program finalised MPI without the plugin ever joining.
+    Finalized,
+    Now,
+}
+
 impl Link {
-    /// Starts MPI and finds this rank's device processes. `Err` is why there are no MPI devices;
-    /// nothing here hangs or aborts when the program was not started for the MPI plugin.
-    pub fn start() -> std::result::Result<Link, String> {
+    /// Starts MPI and finds this rank's device processes, or says to wait for the program's
+    /// MPI_Init. `Err` is why there are no MPI devices; nothing here hangs or aborts when the
+    /// program was not started for the MPI plugin.
+    pub fn start() -> std::result::Result<Start, String> {
         if !mpi_wire::under_launcher() {
             return Err(format!(
                 "not started by an MPI launcher (remote devices need: {LAUNCH_HINT})"
@@ -58,6 +77,32 @@ impl Link {
         }
         let links_mpi = program_links_mpi();
         let mpi = Mpi::open()?;
+        if links_mpi && !mpi.is_initialized() {
+            return Ok(Start::WaitForProgram(mpi));
+        }
+        Link::join(mpi).map(Start::Joined)
+    }
+
+    /// Whether a program that initialises MPI itself can be joined now, on this thread: once it
+    /// has initialised MPI, from any thread at MPI_THREAD_MULTIPLE, else from its main thread
+    /// only (which joins to tell the device processes to finish, since the level is refused).
+    pub fn can_join_late(mpi: &Mpi) -> Late {
+        if !mpi.is_initialized() {
+            return Late::NotYet;
+        }
+        if mpi.is_finalized() {
+            return Late::Finalized;
+        }
+        if mpi.thread_level() < THREAD_MULTIPLE && !mpi.is_thread_main() {
+            return Late::NotYet;
+        }
+        Late::Now
+    }
+
+    /// Exchanges roles with the device processes (on a duplicate of `MPI_COMM_WORLD`, a
+    /// collective of the whole job) once MPI is initialised, by the program or by us.
+    pub fn join(mpi: Mpi) -> std::result::Result<Link, String> {
+        let links_mpi = program_links_mpi();
         // A level too low is found before the roles are exchanged, but reported after: the
         // device processes wait in that exchange, and must then be told to finish, or the
         // program's MPI_Finalize would wait for them for ever.
@@ -74,10 +119,7 @@ impl Link {
             false
         } else if links_mpi {
             return Err(
-                "the program uses MPI itself but has not initialised it when the \
-                        runtime starts (before main); sharing MPI with such a program is not \
-                        supported yet"
-                    .into(),
+                "the program uses MPI itself and has not initialised it (Link::start waits)".into(),
             );
         } else {
             let provided = mpi.init_thread_multiple()?;

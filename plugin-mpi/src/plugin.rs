@@ -1,21 +1,89 @@
 //! The [`DevicePlugin`]: starts the link to the device processes and lists their devices.
+//!
+//! A program that uses MPI itself and initialises it in `main` has its offload images
+//! registered, and the runtime started, before that: the plugin then starts without devices
+//! and joins the job once the program has initialised MPI. A thread of its own watches for that
+//! (at `MPI_THREAD_MULTIPLE` it joins from there), and the runtime asks again
+//! (`devices_may_appear`) before it answers `omp_get_num_devices` and before a construct for a
+//! device it does not have, which joins from the program's main thread at lower thread levels.
 
 use crate::device::MpiDevice;
-use crate::link::Link;
+use crate::link::{Late, Link, Start};
+use mpi_wire::mpi::Mpi;
 use mpi_wire::protocol::{Op, Reader, Writer};
 use plugin_api::*;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 type Result<T> = std::result::Result<T, PluginError>;
 
 /// `CheckImage` for "any device of the process" (as the device process reads it).
 const ANY_DEVICE: u32 = u32::MAX;
 
-pub struct MpiPlugin {
-    link: Option<Arc<Link>>,
+/// The plugin's devices once it has joined the job (or why it has none).
+struct Joined {
     devices: Vec<MpiDevice>,
     /// Why there are no devices, or what each device process offers.
     note: String,
+}
+
+pub struct MpiPlugin {
+    /// Set at start, unless the plugin waits for the program to initialise MPI.
+    joined: Option<Joined>,
+}
+
+/// A program that links MPI and had not initialised it when the plugin started: its MPI
+/// library until the plugin joins (held while joining, so that callers wait for the outcome).
+static WAITING: Mutex<Option<Mpi>> = Mutex::new(None);
+/// The outcome of a late join.
+static JOINED_LATE: OnceLock<Joined> = OnceLock::new();
+
+const WAITING_NOTE: &str = "the program uses MPI itself and has not initialised it yet: the \
+     remote devices appear once it has, at MPI_THREAD_MULTIPLE";
+
+/// Joins the job if the program has initialised MPI and this thread may call MPI; otherwise
+/// does nothing (see [`Link::can_join_late`]).
+fn join_late() {
+    let mut waiting = WAITING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mpi) = waiting.as_ref() else {
+        return;
+    };
+    let joined = match Link::can_join_late(mpi) {
+        Late::NotYet => return,
+        Late::Finalized => MpiPlugin::without_devices(
+            "the program finalised MPI before it used the MPI plugin's devices".into(),
+        ),
+        Late::Now => match Link::join(waiting.take().expect("checked above")) {
+            Ok(link) => MpiPlugin::connect(Arc::new(link)),
+            Err(why) => MpiPlugin::without_devices(why),
+        },
+    };
+    waiting.take();
+    let _ = JOINED_LATE.set(joined);
+}
+
+/// Watches for the program's MPI_Init and joins from here at MPI_THREAD_MULTIPLE; below it,
+/// only the main thread may call MPI, and the runtime's next call from it joins.
+fn watch_for_the_programs_mpi_init() {
+    let mut pause = Duration::from_micros(200);
+    loop {
+        {
+            let waiting = WAITING.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(mpi) = waiting.as_ref() else {
+                return;
+            };
+            if mpi.is_initialized() {
+                if matches!(Link::can_join_late(mpi), Late::NotYet) {
+                    return;
+                }
+                drop(waiting);
+                join_late();
+                return;
+            }
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
 }
 
 /// The link, for the exit handler.
@@ -51,13 +119,62 @@ fn register_exit_handler() {
 }
 
 impl MpiPlugin {
-    fn without_devices(why: String) -> MpiPlugin {
+    fn without_devices(why: String) -> Joined {
         log::debug!("mpi plugin: 0 devices: {why}");
-        MpiPlugin {
-            link: None,
+        Joined {
             devices: Vec::new(),
             note: why,
         }
+    }
+
+    /// The devices, once joined (at start or later).
+    fn joined(&self) -> Option<&Joined> {
+        self.joined.as_ref().or_else(|| JOINED_LATE.get())
+    }
+
+    fn devices(&self) -> &[MpiDevice] {
+        self.joined().map_or(&[], |j| &j.devices)
+    }
+
+    fn note(&self) -> &str {
+        self.joined().map_or(WAITING_NOTE, |j| &j.note)
+    }
+
+    /// After the roles were exchanged: finishing at exit and at the program's MPI_Finalize,
+    /// and the devices of this rank's device processes.
+    fn connect(link: Arc<Link>) -> Joined {
+        let _ = LINK.set(Arc::clone(&link));
+        register_exit_handler();
+        if let Err(e) = link.mpi.on_finalize(shut_down_at_finalize) {
+            log::warn!("mpi plugin: {e}; the device processes are told to finish at exit only");
+        }
+        if link.servers.is_empty() {
+            return MpiPlugin::without_devices(
+                "no device process serves this rank (more program ranks than device processes?)"
+                    .into(),
+            );
+        }
+        let (devices, notes) = match MpiPlugin::list_devices(&link) {
+            Ok(found) => found,
+            Err(e) => {
+                return MpiPlugin::without_devices(format!(
+                    "the device processes did not answer: {e}"
+                ))
+            }
+        };
+        let note = format!(
+            "{} device process{} (ranks {}): {}",
+            link.servers.len(),
+            if link.servers.len() == 1 { "" } else { "es" },
+            link.servers
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            notes.join("; ")
+        );
+        log::debug!("mpi plugin: {} devices; {note}", devices.len());
+        Joined { devices, note }
     }
 
     /// Asks each device process for its devices.
@@ -89,50 +206,28 @@ impl DevicePlugin for MpiPlugin {
     type Device = MpiDevice;
 
     fn init() -> Result<Self> {
-        let link = match Link::start() {
-            Ok(link) => Arc::new(link),
-            Err(why) => return Ok(MpiPlugin::without_devices(why)),
-        };
-        let _ = LINK.set(Arc::clone(&link));
-        register_exit_handler();
-        if let Err(e) = link.mpi.on_finalize(shut_down_at_finalize) {
-            log::warn!("mpi plugin: {e}; the device processes are told to finish at exit only");
-        }
-        if link.servers.is_empty() {
-            return Ok(MpiPlugin::without_devices(
-                "no device process serves this rank (more program ranks than device processes?)"
-                    .into(),
-            ));
-        }
-        let (devices, notes) = match MpiPlugin::list_devices(&link) {
-            Ok(found) => found,
-            Err(e) => {
-                return Ok(MpiPlugin::without_devices(format!(
-                    "the device processes did not answer: {e}"
-                )))
+        let joined = match Link::start() {
+            Ok(Start::Joined(link)) => MpiPlugin::connect(Arc::new(link)),
+            Ok(Start::WaitForProgram(mpi)) => {
+                log::debug!("mpi plugin: 0 devices for now: {WAITING_NOTE}");
+                *WAITING.lock().unwrap_or_else(|e| e.into_inner()) = Some(mpi);
+                let watcher = std::thread::Builder::new()
+                    .name("omptarget-mpi-join".into())
+                    .spawn(watch_for_the_programs_mpi_init);
+                if let Err(e) = watcher {
+                    log::warn!("mpi plugin: {e}; the runtime's next call joins the job");
+                }
+                return Ok(MpiPlugin { joined: None });
             }
+            Err(why) => MpiPlugin::without_devices(why),
         };
-        let note = format!(
-            "{} device process{} (ranks {}): {}",
-            link.servers.len(),
-            if link.servers.len() == 1 { "" } else { "es" },
-            link.servers
-                .iter()
-                .map(|r| r.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            notes.join("; ")
-        );
-        log::debug!("mpi plugin: {} devices; {note}", devices.len());
         Ok(MpiPlugin {
-            link: Some(link),
-            devices,
-            note,
+            joined: Some(joined),
         })
     }
 
     fn deinit(&self) -> Result<()> {
-        if let Some(link) = &self.link {
+        if let Some(link) = LINK.get() {
             link.shut_down();
         }
         Ok(())
@@ -141,13 +236,20 @@ impl DevicePlugin for MpiPlugin {
     fn describe(&self) -> PluginDescription {
         PluginDescription {
             name: "mpi".into(),
-            num_devices: self.devices.len() as i32,
-            note: self.note.clone().into(),
+            num_devices: self.devices().len() as i32,
+            note: self.note().into(),
         }
     }
 
     fn num_devices(&self) -> i32 {
-        self.devices.len() as i32
+        if self.joined().is_none() {
+            join_late();
+        }
+        self.devices().len() as i32
+    }
+
+    fn devices_may_appear(&self) -> bool {
+        self.joined().is_none()
     }
 
     fn check_image(&self, device: Option<i32>, image: ImageRef<'_>) -> ImageCompatibility {
@@ -156,9 +258,9 @@ impl DevicePlugin for MpiPlugin {
                 Ok(dev) => (dev, dev.remote),
                 Err(e) => return ImageCompatibility::no(e.message.to_string()),
             },
-            None => match self.devices.first() {
+            None => match self.devices().first() {
                 Some(dev) => (dev, ANY_DEVICE),
-                None => return ImageCompatibility::no(format!("mpi: {}", self.note)),
+                None => return ImageCompatibility::no(format!("mpi: {}", self.note())),
             },
         };
         let answer = target
@@ -215,6 +317,6 @@ impl DevicePlugin for MpiPlugin {
     }
 
     fn device(&self, device: i32) -> Result<&MpiDevice> {
-        device_at("mpi", &self.devices, device)
+        device_at("mpi", self.devices(), device)
     }
 }

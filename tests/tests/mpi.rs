@@ -356,3 +356,68 @@ fn a_program_that_initialised_mpi_itself_shares_it_or_hears_why() {
         assert!(started.elapsed() < Duration::from_secs(60));
     }
 }
+
+/// The usual MPI program: offload code in the program itself (its image registers, and the
+/// runtime starts, before `main`), `MPI_Init_thread` in `main`. At MPI_THREAD_MULTIPLE the
+/// plugin joins the job once the program has initialised MPI and its devices appear; at a
+/// lower level it hears why there are none; and a program that never calls the runtime after
+/// MPI_Init still ends. In every case the job ends on its own.
+#[test]
+fn a_program_that_initialises_mpi_in_main_gets_the_remote_devices_once_it_has() {
+    let exe = compile(
+        Compiler::Clang19,
+        &["mpi_late_init.c"],
+        &["-l:libmpi.so.40"],
+    );
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (
+            &[("TEST_MPI_THREAD_LEVEL", "3")],
+            "late MPI at level 3: 4 devices, 4 ran in another process",
+        ),
+        (
+            &[
+                ("TEST_MPI_THREAD_LEVEL", "1"),
+                ("OMP_TARGET_OFFLOAD", "default"),
+            ],
+            "late MPI at level 1: 0 devices, 0 ran in another process",
+        ),
+        (
+            &[("TEST_MPI_THREAD_LEVEL", "3"), ("TEST_NO_OFFLOAD", "1")],
+            "finalized",
+        ),
+    ];
+    for (env, expected) in cases {
+        let mut env = env.to_vec();
+        env.push(("LIBOMPTARGET_DEBUG", "1"));
+        let started = Instant::now();
+        let out = output(with_timeout(mpi_job(&exe, 2, 2, &env), 60));
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(
+            out.status.success() && stdout.contains("finalized"),
+            "{env:?}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(stdout.contains(expected), "{env:?}:\n{stdout}\n{stderr}");
+        if env.contains(&("TEST_MPI_THREAD_LEVEL", "1")) {
+            assert!(stderr.contains("needs MPI_THREAD_MULTIPLE (3)"), "{stderr}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(60));
+    }
+}
+
+/// `cmd` under `timeout SECONDS`, so that a hang fails the test instead of the test run.
+fn with_timeout(cmd: Command, seconds: u32) -> Command {
+    let mut wrapped = Command::new("timeout");
+    wrapped
+        .arg(seconds.to_string())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => wrapped.env(key, v),
+            None => wrapped.env_remove(key),
+        };
+    }
+    wrapped.stdin(Stdio::null());
+    wrapped
+}

@@ -35,7 +35,11 @@ fn report<T>(api: &str, fallback: T, result: Result<T>) -> T {
 
 #[no_mangle]
 pub extern "C" fn omp_get_num_devices() -> c_int {
-    guard("omp_get_num_devices", 0, || Runtime::get().num_devices())
+    guard("omp_get_num_devices", 0, || {
+        let runtime = Runtime::get();
+        runtime.find_late_devices();
+        runtime.num_devices()
+    })
 }
 
 #[no_mangle]

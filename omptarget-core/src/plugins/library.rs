@@ -251,6 +251,11 @@ impl PluginLibrary {
         call(device, queue).into_result().map(|v| v.into_vec())
     }
 
+    /// Whether the plugin may still find devices (plugin ABI 1.5); no for an older plugin.
+    pub fn devices_may_appear(&self) -> bool {
+        self.module.devices_may_appear().is_some_and(|call| call())
+    }
+
     /// Releases the whole plugin; no call may follow.
     pub fn deinit(&self) -> Result<()> {
         (self.module.deinit())().into_result()
