@@ -425,6 +425,11 @@ impl Device for CudaDevice {
     }
 
     fn start_work_timing(&self) -> Result<()> {
+        if !self.driver.can_time_events() {
+            return Err(PluginError::unsupported(
+                "the CUDA driver has no cuEventElapsedTime",
+            ));
+        }
         self.timer.start();
         Ok(())
     }

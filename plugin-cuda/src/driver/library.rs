@@ -100,9 +100,11 @@ driver_functions! {
         event_record = "cuEventRecord": fn(CUevent, CUstream);
         event_synchronize = "cuEventSynchronize": fn(CUevent);
         event_destroy = "cuEventDestroy_v2": fn(CUevent);
-        event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, CUevent, CUevent);
     }
     optional {
+        // Every driver has it; optional so that a driver without it still runs programs (only
+        // LIBOMPTARGET_PROFILE's device spans need it).
+        event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, CUevent, CUevent);
         // CUDA 11.2 and later: the stream-ordered allocator, for device-non-blocking memory.
         mem_alloc_async = "cuMemAllocAsync": fn(*mut CUdeviceptr, usize, CUstream);
         mem_free_async = "cuMemFreeAsync": fn(CUdeviceptr, CUstream);

@@ -585,10 +585,18 @@ impl Driver {
     /// Milliseconds from `start`'s latest record to `end`'s (negative if `end` came first);
     /// both must be timing events whose records have completed.
     pub fn elapsed_ms(&self, start: Event, end: Event) -> Result<f32> {
+        let Some(f) = self.fns().event_elapsed_time else {
+            return Err(self.missing("cuEventElapsedTime", "2.0"));
+        };
         let mut ms = 0f32;
         // SAFETY: writes one float; both events are live.
-        let s = unsafe { (self.fns().event_elapsed_time)(&mut ms, start.0, end.0) };
+        let s = unsafe { f(&mut ms, start.0, end.0) };
         self.check("cuEventElapsedTime", s).map(|_| ms)
+    }
+
+    /// Whether the driver can time events (`cuEventElapsedTime`).
+    pub fn can_time_events(&self) -> bool {
+        self.fns().event_elapsed_time.is_some()
     }
 
     pub fn record_event(&self, event: Event, stream: Stream) -> Result<()> {
