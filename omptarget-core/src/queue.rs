@@ -93,15 +93,9 @@ impl<'d> ConstructQueue<'d> {
         if info::enabled(info::DATA_TRANSFER) {
             self.print_copy(true, host_src, device_dst, size, name);
         }
-        let queue = self.handle()?;
-        let _span = self.transfer_span("H2D", size, queue);
-        let copied = self
-            .device
-            .copy_to_device(device_dst, host_src, size, queue);
-        if copied.is_err() {
-            self.submission_failed();
-        }
-        copied
+        self.submit("H2D", Some(size), |device, queue| {
+            device.copy_to_device(device_dst, host_src, size, queue)
+        })
     }
 
     pub fn copy_from_device(
@@ -128,15 +122,9 @@ impl<'d> ConstructQueue<'d> {
         if info::enabled(info::DATA_TRANSFER) {
             self.print_copy(false, host_dst, device_src, size, name);
         }
-        let queue = self.handle()?;
-        let _span = self.transfer_span("D2H", size, queue);
-        let copied = self
-            .device
-            .copy_from_device(host_dst, device_src, size, queue);
-        if copied.is_err() {
-            self.submission_failed();
-        }
-        copied
+        self.submit("D2H", Some(size), |device, queue| {
+            device.copy_from_device(host_dst, device_src, size, queue)
+        })
     }
 
     /// LLVM's data-transfer information line, naming the mapped variable when there is one.
@@ -310,19 +298,26 @@ impl<'d> ConstructQueue<'d> {
         }
     }
 
-    /// A profile span for a transfer's submission (on a device that copies asynchronously the
-    /// copy itself may end later).
+    /// Submits one copy or launch (`op`, given the device and the queue) with its profile
+    /// span (`bytes` for a transfer; on a device that works asynchronously the work itself may
+    /// end later).
     #[inline]
-    fn transfer_span(
+    fn submit(
         &mut self,
-        direction: &'static str,
-        bytes: u64,
-        queue: QueueHandle,
-    ) -> Option<crate::profile::Span> {
-        if !crate::profile::enabled() {
-            return None;
+        name: &'static str,
+        bytes: Option<u64>,
+        op: impl FnOnce(&'d Device, QueueHandle) -> Result<()>,
+    ) -> Result<()> {
+        let queue = self.handle()?;
+        let _span = match crate::profile::enabled() {
+            true => self.work_span(name, bytes, queue),
+            false => None,
+        };
+        let submitted = op(self.device, queue);
+        if submitted.is_err() {
+            self.submission_failed();
         }
-        self.work_span(direction, Some(bytes), queue)
+        submitted
     }
 
     /// The profile span of work submitted to `queue`. Where the device has done the work when
@@ -389,19 +384,12 @@ impl<'d> ConstructQueue<'d> {
         args: &[usize],
         config: &plugin_api::LaunchConfig,
     ) -> Result<()> {
-        let queue = self.handle()?;
-        let _span = crate::profile::enabled()
-            .then(|| self.work_span("kernel launch", None, queue))
-            .flatten();
-        let launched = self
-            .device
-            .plugin
-            .launch_kernel(self.device.local, kernel, args, config, queue)
-            .map_err(|e| self.device.plugin_error("kernel launch", e));
-        if launched.is_err() {
-            self.submission_failed();
-        }
-        launched
+        self.submit("kernel launch", None, |device, queue| {
+            device
+                .plugin
+                .launch_kernel(device.local, kernel, args, config, queue)
+                .map_err(|e| device.plugin_error("kernel launch", e))
+        })
     }
 
     /// Launches a kernel-language (CUDA/HIP) kernel with its parameter buffer.
@@ -411,25 +399,19 @@ impl<'d> ConstructQueue<'d> {
         params: &[u8],
         config: &plugin_api::LaunchConfig,
     ) -> Result<()> {
-        let queue = self.handle()?;
-        let _span = crate::profile::enabled()
-            .then(|| self.work_span("kernel launch", None, queue))
-            .flatten();
-        let device = self.device;
-        let launched = device
-            .plugin
-            .launch_kernel_params(device.local, kernel, params, config, queue)
-            .unwrap_or_else(|| {
-                Err(plugin_api::PluginError::unsupported(format!(
-                    "the plugin is built for ABI {}, which cannot launch kernel-language kernels",
-                    device.plugin.abi_version
-                )))
-            })
-            .map_err(|e| device.plugin_error("kernel-language launch", e));
-        if launched.is_err() {
-            self.submission_failed();
-        }
-        launched
+        self.submit("kernel launch", None, |device, queue| {
+            device
+                .plugin
+                .launch_kernel_params(device.local, kernel, params, config, queue)
+                .unwrap_or_else(|| {
+                    Err(plugin_api::PluginError::unsupported(format!(
+                        "the plugin is built for ABI {}, which cannot launch kernel-language \
+                         kernels",
+                        device.plugin.abi_version
+                    )))
+                })
+                .map_err(|e| device.plugin_error("kernel-language launch", e))
+        })
     }
 
     /// A submission that failed is not timed by the plugin (plugin ABI 1.5): it is not waited

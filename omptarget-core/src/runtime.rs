@@ -322,17 +322,25 @@ impl Runtime {
     }
 
     pub fn device(&self, id: i64) -> Result<&Device> {
-        let find = || {
-            usize::try_from(id)
-                .ok()
-                .filter(|_| self.policy != OffloadPolicySetting::Disabled)
-                .and_then(|i| self.devices.get(i))
-        };
-        if let Some(device) = find() {
-            return Ok(device);
+        match self.numbered_device(id) {
+            Some(device) => Ok(device),
+            None => self.late_device(id),
         }
+    }
+
+    #[inline]
+    fn numbered_device(&self, id: i64) -> Option<&Device> {
+        usize::try_from(id)
+            .ok()
+            .filter(|_| self.policy != OffloadPolicySetting::Disabled)
+            .and_then(|i| self.devices.get(i))
+    }
+
+    /// A device number that has no device (yet): a plugin may have found it since.
+    #[cold]
+    fn late_device(&self, id: i64) -> Result<&Device> {
         self.find_late_devices();
-        find().ok_or_else(|| {
+        self.numbered_device(id).ok_or_else(|| {
             OffloadError::new(format!(
                 "Device number '{id}' out of range, only {} devices available",
                 self.num_devices()
