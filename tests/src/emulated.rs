@@ -432,3 +432,32 @@ pub fn cuda_image_and_kernel(exe: &Path) -> (Vec<u8>, String) {
         .expect("a kernel");
     (image.bytes.to_vec(), kernel)
 }
+
+/// For in-process emulator tests whose kernels need a program's x86-64 twins: in the test
+/// process, re-runs the test `test` alone in a child process (marked by the variable `child`),
+/// with `OMPTARGET_EMU_TWINS=twins` and `env`, asserts that it passed, and answers `false`; in
+/// the child, answers `true`, and the test goes on there.
+pub fn in_child_with_twins(test: &str, child: &str, twins: &Path, env: &[(&str, String)]) -> bool {
+    if std::env::var_os(child).is_some() {
+        return true;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture"])
+        .env(child, "1")
+        // The kernels' x86-64 twins are in the program's file, not in this process.
+        .env("OMPTARGET_EMU_TWINS", twins)
+        .env(
+            "LD_LIBRARY_PATH",
+            format!("{}:/usr/lib/llvm-19/lib", crate::lib_dir().display()),
+        )
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        crate::text(&out.stdout),
+        crate::text(&out.stderr)
+    );
+    false
+}

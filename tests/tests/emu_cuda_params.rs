@@ -14,28 +14,12 @@ const CHILD: &str = "OMPTARGET_TEST_EMU_PARAMS_CHILD";
 #[test]
 fn a_launch_with_kernel_params_runs_the_kernel_with_those_values() {
     let exe = tests::compile_cuda_twin("emu_params.c");
-    if std::env::var_os(CHILD).is_none() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "a_launch_with_kernel_params_runs_the_kernel_with_those_values",
-            ])
-            .arg("--nocapture")
-            .env(CHILD, "1")
-            // The kernels' x86-64 twins are in the program's file, not in this process.
-            .env("OMPTARGET_EMU_TWINS", &exe)
-            .env(
-                "LD_LIBRARY_PATH",
-                format!("{}:/usr/lib/llvm-19/lib", tests::lib_dir().display()),
-            )
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            tests::text(&out.stdout),
-            tests::text(&out.stderr)
-        );
+    if !tests::emulated::in_child_with_twins(
+        "a_launch_with_kernel_params_runs_the_kernel_with_those_values",
+        CHILD,
+        &exe,
+        &[],
+    ) {
         return;
     }
     assert_eq!(cuInit(0), 0);

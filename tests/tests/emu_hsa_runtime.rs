@@ -1036,34 +1036,10 @@ fn a_kernel_given_memory_its_gpu_may_not_reach_faults() {
         .iter()
         .find(|k| k.args.iter().any(|a| a.value_kind == "global_buffer"))
         .expect("a kernel with a pointer argument");
-    let mut symbol = hsa_executable_symbol_t::default();
-    let name = std::ffi::CString::new(kernel.symbol.clone()).unwrap();
-    assert_eq!(
-        hsa_executable_get_symbol_by_name(executable, name.as_ptr(), &gpus[0], &mut symbol),
-        0
-    );
-    let info = |attribute| {
-        let mut value = 0u64;
-        assert_eq!(
-            hsa_executable_symbol_get_info(symbol, attribute, &mut value as *mut _ as *mut c_void),
-            0
-        );
-        value
-    };
+    let info = kernel_symbol_info(executable, gpus[0], &kernel.symbol);
     let object = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT);
     let group = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE) as u32;
-    let kernarg_pool = pools(*cpu)
-        .into_iter()
-        .find(|&p| {
-            let mut flags = 0u32;
-            hsa_amd_memory_pool_get_info(
-                p,
-                HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
-                &mut flags as *mut _ as *mut c_void,
-            );
-            flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0
-        })
-        .unwrap();
+    let kernarg_pool = kernarg_pool(*cpu);
     let kernarg = allocate(kernarg_pool, kernel.kernarg_segment_size as usize);
     assert_eq!(
         hsa_amd_agents_allow_access(1, &gpus[0], std::ptr::null(), kernarg.cast()),
@@ -1253,25 +1229,12 @@ const DELAY_US: u64 = 20_000;
 #[test]
 fn profiled_packets_and_copies_carry_their_times() {
     let exe = tests::compile_amdgpu_twin("emu_params.c");
-    if std::env::var_os(PROFILING_CHILD).is_none() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "profiled_packets_and_copies_carry_their_times"])
-            .arg("--nocapture")
-            .env(PROFILING_CHILD, "1")
-            .env("OMPTARGET_EMU_TWINS", &exe)
-            .env("OMPTARGET_EMU_DELAY_US", DELAY_US.to_string())
-            .env(
-                "LD_LIBRARY_PATH",
-                format!("{}:/usr/lib/llvm-19/lib", tests::lib_dir().display()),
-            )
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            tests::text(&out.stdout),
-            tests::text(&out.stderr)
-        );
+    if !tests::emulated::in_child_with_twins(
+        "profiled_packets_and_copies_carry_their_times",
+        PROFILING_CHILD,
+        &exe,
+        &[("OMPTARGET_EMU_DELAY_US", DELAY_US.to_string())],
+    ) {
         return;
     }
     let (cpu, gpus) = system();
@@ -1294,35 +1257,11 @@ fn profiled_packets_and_copies_carry_their_times() {
     assert_eq!(status, 0);
     let metadata = plugin_api::gpu::amdgpu_code_object::check(&code).unwrap();
     let kernel = &metadata.kernels()[0];
-    let mut symbol = hsa_executable_symbol_t::default();
-    let name = std::ffi::CString::new(kernel.symbol.clone()).unwrap();
-    assert_eq!(
-        hsa_executable_get_symbol_by_name(executable, name.as_ptr(), &gpus[0], &mut symbol),
-        0
-    );
-    let info = |attribute| {
-        let mut value = 0u64;
-        assert_eq!(
-            hsa_executable_symbol_get_info(symbol, attribute, &mut value as *mut _ as *mut c_void),
-            0
-        );
-        value
-    };
+    let info = kernel_symbol_info(executable, gpus[0], &kernel.symbol);
     let object = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT);
     let group = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE) as u32;
     let private = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE) as u32;
-    let kernarg_pool = pools(*cpu)
-        .into_iter()
-        .find(|&p| {
-            let mut flags = 0u32;
-            hsa_amd_memory_pool_get_info(
-                p,
-                HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
-                &mut flags as *mut _ as *mut c_void,
-            );
-            flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0
-        })
-        .unwrap();
+    let kernarg_pool = kernarg_pool(*cpu);
     let kernarg = allocate(kernarg_pool, kernel.kernarg_segment_size.max(16) as usize);
     assert_eq!(
         hsa_amd_agents_allow_access(1, &gpus[0], std::ptr::null(), kernarg.cast()),
@@ -1483,4 +1422,42 @@ fn profiled_packets_and_copies_carry_their_times() {
     assert_eq!(copy_time(copied), (0, (c_start, c_end)));
     assert!(q.errors().is_empty() && unprofiled.errors().is_empty());
     assert_eq!(hsa_amd_memory_unlock(host.as_mut_ptr().cast()), 0);
+}
+
+/// The `hsa_executable_symbol_get_info` answers of a kernel's symbol, by attribute.
+fn kernel_symbol_info(
+    executable: hsa_executable_t,
+    agent: hsa_agent_t,
+    symbol_name: &str,
+) -> impl Fn(hsa_executable_symbol_info_t) -> u64 {
+    let mut symbol = hsa_executable_symbol_t::default();
+    let name = std::ffi::CString::new(symbol_name).unwrap();
+    assert_eq!(
+        hsa_executable_get_symbol_by_name(executable, name.as_ptr(), &agent, &mut symbol),
+        0
+    );
+    move |attribute| {
+        let mut value = 0u64;
+        assert_eq!(
+            hsa_executable_symbol_get_info(symbol, attribute, &mut value as *mut _ as *mut c_void),
+            0
+        );
+        value
+    }
+}
+
+/// The CPU agent's pool for kernel arguments.
+fn kernarg_pool(cpu: hsa_agent_t) -> hsa_amd_memory_pool_t {
+    pools(cpu)
+        .into_iter()
+        .find(|&p| {
+            let mut flags = 0u32;
+            hsa_amd_memory_pool_get_info(
+                p,
+                HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
+                &mut flags as *mut _ as *mut c_void,
+            );
+            flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0
+        })
+        .unwrap()
 }

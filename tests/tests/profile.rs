@@ -167,17 +167,8 @@ fn a_programs_profile_has_its_constructs_transfers_and_nested_spans() {
             d.name
         );
     }
-    let flow = |phase: &str| {
-        document
-            .get("traceEvents")
-            .and_then(Value::as_list)
-            .unwrap()
-            .iter()
-            .filter(|e| e.get("ph").and_then(Value::as_str) == Some(phase))
-            .count()
-    };
-    assert_eq!(flow("s"), device_spans.len());
-    assert_eq!(flow("f"), device_spans.len());
+    assert_eq!(events_of_phase(&document, "s"), device_spans.len());
+    assert_eq!(events_of_phase(&document, "f"), device_spans.len());
     // The README's picture is drawn by profile-svg: one box per span.
     let trace =
         std::env::temp_dir().join(format!("omptarget-profile-svg-{}.json", std::process::id()));
@@ -298,6 +289,17 @@ fn the_traces_devices_are_omptarget_infos() {
     }
 }
 
+/// How many of a trace's events have phase `phase` (`s`, `f`: the two ends of flows).
+fn events_of_phase(document: &Value, phase: &str) -> usize {
+    document
+        .get("traceEvents")
+        .and_then(Value::as_list)
+        .unwrap()
+        .iter()
+        .filter(|e| e.get("ph").and_then(Value::as_str) == Some(phase))
+        .count()
+}
+
 fn int_arg(span: &Span, key: &str) -> Option<i64> {
     span.args.get(key).and_then(Value::as_f64).map(|v| v as i64)
 }
@@ -357,16 +359,13 @@ fn device_spans_are_the_devices_timing(gpu: EmulatedGpu) {
     };
     assert!(host.len() >= 9, "{written}");
     assert_eq!(kinds(&host), kinds(&device), "{written}");
-    let flows = |phase: &str| {
-        document
-            .get("traceEvents")
-            .and_then(Value::as_list)
-            .unwrap()
-            .iter()
-            .filter(|e| e.get("ph").and_then(Value::as_str) == Some(phase))
-            .count()
-    };
-    assert_eq!((flows("s"), flows("f")), (device.len(), device.len()));
+    assert_eq!(
+        (
+            events_of_phase(&document, "s"),
+            events_of_phase(&document, "f")
+        ),
+        (device.len(), device.len())
+    );
     // Inside the construct, within the clock's uncertainty (microseconds in the trace).
     let constructs = |name: &dyn Fn(&str) -> bool, id: i64| {
         spans
