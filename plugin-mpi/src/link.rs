@@ -80,7 +80,7 @@ impl Link {
         if links_mpi && !mpi.is_initialized() {
             return Ok(Start::WaitForProgram(mpi));
         }
-        Link::join(mpi).map(Start::Joined)
+        Link::join(mpi, links_mpi).map(Start::Joined)
     }
 
     /// Whether a program that initialises MPI itself can be joined now, on this thread: once it
@@ -101,8 +101,9 @@ impl Link {
 
     /// Exchanges roles with the device processes (on a duplicate of `MPI_COMM_WORLD`, a
     /// collective of the whole job) once MPI is initialised, by the program or by us.
-    pub fn join(mpi: Mpi) -> std::result::Result<Link, String> {
-        let links_mpi = program_links_mpi();
+    /// `links_mpi`: whether the program links MPI itself (found before we opened the library,
+    /// which makes its symbols global).
+    pub fn join(mpi: Mpi, links_mpi: bool) -> std::result::Result<Link, String> {
         // A level too low is found before the roles are exchanged, but reported after: the
         // device processes wait in that exchange, and must then be told to finish, or the
         // program's MPI_Finalize would wait for them for ever.

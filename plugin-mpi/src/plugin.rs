@@ -53,7 +53,7 @@ fn join_late() {
         Late::Finalized => MpiPlugin::without_devices(
             "the program finalised MPI before it used the MPI plugin's devices".into(),
         ),
-        Late::Now => match Link::join(waiting.take().expect("checked above")) {
+        Late::Now => match Link::join(waiting.take().expect("checked above"), true) {
             Ok(link) => MpiPlugin::connect(Arc::new(link)),
             Err(why) => MpiPlugin::without_devices(why),
         },
