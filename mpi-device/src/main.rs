@@ -58,6 +58,23 @@ fn plugin_names() -> Vec<String> {
     names
 }
 
+/// For benchmarks (`mpi-bench`): before anything else, answer this many 1-byte ping-pongs from
+/// rank 0 (the program) on `MPI_COMM_WORLD` (tags 1 and 2), so that the program can time MPI's
+/// own round trip between exactly the two processes its requests go between.
+const ECHO_VAR: &str = "OMPTARGET_MPI_DEVICE_ECHO";
+
+fn echo(mpi: &Mpi, program: i32, n: usize) {
+    let mut byte = [0u8; 1];
+    for _ in 0..n {
+        let answered = mpi
+            .recv(mpi.world(), &mut byte, program, 1)
+            .and_then(|()| mpi.send(mpi.world(), &byte, program, 2));
+        if let Err(e) = answered {
+            fail(&format!("{ECHO_VAR}: {e}"));
+        }
+    }
+}
+
 fn main() {
     omptarget_core::logging::init();
     // LIBOMPTARGET_INFO reaches the plugins here as in a program (their launch lines).
@@ -74,10 +91,13 @@ fn main() {
             "the MPI library provides thread level {provided}; MPI_THREAD_MULTIPLE (3) is needed"
         ));
     }
-    let comm = mpi.duplicate(mpi.world()).unwrap_or_else(|e| fail(&e));
-    let roles = mpi
-        .all_gather(comm, ROLE_DEVICE)
-        .unwrap_or_else(|e| fail(&e));
+    if let Some(n) = std::env::var(ECHO_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        echo(mpi, 0, n);
+    }
+    let (comm, roles) = mpi_wire::exchange_roles(mpi, ROLE_DEVICE).unwrap_or_else(|e| fail(&e));
     let me = mpi.rank(comm).unwrap_or_else(|e| fail(&e));
     let ranks_of = |role| -> Vec<i32> {
         (0..roles.len() as i32)

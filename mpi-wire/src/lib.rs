@@ -15,3 +15,15 @@ pub fn under_launcher() -> bool {
         .iter()
         .any(|v| std::env::var_os(v).is_some())
 }
+
+/// Every process of the job says its role (`protocol::ROLE_PROGRAM` or `ROLE_DEVICE`), on a
+/// duplicate of `MPI_COMM_WORLD` that becomes the plugin's communicator: that communicator and
+/// each rank's role. Collective over the whole job, and the same calls on every side, since a
+/// nonblocking collective never matches a blocking one. Nonblocking, waited for without
+/// spinning: the plugin may join from a thread of its own while the program's threads work, and
+/// device processes may wait for a program that computes before it initialises MPI.
+pub fn exchange_roles(mpi: &mpi::Mpi, role: i32) -> Result<(mpi::Comm, Vec<i32>), mpi::Error> {
+    let comm = mpi.duplicate_politely(mpi.world())?;
+    let roles = mpi.all_gather_politely(comm, role)?;
+    Ok((comm, roles))
+}

@@ -53,8 +53,17 @@ type FnInitThread =
     unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int) -> c_int;
 type FnCommInt = unsafe extern "C" fn(Handle, *mut c_int) -> c_int;
 type FnDup = unsafe extern "C" fn(Handle, *mut Handle) -> c_int;
-type FnAllgather =
-    unsafe extern "C" fn(*const c_void, c_int, Handle, *mut c_void, c_int, Handle, Handle) -> c_int;
+type FnIdup = unsafe extern "C" fn(Handle, *mut Handle, *mut Handle) -> c_int;
+type FnIallgather = unsafe extern "C" fn(
+    *const c_void,
+    c_int,
+    Handle,
+    *mut c_void,
+    c_int,
+    Handle,
+    Handle,
+    *mut Handle,
+) -> c_int;
 type FnSend = unsafe extern "C" fn(*const c_void, c_int, Handle, c_int, c_int, Handle) -> c_int;
 type FnRecv =
     unsafe extern "C" fn(*mut c_void, c_int, Handle, c_int, c_int, Handle, *mut Status) -> c_int;
@@ -88,7 +97,8 @@ pub struct Mpi {
     comm_rank: Symbol<FnCommInt>,
     comm_size: Symbol<FnCommInt>,
     comm_dup: Symbol<FnDup>,
-    allgather: Symbol<FnAllgather>,
+    comm_idup: Symbol<FnIdup>,
+    iallgather: Symbol<FnIallgather>,
     send: Symbol<FnSend>,
     recv: Symbol<FnRecv>,
     isend: Symbol<FnIsend>,
@@ -159,7 +169,8 @@ impl Mpi {
             comm_rank: function(&l, "MPI_Comm_rank")?,
             comm_size: function(&l, "MPI_Comm_size")?,
             comm_dup: function(&l, "MPI_Comm_dup")?,
-            allgather: function(&l, "MPI_Allgather")?,
+            comm_idup: function(&l, "MPI_Comm_idup")?,
+            iallgather: function(&l, "MPI_Iallgather")?,
             send: function(&l, "MPI_Send")?,
             recv: function(&l, "MPI_Recv")?,
             isend: function(&l, "MPI_Isend")?,
@@ -263,6 +274,56 @@ impl Mpi {
         Ok(Comm(new))
     }
 
+    /// As [`Mpi::duplicate`], waiting without spinning: for a thread that waits beside the
+    /// program's, for other processes that may be busy for a while.
+    pub fn duplicate_politely(&self, comm: Comm) -> Result<Comm, Error> {
+        let mut new: Handle = std::ptr::null_mut();
+        let mut request = Request(std::ptr::null_mut());
+        // SAFETY: `new` and `request` outlive the operation, which is waited for below.
+        let code = unsafe { (self.comm_idup)(comm.0, &mut new, &mut request.0) };
+        self.check("MPI_Comm_idup", code)?;
+        self.wait_politely(&mut request)?;
+        // SAFETY: both handles are valid.
+        let code = unsafe { (self.set_errhandler)(new, self.errors_return) };
+        self.check("MPI_Comm_set_errhandler", code)?;
+        Ok(Comm(new))
+    }
+
+    /// Every rank's `value`, in rank order (collective, nonblocking), waited for without
+    /// spinning (see [`Mpi::duplicate_politely`]).
+    pub fn all_gather_politely(&self, comm: Comm, value: i32) -> Result<Vec<i32>, Error> {
+        let size = self.size(comm)? as usize;
+        let mut out = vec![0i32; size];
+        let mut request = Request(std::ptr::null_mut());
+        // SAFETY: one int out, `size` ints in; both buffers outlive the operation, which is
+        // waited for below.
+        let code = unsafe {
+            (self.iallgather)(
+                &value as *const i32 as *const c_void,
+                1,
+                self.int,
+                out.as_mut_ptr() as *mut c_void,
+                1,
+                self.int,
+                comm.0,
+                &mut request.0,
+            )
+        };
+        self.check("MPI_Iallgather", code)?;
+        self.wait_politely(&mut request)?;
+        Ok(out)
+    }
+
+    /// Tests `request` until it completes, sleeping in between (up to a millisecond).
+    fn wait_politely(&self, request: &mut Request) -> Result<(), Error> {
+        let mut pause = std::time::Duration::from_micros(20);
+        while !self.test(request)? {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
     pub fn rank(&self, comm: Comm) -> Result<i32, Error> {
         let mut v: c_int = 0;
         // SAFETY: the call writes the rank.
@@ -295,26 +356,6 @@ impl Mpi {
         }
         // SAFETY: MPI returned a pointer to its int.
         unsafe { *value }
-    }
-
-    /// Every rank's `value`, in rank order (collective).
-    pub fn all_gather(&self, comm: Comm, value: i32) -> Result<Vec<i32>, Error> {
-        let size = self.size(comm)? as usize;
-        let mut out = vec![0i32; size];
-        // SAFETY: one int out, `size` ints in.
-        let code = unsafe {
-            (self.allgather)(
-                &value as *const i32 as *const c_void,
-                1,
-                self.int,
-                out.as_mut_ptr() as *mut c_void,
-                1,
-                self.int,
-                comm.0,
-            )
-        };
-        self.check("MPI_Allgather", code)?;
-        Ok(out)
     }
 
     /// Sends `bytes` (in chunks of at most 1 GiB, each a message with `tag`).

@@ -313,10 +313,16 @@ impl Device for MpiDevice {
 
     /// Kept for reuse; the device process releases its queues when it ends.
     fn release_queue(&self, queue: QueueHandle) -> Result<()> {
+        let left = match self.slots().get_mut(queue.0.wrapping_sub(1) as usize) {
+            Some(slot) => {
+                slot.in_use = false;
+                std::mem::take(&mut slot.pending)
+            }
+            None => Vec::new(),
+        };
         // The core synchronised it; anything left is waited for so no reply stays unread.
-        let _ = complete_all(&self.link, self.take_queue(queue));
-        if let Some(slot) = self.slots().get_mut(queue.0.wrapping_sub(1) as usize) {
-            slot.in_use = false;
+        if !left.is_empty() {
+            let _ = complete_all(&self.link, left);
         }
         Ok(())
     }
@@ -419,6 +425,8 @@ impl Device for MpiDevice {
         self.submit(queue, InFlight::reply(self.rank, tag))
     }
 
+    /// The request is encoded in a buffer of the thread's, and the queue table is looked at
+    /// once: an empty region is this and one reply.
     fn launch_kernel(
         &self,
         kernel: KernelHandle,
@@ -426,18 +434,47 @@ impl Device for MpiDevice {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
-        let tag = self.link.tag();
-        let mut request = Writer::request(Op::Launch, tag, self.remote);
-        request
-            .u64(kernel.0)
-            .u64(self.remote_queue(queue)?.0)
-            .launch_config(config)
-            .u32(args.len() as u32);
-        for a in args {
-            request.u64(*a as u64);
+        thread_local! {
+            static REQUEST: std::cell::RefCell<Writer> = std::cell::RefCell::new(Writer::default());
         }
-        self.link.send(self.rank, &request)?;
-        self.submit(queue, InFlight::reply(self.rank, tag))
+        let tag = self.link.tag();
+        let encode = |request: &mut Writer, remote: QueueHandle| {
+            request.start(Op::Launch, tag, self.remote);
+            request
+                .u64(kernel.0)
+                .u64(remote.0)
+                .launch_config(config)
+                .u32(args.len() as u32);
+            for a in args {
+                request.u64(*a as u64);
+            }
+        };
+        REQUEST.with(|request| {
+            let mut request = request.borrow_mut();
+            if queue == QueueHandle::SYNC {
+                encode(&mut request, QueueHandle::SYNC);
+                self.link.send(self.rank, &request)?;
+                return complete(&self.link, InFlight::reply(self.rank, tag));
+            }
+            let index = queue.0.wrapping_sub(1) as usize;
+            {
+                let mut slots = self.slots();
+                let slot = slots.get_mut(index).filter(|s| s.in_use).ok_or_else(|| {
+                    PluginError::invalid_argument(format!("unknown queue {}", queue.0))
+                })?;
+                encode(&mut request, slot.remote);
+                slot.pending
+                    .push(Pending::Request(InFlight::reply(self.rank, tag)));
+            }
+            if let Err(e) = self.link.send(self.rank, &request) {
+                // No reply will come for a request that was not sent.
+                if let Some(slot) = self.slots().get_mut(index) {
+                    slot.pending.pop();
+                }
+                return Err(e);
+            }
+            Ok(())
+        })
     }
 
     fn synchronize(&self, queue: QueueHandle) -> Result<()> {

@@ -132,8 +132,7 @@ impl Link {
             }
             true
         };
-        let comm = mpi.duplicate(mpi.world())?;
-        let roles = mpi.all_gather(comm, ROLE_PROGRAM)?;
+        let (comm, roles) = mpi_wire::exchange_roles(&mpi, ROLE_PROGRAM)?;
         let me = mpi.rank(comm)?;
         let ranks_of = |role| -> Vec<i32> {
             (0..roles.len() as i32)
