@@ -152,18 +152,25 @@ impl WorkTimer {
             None => true,
         };
         if stale {
-            let event = match reference.take() {
-                Some(old) => old.event,
-                None => self.take_event(driver)?,
-            };
+            if let Some(old) = reference.take() {
+                self.give_back([old.event]);
+            }
+            // An event per try: the kept window must go with the record it timed.
+            let mut used = Vec::with_capacity(CALIBRATION_TRIES);
             let calibrated = ClockMapping::calibrate(CALIBRATION_TRIES, || {
+                let event = self.take_event(driver)?;
+                used.push(event);
                 driver.record(event, idle)?;
-                driver.wait(event)
+                driver.wait(event)?;
+                Ok(event)
             });
             match calibrated {
-                Ok(((), clock)) => *reference = Some(Reference { event, clock }),
+                Ok((event, clock)) => {
+                    self.give_back(used.into_iter().filter(|e| *e != event));
+                    *reference = Some(Reference { event, clock });
+                }
                 Err(e) => {
-                    self.give_back([event]);
+                    self.give_back(used);
                     return Err(e);
                 }
             }
@@ -307,6 +314,13 @@ mod tests {
         // calibration stream.
         assert_eq!(timer.times(&fake, stream(8), stream(99)).unwrap().len(), 1);
         assert!(fake.records.borrow().iter().any(|&(_, s)| s == 99));
+        // Calibration used an event per try and kept one as the reference: every other event
+        // is idle again.
+        assert_eq!(
+            timer.idle.lock().unwrap().len() + 1,
+            *fake.next.borrow(),
+            "events leaked"
+        );
     }
 
     #[test]
