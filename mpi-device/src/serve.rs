@@ -388,9 +388,8 @@ impl Server {
                 return Ok(false);
             }
             Op::Launch => {
-                let (kernel, queue) = (KernelHandle(r.u64()?), QueueHandle(r.u64()?));
-                let config = r.launch_config()?;
-                let count = r.u32()? as usize;
+                let (kernel, queue, config, count) = r.launch()?;
+                let (kernel, queue) = (KernelHandle(kernel), QueueHandle(queue));
                 let mut args: smallvec::SmallVec<[usize; 16]> =
                     smallvec::SmallVec::with_capacity(count);
                 for _ in 0..count {

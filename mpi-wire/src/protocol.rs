@@ -89,6 +89,12 @@ impl Op {
     }
 }
 
+/// A request's header: operation, reply tag, device.
+const HEADER: usize = 1 + 4 + 4;
+/// A launch request up to its argument values: header, kernel, queue, 12 bytes of teams and
+/// of threads, shared memory, trip count, version, flags, argument count.
+const LAUNCH_FIXED: usize = HEADER + 8 + 8 + 12 + 12 + 4 + 8 + 4 + 8 + 4;
+
 /// Builds a message.
 #[derive(Default)]
 pub struct Writer(pub Vec<u8>);
@@ -141,14 +147,45 @@ impl Writer {
     pub fn str(&mut self, v: &str) -> &mut Self {
         self.bytes(v.as_bytes())
     }
-    pub fn launch_config(&mut self, c: &LaunchConfig) -> &mut Self {
+    /// A launch request whole: header, kernel, queue, configuration and argument values, in
+    /// one fixed block and one write for the values (an empty region's request is encoded in
+    /// a few dozen instructions; the fields are those of [`Reader::launch`]).
+    pub fn launch(
+        &mut self,
+        reply_tag: i32,
+        device: u32,
+        kernel: u64,
+        queue: u64,
+        c: &LaunchConfig,
+        args: &[usize],
+    ) -> &mut Self {
+        let mut b = [0u8; LAUNCH_FIXED];
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            b[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        put(&[Op::Launch as u8]);
+        put(&reply_tag.to_le_bytes());
+        put(&device.to_le_bytes());
+        put(&kernel.to_le_bytes());
+        put(&queue.to_le_bytes());
         for v in c.num_teams.iter().chain(&c.thread_limit) {
-            self.u32(*v);
+            put(&v.to_le_bytes());
         }
-        self.u32(c.dyn_shared_mem)
-            .u64(c.tripcount)
-            .u32(c.kernel_args_version)
-            .u64(c.flags)
+        put(&c.dyn_shared_mem.to_le_bytes());
+        put(&c.tripcount.to_le_bytes());
+        put(&c.kernel_args_version.to_le_bytes());
+        put(&c.flags.to_le_bytes());
+        put(&(args.len() as u32).to_le_bytes());
+        debug_assert_eq!(at, LAUNCH_FIXED);
+        self.0.clear();
+        self.0.reserve(LAUNCH_FIXED + 8 * args.len());
+        self.0.extend_from_slice(&b);
+        for a in args {
+            self.0.extend_from_slice(&(*a as u64).to_le_bytes());
+        }
+        self
     }
 }
 
@@ -202,19 +239,28 @@ impl<'a> Reader<'a> {
     pub fn str(&mut self) -> Result<&'a str, PluginError> {
         std::str::from_utf8(self.bytes()?).map_err(|_| malformed("text"))
     }
-    pub fn launch_config(&mut self) -> Result<LaunchConfig, PluginError> {
-        let mut c = LaunchConfig::default();
-        for v in c.num_teams.iter_mut() {
-            *v = self.u32()?;
+    /// The rest of a launch request after its header ([`Writer::launch`]): kernel, queue,
+    /// configuration and the number of argument values, which follow (read with `u64`).
+    pub fn launch(&mut self) -> Result<(u64, u64, LaunchConfig, usize), PluginError> {
+        let b: &[u8; LAUNCH_FIXED - HEADER] = self
+            .take(LAUNCH_FIXED - HEADER)?
+            .try_into()
+            .expect("the length taken");
+        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        let config = LaunchConfig {
+            num_teams: [u32_at(16), u32_at(20), u32_at(24)],
+            thread_limit: [u32_at(28), u32_at(32), u32_at(36)],
+            dyn_shared_mem: u32_at(40),
+            tripcount: u64_at(44),
+            kernel_args_version: u32_at(52),
+            flags: u64_at(56),
+        };
+        let count = u32_at(64) as usize;
+        if self.bytes.len() < count * 8 {
+            return Err(malformed("too few launch arguments"));
         }
-        for v in c.thread_limit.iter_mut() {
-            *v = self.u32()?;
-        }
-        c.dyn_shared_mem = self.u32()?;
-        c.tripcount = self.u64()?;
-        c.kernel_args_version = self.u32()?;
-        c.flags = self.u64()?;
-        Ok(c)
+        Ok((u64_at(0), u64_at(8), config, count))
     }
     /// A request's operation, reply tag and device.
     pub fn request(&mut self) -> Result<(Op, i32, u32), PluginError> {
@@ -246,18 +292,29 @@ mod tests {
             kernel_args_version: 3,
             flags: LaunchConfig::LLVM22_PROGRAM | 1,
         };
-        let mut w = Writer::request(Op::Launch, 77, 2);
-        w.u64(0xdead_beef)
-            .launch_config(&config)
-            .bytes(&[1, 2, 3])
-            .str("k");
+        let mut w = Writer::request(Op::Alloc, 77, 2);
+        w.u64(0xdead_beef).bytes(&[1, 2, 3]).str("k");
         let mut r = Reader::new(&w.0);
-        assert_eq!(r.request().unwrap(), (Op::Launch, 77, 2));
+        assert_eq!(r.request().unwrap(), (Op::Alloc, 77, 2));
         assert_eq!(r.u64().unwrap(), 0xdead_beef);
-        assert_eq!(r.launch_config().unwrap(), config);
         assert_eq!(r.bytes().unwrap(), &[1, 2, 3]);
         assert_eq!(r.str().unwrap(), "k");
         assert!(r.u8().is_err(), "reading past the end is an error");
+
+        let mut w = Writer::default();
+        w.launch(78, 3, 0xfeed, 9, &config, &[5, usize::MAX]);
+        let mut r = Reader::new(&w.0);
+        assert_eq!(r.request().unwrap(), (Op::Launch, 78, 3));
+        assert_eq!(r.launch().unwrap(), (0xfeed, 9, config, 2));
+        assert_eq!((r.u64().unwrap(), r.u64().unwrap()), (5, u64::MAX));
+        assert!(r.u8().is_err(), "nothing follows the arguments");
+
+        // A request cut short, in its fixed part or its values, is refused.
+        for cut in [w.0.len() - 1, LAUNCH_FIXED - 1] {
+            let mut r = Reader::new(&w.0[..cut]);
+            r.request().unwrap();
+            assert!(r.launch().is_err(), "cut at {cut}");
+        }
     }
 
     #[test]

@@ -856,6 +856,9 @@ struct PackedPrivate {
 /// device addresses of mapped data (translated from each argument's base), as LLVM's
 /// `processDataBefore`.
 pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<KernelValues> {
+    if args.is_empty() {
+        return Ok(KernelValues::new());
+    }
     let mut values = KernelValues::with_capacity(args.len());
     let mut positions: SmallVec<[usize; 8]> = smallvec![usize::MAX; args.len()];
     let mut packed: SmallVec<[PackedPrivate; 4]> = SmallVec::new();

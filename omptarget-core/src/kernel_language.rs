@@ -80,7 +80,7 @@ pub fn launch(
         flags: kernel.launch_flags(0),
         ..Default::default()
     };
-    let mut queue = ConstructQueue::new(device)?;
+    let mut queue = ConstructQueue::new(device);
     let launched = queue.launch_params(kernel.handle, params, &config);
     let finished = queue.finish();
     launched.and(finished)

@@ -38,17 +38,23 @@ thread_local! {
 /// # Safety
 /// `slot` is libomp's handle slot of the calling task (from
 /// [`crate::host_openmp::target_task_handle_slot`]).
+/// The queue is borrowed, and moved out only when it is deferred: a construct's queue is a few
+/// hundred bytes, and every construct would otherwise copy it.
 pub unsafe fn finish_or_defer(
-    mut queue: ConstructQueue<'static>,
+    queue: &mut ConstructQueue<'static>,
     slot: Option<*mut *mut c_void>,
     loc: *const Ident,
 ) -> crate::error::Result<()> {
     let Some(slot) = slot else {
-        return queue.finish();
+        return queue.finish_in_place();
     };
     if queue.is_done()? {
-        return queue.finish();
+        return queue.finish_in_place();
     }
+    // A finished queue takes its place, so that the caller's drop does nothing.
+    let mut finished = ConstructQueue::new(queue.device);
+    finished.finish_in_place()?;
+    let queue = std::mem::replace(queue, finished);
     // SAFETY: the caller's slot, as promised.
     unsafe { defer(queue, slot, loc) };
     Ok(())

@@ -46,8 +46,8 @@ pub struct ConstructQueue<'d> {
 }
 
 impl<'d> ConstructQueue<'d> {
-    pub fn new(device: &'d Device) -> Result<Self> {
-        Ok(ConstructQueue {
+    pub fn new(device: &'d Device) -> Self {
+        ConstructQueue {
             device,
             unified_shared_memory: crate::runtime::Runtime::get().unified_shared_memory(),
             handle: None,
@@ -60,7 +60,7 @@ impl<'d> ConstructQueue<'d> {
             created: SmallVec::new(),
             placed: SmallVec::new(),
             finished: false,
-        })
+        }
     }
 
     /// The plugin queue, taken now if no work was submitted yet; for calls this type does not
@@ -253,12 +253,17 @@ impl<'d> ConstructQueue<'d> {
     }
 
     pub fn release_after_sync(&mut self, ended: Ended) {
-        self.ended.extend(ended);
+        if !ended.is_empty() {
+            self.ended.extend(ended);
+        }
     }
 
     /// Removes the mappings this construct ended that nothing references any more, unless
     /// another construct is still ending them (it will remove them).
     fn remove_released_mappings(&mut self) {
+        if self.ended.is_empty() {
+            return;
+        }
         let ended = std::mem::take(&mut self.ended);
         let mapping = &self.device.mapping;
         for (key, may_remove) in ended {
@@ -424,7 +429,14 @@ impl<'d> ConstructQueue<'d> {
     }
 
     /// Waits for everything queued, then runs the deferred work.
+    #[inline]
     pub fn finish(mut self) -> Result<()> {
+        self.complete()
+    }
+
+    /// As `finish`, for a queue the caller keeps (it is then finished: dropping it does
+    /// nothing more).
+    pub fn finish_in_place(&mut self) -> Result<()> {
         self.complete()
     }
 
@@ -469,9 +481,11 @@ impl<'d> ConstructQueue<'d> {
             let _ = self.device.plugin.release_queue(self.device.local, queue);
         }
         self.remove_released_mappings();
-        for ptr in std::mem::take(&mut self.frees) {
-            if let Err(e) = self.device.free(ptr, AllocKind::DEFAULT) {
-                log::warn!("{e}");
+        if !self.frees.is_empty() {
+            for ptr in std::mem::take(&mut self.frees) {
+                if let Err(e) = self.device.free(ptr, AllocKind::DEFAULT) {
+                    log::warn!("{e}");
+                }
             }
         }
         self.staged.clear();

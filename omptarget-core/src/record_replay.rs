@@ -349,7 +349,7 @@ pub fn replay(device: &Device, replay: &Replay<'_>) -> Result<()> {
     })?;
     let name = kernel_name(replay.region_id).unwrap_or_default();
     let memory = state.alloc(replay.memory.len() as u64)?;
-    let mut queue = crate::queue::ConstructQueue::new(device)?;
+    let mut queue = crate::queue::ConstructQueue::new(device);
     let handle = queue.handle()?;
     if !replay.memory.is_empty() {
         device

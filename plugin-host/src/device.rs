@@ -262,16 +262,23 @@ impl Device for HostDevice {
         }
         // From KernelArgsTy version 3 on, kernels take the launch environment first. Host kernels
         // do not read it (LLVM passes no environment for them either), so it is null.
-        // Inline for the usual few arguments: no allocation per launch.
-        let mut full_args: smallvec::SmallVec<[usize; 16]> =
-            smallvec::SmallVec::with_capacity(args.len() + 1);
-        if config.kernel_args_version >= 3 {
-            full_args.push(0);
-        }
-        full_args.extend_from_slice(args);
+        // On the stack for the usual few arguments: no allocation per launch.
+        let environment = usize::from(config.kernel_args_version >= 3);
+        let count = environment + args.len();
+        let mut inline = [0usize; 17];
+        let on_heap: Vec<usize>;
+        let full_args: &[usize] = if count <= inline.len() {
+            inline[environment..count].copy_from_slice(args);
+            &inline[..count]
+        } else {
+            let mut all = vec![0; count];
+            all[environment..].copy_from_slice(args);
+            on_heap = all;
+            &on_heap
+        };
         // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel), and
         // clang's x86-64 kernels take one pointer-sized value per argument.
-        unsafe { sys::call_with_args(kernel.0 as usize, &full_args) };
+        unsafe { sys::call_with_args(kernel.0 as usize, full_args) };
         Ok(())
     }
 

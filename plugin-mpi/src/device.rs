@@ -10,6 +10,7 @@ use crate::link::{mpi_error, Link};
 use mpi_wire::mpi::Request;
 use mpi_wire::protocol::{Op, Reader, Writer};
 use plugin_api::*;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,10 +40,14 @@ impl InFlight {
     }
 }
 
+/// A queue's work in flight, in submission order: most often one request (a construct's
+/// launch), kept inline so that a construct allocates nothing here.
+type Work = SmallVec<[Pending; 2]>;
+
 /// Work recorded by an event: completed once, by its first waiter.
 #[derive(Default)]
 struct Batch {
-    work: Mutex<Vec<Pending>>,
+    work: Mutex<Work>,
     outcome: OnceLock<Result<()>>,
 }
 
@@ -65,7 +70,7 @@ impl Batch {
 
 /// Waits for every piece of work, in order; the first failure is the result (later work is
 /// still waited for, so that no reply is left unread).
-fn complete_all(link: &Link, work: Vec<Pending>) -> Result<()> {
+fn complete_all(link: &Link, work: Work) -> Result<()> {
     let mut first = Ok(());
     for piece in work {
         let outcome = match piece {
@@ -80,6 +85,9 @@ fn complete_all(link: &Link, work: Vec<Pending>) -> Result<()> {
 }
 
 fn complete(link: &Link, r: InFlight) -> Result<()> {
+    if r.sends.is_empty() && r.receives.is_empty() {
+        return link.outcome(r.rank, r.tag);
+    }
     let sent = link.wait(r.sends);
     match link.outcome(r.rank, r.tag) {
         Ok(()) => link.wait(r.receives).and(sent),
@@ -99,7 +107,7 @@ fn complete(link: &Link, r: InFlight) -> Result<()> {
 /// would otherwise cost a round trip.
 struct QueueSlot {
     remote: QueueHandle,
-    pending: Vec<Pending>,
+    pending: Work,
     in_use: bool,
 }
 
@@ -170,9 +178,9 @@ impl MpiDevice {
         Ok(())
     }
 
-    fn take_queue(&self, queue: QueueHandle) -> Vec<Pending> {
+    fn take_queue(&self, queue: QueueHandle) -> Work {
         if queue == QueueHandle::SYNC {
-            return Vec::new();
+            return Work::new();
         }
         self.slots()
             .get_mut(queue.0.wrapping_sub(1) as usize)
@@ -305,7 +313,7 @@ impl Device for MpiDevice {
         let mut slots = self.slots();
         slots.push(QueueSlot {
             remote,
-            pending: Vec::new(),
+            pending: Work::new(),
             in_use: true,
         });
         Ok(QueueHandle(slots.len() as u64))
@@ -316,14 +324,15 @@ impl Device for MpiDevice {
         let left = match self.slots().get_mut(queue.0.wrapping_sub(1) as usize) {
             Some(slot) => {
                 slot.in_use = false;
+                if slot.pending.is_empty() {
+                    return Ok(());
+                }
                 std::mem::take(&mut slot.pending)
             }
-            None => Vec::new(),
+            None => return Ok(()),
         };
         // The core synchronised it; anything left is waited for so no reply stays unread.
-        if !left.is_empty() {
-            let _ = complete_all(&self.link, left);
-        }
+        let _ = complete_all(&self.link, left);
         Ok(())
     }
 
@@ -439,15 +448,7 @@ impl Device for MpiDevice {
         }
         let tag = self.link.tag();
         let encode = |request: &mut Writer, remote: QueueHandle| {
-            request.start(Op::Launch, tag, self.remote);
-            request
-                .u64(kernel.0)
-                .u64(remote.0)
-                .launch_config(config)
-                .u32(args.len() as u32);
-            for a in args {
-                request.u64(*a as u64);
-            }
+            request.launch(tag, self.remote, kernel.0, remote.0, config, args);
         };
         REQUEST.with(|request| {
             let mut request = request.borrow_mut();

@@ -36,6 +36,10 @@ pub unsafe fn read_map_args(
     mappers: *const *const c_void,
 ) -> MapArgs {
     let count = count.max(0) as usize;
+    if count == 0 {
+        // Regions without captures are common; collecting nothing still costs a reservation.
+        return MapArgs::new();
+    }
     // SAFETY (all reads): index < count and the arrays hold `count` elements (caller's promise).
     let at = |p: *const i64, i: usize| if p.is_null() { 0 } else { unsafe { *p.add(i) } };
     let ptr_at = |p: *const *mut c_void, i: usize| {

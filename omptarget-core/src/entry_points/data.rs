@@ -84,7 +84,7 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
     );
     let outcome: Result<()> = runtime.prepare(device).and_then(|_| {
         let _construct = ompt::ConstructScope::begin(op.tool_kind(), device.id);
-        let mut queue = ConstructQueue::new(device)?;
+        let mut queue = ConstructQueue::new(device);
         match op {
             DataOp::Begin => {
                 for (index, device_base) in data_ops::begin(&mut queue, &map_args)? {

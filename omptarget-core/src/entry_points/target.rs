@@ -59,7 +59,7 @@ fn launch(
         request.thread_limit,
         crate::abi::map_args::describe(&args)
     );
-    let mut queue = ConstructQueue::new(device)?;
+    let mut queue = ConstructQueue::new(device);
     let before = |e: OffloadError| {
         e.with_context("Call to targetDataBegin failed, abort target.")
             .with_context("Failed to process data before launching the kernel.")
@@ -100,7 +100,7 @@ fn launch(
             .with_context("Failed to process data after launching the kernel.")
     })?;
     // SAFETY: `defer` is the running task's slot, taken by `target_kernel`.
-    unsafe { crate::nowait::finish_or_defer(queue, defer, loc) }
+    unsafe { crate::nowait::finish_or_defer(&mut queue, defer, loc) }
 }
 
 /// `nowait`: the construct may complete after returning (the `_nowait` entry point; the
@@ -120,9 +120,10 @@ fn target_kernel(
         return OFFLOAD_FAIL; // the program runs its host version
     };
     // SAFETY: `args` is the compiler's KernelArgsTy (or null, which is refused).
-    let outcome = unsafe { read_kernel_args(args, num_teams, thread_limit) }
-        .map_err(|e| OffloadError::new(e.to_string()))
-        .and_then(|request| {
+    // (A match, not combinators: the request is read in place, never moved.)
+    let outcome = match unsafe { read_kernel_args(args, num_teams, thread_limit) } {
+        Err(e) => Err(OffloadError::new(e.to_string())),
+        Ok(request) => {
             // With a tool attached, the construct completes in its task, so that all its
             // events fall between its begin and end on its thread (LLVM's deferred ends report
             // the last data operations after the construct's end, on another thread).
@@ -136,7 +137,8 @@ fn target_kernel(
                 None
             };
             launch(runtime, loc, region as usize, device, &request, defer)
-        });
+        }
+    };
     match outcome {
         Ok(()) => {
             runtime.construct_succeeded(loc);
