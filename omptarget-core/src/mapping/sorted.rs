@@ -1,6 +1,7 @@
 //! Range lookups over a set of non-overlapping mappings ordered by host start address.
 
 use super::Mapping;
+use plugin_api::address_map::AddressMap;
 use std::collections::BTreeMap;
 
 /// The host range an entry covers, and the base of its list item (zero-length sections
@@ -53,25 +54,56 @@ impl<K> Lookup<K> {
     }
 }
 
+/// Where an entry lies, kept in the ordered index so that range searches touch no entry.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    base: usize,
+    end: usize,
+}
+
+/// The entries by host start, twice: an ordered index of their spans for range searches, and
+/// the entries themselves hashed by start. Most lookups name a mapping's own start (a
+/// `present` region, an exit of what was entered) and are answered by one hash probe, in time
+/// that does not grow with the table; a B-tree search, over 16-byte spans rather than whole
+/// entries, answers the rest. Both change together, under the caller's lock.
 #[derive(Debug)]
 pub struct SortedMappings<V> {
-    by_host_begin: BTreeMap<usize, V>,
+    spans: BTreeMap<usize, Span>,
+    entries: AddressMap<usize, V>,
 }
 
 impl<V> Default for SortedMappings<V> {
     fn default() -> Self {
         SortedMappings {
-            by_host_begin: BTreeMap::new(),
+            spans: BTreeMap::new(),
+            entries: AddressMap::default(),
         }
     }
 }
 
 impl<V: Extent> SortedMappings<V> {
     pub fn is_empty(&self) -> bool {
-        self.by_host_begin.is_empty()
+        self.entries.is_empty()
     }
 
     pub fn lookup(&self, begin: usize, size: u64) -> Lookup {
+        // A mapping starting at `begin` that holds `begin` is the answer whatever the size:
+        // inside it, or overlapping it (any other mapping the range reaches starts at its end
+        // or later, and the mapping holding `begin` names an overlap). A zero-length one holds
+        // only zero-length sections; the searches below decide the rest.
+        if let Some(m) = self.entries.get(&begin) {
+            let end = begin.saturating_add(size as usize);
+            if size == 0 {
+                return Lookup::Contained(begin);
+            }
+            if begin < m.end() {
+                return if end <= m.end() {
+                    Lookup::Contained(begin)
+                } else {
+                    Lookup::Extends(begin)
+                };
+            }
+        }
         if size == 0 {
             return self.lookup_address(begin);
         }
@@ -79,13 +111,13 @@ impl<V: Extent> SortedMappings<V> {
         // One search answers the usual cases: the last mapping starting before `end`. Starting
         // at or before `begin`, it is the only one that can hold `begin` (mappings do not
         // overlap), and none starts in between.
-        let Some((&start, m)) = self.by_host_begin.range(..end).next_back() else {
+        let Some((&start, span)) = self.spans.range(..end).next_back() else {
             return Lookup::Absent;
         };
         if start <= begin {
-            return if begin >= m.end() {
+            return if begin >= span.end {
                 Lookup::Absent
-            } else if end <= m.end() {
+            } else if end <= span.end {
                 Lookup::Contained(start)
             } else {
                 Lookup::Extends(start)
@@ -99,13 +131,13 @@ impl<V: Extent> SortedMappings<V> {
     /// A zero-length section (OpenMP 5.1 "pointer initialization"): found in the mapping that
     /// holds the address, or whose list item's base..end range holds it.
     fn lookup_address(&self, address: usize) -> Lookup {
-        if let Some((&start, m)) = self.by_host_begin.range(..=address).next_back() {
-            if address < m.end() || address < m.base() || address == m.begin() {
+        if let Some((&start, span)) = self.spans.range(..=address).next_back() {
+            if address < span.end || address < span.base || address == start {
                 return Lookup::Contained(start);
             }
         }
-        if let Some((&start, m)) = self.by_host_begin.range(address + 1..).next() {
-            if address >= m.base() {
+        if let Some((&start, span)) = self.spans.range(address + 1..).next() {
+            if address >= span.base {
                 return Lookup::Contained(start);
             }
         }
@@ -114,54 +146,71 @@ impl<V: Extent> SortedMappings<V> {
 
     /// A mapping overlapping [begin, end), if any.
     pub fn first_overlapping(&self, begin: usize, end: usize) -> Option<usize> {
-        if let Some((&start, m)) = self.by_host_begin.range(..=begin).next_back() {
-            if begin < m.end() {
+        if let Some((&start, span)) = self.spans.range(..=begin).next_back() {
+            if begin < span.end {
                 return Some(start);
             }
         }
-        self.by_host_begin
-            .range(begin..end)
-            .next()
-            .map(|(&start, _)| start)
+        self.spans.range(begin..end).next().map(|(&start, _)| start)
     }
 
     pub fn get(&self, host_begin: usize) -> Option<&V> {
-        self.by_host_begin.get(&host_begin)
+        self.entries.get(&host_begin)
     }
 
     pub fn get_mut(&mut self, host_begin: usize) -> Option<&mut V> {
-        self.by_host_begin.get_mut(&host_begin)
+        self.entries.get_mut(&host_begin)
     }
 
     pub fn insert(&mut self, entry: V) {
-        self.by_host_begin.insert(entry.begin(), entry);
+        let start = entry.begin();
+        let span = Span {
+            base: entry.base(),
+            end: entry.end(),
+        };
+        self.spans.insert(start, span);
+        self.entries.insert(start, entry);
     }
 
-    /// Changes the entry starting at `host_begin`, removing it when `change` returns true,
-    /// with one search: `None` when there is no such entry, else the removed entry if any.
+    /// Changes the entry starting at `host_begin`, removing it when `change` returns true:
+    /// `None` when there is no such entry, else the removed entry if any.
     pub fn change_or_remove(
         &mut self,
         host_begin: usize,
         change: impl FnOnce(&mut V) -> bool,
     ) -> Option<Option<V>> {
-        use std::collections::btree_map::Entry;
-        match self.by_host_begin.entry(host_begin) {
+        use std::collections::hash_map::Entry;
+        match self.entries.entry(host_begin) {
             Entry::Vacant(_) => None,
-            Entry::Occupied(mut entry) => Some(change(entry.get_mut()).then(|| entry.remove())),
+            Entry::Occupied(mut entry) => {
+                if !change(entry.get_mut()) {
+                    return Some(None);
+                }
+                self.spans.remove(&host_begin);
+                Some(Some(entry.remove()))
+            }
         }
     }
 
     pub fn remove(&mut self, host_begin: usize) -> Option<V> {
-        self.by_host_begin.remove(&host_begin)
+        let entry = self.entries.remove(&host_begin)?;
+        self.spans.remove(&host_begin);
+        Some(entry)
     }
 
+    /// The entries in host address order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.by_host_begin.values()
+        self.spans
+            .keys()
+            .filter_map(|start| self.entries.get(start))
     }
 
-    /// Removes and returns every entry.
+    /// Removes and returns every entry, in host address order.
     pub fn drain(&mut self) -> impl Iterator<Item = V> {
-        std::mem::take(&mut self.by_host_begin).into_values()
+        let mut entries = std::mem::take(&mut self.entries);
+        std::mem::take(&mut self.spans)
+            .into_keys()
+            .filter_map(move |start| entries.remove(&start))
     }
 }
 
@@ -202,6 +251,42 @@ pub(super) mod tests {
         assert_eq!(t.first_overlapping(1099, 1200), Some(1000));
         assert_eq!(t.first_overlapping(1100, 1200), None);
         assert_eq!(t.get(1000).unwrap().device_address(1010), 0x10_0000 + 1010);
+    }
+
+    /// The lookup of the search alone (without the probe of mappings' own starts), for
+    /// comparison.
+    fn searched(t: &SortedMappings<Mapping>, begin: usize, size: u64) -> Lookup {
+        // With no entries to probe, only the searches of the spans answer.
+        let without_probe = SortedMappings::<Mapping> {
+            spans: t.spans.clone(),
+            entries: AddressMap::default(),
+        };
+        without_probe.lookup(begin, size)
+    }
+
+    #[test]
+    fn a_probe_of_mapping_starts_answers_as_the_search_does() {
+        let mut t = SortedMappings::default();
+        t.insert(mapping(1000, 100));
+        t.insert(mapping(1100, 0)); // zero-length, right after the first
+        t.insert(mapping(1200, 50));
+        let mut m = mapping(1300, 8);
+        m.host_base = 1290;
+        t.insert(m);
+        for begin in [1000, 1100, 1200, 1300, 1050, 1150, 1295] {
+            for size in [0, 1, 8, 50, 100, 150, 400] {
+                assert_eq!(
+                    t.lookup(begin, size),
+                    searched(&t, begin, size),
+                    "lookup({begin}, {size})"
+                );
+            }
+        }
+        let order: Vec<usize> = t.values().map(|m| m.host_begin).collect();
+        assert_eq!(order, [1000, 1100, 1200, 1300]);
+        let drained: Vec<usize> = t.drain().map(|m| m.host_begin).collect();
+        assert_eq!(drained, [1000, 1100, 1200, 1300]);
+        assert!(t.is_empty());
     }
 
     #[test]
