@@ -14,6 +14,7 @@
 #   dist/bin/omptarget-plugin-check        the plugin conformance checker, with the program
 #   dist/share/omptarget-rs/check_program.c  it takes as --image
 # Usage: scripts/build-dist.sh [DIST_DIR]   (default: ./dist)
+#   OMPTARGET_DIST_SYMBOLS=1 keeps the symbol tables (stripped by default, as packages are).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dist=${1:-$root/dist}
@@ -62,4 +63,10 @@ install -m 755 "$target/omptarget-info" "$dist/bin/omptarget-info"
 install -m 755 "$target/omptarget-plugin-check" "$dist/bin/omptarget-plugin-check"
 install -m 755 "$target/omptarget-mpi-device" "$dist/bin/omptarget-mpi-device"
 install -D -m 644 plugin-check/check_program.c "$dist/share/omptarget-rs/check_program.c"
+# As a distribution ships them: without symbol tables (a quarter of their size; the exported
+# dynamic symbols stay). OMPTARGET_DIST_SYMBOLS=1 keeps them, for profilers' function names.
+if [ -z "${OMPTARGET_DIST_SYMBOLS:-}" ]; then
+    strip --strip-unneeded "$dist/lib/libomptarget.so.22.1" "$dist"/lib/libomptarget.rtl.*.so \
+        "$dist"/emu/*.so.1 "$dist"/bin/omptarget-*
+fi
 echo "install tree: $dist"
