@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fetches LLVM's offload test suite (offload/test of Debian's source tarball of the installed
 # clang's version) for tests/src/llvm_suite.rs. LLVM's test files are not kept in this
-# repository, so CI fetches them.
+# repository, so CI fetches them. For 22, also the sources of LLVM 22's GPU device runtime
+# (openmp/device, with the headers it includes from libc/shared and offload/include), which
+# Debian does not package: scripts/build-llvm22-device-runtime.sh builds it.
 #
 #   scripts/fetch-llvm-offload-tests.sh [19|22]     (default 19)
 #     19: llvm-toolchain-19 1:19.1.7, for clang-19 against LLVM 19's runtime and ours
@@ -29,8 +31,12 @@ esac
 tarball=$name.orig.tar.xz
 url=${LLVM_OFFLOAD_SUITE_URL:-$pool/$tarball}
 tests=$dir/$name/offload/test
+parts=('*/offload/test/*')
+[ "${1:-19}" = 22 ] && parts+=('*/openmp/device/*' '*/libc/shared/*' '*/offload/include/*')
+# Every part extracted: the last one's folder exists.
+last=${parts[-1]#\*/}; last=${last%/\*}
 
-if [ -e "$tests/lit.cfg" ]; then
+if [ -e "$tests/lit.cfg" ] && [ -d "$dir/$name/$last" ]; then
     echo "$tests"
     exit 0
 fi
@@ -46,14 +52,14 @@ if ! echo "$sha256  $dir/$tarball" | sha256sum -c --status 2>/dev/null; then
         { echo "checksum mismatch for $url" >&2; rm -f "$dir/$tarball.part"; exit 1; }
     mv "$dir/$tarball.part" "$dir/$tarball"
 fi
-echo "extracting offload/test from $tarball" >&2
+echo "extracting ${parts[*]} from $tarball" >&2
 # Extract aside and rename, so an interrupted run never looks complete.
 rm -rf "$dir/.extract-$name"
 mkdir -p "$dir/.extract-$name"
-tar -xJf "$dir/$tarball" -C "$dir/.extract-$name" --wildcards '*/offload/test/*'
+tar -xJf "$dir/$tarball" -C "$dir/.extract-$name" --wildcards "${parts[@]}"
 rm -rf "${dir:?}/$name"
 mv "$dir/.extract-$name/$name" "$dir/$name"
 rmdir "$dir/.extract-$name"
-# Only the tests are needed: the tarball is dropped once they are out.
+# Only these parts are needed: the tarball is dropped once they are out.
 rm -f "$dir/$tarball"
 echo "$tests"

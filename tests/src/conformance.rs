@@ -277,6 +277,10 @@ pub fn compile_for(
     let cpp = spec.path.extension().is_some_and(|e| e == "cpp");
     let mut cmd = compiler.command(cpp);
     match twin {
+        Some(gpu) if compiler == Compiler::Clang22 => {
+            cmd.env("PATH", crate::clang22_twin_path(gpu))
+                .args(crate::clang22_twin_flags(gpu));
+        }
         Some(EmulatedGpu::Cuda) => {
             let cuda = crate::nvptx_cuda_path();
             cmd.env("PATH", crate::path_with_ptxas())
@@ -541,7 +545,8 @@ fn check_one(path: &Path, compiler: Compiler, runtime: Runtime) -> Option<Outcom
         return None;
     }
     if let Some(gpu) = runtime.emulator() {
-        if compiler != Compiler::Clang19 || !spec.runs_on_emulator(gpu) {
+        // LLVM 19's runtime runs clang-19's programs only.
+        if (runtime.is_llvm() && compiler != Compiler::Clang19) || !spec.runs_on_emulator(gpu) {
             return None;
         }
     }

@@ -268,6 +268,28 @@ pub fn suite_passes_and_llvm_19_judges(
     );
 }
 
+/// The conformance suite built by clang-22, with LLVM 22's device runtime (built from LLVM
+/// 22's sources, [`crate::llvm22_device_runtime`]), on `gpu`'s emulator: our plugin passes
+/// every program. (LLVM 22's own plugins are not judged here: LLVM 19's are the emulators'
+/// judge.) Prints the count, naming the emulator `what`.
+pub fn clang_22_suite_passes(gpu: EmulatedGpu, what: &str) {
+    let ours = conformance::check_all(
+        &conformance::programs(),
+        &[crate::Compiler::Clang22],
+        Runtime::OursOnEmulator { gpu, delay_us: 0 },
+        2,
+    );
+    assert!(ours.len() >= 150, "only {} programs ran", ours.len());
+    if let Some(report) = conformance::failures(&ours) {
+        panic!("clang-22 builds: {report}");
+    }
+    eprintln!(
+        "on the {what}: ours passes {} of {} clang-22 programs",
+        passed(&ours).len(),
+        ours.len()
+    );
+}
+
 /// The programs LLVM 19 fails on `gpu`'s emulator, from the table in
 /// docs/emulated-drivers.md between the markers `<!-- llvm19-<plugin>-failures -->` (first
 /// column; a cell may name several programs).

@@ -302,41 +302,85 @@ pub fn compile_amdgpu_twin(source: &str) -> PathBuf {
     )
 }
 
-/// As [`compile_amdgpu_twin`], with clang-22. LLVM 22's AMDGPU device runtime and lld are not
-/// packaged for this system, so the gfx90a image links LLVM 19's device runtime
-/// (`libomptarget-amdgpu-gfx90a.bc`, as [`compile_cuda_twin_clang22`] does for sm_90) and is
-/// linked by LLVM 19's `ld.lld` (found first on the PATH through a directory of its own). It
-/// serves kernels without `parallel` regions.
+/// As [`compile_amdgpu_twin`], with clang-22 (see [`clang22_twin_flags`]).
 pub fn compile_amdgpu_twin_clang22(source: &str) -> PathBuf {
-    let lld = build_dir().join("lld-19-bin");
-    std::fs::create_dir_all(&lld).unwrap();
-    let link = lld.join("ld.lld");
-    if !link.exists() {
-        let _ = std::os::unix::fs::symlink("/usr/bin/ld.lld-19", &link);
-    }
-    let flags: Vec<String> = vec![
-        "-O2".into(),
-        "-nogpulib".into(),
-        "-Wno-unused-command-line-argument".into(),
-        "-fopenmp-targets=amdgcn-amd-amdhsa,x86_64-pc-linux-gnu".into(),
-        "-Xopenmp-target=amdgcn-amd-amdhsa".into(),
-        "-march=gfx90a".into(),
-        "-Xoffload-linker-amdgcn-amd-amdhsa".into(),
-        "/usr/lib/llvm-19/lib/libomptarget-amdgpu-gfx90a.bc".into(),
-        format!("-I{}", clang22_include().display()),
-        format!("-L{}", lib_dir().display()),
-        "-L/usr/lib/llvm-19/lib".into(),
-    ];
-    let path = format!(
-        "{}:{}",
-        lld.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let gpu = conformance::EmulatedGpu::Amdgpu;
+    let mut flags = vec!["-O2".to_string()];
+    flags.extend(clang22_twin_flags(gpu));
+    flags.push(format!("-I{}", clang22_include().display()));
+    flags.push(format!("-L{}", lib_dir().display()));
+    flags.push("-L/usr/lib/llvm-19/lib".into());
     let compiler = match source.ends_with(".cpp") {
         true => "clang++-22",
         false => "clang-22",
     };
-    build_once_with(compiler, source, "gfx90a-twin-clang22", &flags, &path)
+    build_once_with(
+        compiler,
+        source,
+        "gfx90a-twin-clang22",
+        &flags,
+        &clang22_twin_path(gpu),
+    )
+}
+
+/// LLVM 22's GPU device runtime for `target` (`nvptx` or `amdgpu`): Debian does not package
+/// it, so scripts/build-llvm22-device-runtime.sh builds it from LLVM 22's sources.
+pub fn llvm22_device_runtime(target: &str) -> PathBuf {
+    let file = workspace_root()
+        .join("target/llvm22-device-runtime")
+        .join(format!("libomptarget-{target}.bc"));
+    assert!(
+        file.exists(),
+        "LLVM 22's device runtime is not built ({}): run scripts/build-llvm22-device-runtime.sh \
+         (scripts/test.sh does)",
+        file.display()
+    );
+    file
+}
+
+/// clang-22 flags (beside its usual ones) for a `gpu` image with an x86-64 twin, whose kernels
+/// the emulated driver runs: the image links LLVM 22's device runtime
+/// ([`llvm22_device_runtime`]) explicitly (`-nogpulib`: clang-22 would look for the packaged
+/// one), with -foffload-lto for sm_90 as [`CUDA_TWIN_FLAGS`] says why.
+pub fn clang22_twin_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
+    let (triple, arch, runtime) = match gpu {
+        conformance::EmulatedGpu::Cuda => ("nvptx64-nvidia-cuda", "sm_90", "nvptx"),
+        conformance::EmulatedGpu::Amdgpu => ("amdgcn-amd-amdhsa", "gfx90a", "amdgpu"),
+    };
+    let mut flags = vec![
+        "-nogpulib".to_string(),
+        "-Wno-unused-command-line-argument".into(),
+        format!("-fopenmp-targets={triple},x86_64-pc-linux-gnu"),
+        format!("-Xopenmp-target={triple}"),
+        format!("-march={arch}"),
+        format!("-Xoffload-linker-{triple}"),
+        llvm22_device_runtime(runtime).display().to_string(),
+    ];
+    if gpu == conformance::EmulatedGpu::Cuda {
+        flags.push("-foffload-lto".into());
+        flags.push(format!("--cuda-path={}", nvptx_cuda_path().display()));
+    }
+    flags
+}
+
+/// `$PATH` for a clang-22 twin build: ptxas first for sm_90; for gfx90a, LLVM 22's `ld.lld`
+/// (clang runs `ld.lld`, and LLVM 19's, on the PATH, cannot read LLVM 22's bitcode), through a
+/// directory of its own.
+pub fn clang22_twin_path(gpu: conformance::EmulatedGpu) -> String {
+    if gpu == conformance::EmulatedGpu::Cuda {
+        return path_with_ptxas();
+    }
+    let lld = build_dir().join("lld-22-bin");
+    std::fs::create_dir_all(&lld).unwrap();
+    let link = lld.join("ld.lld");
+    if !link.exists() {
+        let _ = std::os::unix::fs::symlink("/usr/bin/ld.lld-22", &link);
+    }
+    format!(
+        "{}:{}",
+        lld.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// Where rocm-device-libs puts the AMDGPU device libraries (ocml, ockl, oclc_*).
@@ -386,34 +430,26 @@ fn build_once(source: &str, flavour: &str, flags: &[String], path: &str) -> Path
     build_once_with("clang-19", source, flavour, flags, path)
 }
 
-/// Compiles one C or C++ source with clang-22 into a program with an sm_90 image and its x86-64 twin,
-/// for the emulated CUDA driver. LLVM 22's GPU device runtime is not packaged for this system:
-/// the image links LLVM 19's (its sm_90 bitcode), which serves kernels that use nothing LLVM 22
-/// added to it (no `parallel` region: `__kmpc_parallel_60` is new). The kernels the emulator
-/// runs are the twin's, so the device runtime's code does not run; its globals and the kernels'
-/// environments are clang-22's.
+/// Compiles one C or C++ source with clang-22 into a program with an sm_90 image and its x86-64
+/// twin, for the emulated CUDA driver (see [`clang22_twin_flags`]).
 pub fn compile_cuda_twin_clang22(source: &str) -> PathBuf {
-    let (cuda, path) = (nvptx_cuda_path(), path_with_ptxas());
-    let flags: Vec<String> = vec![
-        "-O2".into(),
-        "-nogpulib".into(),
-        "-Wno-unused-command-line-argument".into(),
-        "-foffload-lto".into(),
-        "-fopenmp-targets=nvptx64-nvidia-cuda,x86_64-pc-linux-gnu".into(),
-        "-Xopenmp-target=nvptx64-nvidia-cuda".into(),
-        "-march=sm_90".into(),
-        format!("--cuda-path={}", cuda.display()),
-        "-Xoffload-linker-nvptx64-nvidia-cuda".into(),
-        "/usr/lib/llvm-19/lib/libomptarget-nvptx-sm_90.bc".into(),
-        format!("-I{}", clang22_include().display()),
-        format!("-L{}", lib_dir().display()),
-        "-L/usr/lib/llvm-19/lib".into(),
-    ];
+    let gpu = conformance::EmulatedGpu::Cuda;
+    let mut flags = vec!["-O2".to_string()];
+    flags.extend(clang22_twin_flags(gpu));
+    flags.push(format!("-I{}", clang22_include().display()));
+    flags.push(format!("-L{}", lib_dir().display()));
+    flags.push("-L/usr/lib/llvm-19/lib".into());
     let compiler = match source.ends_with(".cpp") {
         true => "clang++-22",
         false => "clang-22",
     };
-    build_once_with(compiler, source, "sm_90-twin-clang22", &flags, &path)
+    build_once_with(
+        compiler,
+        source,
+        "sm_90-twin-clang22",
+        &flags,
+        &clang22_twin_path(gpu),
+    )
 }
 
 fn build_once_with(

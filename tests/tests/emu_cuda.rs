@@ -27,6 +27,13 @@ fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
     emulated::suite_passes_and_llvm_19_judges(CUDA, "emulated CUDA driver", llvm_context_bug);
 }
 
+/// The suite built by clang-22 (team reductions and `parallel` regions included, with LLVM 22's
+/// device runtime built from its sources) passes through our plugin on the emulator.
+#[test]
+fn conformance_suite_built_by_clang_22_on_the_emulator() {
+    emulated::clang_22_suite_passes(CUDA, "emulated CUDA driver");
+}
+
 /// Runs a program on our runtime with offloading mandatory, tracing the driver calls.
 fn run_traced(exe: &Path, name: &str) -> (Option<i32>, String, String, String) {
     emulated::run_traced(CUDA, exe, name, &[])

@@ -21,6 +21,14 @@ fn conformance_suite_on_the_emulator_ours_and_llvm_19() {
     emulated::suite_passes_and_llvm_19_judges(AMDGPU, "emulated HSA runtime", |_| false);
 }
 
+/// The suite built by clang-22 (team reductions and `parallel` regions included, with LLVM 22's
+/// device runtime built from its sources, linked by lld-22) passes through our plugin on the
+/// emulator.
+#[test]
+fn conformance_suite_built_by_clang_22_on_the_emulator() {
+    emulated::clang_22_suite_passes(AMDGPU, "emulated HSA runtime");
+}
+
 /// Each HSA function the program uses fails once, at its first call and at its second: the
 /// right result or a clear error, never a crash, a hang or a silent wrong result.
 #[test]

@@ -1,4 +1,5 @@
 // RULE: LIBOMPTARGET_INFO=16 makes the plugin report each kernel launch with its name, blocks, threads and mode, in LLVM 22's wording (all three dimensions) for a clang-22 program
+// NOT-ON-EMULATOR: the launch line it expects is the host device's one team of one thread
 // COMPILERS: clang22
 // FLAGS: -g
 // ENV: LIBOMPTARGET_INFO=16

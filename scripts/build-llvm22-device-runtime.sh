@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds LLVM 22's GPU device runtime (openmp/device: the code every OpenMP kernel links, with
+# the team reductions and `parallel` regions of clang-22's programs), which Debian does not
+# package, from the sources scripts/fetch-llvm-offload-tests.sh 22 extracts from Debian's
+# LLVM 22 source tarball. The way LLVM's openmp/device/CMakeLists.txt builds it: each source
+# compiled by clang-22 to bitcode for the generic target, then linked into one module.
+#
+#   scripts/build-llvm22-device-runtime.sh [OUT]   (default target/llvm22-device-runtime)
+#
+# Writes OUT/libomptarget-nvptx.bc and OUT/libomptarget-amdgpu.bc, which clang-22 programs link
+# with -Xoffload-linker-<triple> (tests/src/lib.rs). Idempotent; prints OUT.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/target/llvm22-device-runtime}
+if [ -e "$out/libomptarget-nvptx.bc" ] && [ -e "$out/libomptarget-amdgpu.bc" ]; then
+    echo "$out"
+    exit 0
+fi
+tests=$("$root/scripts/fetch-llvm-offload-tests.sh" 22)
+src=$(cd "$tests/../.." && pwd)
+[ -e "$src/openmp/device/CMakeLists.txt" ] || { echo "no openmp/device in $src" >&2; exit 1; }
+
+# LLVM's compile options for the runtime (openmp/device/CMakeLists.txt), at its release -O3.
+common=(-O3 -flto -std=c++17 -fvisibility=hidden -nogpulib -nostdlibinc -fno-rtti
+        -fno-exceptions -fconvergent-functions -Wno-unknown-cuda-version
+        -mllvm -vectorize-slp=false -DSHARED_SCRATCHPAD_SIZE=512
+        -I"$src/openmp/device/include" -I"$src/libc" -I"$src/offload/include")
+build() { # name triple extra-options...
+    local name=$1 triple=$2; shift 2
+    local objects tmp
+    tmp=$(mktemp -d)
+    objects=()
+    for f in "$src"/openmp/device/src/*.cpp; do
+        # Stub.cpp is the runtime's host-side placeholder, not part of the GPU library.
+        [ "$(basename "$f")" = Stub.cpp ] && continue
+        clang++-22 --target="$triple" "${common[@]}" "$@" -c "$f" -o "$tmp/$(basename "$f" .cpp).bc"
+        objects+=("$tmp/$(basename "$f" .cpp).bc")
+    done
+    mkdir -p "$out"
+    # Written aside and renamed, so an interrupted build never looks complete.
+    /usr/lib/llvm-22/bin/llvm-link "${objects[@]}" -o "$out/.$name.part"
+    mv "$out/.$name.part" "$out/$name"
+    rm -rf "$tmp"
+}
+build libomptarget-nvptx.bc nvptx64-nvidia-cuda --cuda-feature=+ptx63
+build libomptarget-amdgpu.bc amdgcn-amd-amdhsa -Xclang -mcode-object-version=none
+echo "$out"
