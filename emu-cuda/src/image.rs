@@ -26,6 +26,8 @@ const R_CUDA_64: u32 = 2;
 const R_CUDA_G64: u32 = 4;
 /// A kernel's parameter space on devices of compute capability 7.0 and later (CUDA 12.1).
 const MAX_PARAM_BYTES: u32 = 32764;
+/// The most bytes of PTX variables with initialisers the reader builds (64 MiB).
+const MAX_INITIALISED_BYTES: usize = 64 << 20;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Kernel {
@@ -228,9 +230,11 @@ impl ModuleImage {
         Ok(image)
     }
 
-    /// PTX: `.entry` kernels (parameters: what `.param` lines say) and `.global` variables
-    /// (zero-initialised; the twin's storage is used where it has the variable). A kernel whose
-    /// parameters exceed the parameter space, as ptxas would, is refused.
+    /// PTX: `.entry` kernels (parameters: what `.param` lines say) and the module's `.global`
+    /// and `.const` variables with their initialisers (numbers, and addresses of variables as
+    /// relocations), in one section. The twin's storage is used where it has the variable. A
+    /// kernel whose parameters exceed the parameter space, as ptxas would, is refused, and so is
+    /// an initialiser this reader does not model (it says which).
     pub fn read_ptx(text: &str) -> Result<ModuleImage, String> {
         let mut image = ModuleImage::default();
         let mut globals = DataSection {
@@ -239,9 +243,15 @@ impl ModuleImage {
             bytes: Vec::new(),
             relocations: Vec::new(),
         };
+        // Initialisers are read once every variable is placed: they may name later ones.
+        let mut initialisers: Vec<(Global, usize, &str)> = Vec::new();
         let mut current: Option<String> = None;
+        let mut functions = std::collections::HashSet::new();
         for line in text.lines().map(str::trim) {
             let words: Vec<&str> = line.split_whitespace().collect();
+            if let Some(name) = ptx_function_name(line) {
+                functions.insert(name);
+            }
             if let Some(at) = words.iter().position(|w| *w == ".entry") {
                 let name = words.get(at + 1).map(|w| w.split('(').next().unwrap_or(""));
                 if let Some(name) = name.filter(|n| !n.is_empty()) {
@@ -269,29 +279,185 @@ impl ModuleImage {
                         })?;
                     k.params.push((offset, size));
                 }
-            } else if words.contains(&".global") && !line.contains('(') {
-                if let Some((name, size)) = ptx_global(&words) {
+            } else if current.is_none()
+                && (words.contains(&".global") || words.contains(&".const"))
+                && !line.contains('(')
+                || current.is_none() && is_initialised_variable(&words)
+            {
+                let (declaration, initialiser) = match line.split_once('=') {
+                    Some((d, i)) => (d, Some(i)),
+                    None => (line, None),
+                };
+                let words: Vec<&str> = declaration.split_whitespace().collect();
+                if let Some((name, size, element)) = ptx_global(&words) {
                     let placed = globals.size.checked_next_multiple_of(8);
                     let (offset, end) = placed
                         .and_then(|offset| Some((offset, offset.checked_add(size)?)))
                         .ok_or("the module's global variables overflow the address space")?;
                     globals.size = end;
-                    image.globals.insert(
-                        name,
-                        Global {
-                            section: 0,
-                            offset,
-                            size,
-                        },
-                    );
+                    let global = Global {
+                        section: 0,
+                        offset,
+                        size,
+                    };
+                    if let Some(i) = initialiser {
+                        initialisers.push((global.clone(), element, i));
+                    }
+                    image.globals.insert(name, global);
                 }
             } else if line.starts_with('}') {
                 current = None;
             }
         }
+        if !initialisers.is_empty() {
+            // The initial bytes are built here whole: a size no module's initialisers could
+            // fill is refused rather than allocated.
+            if globals.size > MAX_INITIALISED_BYTES {
+                return Err(format!(
+                    "the module's variables take {} bytes; the emulator builds the initial \
+                     bytes of at most {MAX_INITIALISED_BYTES}",
+                    globals.size
+                ));
+            }
+            globals.bytes = vec![0; globals.size];
+            for (global, element, initialiser) in initialisers {
+                let names = Names {
+                    variables: &image.globals,
+                    functions: &functions,
+                };
+                initialise(&mut globals, &names, &global, element, initialiser)?;
+            }
+        }
         image.sections.push(globals);
         Ok(image)
     }
+}
+
+/// A module-scope variable declared with an initialiser whose address expressions contain
+/// parentheses (`generic(x)`), which the `(` test above takes for a function.
+fn is_initialised_variable(words: &[&str]) -> bool {
+    let declaration = words.iter().take_while(|w| **w != "=");
+    let mut space = false;
+    for w in declaration {
+        if *w == ".global" || *w == ".const" {
+            space = true;
+        }
+        if w.contains('(') {
+            return false;
+        }
+    }
+    space && words.contains(&"=")
+}
+
+/// The function (`.entry` or `.func`) a PTX line declares or defines.
+fn ptx_function_name(line: &str) -> Option<&str> {
+    let rest = line
+        .split_once(".entry ")
+        .or_else(|| line.split_once(".func "))?
+        .1
+        .trim_start();
+    // A `.func` may name its return value first: `.func (.param .b32 r) name(`.
+    let rest = match rest.strip_prefix('(') {
+        Some(after) => after.split_once(')')?.1.trim_start(),
+        None => rest,
+    };
+    let name = rest
+        .split(|c: char| c == '(' || c == ';' || c.is_whitespace())
+        .next()?;
+    (!name.is_empty()).then_some(name)
+}
+
+/// What a PTX initialiser may name.
+struct Names<'a> {
+    variables: &'a HashMap<String, Global>,
+    functions: &'a std::collections::HashSet<&'a str>,
+}
+
+/// Writes a variable's initialiser (`5;` or `{1, 2, generic(x), y+8};`) into `section`: numbers
+/// (decimal, hexadecimal, `0f`/`0d` floating-point bits) as `element`-byte values, and the
+/// address of a variable of the module (`x`, `generic(x)`, plus an offset) as a relocation.
+/// The address of a function is a relocation without a target, as a cubin's relocations of
+/// function addresses are read: device code addresses are not modelled (kernels run through
+/// the twin).
+fn initialise(
+    section: &mut DataSection,
+    names: &Names<'_>,
+    global: &Global,
+    element: usize,
+    initialiser: &str,
+) -> Result<(), String> {
+    let body = initialiser.trim().trim_end_matches(';').trim();
+    let body = body
+        .strip_prefix('{')
+        .and_then(|b| b.strip_suffix('}'))
+        .unwrap_or(body);
+    for (i, item) in body.split(',').map(str::trim).enumerate() {
+        let at = i
+            .checked_mul(element)
+            .filter(|at| at + element <= global.size)
+            .ok_or_else(|| "an initialiser has more values than its variable holds".to_string())?;
+        let offset = global.offset + at;
+        if let Some(value) = ptx_number(item).filter(|_| element <= 8) {
+            let bytes = value.to_le_bytes();
+            section.bytes[offset..offset + element].copy_from_slice(&bytes[..element.min(8)]);
+            continue;
+        }
+        let (name, addend) = match item.split_once('+') {
+            Some((n, add)) => (n.trim(), ptx_number(add.trim()).map(|a| a as i64)),
+            None => (item, Some(0)),
+        };
+        let name = name
+            .strip_prefix("generic(")
+            .and_then(|n| n.strip_suffix(')'))
+            .unwrap_or(name);
+        let target = match names.variables.get(name) {
+            Some(v) => Some(Some((v.section, v.offset))),
+            None if names.functions.contains(name) => Some(None),
+            None => None,
+        };
+        let (Some(target), Some(addend), 4 | 8) = (target, addend, element) else {
+            return Err(format!(
+                "the emulator does not model the PTX initialiser `{item}` (numbers and \
+                 addresses of variables and functions are modelled)"
+            ));
+        };
+        section.relocations.push(Relocation {
+            offset,
+            width: element,
+            target,
+            addend,
+        });
+    }
+    Ok(())
+}
+
+/// A PTX number: decimal, `0x` hexadecimal (either maybe negative), or `0f`/`0d` followed by
+/// the hexadecimal bits of a float or double.
+fn ptx_number(text: &str) -> Option<u64> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let value = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        u64::from_str_radix(hex.trim_end_matches('U'), 16).ok()?
+    } else if let Some(bits) = digits
+        .strip_prefix("0f")
+        .or_else(|| digits.strip_prefix("0d"))
+        .or_else(|| digits.strip_prefix("0F"))
+        .or_else(|| digits.strip_prefix("0D"))
+    {
+        u64::from_str_radix(bits, 16).ok()?
+    } else {
+        digits.trim_end_matches('U').parse::<u64>().ok()?
+    };
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 fn ptx_type_size(ty: &str) -> Option<u32> {
@@ -313,8 +479,9 @@ fn ptx_param_size(words: &[&str]) -> Option<u32> {
     element.checked_mul(count)
 }
 
-/// `.visible .global .align 4 .b8 name[12];` or `.global .u32 name = 5;`.
-fn ptx_global(words: &[&str]) -> Option<(String, usize)> {
+/// `.visible .global .align 4 .b8 name[12];` or `.global .u32 name` (before any `=`): the name,
+/// the size and the element's size.
+fn ptx_global(words: &[&str]) -> Option<(String, usize, usize)> {
     let at = words.iter().position(|w| {
         w.starts_with(".u") || w.starts_with(".b") || w.starts_with(".s") || w.starts_with(".f")
     })?;
@@ -324,7 +491,7 @@ fn ptx_global(words: &[&str]) -> Option<(String, usize)> {
         Some((name, n)) => (name, n.trim_end_matches(']').parse::<usize>().ok()?),
         None => (declarator, 1),
     };
-    Some((name.to_owned(), element.checked_mul(count)?))
+    Some((name.to_owned(), element.checked_mul(count)?, element))
 }
 
 fn data_section(
@@ -411,4 +578,89 @@ fn kernel_info(file: &ElfFile64<'_, Endianness>, name: &str) -> Result<Kernel, S
     let end = kernel.params.iter().map(|&(o, s)| o + s).max().unwrap_or(0);
     kernel.param_size = kernel.param_size.max(end);
     Ok(kernel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module as LLVM's NVPTX back end writes one: variables with numbers, byte strings and
+    /// addresses of other variables (generic or not, forward references included) as
+    /// initialisers, a `.const` variable, and a kernel.
+    const PTX: &str = r#"
+.version 8.5
+.target sm_90
+.address_size 64
+.weak .const .align 8 .b8 env[16];
+.global .align 1 .b8 text[4] = {104, 105, 0, 255};
+.global .align 8 .u64 table[3] = {7, generic(text), later+8};
+.visible .global .align 4 .u32 answer = 42;
+.global .align 4 .f32 one = 0f3F800000;
+.global .align 8 .u64 later[2] = {-1, 0x10};
+.visible .global .align 8 .u64 pointer = helper;
+.visible .func  (.param .b32 func_retval0) helper(
+	.param .b32 helper_param_0
+)
+{
+	ret;
+}
+.visible .entry kernel(
+	.param .u64 kernel_param_0,
+	.param .u32 kernel_param_1
+)
+{
+	ld.global.u32 %r1, [answer];
+	ret;
+}
+"#;
+
+    #[test]
+    fn ptx_variables_get_their_initial_values_and_addresses() {
+        let image = ModuleImage::read_ptx(PTX).unwrap();
+        let section = &image.sections[0];
+        let at = |name: &str| &image.globals[name];
+        let bytes = |name: &str| {
+            let g = at(name);
+            &section.bytes[g.offset..g.offset + g.size]
+        };
+        assert_eq!(at("env").size, 16);
+        assert_eq!(bytes("text"), &[104, 105, 0, 255]);
+        assert_eq!(bytes("answer"), &42u32.to_le_bytes());
+        assert_eq!(bytes("one"), &1.0f32.to_le_bytes());
+        assert_eq!(&bytes("later")[..8], &u64::MAX.to_le_bytes());
+        assert_eq!(&bytes("later")[8..], &16u64.to_le_bytes());
+        assert_eq!(&bytes("table")[..8], &7u64.to_le_bytes());
+        let table = at("table").offset;
+        let relocations: Vec<_> = section
+            .relocations
+            .iter()
+            .map(|r| (r.offset - table, r.width, r.target, r.addend))
+            .collect();
+        assert_eq!(
+            relocations[..2],
+            [
+                (8, 8, Some((0, at("text").offset)), 0),
+                (16, 8, Some((0, at("later").offset)), 8),
+            ]
+        );
+        let pointer = &section.relocations[2];
+        assert_eq!(
+            (pointer.offset, pointer.width, pointer.target),
+            (at("pointer").offset, 8, None),
+            "a function's address"
+        );
+        assert_eq!(ptx_function_name(".visible .entry kernel("), Some("kernel"));
+        assert_eq!(ptx_function_name(".extern .func helper2;"), Some("helper2"));
+        let kernel = &image.kernels["kernel"];
+        assert_eq!(kernel.params, [(0, 8), (8, 4)]);
+    }
+
+    #[test]
+    fn an_unmodelled_ptx_initialiser_is_refused_with_its_text() {
+        let ptx = ".global .align 8 .u64 x[1] = {0xFF00(generic(y))>>8};\n.global .u64 y;";
+        let e = ModuleImage::read_ptx(ptx).unwrap_err();
+        assert!(e.contains("0xFF00(generic(y))>>8"), "{e}");
+        let e = ModuleImage::read_ptx(".global .u32 x[1] = {1, 2};").unwrap_err();
+        assert!(e.contains("more values"), "{e}");
+    }
 }

@@ -50,7 +50,9 @@ pub fn load(driver: &Driver, device: usize, address: usize) -> Result<Module> {
         refusal.status
     })?;
     let storage = place(driver, device, &image)?;
-    let twin = match twin::load_for(address, bytes.len(), crate::config::get().twins.as_deref()) {
+    let kernels: Vec<&str> = image.kernels.keys().map(String::as_str).collect();
+    let twins = crate::config::get().twins.as_deref();
+    let twin = match twin::load_for(address, bytes.len(), &kernels, twins) {
         Ok(twin) => twin,
         Err(why) => {
             eprintln!("omptarget-emu (CUDA): {why}");

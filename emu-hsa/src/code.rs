@@ -198,8 +198,9 @@ impl Code {
             );
             return Err(status::Error(HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS));
         }
-        let twin = match twin::load_for(address, bytes.len(), crate::config::get().twins.as_deref())
-        {
+        let kernels: Vec<&str> = code.kernels().iter().map(|k| k.name.as_str()).collect();
+        let twins = crate::config::get().twins.as_deref();
+        let twin = match twin::load_for(address, bytes.len(), &kernels, twins) {
             Ok(twin) => twin.map(Arc::new),
             Err(why) => {
                 eprintln!("omptarget-emu (HSA): {why}");

@@ -42,14 +42,28 @@ impl Twin {
     }
 }
 
-/// Loads the twin of the GPU image at `image` (`len` bytes): the x86-64 image of the same
-/// object's offload section, searched in every loaded object, then in the program file
-/// `also_in` (not loaded: matched by the image's bytes only; the emulators'
-/// `OMPTARGET_EMU_TWINS`). `Ok(None)` when there is none; `Err` when it would not load.
-pub fn load_for(image: usize, len: usize, also_in: Option<&str>) -> Result<Option<Twin>, String> {
+/// Loads the twin of the GPU image at `image` (`len` bytes), whose kernels are `kernels`: the
+/// x86-64 image of the same object's offload section, searched in every loaded object, then in
+/// the program file `also_in` (not loaded; the emulators' `OMPTARGET_EMU_TWINS`). There an image
+/// no program holds (a bare cubin or PTX file a tool loads) takes the program's x86-64 image if
+/// that defines every one of its kernels. `Ok(None)` when there is none; `Err` when it would
+/// not load.
+pub fn load_for(
+    image: usize,
+    len: usize,
+    kernels: &[&str],
+    also_in: Option<&str>,
+) -> Result<Option<Twin>, String> {
     // SAFETY: the caller read `len` bytes at `image` already (the module's own bytes).
     let wanted = unsafe { std::slice::from_raw_parts(image as *const u8, len) };
     let sections = offload_sections(also_in)?;
+    let x86_image = |section: &OffloadSection| {
+        offload_binary::containers(&section.bytes)
+            .into_iter()
+            .filter_map(|c| offload_binary::unwrap(c).ok())
+            .find(|u| u.triple.starts_with("x86_64"))
+            .map(|u| u.bytes.to_vec())
+    };
     let owner = sections
         .iter()
         .find(|s| s.mapped.contains(&image))
@@ -60,13 +74,14 @@ pub fn load_for(image: usize, len: usize, also_in: Option<&str>) -> Result<Optio
                     .any(|c| offload_binary::unwrap(c).is_ok_and(|u| u.bytes.starts_with(wanted)))
             })
         });
-    let Some(owner) = owner else {
-        return Ok(None);
+    let twin = match owner {
+        Some(owner) => x86_image(owner),
+        None if also_in.is_some() && !kernels.is_empty() => sections
+            .last()
+            .and_then(x86_image)
+            .filter(|twin| defines_all(twin, kernels)),
+        None => None,
     };
-    let twin = offload_binary::containers(&owner.bytes)
-        .into_iter()
-        .filter_map(|c| offload_binary::unwrap(c).ok())
-        .find(|u| u.triple.starts_with("x86_64"));
     let Some(twin) = twin else {
         return Ok(None);
     };
@@ -75,7 +90,7 @@ pub fn load_for(image: usize, len: usize, also_in: Option<&str>) -> Result<Optio
         "omptarget-emu-twin{}",
         LOADED.fetch_add(1, Ordering::Relaxed)
     );
-    let file = native_code::memory_file(&name, twin.bytes)
+    let file = native_code::memory_file(&name, &twin)
         .map_err(|e| format!("cannot create an in-memory file for the twin image: {e}"))?;
     let library = native_code::open_library(&native_code::fd_path(&file))
         .map_err(|e| format!("the dynamic loader refused the twin image: {e}"))?;
@@ -83,6 +98,20 @@ pub fn load_for(image: usize, len: usize, also_in: Option<&str>) -> Result<Optio
         library: std::mem::ManuallyDrop::new(library),
         _file: file,
     }))
+}
+
+/// Whether the shared object `image` defines (exports) every one of `symbols`.
+fn defines_all(image: &[u8], symbols: &[&str]) -> bool {
+    use object::{Object, ObjectSymbol};
+    let Ok(file) = object::File::parse(image) else {
+        return false;
+    };
+    let defined: std::collections::HashSet<&str> = file
+        .dynamic_symbols()
+        .filter(|s| !s.is_undefined())
+        .filter_map(|s| s.name().ok())
+        .collect();
+    symbols.iter().all(|s| defined.contains(s))
 }
 
 /// The `.llvm.offloading` sections of every object loaded in this process, then that of the

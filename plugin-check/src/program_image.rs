@@ -33,22 +33,38 @@ impl DeviceImage {
         self.kernel_name(KERNEL_FUNCTION)
     }
 
-    /// The offload kernel generated for the target region in `check_program.c`'s `function`.
+    /// The offload kernel generated for the target region in `check_program.c`'s `function`:
+    /// a symbol of an ELF image, or an `.entry` of a PTX one.
     pub fn kernel_name(&self, function: &str) -> Option<String> {
-        let file = object::File::parse(&*self.bytes).ok()?;
         let wanted = format!("_{function}_l");
-        file.symbols()
-            .chain(file.dynamic_symbols())
-            .filter_map(|s| s.name().ok().map(str::to_string))
-            .find(|n| {
-                // `..._<function>_l<line>`, not the `_kernel_environment` and
-                // `_dynamic_environment` globals GPU images have beside each kernel.
-                n.starts_with("__omp_offloading_")
-                    && n.rsplit_once(&wanted).is_some_and(|(_, line)| {
-                        !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
-                    })
-            })
+        // `..._<function>_l<line>`, not the `_kernel_environment` and `_dynamic_environment`
+        // globals GPU images have beside each kernel.
+        let is_kernel = |n: &str| {
+            n.starts_with("__omp_offloading_")
+                && n.rsplit_once(&wanted).is_some_and(|(_, line)| {
+                    !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+                })
+        };
+        match object::File::parse(&*self.bytes) {
+            Ok(file) => file
+                .symbols()
+                .chain(file.dynamic_symbols())
+                .filter_map(|s| s.name().ok().map(str::to_string))
+                .find(|n| is_kernel(n)),
+            Err(_) => ptx_entries(&self.bytes).find(|n| is_kernel(n)),
+        }
     }
+}
+
+/// The kernels of a PTX text: the names after `.entry`.
+fn ptx_entries(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
+    let text = std::str::from_utf8(bytes).unwrap_or("");
+    text.lines().filter_map(|line| {
+        let mut words = line.split_whitespace();
+        words.find(|w| *w == ".entry")?;
+        let name = words.next()?.split('(').next()?;
+        (!name.is_empty()).then(|| name.to_string())
+    })
 }
 
 /// Every device image in `bytes`: the containers embedded in an offloading program, else the

@@ -203,6 +203,78 @@ fn plugin_checker_passes_on_the_emulator_and_sees_allocations_overlap_kernels() 
     }
 }
 
+/// A PTX image end to end: the PTX that clang-19 hands ptxas for check_program.c (kept with
+/// -save-temps: clang embeds cubins, and PTX is what a driver JIT-compiles) goes through our
+/// plugin's PTX path on the emulator, which reads its entries and its `.global` and `.const`
+/// variables with their initial values and addresses, and runs its kernels through the twin of
+/// the program built beside it.
+#[test]
+fn a_ptx_image_loads_and_runs_through_the_plugin() {
+    let dir = tests::build_dir().join("ptx-image");
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join("check_program");
+    let output = Command::new("clang-19")
+        .current_dir(&dir)
+        .env("PATH", tests::path_with_ptxas())
+        .args(["-O2", "-fopenmp", "-save-temps=obj"])
+        .args(tests::CUDA_TWIN_FLAGS)
+        .arg(format!(
+            "--cuda-path={}",
+            tests::nvptx_cuda_path().display()
+        ))
+        .arg(tests::workspace_root().join("plugin-check/check_program.c"))
+        .arg("-o")
+        .arg(&program)
+        .output()
+        .expect("clang-19");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ptx = dir.join("check_program.nvptx64-nvidia-cuda.sm_90.s");
+    let text = std::fs::read_to_string(&ptx).expect("the PTX clang-19 gave ptxas");
+    assert!(
+        text.contains(".target sm_90") && text.contains(".entry"),
+        "{text}"
+    );
+    let trace = dir.join("trace.txt");
+    let output = Command::new("timeout")
+        .arg("300")
+        .arg(tests::dist().join("bin/omptarget-plugin-check"))
+        .arg(tests::lib_dir().join("libomptarget.rtl.cuda.so"))
+        .arg("--image")
+        .arg(&ptx)
+        .env("LD_LIBRARY_PATH", tests::dist().join("emu"))
+        .env("OMPTARGET_EMU_TWINS", &program)
+        .env("OMPTARGET_EMU_TRACE", &trace)
+        .output()
+        .expect("run omptarget-plugin-check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("0 failed, 0 skipped"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("holds its initial value 42"),
+        "the PTX global's initialiser: {stdout}"
+    );
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    for call in [
+        "cuModuleLoadData module=",
+        "cuModuleGetGlobal_v2 name=__omp_rtl_device_environment dptr=",
+        "cuLaunchKernel",
+    ] {
+        assert!(
+            trace
+                .lines()
+                .any(|l| l.starts_with(call) && l.ends_with("CUDA_SUCCESS")),
+            "no successful {call} in the trace:\n{trace}"
+        );
+    }
+}
+
 /// Calls of `function` in a trace.
 fn calls<'a>(trace: &'a str, function: &str) -> Vec<&'a str> {
     let prefix = format!("{function} ");
