@@ -309,6 +309,37 @@ fn reductions_reuse_buffers_and_the_heap_is_the_drivers_as_in_llvm_19() {
     );
 }
 
+/// The same twenty team reductions built by clang-22 (their device code needs LLVM 22's device
+/// runtime, built from its sources): the result is right and the plugin allocates no more for
+/// them than for the clang-19 build, whose kernel environments have LLVM 19's layout.
+#[test]
+fn clang_22_reductions_reuse_buffers_as_clang_19_ones_do() {
+    let traced = |exe: &Path, name: &str| {
+        let (code, stdout, stderr, trace) = run_traced(exe, name);
+        assert!(
+            code == Some(0) && stdout.contains("total=999900000"),
+            "{name}: {code:?}\n{stdout}{stderr}"
+        );
+        trace
+    };
+    let clang19 = traced(
+        &tests::compile_cuda_twin("emu_reductions.c"),
+        "reductions19",
+    );
+    let clang22 = traced(
+        &tests::compile_cuda_twin_clang22("emu_reductions.c"),
+        "reductions22",
+    );
+    assert_eq!(calls(&clang22, "cuLaunchKernel").len(), 20);
+    for function in ["cuMemAlloc_v2", "cuMemFree_v2"] {
+        let (new, old) = (calls(&clang22, function), calls(&clang19, function));
+        assert!(
+            new.len() <= old.len(),
+            "{function}: clang-22 build {new:?}, clang-19 build {old:?}"
+        );
+    }
+}
+
 /// Defect 5 of the CUDA review: page-locking is counted. Locked twice and unlocked once, the
 /// buffer stays registered through the next region's copies (the first unlock unregistered it
 /// before); the second unlock unregisters it, once. The device address comes from

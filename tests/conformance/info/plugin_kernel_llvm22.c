@@ -5,7 +5,7 @@
 // ENV: LIBOMPTARGET_INFO=16
 // EXPECT: x=3
 // EXPECT-STDERR: "PluginInterface" device 1 info: Launching kernel __omp_offloading_
-// EXPECT-STDERR: _main_l14 with [1,1,1] blocks and [1,1,1] threads in Generic mode
+// EXPECT-STDERR: _main_l15 with [1,1,1] blocks and [1,1,1] threads in Generic mode
 // REJECT-STDERR: Entering OpenMP kernel
 // REJECT-STDERR: Copying data
 #include <stdio.h>
