@@ -194,10 +194,18 @@ impl Mpi {
         })
     }
 
+    /// Inline for the success every call of a construct takes; the failure is apart.
+    #[inline]
     fn check(&self, call: &str, code: c_int) -> Result<(), Error> {
         if code == SUCCESS {
             return Ok(());
         }
+        self.failure(call, code)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn failure(&self, call: &str, code: c_int) -> Result<(), Error> {
         let mut text = [0 as c_char; 512];
         let mut len: c_int = 0;
         // SAFETY: MPI_Error_string writes at most MPI_MAX_ERROR_STRING (256) bytes and the length.
