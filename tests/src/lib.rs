@@ -304,7 +304,11 @@ pub fn compile_amdgpu_twin(source: &str) -> PathBuf {
 
 /// As [`compile_amdgpu_twin`], with clang-22 (see [`clang22_twin_flags`]).
 pub fn compile_amdgpu_twin_clang22(source: &str) -> PathBuf {
-    let gpu = conformance::EmulatedGpu::Amdgpu;
+    compile_twin_clang22(source, conformance::EmulatedGpu::Amdgpu)
+}
+
+/// One C or C++ source built by clang-22 with a `gpu` image and its x86-64 twin.
+fn compile_twin_clang22(source: &str, gpu: conformance::EmulatedGpu) -> PathBuf {
     let mut flags = vec!["-O2".to_string()];
     flags.extend(clang22_twin_flags(gpu));
     flags.push(format!("-I{}", clang22_include().display()));
@@ -314,13 +318,8 @@ pub fn compile_amdgpu_twin_clang22(source: &str) -> PathBuf {
         true => "clang++-22",
         false => "clang-22",
     };
-    build_once_with(
-        compiler,
-        source,
-        "gfx90a-twin-clang22",
-        &flags,
-        &clang22_twin_path(gpu),
-    )
+    let flavour = format!("{}-twin-clang22", gpu.arch());
+    build_once_with(compiler, source, &flavour, &flags, &clang22_twin_path(gpu))
 }
 
 /// LLVM 22's GPU device runtime for `target` (`nvptx` or `amdgpu`): Debian does not package
@@ -433,23 +432,7 @@ fn build_once(source: &str, flavour: &str, flags: &[String], path: &str) -> Path
 /// Compiles one C or C++ source with clang-22 into a program with an sm_90 image and its x86-64
 /// twin, for the emulated CUDA driver (see [`clang22_twin_flags`]).
 pub fn compile_cuda_twin_clang22(source: &str) -> PathBuf {
-    let gpu = conformance::EmulatedGpu::Cuda;
-    let mut flags = vec!["-O2".to_string()];
-    flags.extend(clang22_twin_flags(gpu));
-    flags.push(format!("-I{}", clang22_include().display()));
-    flags.push(format!("-L{}", lib_dir().display()));
-    flags.push("-L/usr/lib/llvm-19/lib".into());
-    let compiler = match source.ends_with(".cpp") {
-        true => "clang++-22",
-        false => "clang-22",
-    };
-    build_once_with(
-        compiler,
-        source,
-        "sm_90-twin-clang22",
-        &flags,
-        &clang22_twin_path(gpu),
-    )
+    compile_twin_clang22(source, conformance::EmulatedGpu::Cuda)
 }
 
 fn build_once_with(
