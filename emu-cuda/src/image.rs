@@ -279,11 +279,7 @@ impl ModuleImage {
                         })?;
                     k.params.push((offset, size));
                 }
-            } else if current.is_none()
-                && (words.contains(&".global") || words.contains(&".const"))
-                && !line.contains('(')
-                || current.is_none() && is_initialised_variable(&words)
-            {
+            } else if current.is_none() && is_module_variable(line) {
                 let (declaration, initialiser) = match line.split_once('=') {
                     Some((d, i)) => (d, Some(i)),
                     None => (line, None),
@@ -333,20 +329,15 @@ impl ModuleImage {
     }
 }
 
-/// A module-scope variable declared with an initialiser whose address expressions contain
-/// parentheses (`generic(x)`), which the `(` test above takes for a function.
-fn is_initialised_variable(words: &[&str]) -> bool {
-    let declaration = words.iter().take_while(|w| **w != "=");
-    let mut space = false;
-    for w in declaration {
-        if *w == ".global" || *w == ".const" {
-            space = true;
-        }
-        if w.contains('(') {
-            return false;
-        }
-    }
-    space && words.contains(&"=")
+/// Whether a line outside kernels declares a `.global` or `.const` variable: those words before
+/// any initialiser, and no parenthesis there (a function's parameters; an initialiser's
+/// address expressions, `generic(x)`, may have them).
+fn is_module_variable(line: &str) -> bool {
+    let declaration = line.split('=').next().unwrap_or("");
+    !declaration.contains('(')
+        && declaration
+            .split_whitespace()
+            .any(|w| w == ".global" || w == ".const")
 }
 
 /// The function (`.entry` or `.func`) a PTX line declares or defines.

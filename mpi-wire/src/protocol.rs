@@ -106,11 +106,6 @@ impl Writer {
         w.u8(op as u8).i32(reply_tag).u32(device);
         w
     }
-    /// Starts a request in this writer's buffer, which keeps its capacity.
-    pub fn start(&mut self, op: Op, reply_tag: i32, device: u32) -> &mut Self {
-        self.0.clear();
-        self.u8(op as u8).i32(reply_tag).u32(device)
-    }
     /// A successful reply; the result follows.
     pub fn ok() -> Writer {
         let mut w = Writer(Vec::with_capacity(32));
