@@ -7,6 +7,7 @@
 //! ends.
 
 mod devices;
+mod heartbeat;
 mod memory;
 mod serve;
 
@@ -120,7 +121,9 @@ fn main() {
         devices.count(),
         devices.summary()
     );
+    let heartbeat = heartbeat::Heartbeat::start(mpi, comm, program);
     serve::Server::new(mpi, comm, program, devices).run();
+    heartbeat.stop();
     if let Err(e) = mpi.finalize() {
         fail(&e);
     }

@@ -16,6 +16,13 @@ pub fn under_launcher() -> bool {
         .any(|v| std::env::var_os(v).is_some())
 }
 
+/// Whether the launcher keeps the job running when one of its processes dies (Open MPI's
+/// `mpirun --enable-recovery`). Only then can the program outlive a device process, or a device
+/// process outlive the program, so only then do they watch each other.
+pub fn launcher_recovers() -> bool {
+    std::env::var("OMPI_MCA_orte_enable_recovery").is_ok_and(|v| v.trim() == "1")
+}
+
 /// Every process of the job says its role (`protocol::ROLE_PROGRAM` or `ROLE_DEVICE`), on a
 /// duplicate of `MPI_COMM_WORLD` that becomes the plugin's communicator: that communicator and
 /// each rank's role. Collective over the whole job, and the same calls on every side, since a

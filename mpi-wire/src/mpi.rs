@@ -524,6 +524,45 @@ impl Mpi {
         Ok(status.ucount)
     }
 
+    /// Starts receiving a message of at most `len` bytes (one chunk) into `address`.
+    ///
+    /// # Safety
+    /// The bytes stay valid, and are not otherwise accessed, until the request completes.
+    pub unsafe fn irecv_up_to(
+        &self,
+        comm: Comm,
+        address: *mut u8,
+        len: usize,
+        source: i32,
+        tag: i32,
+    ) -> Result<Request, Error> {
+        let mut request: Handle = std::ptr::null_mut();
+        // SAFETY: the caller keeps the bytes valid until the request completes.
+        let code = unsafe {
+            (self.irecv)(
+                address as *mut c_void,
+                int_count(len),
+                self.byte,
+                source,
+                tag,
+                comm.0,
+                &mut request,
+            )
+        };
+        self.check("MPI_Irecv", code)?;
+        Ok(Request(request))
+    }
+
+    /// The bytes a receive got once it has completed (it is then freed: do not use it again).
+    pub fn test_received(&self, request: &mut Request) -> Result<Option<usize>, Error> {
+        let mut flag: c_int = 0;
+        let mut status = Status::default();
+        // SAFETY: the request is live or already null (then the flag is set).
+        let code = unsafe { (self.test_)(&mut request.0, &mut flag, &mut status) };
+        self.check("MPI_Test", code)?;
+        Ok((flag != 0).then_some(status.ucount))
+    }
+
     /// Whether a request has completed (and then it is freed: do not use it again).
     pub fn test(&self, request: &mut Request) -> Result<bool, Error> {
         let mut flag: c_int = 0;

@@ -25,6 +25,10 @@ pub const MAX_REQUEST: usize = 64 << 10;
 
 /// Tag of requests from the program to a device process.
 pub const REQUEST_TAG: i32 = 1;
+/// The program's liveness checks of a device process (one byte), and the answers, which a
+/// thread of the device process gives whatever its request loop is doing.
+pub const HEARTBEAT_TAG: i32 = 2;
+pub const HEARTBEAT_REPLY_TAG: i32 = 3;
 /// Reply tags are taken from here up to the library's tag bound.
 pub const FIRST_REPLY_TAG: i32 = 16;
 /// What a process tells the others when the job starts (`MPI_Allgather` on a communicator of

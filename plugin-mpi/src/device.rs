@@ -88,13 +88,19 @@ fn complete(link: &Link, r: InFlight) -> Result<()> {
     if r.sends.is_empty() && r.receives.is_empty() {
         return link.outcome(r.rank, r.tag);
     }
-    let sent = link.wait(r.sends);
+    // The reply first: it ends the wait also when the device process is gone, and the device
+    // process replies to a copy to it once it has the data, so the sends have completed then.
     match link.outcome(r.rank, r.tag) {
-        Ok(()) => link.wait(r.receives).and(sent),
+        Ok(()) => link.wait(r.sends).and(link.wait(r.receives)),
         Err(e) => {
             // No data follows a failed reply.
             for receive in r.receives {
                 link.mpi.cancel(receive);
+            }
+            // Data the device process never took stays in MPI's hands (its buffer is the
+            // program's, which outlives MPI's use of it here: the construct failed).
+            if !link.is_dead(r.rank) {
+                let _ = link.wait(r.sends);
             }
             Err(e)
         }

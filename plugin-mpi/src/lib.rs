@@ -9,6 +9,7 @@
 mod device;
 mod link;
 mod plugin;
+mod watchdog;
 
 pub use plugin::MpiPlugin;
 

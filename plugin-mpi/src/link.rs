@@ -27,6 +27,12 @@ pub struct Link {
     /// program) -> the number they know it by.
     images: std::sync::Mutex<std::collections::HashMap<(i32, usize, usize), u64>>,
     closed: AtomicBool,
+    /// By rank: device processes that stopped answering ([`crate::watchdog`]); whatever waits
+    /// for them fails instead.
+    dead: Box<[AtomicBool]>,
+    /// Whether the launcher lets the job outlive a device process: then waits poll, so that
+    /// one found dead ends them ([`mpi_wire::launcher_recovers`]).
+    pub watched: bool,
 }
 
 pub fn mpi_error(e: String) -> PluginError {
@@ -158,6 +164,8 @@ impl Link {
             ours,
             images: Default::default(),
             closed: AtomicBool::new(false),
+            dead: (0..roles.len()).map(|_| AtomicBool::new(false)).collect(),
+            watched: mpi_wire::launcher_recovers(),
         };
         if let Some(why) = refusal {
             link.shut_down();
@@ -181,6 +189,30 @@ impl Link {
         self.call(rank, tag, &request)?;
         images.insert(key, id);
         Ok(id)
+    }
+
+    /// Whether device process `rank` stopped answering.
+    pub fn is_dead(&self, rank: i32) -> bool {
+        self.dead
+            .get(rank as usize)
+            .is_some_and(|d| d.load(Ordering::Acquire))
+    }
+
+    /// Records that device process `rank` stopped answering: what waits for it fails from now.
+    pub fn mark_dead(&self, rank: i32) {
+        if let Some(d) = self.dead.get(rank as usize) {
+            d.store(true, Ordering::Release);
+        }
+    }
+
+    fn gone(rank: i32) -> PluginError {
+        PluginError::new(
+            ErrorCode::FAILED,
+            format!(
+                "MPI device process (rank {rank}) is gone: it stopped answering the program's \
+                 liveness checks (it died or was killed); the work on its devices is lost"
+            ),
+        )
     }
 
     /// Whether the device processes have been told to finish.
@@ -208,6 +240,9 @@ impl Link {
     /// Sends a request without waiting.
     pub fn send(&self, rank: i32, request: &Writer) -> Result<()> {
         self.check_open()?;
+        if self.is_dead(rank) {
+            return Err(Self::gone(rank));
+        }
         if request.0.len() > MAX_REQUEST {
             let data_tag = self.tag();
             let mut large = Writer::request(Op::Large, 0, 0);
@@ -236,16 +271,40 @@ impl Link {
         }
         let mut read = Some(read);
         let mut receive = |buffer: &mut Vec<u8>| {
-            let len = self
-                .mpi
-                .recv_up_to(self.comm, buffer, rank, tag)
-                .map_err(mpi_error)?;
+            let len = self.receive_unless_dead(buffer, rank, tag)?;
             (read.take().expect("read once"))(&buffer[..len])
         };
         // The runtime's exit work may come after this thread's locals are gone.
         match BUFFER.try_with(|b| receive(&mut b.borrow_mut())) {
             Ok(outcome) => outcome,
             Err(_) => receive(&mut vec![0; MAX_REPLY]),
+        }
+    }
+
+    /// Receives one message from `rank` on `tag` into `buffer`, polling (as a blocking receive
+    /// does inside MPI) so that a device process found dead meanwhile ends the wait.
+    fn receive_unless_dead(&self, buffer: &mut [u8], rank: i32, tag: i32) -> Result<usize> {
+        if !self.watched {
+            // The launcher ends the job with a dead process: MPI's own wait is enough.
+            return self
+                .mpi
+                .recv_up_to(self.comm, buffer, rank, tag)
+                .map_err(mpi_error);
+        }
+        // SAFETY: `buffer` outlives the request: it completes or is cancelled below.
+        let mut request = unsafe {
+            self.mpi
+                .irecv_up_to(self.comm, buffer.as_mut_ptr(), buffer.len(), rank, tag)
+        }
+        .map_err(mpi_error)?;
+        loop {
+            if let Some(len) = self.mpi.test_received(&mut request).map_err(mpi_error)? {
+                return Ok(len);
+            }
+            if self.is_dead(rank) {
+                self.mpi.cancel(request);
+                return Err(Self::gone(rank));
+            }
         }
     }
 
@@ -289,7 +348,8 @@ impl Link {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        for &rank in &self.servers {
+        crate::watchdog::stop();
+        for &rank in self.servers.iter().filter(|&&r| !self.is_dead(r)) {
             let tag = self.tag();
             let request = Writer::request(Op::Shutdown, tag, 0);
             let sent = self.mpi.send(self.comm, &request.0, rank, REQUEST_TAG);

@@ -162,6 +162,7 @@ impl MpiPlugin {
                 ))
             }
         };
+        crate::watchdog::start(Arc::clone(&link));
         let note = format!(
             "{} device process{} (ranks {}): {}",
             link.servers.len(),
