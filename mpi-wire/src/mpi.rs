@@ -524,7 +524,8 @@ impl Mpi {
         Ok(status.ucount)
     }
 
-    /// Starts receiving a message of at most `len` bytes (one chunk) into `address`.
+    /// Starts receiving a message of at most `len` bytes (one chunk, at least one byte) into
+    /// `address`: [`Mpi::irecv`] for a message that fits one request.
     ///
     /// # Safety
     /// The bytes stay valid, and are not otherwise accessed, until the request completes.
@@ -536,21 +537,9 @@ impl Mpi {
         source: i32,
         tag: i32,
     ) -> Result<Request, Error> {
-        let mut request: Handle = std::ptr::null_mut();
-        // SAFETY: the caller keeps the bytes valid until the request completes.
-        let code = unsafe {
-            (self.irecv)(
-                address as *mut c_void,
-                int_count(len),
-                self.byte,
-                source,
-                tag,
-                comm.0,
-                &mut request,
-            )
-        };
-        self.check("MPI_Irecv", code)?;
-        Ok(Request(request))
+        // SAFETY: the caller's promise, for the one chunk this is.
+        let mut requests = unsafe { self.irecv(comm, address, len.clamp(1, CHUNK), source, tag) }?;
+        Ok(requests.pop().expect("one chunk"))
     }
 
     /// The bytes a receive got once it has completed (it is then freed: do not use it again).
