@@ -127,6 +127,7 @@ for plugin in "$dist"/lib/libomptarget.rtl.*.so; do
     dir=$(new_package "omptarget-rs-plugin-$name")
     mkdir -p "$dir/$prefix/lib"
     cp -a "$plugin" "$dir/$prefix/lib/"
+    [ "$name" = mpi ] && cp -a "$dist/lib/openmpi-components" "$dir/$prefix/lib/"
     for program in "${extra[@]}"; do
         mkdir -p "$dir/$prefix/bin" "$dir/usr/bin"
         cp -a "$program" "$dir/$prefix/bin/"

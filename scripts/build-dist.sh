@@ -10,6 +10,7 @@
 #   dist/emu/libhsa-runtime64.so.1 (and .so) the emulated HSA runtime, likewise for AMDGPU
 #   dist/bin/omptarget-info                the device and plugin inventory
 #   dist/lib/libomptarget.rtl.mpi.so       the MPI plugin (opens libmpi.so.40 when started under mpirun)
+#   dist/lib/openmpi-components/           a link to the MPI plugin, as an Open MPI hook component
 #   dist/bin/omptarget-mpi-device          the device process of the MPI plugin
 #   dist/bin/omptarget-plugin-check        the plugin conformance checker, with the program
 #   dist/share/omptarget-rs/check_program.c  it takes as --image
@@ -52,6 +53,10 @@ for plugin in "$target"/libomptarget_rtl_*.so; do
     name=$(basename "$plugin" .so); name=${name#libomptarget_rtl_}
     install -m 755 "$plugin" "$dist/lib/libomptarget.rtl.$name.so"
 done
+# Open MPI loads the MPI plugin as a hook component from here, so that a program initialising
+# MPI in main has the plugin join inside its MPI_Init (plugin-mpi/src/init_hook.rs).
+mkdir -p "$dist/lib/openmpi-components"
+ln -sf ../libomptarget.rtl.mpi.so "$dist/lib/openmpi-components/mca_hook_omptarget.so"
 # The emulated drivers (not part of any package): dist/emu/libcuda.so.1, found by programs run
 # with dist/emu on LD_LIBRARY_PATH; libcuda.so is the name LLVM's CUDA plugin opens.
 install -D -m 755 "$target/libomptarget_emu_cuda.so" "$dist/emu/libcuda.so.1"

@@ -227,6 +227,11 @@ impl Mpi {
         flag != 0
     }
 
+    /// The file of the MPI library opened (its soname resolved by the loader).
+    pub fn library_file(&self) -> Option<std::path::PathBuf> {
+        plugin_api::loaded_file(*self.initialized as *const c_void)
+    }
+
     /// Whether MPI_Init has been called (by anyone in this process).
     pub fn is_initialized(&self) -> bool {
         self.flag(&self.initialized)

@@ -51,6 +51,7 @@ pub mod clock;
 mod devices;
 pub mod elf_layout;
 pub mod gpu;
+mod loaded_file;
 mod logging;
 mod module;
 pub mod native_code;
@@ -63,6 +64,7 @@ mod version;
 
 pub use abi_stable;
 pub use devices::{device_at, no_such_device, Device, DevicePlugin};
+pub use loaded_file::loaded_file;
 pub use logging::{info, HostServices, LogLevel};
 pub use module::{PluginModule, PluginModuleRef};
 pub use plugin::{may_run_target_of, Plugin, PluginSlot, SlottedPlugin};

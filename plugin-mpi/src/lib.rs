@@ -7,6 +7,7 @@
 //! MPI launcher: other programs get zero devices with the reason.
 
 mod device;
+mod init_hook;
 mod link;
 mod plugin;
 mod watchdog;

@@ -2,10 +2,11 @@
 //!
 //! A program that uses MPI itself and initialises it in `main` has its offload images
 //! registered, and the runtime started, before that: the plugin then starts without devices
-//! and joins the job once the program has initialised MPI. A thread of its own watches for that
-//! (at `MPI_THREAD_MULTIPLE` it joins from there), and the runtime asks again
-//! (`devices_may_appear`) before it answers `omp_get_num_devices` and before a construct for a
-//! device it does not have, which joins from the program's main thread at lower thread levels.
+//! and joins the job once the program has initialised MPI: at the bottom of `MPI_Init`, as an
+//! Open MPI hook component (`init_hook`). Where that cannot be set up, a thread of its own
+//! watches for `MPI_Init` (at `MPI_THREAD_MULTIPLE` it joins from there), and the runtime asks
+//! again (`devices_may_appear`) before it answers `omp_get_num_devices` and before a construct
+//! for a device it does not have, which joins from the program's main thread at lower levels.
 
 use crate::device::MpiDevice;
 use crate::link::{Late, Link, Start};
@@ -43,7 +44,7 @@ const WAITING_NOTE: &str = "the program uses MPI itself and has not initialised 
 
 /// Joins the job if the program has initialised MPI and this thread may call MPI; otherwise
 /// does nothing (see [`Link::can_join_late`]).
-fn join_late() {
+pub(crate) fn join_late() {
     let mut waiting = WAITING.lock().unwrap_or_else(|e| e.into_inner());
     let Some(mpi) = waiting.as_ref() else {
         return;
@@ -211,12 +212,25 @@ impl DevicePlugin for MpiPlugin {
             Ok(Start::Joined(link)) => MpiPlugin::connect(Arc::new(link)),
             Ok(Start::WaitForProgram(mpi)) => {
                 log::debug!("mpi plugin: 0 devices for now: {WAITING_NOTE}");
+                let hook = crate::init_hook::install(&mpi);
                 *WAITING.lock().unwrap_or_else(|e| e.into_inner()) = Some(mpi);
-                let watcher = std::thread::Builder::new()
-                    .name("omptarget-mpi-join".into())
-                    .spawn(watch_for_the_programs_mpi_init);
-                if let Err(e) = watcher {
-                    log::warn!("mpi plugin: {e}; the runtime's next call joins the job");
+                match hook {
+                    Ok(dir) => log::debug!(
+                        "mpi plugin: joins at the bottom of the program's MPI_Init (Open MPI \
+                         hook component in {})",
+                        dir.display()
+                    ),
+                    Err(why) => {
+                        log::debug!(
+                            "mpi plugin: no Open MPI hook ({why}); a thread watches for MPI_Init"
+                        );
+                        let watcher = std::thread::Builder::new()
+                            .name("omptarget-mpi-join".into())
+                            .spawn(watch_for_the_programs_mpi_init);
+                        if let Err(e) = watcher {
+                            log::warn!("mpi plugin: {e}; the runtime's next call joins the job");
+                        }
+                    }
                 }
                 return Ok(MpiPlugin { joined: None });
             }

@@ -393,10 +393,12 @@ fn a_program_that_initialised_mpi_itself_shares_it_or_hears_why() {
 }
 
 /// The usual MPI program: offload code in the program itself (its image registers, and the
-/// runtime starts, before `main`), `MPI_Init_thread` in `main`. At MPI_THREAD_MULTIPLE the
-/// plugin joins the job once the program has initialised MPI and its devices appear; at a
-/// lower level it hears why there are none; and a program that never calls the runtime after
-/// MPI_Init still ends. In every case the job ends on its own.
+/// runtime starts, before `main`), `MPI_Init_thread` in `main`. The plugin joins the job inside
+/// MPI_Init (an Open MPI hook component): at MPI_THREAD_MULTIPLE its devices appear; at a lower
+/// level it hears why there are none; and a program that never calls the runtime after MPI_Init,
+/// and finalises at once, still ends, at either level. Without the hook component (a copy of the
+/// install tree without `openmpi-components`) a thread of the plugin watches for MPI_Init
+/// instead. In every case the job ends on its own.
 #[test]
 fn a_program_that_initialises_mpi_in_main_gets_the_remote_devices_once_it_has() {
     let exe = compile(
@@ -404,10 +406,23 @@ fn a_program_that_initialises_mpi_in_main_gets_the_remote_devices_once_it_has() 
         &["mpi_late_init.c"],
         &["-l:libmpi.so.40"],
     );
-    let cases: [(&[(&str, &str)], &str); 3] = [
+    let without_hook = tests::build_dir().join("lib-without-openmpi-components");
+    let _ = std::fs::remove_dir_all(&without_hook);
+    std::fs::create_dir_all(&without_hook).unwrap();
+    for entry in std::fs::read_dir(tests::lib_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, without_hook.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let without_hook = without_hook.to_str().unwrap().to_string();
+    let hooked = "joins at the bottom of the program's MPI_Init";
+    let watched = "a thread watches for MPI_Init";
+    let cases: [(&[(&str, &str)], &str, &str); 6] = [
         (
             &[("TEST_MPI_THREAD_LEVEL", "3")],
             "late MPI at level 3: 4 devices, 4 ran in another process",
+            hooked,
         ),
         (
             &[
@@ -415,13 +430,43 @@ fn a_program_that_initialises_mpi_in_main_gets_the_remote_devices_once_it_has() 
                 ("OMP_TARGET_OFFLOAD", "default"),
             ],
             "late MPI at level 1: 0 devices, 0 ran in another process",
+            hooked,
         ),
         (
             &[("TEST_MPI_THREAD_LEVEL", "3"), ("TEST_NO_OFFLOAD", "1")],
             "finalized",
+            hooked,
+        ),
+        // These two hung before the plugin joined inside MPI_Init.
+        (
+            &[
+                ("TEST_MPI_THREAD_LEVEL", "3"),
+                ("TEST_NO_OFFLOAD", "1"),
+                ("TEST_FINALIZE_AT_ONCE", "1"),
+            ],
+            "finalized",
+            hooked,
+        ),
+        (
+            &[
+                ("TEST_MPI_THREAD_LEVEL", "1"),
+                ("TEST_NO_OFFLOAD", "1"),
+                ("TEST_FINALIZE_AT_ONCE", "1"),
+            ],
+            "finalized",
+            hooked,
+        ),
+        (
+            &[
+                ("TEST_MPI_THREAD_LEVEL", "3"),
+                ("TEST_NO_OFFLOAD", "1"),
+                ("LD_LIBRARY_PATH", &without_hook),
+            ],
+            "finalized",
+            watched,
         ),
     ];
-    for (env, expected) in cases {
+    for (env, expected, how) in cases {
         let mut env = env.to_vec();
         env.push(("LIBOMPTARGET_DEBUG", "1"));
         let started = Instant::now();
@@ -433,6 +478,7 @@ fn a_program_that_initialises_mpi_in_main_gets_the_remote_devices_once_it_has() 
             out.status
         );
         assert!(stdout.contains(expected), "{env:?}:\n{stdout}\n{stderr}");
+        assert!(stderr.contains(how), "{env:?}:\n{stderr}");
         if env.contains(&("TEST_MPI_THREAD_LEVEL", "1")) {
             assert!(stderr.contains("needs MPI_THREAD_MULTIPLE (3)"), "{stderr}");
         }

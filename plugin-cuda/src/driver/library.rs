@@ -144,7 +144,7 @@ impl DriverLibrary {
             )
         })?;
         let functions = DriverFunctions::resolve(&library)?;
-        let path = loaded_path(&library, functions.init as *const c_void)
+        let path = plugin_api::loaded_file(functions.init as *const c_void)
             .unwrap_or_else(|| PathBuf::from(DRIVER_LIBRARY));
         Ok(DriverLibrary {
             path,
@@ -152,36 +152,4 @@ impl DriverLibrary {
             _library: library,
         })
     }
-}
-
-/// The file an entry point of `library` came from, for messages.
-fn loaded_path(_library: &Library, function: *const c_void) -> Option<PathBuf> {
-    let mut info = std::mem::MaybeUninit::<libc_dl_info>::zeroed();
-    // SAFETY: dladdr only reads the address and fills `info`; the returned name points into
-    // the loader's tables, valid while the library stays loaded (it is never unloaded).
-    let found = unsafe { dladdr(function, info.as_mut_ptr()) };
-    if found == 0 {
-        return None;
-    }
-    // SAFETY: dladdr succeeded, so `info` is initialised.
-    let info = unsafe { info.assume_init() };
-    if info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
-    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
-    Some(PathBuf::from(name.to_string_lossy().into_owned()))
-}
-
-#[repr(C)]
-#[allow(non_camel_case_types)]
-struct libc_dl_info {
-    dli_fname: *const c_char,
-    dli_fbase: *mut c_void,
-    dli_sname: *const c_char,
-    dli_saddr: *mut c_void,
-}
-
-extern "C" {
-    fn dladdr(address: *const c_void, info: *mut libc_dl_info) -> c_int;
 }
