@@ -3,12 +3,14 @@
 
 use crate::devices::Devices;
 use crate::memory::BlockCache;
-use mpi_wire::mpi::{Comm, Mpi};
+use mpi_wire::mpi::{self, Comm, Mpi};
 use mpi_wire::protocol::{Op, Reader, Writer, MAX_REPLY, MAX_REQUEST, REQUEST_TAG};
 use omptarget_core::plugins::PluginLibrary;
 use plugin_api::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 type Result<T> = std::result::Result<T, PluginError>;
 
@@ -59,6 +61,8 @@ pub struct Server {
     devices: Arc<Devices>,
     /// Copies to or from other device processes, running beside the request loop.
     peer_copies: Vec<JoinHandle<()>>,
+    /// By rank: device processes the program found dead ([`Op::PeerGone`]).
+    gone: Arc<[AtomicBool]>,
     /// Large freed blocks, kept for the next allocation of their size.
     blocks: BlockCache,
     /// The reply buffer, reused.
@@ -97,6 +101,54 @@ fn copy_extent(op: Op, mut r: Reader<'_>) -> Option<(u64, Option<i32>)> {
 
 fn mpi_error(e: String) -> PluginError {
     PluginError::new(ErrorCode::FAILED, e)
+}
+
+/// How a transfer with another device process ended.
+enum Transfer {
+    Done,
+    /// The program said the peer died: the requests, and their buffer, are left to MPI.
+    PeerGone,
+}
+
+/// Waits for the requests of a transfer with `peer`. Where the launcher keeps a job whose
+/// process died, MPI would wait for a dead peer for ever: there it polls, and the program's
+/// notice that the peer is gone ([`Op::PeerGone`]) ends the wait.
+fn finish_transfer(
+    mpi: &Mpi,
+    mut requests: Vec<mpi::Request>,
+    peer: i32,
+    gone: &[AtomicBool],
+) -> std::result::Result<Transfer, String> {
+    if !mpi_wire::launcher_recovers() {
+        for request in requests {
+            mpi.wait(request)?;
+        }
+        return Ok(Transfer::Done);
+    }
+    let peer_gone = || {
+        gone.get(peer as usize)
+            .is_some_and(|g| g.load(Ordering::Acquire))
+    };
+    while let Some(mut request) = requests.pop() {
+        while !mpi.test(&mut request)? {
+            if peer_gone() {
+                mpi.abandon(request);
+                requests.into_iter().for_each(|r| mpi.abandon(r));
+                return Ok(Transfer::PeerGone);
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    Ok(Transfer::Done)
+}
+
+fn peer_gone(peer: i32) -> PluginError {
+    PluginError::new(
+        ErrorCode::FAILED,
+        format!(
+            "the other device process of the copy (rank {peer}) is gone; the copy did not complete"
+        ),
+    )
 }
 
 /// A device's plugin and local number, with its traits.
@@ -152,6 +204,9 @@ impl Server {
             program,
             devices: Arc::new(devices),
             peer_copies: Vec::new(),
+            gone: (0..mpi.size(comm).unwrap_or(0))
+                .map(|_| AtomicBool::new(false))
+                .collect(),
             blocks: BlockCache::from_env(),
             spare_reply: Writer::default(),
             images: std::collections::HashMap::new(),
@@ -413,6 +468,15 @@ impl Server {
                 ))
             }
             Op::Shutdown => unreachable!("handled by the loop"),
+            Op::PeerGone => {
+                let rank = r.i32()?;
+                if let Some(flag) = self.gone.get(rank as usize) {
+                    flag.store(true, Ordering::Release);
+                }
+                // MPI_Finalize's barrier would wait for the dead process.
+                self.mpi.skip_finalize_barrier();
+                return Ok(false); // a notice: nobody waits for a reply
+            }
         }
         Ok(true)
     }
@@ -534,9 +598,18 @@ impl Server {
     ) -> Result<()> {
         let staging = self.target(device)?.read(src, size, queue)?;
         let (mpi, comm, program) = (self.mpi, self.comm, self.program);
+        let gone = Arc::clone(&self.gone);
         self.peer_copies.push(std::thread::spawn(move || {
-            let reply = match mpi.send(comm, &staging, peer, data_tag) {
-                Ok(()) => Writer::ok(),
+            // SAFETY: `staging` lives until the requests complete, or for ever if abandoned.
+            let outcome =
+                unsafe { mpi.isend(comm, staging.as_ptr(), staging.len(), peer, data_tag) }
+                    .and_then(|requests| finish_transfer(mpi, requests, peer, &gone));
+            let reply = match outcome {
+                Ok(Transfer::Done) => Writer::ok(),
+                Ok(Transfer::PeerGone) => {
+                    std::mem::forget(staging);
+                    Writer::error(&peer_gone(peer))
+                }
                 Err(e) => Writer::error(&mpi_error(e)),
             };
             let _ = mpi.send(comm, &reply.0, program, tag);
@@ -557,13 +630,16 @@ impl Server {
         self.target(device)?;
         let (mpi, comm, program) = (self.mpi, self.comm, self.program);
         let devices = Arc::clone(&self.devices);
+        let gone = Arc::clone(&self.gone);
         self.peer_copies.push(std::thread::spawn(move || {
             let mut staging = vec![0u8; size];
-            let outcome = mpi
-                .recv(comm, &mut staging, peer, data_tag)
-                .map_err(mpi_error)
-                .and_then(|()| {
-                    let (plugin, d) = devices.get(device)?;
+            // SAFETY: `staging` lives until the requests complete, or for ever if abandoned.
+            let received =
+                unsafe { mpi.irecv(comm, staging.as_mut_ptr(), staging.len(), peer, data_tag) }
+                    .and_then(|requests| finish_transfer(mpi, requests, peer, &gone))
+                    .map_err(mpi_error);
+            let outcome = match received {
+                Ok(Transfer::Done) => devices.get(device).and_then(|(plugin, d)| {
                     plugin.copy_to_device(
                         d.local,
                         dst,
@@ -571,7 +647,13 @@ impl Server {
                         size as u64,
                         QueueHandle::SYNC,
                     )
-                });
+                }),
+                Ok(Transfer::PeerGone) => {
+                    std::mem::forget(staging);
+                    Err(peer_gone(peer))
+                }
+                Err(e) => Err(e),
+            };
             let reply = match outcome {
                 Ok(()) => Writer::ok(),
                 Err(e) => Writer::error(&e),

@@ -567,6 +567,30 @@ impl Mpi {
         Ok(flag != 0)
     }
 
+    /// Makes MPI_Finalize skip its barrier over every process of the job, which would wait for
+    /// ever for a process that died (under a launcher that keeps such a job). Open MPI's
+    /// `async_mpi_finalize` setting, read at MPI_Init into the variable set here; false if this
+    /// MPI has no such variable.
+    pub fn skip_finalize_barrier(&self) -> bool {
+        // SAFETY: Open MPI's `bool ompi_async_mpi_finalize` (ompi/runtime/params.h), read
+        // only by MPI_Finalize; a one-byte store of true.
+        match unsafe { self._library.get::<*mut u8>(b"ompi_async_mpi_finalize\0") } {
+            Ok(flag) => {
+                // SAFETY: as above: the symbol is the address of the variable.
+                unsafe { std::ptr::write_volatile(*flag, 1) };
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Leaves a request whose peer is gone to MPI: cancelled where MPI can, never waited for.
+    /// Its buffer must then stay valid for the life of the process (leak it).
+    pub fn abandon(&self, mut request: Request) {
+        // SAFETY: the request is live; a send MPI cannot cancel is left as it is.
+        unsafe { (self.cancel)(&mut request.0) };
+    }
+
     /// Cancels a receive that will never be matched, and completes it.
     pub fn cancel(&self, mut request: Request) {
         // SAFETY: the request is live.

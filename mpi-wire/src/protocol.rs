@@ -85,6 +85,9 @@ operations! {
     Large,
     /// The program ends: the device process finalises MPI and exits.
     Shutdown,
+    /// A notice without a reply (only under a launcher that lets a job outlive a process): the
+    /// device process of the rank that follows died, so copies with it end with an error.
+    PeerGone,
 }
 
 impl Op {

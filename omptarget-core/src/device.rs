@@ -596,25 +596,37 @@ impl Device {
         if let Some(recording) = self.record_replay.get() {
             return recording.alloc(size);
         }
+        let failed = |e: plugin_api::PluginError| {
+            OffloadError::new(format!(
+                "allocation of {size} bytes on device {} failed: {}",
+                self.id, e.message
+            ))
+        };
         let class = (kind == AllocKind::DEFAULT)
             .then(|| self.pool.class_of(size))
             .flatten();
-        if let Some(block) = class.and_then(|c| self.pool.take(c)) {
+        let Some(class) = class else {
+            return self
+                .plugin
+                .alloc(self.local, size, host_ptr, kind)
+                .map_err(failed);
+        };
+        if let Some(block) = self.pool.take(class) {
             return Ok(block);
         }
-        let block = self
-            .plugin
-            .alloc(self.local, class.unwrap_or(size), host_ptr, kind)
-            .map_err(|e| {
-                OffloadError::new(format!(
-                    "allocation of {size} bytes on device {} failed: {}",
-                    self.id, e.message
-                ))
-            })?;
-        if let Some(class) = class {
-            self.pool.adopt(block, class);
+        // A new slab; where the device has no room for one, a slab of just this block.
+        let slab = memory_pool::slab_bytes(class);
+        match self.plugin.alloc(self.local, slab, host_ptr, kind) {
+            Ok(start) => Ok(self.pool.add_slab(start, slab, class)),
+            Err(_) if slab > class => {
+                let start = self
+                    .plugin
+                    .alloc(self.local, class, host_ptr, kind)
+                    .map_err(failed)?;
+                Ok(self.pool.add_slab(start, class, class))
+            }
+            Err(e) => Err(failed(e)),
         }
-        Ok(block)
     }
 
     /// Frees device memory (reported to a tool as LLVM reports `deleteData`).

@@ -1,15 +1,25 @@
 //! Small device allocations are kept and reused instead of going back to the plugin each time
 //! (LLVM's memory manager, `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`): targets come and go with
-//! every construct, and driver allocations are slow on real devices. Split in stripes, one per
-//! host thread, so that threads offloading at once do not serialise on it.
+//! every construct, and driver allocations are slow on real devices. Unlike LLVM's, the pool
+//! takes slabs of [`SLAB_BYTES`] from the plugin and carves blocks of one size class from each,
+//! so a new small mapping costs no driver call (and no bookkeeping per block in the plugin).
+//! Split in stripes, one per host thread, so that threads offloading at once do not serialise.
 
-use plugin_api::address_map::AddressMap;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// LLVM's default threshold: 8 KiB.
 pub const DEFAULT_THRESHOLD: u64 = 1 << 13;
 /// The smallest size class.
 const MIN_CLASS: u64 = 32;
+/// The size of the slabs small classes are carved from; a class this size or larger takes one
+/// block per slab.
+pub const SLAB_BYTES: u64 = 64 << 10;
+
+/// The bytes to take from the plugin for a new slab of `class`.
+pub fn slab_bytes(class: u64) -> u64 {
+    class.max(SLAB_BYTES)
+}
 
 /// The threshold from `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`: unset means the default,
 /// 0 turns the pool off.
@@ -54,16 +64,31 @@ fn class_index(class: u64) -> usize {
 struct StripeState {
     /// Free blocks by size class (indexed by the class's power of two).
     free: [Vec<usize>; CLASSES],
-    /// Every block this stripe took from the plugin, with its class.
-    blocks: AddressMap<usize, u64>,
+    /// By class: the part of its newest slab not handed out yet (next block, end).
+    fresh: [(usize, usize); CLASSES],
+    /// Every slab this stripe took from the plugin, by start: its end and class.
+    slabs: BTreeMap<usize, (usize, u64)>,
 }
 
 impl Default for StripeState {
     fn default() -> Self {
         StripeState {
             free: std::array::from_fn(|_| Vec::new()),
-            blocks: AddressMap::default(),
+            fresh: [(0, 0); CLASSES],
+            slabs: BTreeMap::new(),
         }
+    }
+}
+
+impl StripeState {
+    /// The class of `block` if it is a block this stripe handed out.
+    fn class_of_block(&self, block: usize) -> Option<u64> {
+        let (&start, &(end, class)) = self.slabs.range(..=block).next_back()?;
+        let (next, fresh_end) = self.fresh[class_index(class)];
+        let handed_out = block < end
+            && (block - start) as u64 % class == 0
+            && !(fresh_end == end && block >= next);
+        handed_out.then_some(class)
     }
 }
 
@@ -97,24 +122,41 @@ impl MemoryPool {
             .then(|| size.max(MIN_CLASS).next_power_of_two())
     }
 
-    /// A free block of the class from this thread's stripe, if any.
+    /// A block of the class from this thread's stripe: a freed one, else the next of its newest
+    /// slab; `None` when a new slab is needed ([`MemoryPool::add_slab`]).
     pub fn take(&self, class: u64) -> Option<usize> {
-        self.stripes[my_stripe()].lock().free[class_index(class)].pop()
+        let mut state = self.stripes[my_stripe()].lock();
+        let index = class_index(class);
+        if let Some(block) = state.free[index].pop() {
+            return Some(block);
+        }
+        let (next, end) = &mut state.fresh[index];
+        let block = *next;
+        if block != 0 && block as u64 + class <= *end as u64 {
+            *next += class as usize;
+            return Some(block);
+        }
+        None
     }
 
-    /// Records a block fresh from the plugin as the pool's.
-    pub fn adopt(&self, block: usize, class: u64) {
-        self.stripes[my_stripe()].lock().blocks.insert(block, class);
+    /// Records a slab of `bytes` fresh from the plugin as the pool's, for blocks of `class`,
+    /// and hands out its first block.
+    pub fn add_slab(&self, slab: usize, bytes: u64, class: u64) -> usize {
+        let mut state = self.stripes[my_stripe()].lock();
+        let end = slab + bytes as usize;
+        state.slabs.insert(slab, (end, class));
+        state.fresh[class_index(class)] = (slab + class as usize, end);
+        slab
     }
 
-    /// Takes a block back into the stripe that adopted it (this thread's, usually); false when
-    /// it is not the pool's (the plugin must free it).
+    /// Takes a block back into the stripe that handed it out (this thread's, usually); false
+    /// when it is not the pool's (the plugin must free it).
     pub fn give_back(&self, block: usize) -> bool {
         let mine = my_stripe();
         let order = std::iter::once(mine).chain((0..STRIPES).filter(|&s| s != mine));
         for stripe in order {
             let mut state = self.stripes[stripe].lock();
-            if let Some(&class) = state.blocks.get(&block) {
+            if let Some(class) = state.class_of_block(block) {
                 state.free[class_index(class)].push(block);
                 return true;
             }
@@ -122,36 +164,48 @@ impl MemoryPool {
         false
     }
 
-    /// Every block the pool holds, for freeing at shutdown; the pool is empty afterwards.
+    /// Every slab the pool holds, for freeing at shutdown; the pool is empty afterwards.
     pub fn drain(&self) -> Vec<usize> {
         let mut all = Vec::new();
         for stripe in &self.stripes {
             let mut state = stripe.lock();
-            state.free.iter_mut().for_each(Vec::clear);
-            all.extend(state.blocks.drain().map(|(block, _)| block));
+            let slabs = std::mem::take(&mut state.slabs);
+            *state = StripeState::default();
+            all.extend(slabs.into_keys());
         }
         all
     }
 }
 
 #[test]
-fn blocks_are_reused_by_class() {
+fn blocks_are_carved_from_slabs_and_reused_by_class() {
     let pool = MemoryPool::new(1024);
     assert_eq!(pool.class_of(1), Some(32));
     assert_eq!(pool.class_of(100), Some(128));
     assert_eq!(pool.class_of(2000), None);
     assert_eq!(MemoryPool::new(0).class_of(1), None);
+    assert_eq!(slab_bytes(128), SLAB_BYTES);
     assert_eq!(pool.take(128), None);
-    pool.adopt(0x1000, 128);
-    assert!(pool.give_back(0x1000));
-    assert!(!pool.give_back(0x2000));
+    // A slab of three blocks of 128 bytes.
+    assert_eq!(pool.add_slab(0x10000, 384, 128), 0x10000);
+    assert_eq!(pool.take(128), Some(0x10080));
+    assert_eq!(pool.take(128), Some(0x10100));
+    assert_eq!(pool.take(128), None);
     assert_eq!(pool.take(64), None);
-    assert_eq!(pool.take(128), Some(0x1000));
-    assert_eq!(pool.drain(), vec![0x1000]);
-    // A block adopted by one thread is taken back from another.
-    pool.adopt(0x3000, 64);
+    assert!(pool.give_back(0x10080));
+    assert!(!pool.give_back(0x10081), "not a block start");
+    assert!(!pool.give_back(0x10180), "past the slab");
+    assert!(!pool.give_back(0x2000), "not the pool's");
+    assert_eq!(pool.take(128), Some(0x10080));
+    // Blocks of a slab not handed out yet are not the pool's to take back.
+    assert_eq!(pool.add_slab(0x20000, 256, 64), 0x20000);
+    assert!(!pool.give_back(0x20040));
+    assert_eq!(pool.drain(), vec![0x10000, 0x20000]);
+    assert_eq!(pool.take(128), None);
+    // A block handed out by one thread is taken back from another.
+    pool.add_slab(0x30000, 64, 64);
     std::thread::scope(|s| {
-        s.spawn(|| assert!(pool.give_back(0x3000)));
+        s.spawn(|| assert!(pool.give_back(0x30000)));
     });
-    assert_eq!(pool.drain(), vec![0x3000]);
+    assert_eq!(pool.drain(), vec![0x30000]);
 }

@@ -219,6 +219,9 @@ impl MpiDevice {
         size: u64,
         queue: QueueHandle,
     ) -> Result<()> {
+        // Neither half is sent when either process is known dead: the other would wait for it.
+        self.link.check_alive(self.rank)?;
+        self.link.check_alive(target.rank)?;
         let remote_queue = self.remote_queue(queue)?;
         let (data_tag, to_tag, from_tag) = (self.link.tag(), self.link.tag(), self.link.tag());
         let mut receive = Writer::request(Op::ReceiveFromPeer, to_tag, target.remote);
@@ -251,9 +254,9 @@ impl Device for MpiDevice {
     }
 
     /// After the device processes finished (the runtime unloads at exit, possibly after MPI
-    /// was finalised), there is nothing left to unload.
+    /// was finalised), or with a dead one, there is nothing left to unload.
     fn unload_image(&self, image: ImageHandle) -> Result<()> {
-        if self.link.is_closed() {
+        if self.link.is_closed() || self.link.is_dead(self.rank) {
             return Ok(());
         }
         self.call(Op::UnloadImage, |w| {

@@ -330,6 +330,34 @@ impl Link {
     }
 
     /// A request and its reply.
+    /// `Err` naming the device process of `rank` if it was found dead.
+    pub fn check_alive(&self, rank: i32) -> Result<()> {
+        if self.is_dead(rank) {
+            return Err(Self::gone(rank));
+        }
+        Ok(())
+    }
+
+    /// Tells the other live device processes that the one of `rank` is gone, so that copies
+    /// between them and it end (a notice: no reply comes).
+    pub fn announce_gone(&self, rank: i32) {
+        // MPI_Finalize's barrier would wait for the dead process.
+        if !self.mpi.skip_finalize_barrier() {
+            log::warn!("mpi plugin: MPI_Finalize may wait for the dead device process {rank}");
+        }
+        for &other in self
+            .servers
+            .iter()
+            .filter(|&&r| r != rank && !self.is_dead(r))
+        {
+            let mut notice = Writer::request(Op::PeerGone, 0, 0);
+            notice.i32(rank);
+            if let Err(e) = self.send(other, &notice) {
+                log::warn!("mpi plugin: telling device process {other} that {rank} is gone: {e}");
+            }
+        }
+    }
+
     pub fn call(&self, rank: i32, tag: i32, request: &Writer) -> Result<Vec<u8>> {
         self.send(rank, request)?;
         self.reply(rank, tag)

@@ -136,6 +136,7 @@ fn check(link: &Link, peer: &mut Peer) -> Result<(), String> {
                     peer.rank
                 );
                 link.mark_dead(peer.rank);
+                link.announce_gone(peer.rank);
             }
         }
     }

@@ -256,6 +256,51 @@ fn kill_a_device_process(recovery: bool) {
     println!("a killed device process ended the job in {took:?}");
 }
 
+/// Under `mpirun --enable-recovery`, a copy between two device processes one of which died
+/// ends with the reason within seconds, both ways: the survivor's half waits on the dead peer
+/// only until the program, having found the process dead, tells it so. The survivor then
+/// finishes normally, and nothing is left running.
+#[test]
+fn with_recovery_a_copy_with_a_dead_device_process_ends_with_the_reason() {
+    let exe = compile(Compiler::Clang19, &["mpi_peer_kill.c"], &[]);
+    let env = [
+        ("OMPI_MCA_orte_enable_recovery", "1"),
+        ("OMP_TARGET_OFFLOAD", "default"),
+    ];
+    let started = Instant::now();
+    let out = output(with_timeout(mpi_job(&exe, 2, 1, &env), 60));
+    let took = started.elapsed();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    for expected in [
+        "copy between the device processes: correct",
+        "copy to the dead device process: -1",
+        "copy from the dead device process: -1",
+        "done",
+    ] {
+        assert!(stdout.contains(expected), "{expected}:\n{stdout}\n{stderr}");
+    }
+    assert!(
+        stderr.contains("the other device process of the copy (rank 2) is gone"),
+        "{stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(30),
+        "the job took {took:?}:\n{stdout}\n{stderr}"
+    );
+    let pids: Vec<u32> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("device processes "))
+        .expect("the device processes' pids")
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !pids.iter().any(|&pid| alive(pid)),
+        "still running after the job: {pids:?}"
+    );
+}
+
 /// Outside an MPI job, and in a job without device processes, the plugin has no devices and
 /// says why; nothing hangs, and a program falls back to the host.
 #[test]
