@@ -5,7 +5,6 @@
 //! so a new small mapping costs no driver call (and no bookkeeping per block in the plugin).
 //! Split in stripes, one per host thread, so that threads offloading at once do not serialise.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// LLVM's default threshold: 8 KiB.
@@ -66,8 +65,9 @@ struct StripeState {
     free: [Vec<usize>; CLASSES],
     /// By class: the part of its newest slab not handed out yet (next block, end).
     fresh: [(usize, usize); CLASSES],
-    /// Every slab this stripe took from the plugin, by start: its end and class.
-    slabs: BTreeMap<usize, (usize, u64)>,
+    /// Every slab this stripe took from the plugin, ordered by start: a binary search finds
+    /// a block's slab (slabs are few, and added rarely).
+    slabs: Vec<Slab>,
 }
 
 impl Default for StripeState {
@@ -75,15 +75,23 @@ impl Default for StripeState {
         StripeState {
             free: std::array::from_fn(|_| Vec::new()),
             fresh: [(0, 0); CLASSES],
-            slabs: BTreeMap::new(),
+            slabs: Vec::new(),
         }
     }
+}
+
+#[derive(Clone, Copy)]
+struct Slab {
+    start: usize,
+    end: usize,
+    class: u64,
 }
 
 impl StripeState {
     /// The class of `block` if it is a block this stripe handed out.
     fn class_of_block(&self, block: usize) -> Option<u64> {
-        let (&start, &(end, class)) = self.slabs.range(..=block).next_back()?;
+        let after = self.slabs.partition_point(|s| s.start <= block);
+        let Slab { start, end, class } = *self.slabs.get(after.checked_sub(1)?)?;
         let (next, fresh_end) = self.fresh[class_index(class)];
         let handed_out = block < end
             && (block - start) as u64 % class == 0
@@ -144,7 +152,15 @@ impl MemoryPool {
     pub fn add_slab(&self, slab: usize, bytes: u64, class: u64) -> usize {
         let mut state = self.stripes[my_stripe()].lock();
         let end = slab + bytes as usize;
-        state.slabs.insert(slab, (end, class));
+        let at = state.slabs.partition_point(|s| s.start < slab);
+        state.slabs.insert(
+            at,
+            Slab {
+                start: slab,
+                end,
+                class,
+            },
+        );
         state.fresh[class_index(class)] = (slab + class as usize, end);
         slab
     }
@@ -171,7 +187,7 @@ impl MemoryPool {
             let mut state = stripe.lock();
             let slabs = std::mem::take(&mut state.slabs);
             *state = StripeState::default();
-            all.extend(slabs.into_keys());
+            all.extend(slabs.into_iter().map(|s| s.start));
         }
         all
     }
