@@ -94,7 +94,7 @@ impl StripeState {
         let Slab { start, end, class } = *self.slabs.get(after.checked_sub(1)?)?;
         let (next, fresh_end) = self.fresh[class_index(class)];
         let handed_out = block < end
-            && (block - start) as u64 % class == 0
+            && ((block - start) as u64).is_multiple_of(class)
             && !(fresh_end == end && block >= next);
         handed_out.then_some(class)
     }

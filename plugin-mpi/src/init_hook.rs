@@ -14,7 +14,7 @@
 //! back to watching for `MPI_Init` from a thread of its own (see `plugin.rs`).
 
 use mpi_wire::mpi::Mpi;
-use std::ffi::{c_char, c_int, c_void, OsString};
+use std::ffi::{c_char, c_int, OsString};
 use std::path::{Path, PathBuf};
 
 /// The directory, beside the plugin, that holds the link `mca_hook_omptarget.so`.
@@ -117,7 +117,7 @@ unsafe extern "C" fn at_mpi_init_bottom(
 /// Makes the program's MPI_Init load this library as a hook component: `Ok` with the
 /// directory added to Open MPI's component path, or why not.
 pub fn install(mpi: &Mpi) -> Result<PathBuf, String> {
-    let ours = plugin_api::loaded_file(&mca_hook_omptarget_component as *const _ as *const c_void)
+    let ours = plugin_api::loaded_file(&mca_hook_omptarget_component as *const _ as usize)
         .ok_or("the plugin's own file is unknown")?;
     let dir = ours
         .parent()

@@ -463,7 +463,9 @@ fn a_program_that_initialises_mpi_in_main_gets_the_remote_devices_once_it_has() 
     let without_hook = without_hook.to_str().unwrap().to_string();
     let hooked = "joins at the bottom of the program's MPI_Init";
     let watched = "a thread watches for MPI_Init";
-    let cases: [(&[(&str, &str)], &str, &str); 6] = [
+    /// The environment, what stdout must say, and how the plugin joined.
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: [Case; 6] = [
         (
             &[("TEST_MPI_THREAD_LEVEL", "3")],
             "late MPI at level 3: 4 devices, 4 ran in another process",

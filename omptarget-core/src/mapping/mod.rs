@@ -6,6 +6,7 @@
 //! threads mapping their own data do not wait for each other.
 
 mod sorted;
+mod span_index;
 mod table;
 
 use plugin_api::{EventHandle, QueueHandle};

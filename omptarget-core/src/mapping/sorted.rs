@@ -1,8 +1,8 @@
 //! Range lookups over a set of non-overlapping mappings ordered by host start address.
 
+use super::span_index::SpanIndex;
 use super::Mapping;
 use plugin_api::address_map::AddressMap;
-use std::collections::BTreeMap;
 
 /// The host range an entry covers, and the base of its list item (zero-length sections
 /// between base and begin find the entry too). Fixed for the entry's life.
@@ -68,14 +68,14 @@ struct Span {
 /// entries, answers the rest. Both change together, under the caller's lock.
 #[derive(Debug)]
 pub struct SortedMappings<V> {
-    spans: BTreeMap<usize, Span>,
+    spans: SpanIndex<Span>,
     entries: AddressMap<usize, V>,
 }
 
 impl<V> Default for SortedMappings<V> {
     fn default() -> Self {
         SortedMappings {
-            spans: BTreeMap::new(),
+            spans: SpanIndex::default(),
             entries: AddressMap::default(),
         }
     }
@@ -111,7 +111,7 @@ impl<V: Extent> SortedMappings<V> {
         // One search answers the usual cases: the last mapping starting before `end`. Starting
         // at or before `begin`, it is the only one that can hold `begin` (mappings do not
         // overlap), and none starts in between.
-        let Some((&start, span)) = self.spans.range(..end).next_back() else {
+        let Some((start, span)) = self.spans.at_or_before(end - 1) else {
             return Lookup::Absent;
         };
         if start <= begin {
@@ -131,12 +131,15 @@ impl<V: Extent> SortedMappings<V> {
     /// A zero-length section (OpenMP 5.1 "pointer initialization"): found in the mapping that
     /// holds the address, or whose list item's base..end range holds it.
     fn lookup_address(&self, address: usize) -> Lookup {
-        if let Some((&start, span)) = self.spans.range(..=address).next_back() {
+        if let Some((start, span)) = self.spans.at_or_before(address) {
             if address < span.end || address < span.base || address == start {
                 return Lookup::Contained(start);
             }
         }
-        if let Some((&start, span)) = self.spans.range(address + 1..).next() {
+        if let Some((start, span)) = address
+            .checked_add(1)
+            .and_then(|a| self.spans.at_or_after(a))
+        {
             if address >= span.base {
                 return Lookup::Contained(start);
             }
@@ -146,12 +149,15 @@ impl<V: Extent> SortedMappings<V> {
 
     /// A mapping overlapping [begin, end), if any.
     pub fn first_overlapping(&self, begin: usize, end: usize) -> Option<usize> {
-        if let Some((&start, span)) = self.spans.range(..=begin).next_back() {
+        if let Some((start, span)) = self.spans.at_or_before(begin) {
             if begin < span.end {
                 return Some(start);
             }
         }
-        self.spans.range(begin..end).next().map(|(&start, _)| start)
+        self.spans
+            .at_or_after(begin)
+            .map(|(start, _)| start)
+            .filter(|&start| start < end)
     }
 
     pub fn get(&self, host_begin: usize) -> Option<&V> {
@@ -186,7 +192,7 @@ impl<V: Extent> SortedMappings<V> {
                 if !change(entry.get_mut()) {
                     return Some(None);
                 }
-                self.spans.remove(&host_begin);
+                self.spans.remove(host_begin);
                 Some(Some(entry.remove()))
             }
         }
@@ -194,22 +200,23 @@ impl<V: Extent> SortedMappings<V> {
 
     pub fn remove(&mut self, host_begin: usize) -> Option<V> {
         let entry = self.entries.remove(&host_begin)?;
-        self.spans.remove(&host_begin);
+        self.spans.remove(host_begin);
         Some(entry)
     }
 
     /// The entries in host address order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.spans
-            .keys()
-            .filter_map(|start| self.entries.get(start))
+            .starts()
+            .filter_map(|start| self.entries.get(&start))
     }
 
     /// Removes and returns every entry, in host address order.
     pub fn drain(&mut self) -> impl Iterator<Item = V> {
         let mut entries = std::mem::take(&mut self.entries);
-        std::mem::take(&mut self.spans)
-            .into_keys()
+        let starts: Vec<usize> = std::mem::take(&mut self.spans).starts().collect();
+        starts
+            .into_iter()
             .filter_map(move |start| entries.remove(&start))
     }
 }

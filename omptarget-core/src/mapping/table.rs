@@ -346,6 +346,26 @@ impl<'t> TableView<'t> {
                 .lookup(begin, size)
                 .map(MappingKey::narrow);
         }
+        if one_block {
+            // Mappings do not overlap: one that contains the range is the answer, so the
+            // block's own mapping (a probe of its start, usually) is asked first, and the wide
+            // ones only without it.
+            let in_narrow = self
+                .narrow(shard_of(begin))
+                .lookup(begin, size)
+                .map(MappingKey::narrow);
+            if let Lookup::Contained(_) = in_narrow {
+                return in_narrow;
+            }
+            let in_wide = wide.lookup(begin, size).map(MappingKey::wide);
+            return match (in_narrow, in_wide) {
+                (_, Lookup::Contained(k)) => Lookup::Contained(k),
+                (Lookup::Extends(k), _) | (_, Lookup::Extends(k)) => Lookup::Extends(k),
+                _ => Lookup::Absent,
+            };
+        }
+        // A range over several blocks: a view of it holds the locks of the shards it reaches
+        // only when no wide mapping contains it, so the wide ones are asked first.
         let in_wide = if wide.is_empty() {
             Lookup::Absent
         } else {
@@ -354,19 +374,13 @@ impl<'t> TableView<'t> {
         if let Lookup::Contained(_) = in_wide {
             return in_wide;
         }
-        let in_narrow = if one_block {
-            self.narrow(shard_of(begin))
-                .lookup(begin, size)
-                .map(MappingKey::narrow)
-        } else {
-            // Narrow mappings lie in one block each, so none can hold data spanning blocks.
-            self.overlapping_narrow(begin, end)
-                .map_or(Lookup::Absent, |start| {
-                    Lookup::Extends(MappingKey::narrow(start))
-                })
-        };
+        // Narrow mappings lie in one block each, so none can hold data spanning blocks.
+        let in_narrow = self
+            .overlapping_narrow(begin, end)
+            .map_or(Lookup::Absent, |start| {
+                Lookup::Extends(MappingKey::narrow(start))
+            });
         match (in_narrow, in_wide) {
-            (Lookup::Contained(k), _) => Lookup::Contained(k),
             (Lookup::Extends(k), _) | (_, Lookup::Extends(k)) => Lookup::Extends(k),
             _ => Lookup::Absent,
         }
@@ -641,6 +655,8 @@ mod tests {
         // A lookup spanning the whole mapping holds one shard only.
         let mut v = t.view(begin, size as u64, begin);
         assert!(matches!(v.locks, Locks::One(..)));
+        // Found in the wide mappings before any narrow shard is asked (none but one is locked).
+        assert_eq!(v.lookup(begin, size as u64), Lookup::Contained(key));
         v.get_mut(key).unwrap().dynamic_refs += 1;
         assert!(!v.can_remove(key));
         drop(v);

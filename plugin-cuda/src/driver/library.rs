@@ -144,7 +144,7 @@ impl DriverLibrary {
             )
         })?;
         let functions = DriverFunctions::resolve(&library)?;
-        let path = plugin_api::loaded_file(functions.init as *const c_void)
+        let path = plugin_api::loaded_file(functions.init as usize)
             .unwrap_or_else(|| PathBuf::from(DRIVER_LIBRARY));
         Ok(DriverLibrary {
             path,
