@@ -262,7 +262,9 @@ impl HsaLibrary {
                 library: name.clone(),
                 missing,
             })?;
-        let path = loaded_file(functions.hsa_init as *const c_void).unwrap_or(name);
+        let path = plugin_api::loaded_file(functions.hsa_init as usize)
+            .map(|file| file.to_string_lossy().into_owned())
+            .unwrap_or(name);
         Ok(HsaLibrary {
             path,
             functions,
@@ -304,36 +306,4 @@ pub fn library_to_open(env_value: Option<OsString>) -> OsString {
         Some(value) if !value.is_empty() => value,
         _ => OsString::from(DEFAULT_LIBRARY),
     }
-}
-
-/// The file that holds `function`, as the dynamic loader records it.
-fn loaded_file(function: *const c_void) -> Option<String> {
-    let mut info = DlInfo {
-        dli_fname: std::ptr::null(),
-        dli_fbase: std::ptr::null_mut(),
-        dli_sname: std::ptr::null(),
-        dli_saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: dladdr only reads the address and fills `info`, a valid out-parameter.
-    let found = unsafe { dladdr(function, &mut info) };
-    if found == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string in the loader's tables, valid while the
-    // library stays loaded (it is never unloaded); it is copied at once.
-    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
-    Some(name.to_string_lossy().into_owned())
-}
-
-/// `Dl_info` of `<dlfcn.h>`.
-#[repr(C)]
-struct DlInfo {
-    dli_fname: *const c_char,
-    dli_fbase: *mut c_void,
-    dli_sname: *const c_char,
-    dli_saddr: *mut c_void,
-}
-
-extern "C" {
-    fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
 }

@@ -276,7 +276,11 @@ impl Server {
                     Some((bytes, None)) => format!(" bytes={bytes}"),
                     None => String::new(),
                 };
-                eprintln!("omptarget-mpi-device rank {rank}: {op:?} device={device}{extent}");
+                // One write per line: stderr is unbuffered, and `eprintln!` writes each piece
+                // apart, which the launcher may interleave with other processes' lines.
+                let line =
+                    format!("omptarget-mpi-device rank {rank}: {op:?} device={device}{extent}\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             }
             if op == Op::Shutdown {
                 for copy in self.peer_copies.drain(..) {
