@@ -64,8 +64,9 @@ struct Span {
 /// The entries by host start, twice: an ordered index of their spans for range searches, and
 /// the entries themselves hashed by start. Most lookups name a mapping's own start (a
 /// `present` region, an exit of what was entered) and are answered by one hash probe, in time
-/// that does not grow with the table; a B-tree search, over 16-byte spans rather than whole
-/// entries, answers the rest. Both change together, under the caller's lock.
+/// that does not grow with the table; a search of the span index (by page, see
+/// [`SpanIndex`]), over 16-byte spans rather than whole entries, answers the rest. Both change
+/// together, under the caller's lock.
 #[derive(Debug)]
 pub struct SortedMappings<V> {
     spans: SpanIndex<Span>,

@@ -5,8 +5,8 @@
 //! spans, sorted, and an ordered set of the pages that hold any. Mappings made one after the
 //! other lie in the same or neighbouring pages, so most searches and every insert and removal
 //! touch one page, found by one hash probe; only a search whose own page holds no answer goes
-//! to the ordered set of pages. A B-tree of spans, as before, searched four levels deep at ten
-//! thousand entries, and missed the cache at each of them at a million.
+//! to the ordered set of pages. The B-tree of spans this replaces was searched four levels deep
+//! at ten thousand entries, and missed the cache at each level at a million.
 
 use plugin_api::address_map::AddressMap;
 use smallvec::SmallVec;
