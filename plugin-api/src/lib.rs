@@ -64,7 +64,7 @@ mod version;
 
 pub use abi_stable;
 pub use devices::{device_at, no_such_device, Device, DevicePlugin};
-pub use loaded_file::loaded_file;
+pub use loaded_file::{loaded_file, object_base};
 pub use logging::{info, HostServices, LogLevel};
 pub use module::{PluginModule, PluginModuleRef};
 pub use plugin::{may_run_target_of, Plugin, PluginSlot, SlottedPlugin};

@@ -1,6 +1,6 @@
-//! Which file the dynamic loader took a piece of code from: driver libraries are opened by
+//! Which object the dynamic loader took a piece of code from: driver libraries are opened by
 //! soname, and messages (and the MPI plugin, looking for its own directory and Open MPI's)
-//! need the file.
+//! need the file; OMPT's return addresses need the object's load address.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
@@ -8,6 +8,22 @@ use std::path::PathBuf;
 /// The file that holds `address` (a function or static of a loaded library), as the dynamic
 /// loader recorded it when it was opened: the name searched for may be a symbolic link.
 pub fn loaded_file(address: usize) -> Option<PathBuf> {
+    let info = dl_info(address)?;
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string in the loader's tables, valid while the
+    // library stays loaded; it is copied at once.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    Some(PathBuf::from(name.to_string_lossy().into_owned()))
+}
+
+/// The load address of the object (shared library or executable) that holds `address`.
+pub fn object_base(address: usize) -> Option<usize> {
+    dl_info(address).map(|info| info.dli_fbase as usize)
+}
+
+fn dl_info(address: usize) -> Option<DlInfo> {
     let mut info = DlInfo {
         dli_fname: std::ptr::null(),
         dli_fbase: std::ptr::null_mut(),
@@ -17,13 +33,7 @@ pub fn loaded_file(address: usize) -> Option<PathBuf> {
     // SAFETY: dladdr only reads the address, as a lookup key, and fills `info`, a valid
     // out-parameter.
     let found = unsafe { dladdr(address as *const c_void, &mut info) };
-    if found == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string in the loader's tables, valid while the
-    // library stays loaded; it is copied at once.
-    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
-    Some(PathBuf::from(name.to_string_lossy().into_owned()))
+    (found != 0).then_some(info)
 }
 
 /// `Dl_info` of `<dlfcn.h>`.
@@ -51,4 +61,5 @@ fn finds_the_file_of_a_libc_function() {
         file.display()
     );
     assert!(loaded_file(0).is_none());
+    assert!(object_base(malloc as *const () as usize).is_some_and(|base| base != 0));
 }

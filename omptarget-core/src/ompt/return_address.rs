@@ -3,15 +3,8 @@
 //! the stack is walked (with the unwind tables Rust always emits) up to the first frame outside
 //! this library. It runs only while a tool is attached, once per construct.
 
-use std::ffi::{c_char, c_int, c_void};
-
-#[repr(C)]
-struct DlInfo {
-    fname: *const c_char,
-    fbase: *mut c_void,
-    sname: *const c_char,
-    saddr: *mut c_void,
-}
+use plugin_api::object_base;
+use std::ffi::{c_int, c_void};
 
 type TraceFn = extern "C" fn(context: *mut c_void, arg: *mut c_void) -> c_int;
 
@@ -19,20 +12,6 @@ extern "C" {
     // libgcc_s's unwinder (Itanium ABI), which std already links.
     fn _Unwind_Backtrace(trace: TraceFn, arg: *mut c_void) -> c_int;
     fn _Unwind_GetIP(context: *mut c_void) -> usize;
-    fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
-}
-
-/// The load address of the object (shared library or executable) holding `address`.
-fn object_base(address: usize) -> Option<usize> {
-    let mut info = DlInfo {
-        fname: std::ptr::null(),
-        fbase: std::ptr::null_mut(),
-        sname: std::ptr::null(),
-        saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: dladdr only reads the address and fills `info`.
-    let found = unsafe { dladdr(address as *const c_void, &mut info) };
-    (found != 0).then_some(info.fbase as usize)
 }
 
 struct Walk {
