@@ -240,9 +240,7 @@ impl Link {
     /// Sends a request without waiting.
     pub fn send(&self, rank: i32, request: &Writer) -> Result<()> {
         self.check_open()?;
-        if self.is_dead(rank) {
-            return Err(Self::gone(rank));
-        }
+        self.check_alive(rank)?;
         if request.0.len() > MAX_REQUEST {
             let data_tag = self.tag();
             let mut large = Writer::request(Op::Large, 0, 0);
@@ -329,7 +327,6 @@ impl Link {
             .map_err(mpi_error)
     }
 
-    /// A request and its reply.
     /// `Err` naming the device process of `rank` if it was found dead.
     pub fn check_alive(&self, rank: i32) -> Result<()> {
         if self.is_dead(rank) {
@@ -358,6 +355,7 @@ impl Link {
         }
     }
 
+    /// A request and its reply.
     pub fn call(&self, rank: i32, tag: i32, request: &Writer) -> Result<Vec<u8>> {
         self.send(rank, request)?;
         self.reply(rank, tag)
