@@ -2,7 +2,7 @@
 //! `__tgt_target_data_{begin,end,update}` families, with and without mappers and `nowait`.
 
 use super::guard;
-use crate::abi::map_args::read_map_args;
+use crate::abi::map_args::{read_map_args, MapArgs};
 use crate::abi::source_location::Ident;
 use crate::data_ops;
 use crate::error::Result;
@@ -68,10 +68,18 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
         return; // host data needs no mapping
     };
     let bases = a.bases;
+    let mut map_args = MapArgs::new();
     // SAFETY: the compiler passes `arg_num` elements in each array.
-    let map_args = unsafe {
+    unsafe {
         read_map_args(
-            a.arg_num, a.bases, a.args, a.sizes, a.types, a.names, a.mappers,
+            &mut map_args,
+            a.arg_num,
+            a.bases,
+            a.args,
+            a.sizes,
+            a.types,
+            a.names,
+            a.mappers,
         )
     };
     if crate::info::enabled(crate::info::KERNEL_ARGS) {
@@ -95,7 +103,8 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
             DataOp::End => data_ops::end(&mut queue, &map_args)?,
             DataOp::Update => data_ops::update(&mut queue, &map_args)?,
         }
-        queue.finish()
+        // Finished where it is: moving the queue (some 300 bytes) into `finish` copies it.
+        queue.finish_in_place()
     });
     match outcome {
         Ok(()) => runtime.construct_succeeded(loc),

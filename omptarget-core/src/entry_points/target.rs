@@ -2,7 +2,7 @@
 
 use super::{guard, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use crate::abi::kernel_args::{read_kernel_args, KernelArgsV1, KernelRequest};
-use crate::abi::map_args::read_map_args;
+use crate::abi::map_args::{read_map_args, MapArgs};
 use crate::abi::source_location::Ident;
 use crate::data_ops;
 use crate::error::{OffloadError, Result};
@@ -36,9 +36,11 @@ fn launch(
         let registry = runtime.registry.read().unwrap();
         OffloadError::new(device.missing_kernel_reason(&registry, region_id))
     })?;
+    let mut args = MapArgs::new();
     // SAFETY: the arrays come from the compiler with `num_args` elements each.
-    let args = unsafe {
+    unsafe {
         read_map_args(
+            &mut args,
             request.num_args as i32,
             request.arg_base_ptrs as *const *mut c_void,
             request.arg_ptrs as *const *mut c_void,

@@ -56,6 +56,11 @@ impl<S: Copy> SpanIndex<S> {
             self.order.insert(page(start));
             SmallVec::new()
         });
+        // A page that outgrows its inline spans is usually being filled by mappings made one
+        // after the other (a dozen small ones fit a page): grow it once, to room for 16.
+        if spans.len() == spans.inline_size() {
+            spans.reserve_exact(16 - spans.inline_size());
+        }
         // Appending is the usual case: new data lies after older data.
         match spans.last() {
             Some(&(last, _)) if last < start => spans.push((start, span)),

@@ -70,13 +70,22 @@ pub struct ConstructScope {
 }
 
 impl ConstructScope {
+    #[inline]
     pub fn begin(kind: TargetKind, device_num: i32) -> ConstructScope {
         let scope = ConstructScope {
             kind,
             device_num,
             tool: tool(),
         };
-        let Some(tool) = scope.tool else { return scope };
+        match scope.tool {
+            Some(tool) => scope.reported(tool),
+            None => scope,
+        }
+    }
+
+    #[cold]
+    fn reported(self, tool: &'static Tool) -> ConstructScope {
+        let scope = self;
         let codeptr = return_address::caller_address();
         CONSTRUCT.with(|c| {
             c.task_data.set(task_data(tool.get_task_data));
@@ -130,8 +139,17 @@ impl ConstructScope {
 }
 
 impl Drop for ConstructScope {
+    #[inline]
     fn drop(&mut self) {
-        let Some(tool) = self.tool else { return };
+        if let Some(tool) = self.tool {
+            self.end(tool);
+        }
+    }
+}
+
+impl ConstructScope {
+    #[cold]
+    fn end(&self, tool: &Tool) {
         self.emit(tool, SCOPE_END);
         CONSTRUCT.with(|c| {
             c.task_data.set(std::ptr::null_mut());
@@ -146,8 +164,12 @@ impl Drop for ConstructScope {
 pub const HOST: i32 = i32::MIN;
 
 /// One data operation: the begin event now (the only one for non-EMI tools), the EMI end
-/// event when dropped.
-pub struct DataOp {
+/// event when dropped. Without a tool listening for data operations it is empty: nothing is
+/// built, moved or dropped but a tag, on the path of every transfer and allocation.
+pub struct DataOp(Option<ReportedDataOp>);
+
+/// A data operation a tool is told about.
+struct ReportedDataOp {
     kind: DataOpKind,
     src: usize,
     src_device: i32,
@@ -155,32 +177,69 @@ pub struct DataOp {
     dst_device: i32,
     bytes: usize,
     codeptr: *const c_void,
-    tool: Option<&'static Tool>,
+    tool: &'static Tool,
 }
 
 impl DataOp {
-    pub fn begin(
+    #[inline]
+    pub fn begin(kind: DataOpKind, src: (usize, i32), dst: (usize, i32), bytes: u64) -> DataOp {
+        match tool() {
+            Some(tool) if tool.data_op_emi.is_some() || tool.data_op.is_some() => {
+                DataOp(Some(ReportedDataOp::begin(tool, kind, src, dst, bytes)))
+            }
+            _ => DataOp(None),
+        }
+    }
+
+    /// An allocation of `bytes` on `device` for host data at `host` (0 for none); the device
+    /// address is reported at the end, once known (`allocated`).
+    #[inline]
+    pub fn alloc(device: i32, host: usize, bytes: u64) -> DataOp {
+        DataOp::begin(DataOpKind::Alloc, (host, HOST), (0, device), bytes)
+    }
+
+    #[inline]
+    pub fn allocated(&mut self, device_address: usize) {
+        if let Some(op) = &mut self.0 {
+            op.dst = device_address;
+        }
+    }
+
+    /// Freeing device memory: reported with the device address as the source, as LLVM.
+    #[inline]
+    pub fn delete(device: i32, device_address: usize) -> DataOp {
+        DataOp::begin(DataOpKind::Delete, (device_address, device), (0, -1), 0)
+    }
+}
+
+impl Drop for DataOp {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(op) = &self.0 {
+            op.emit(SCOPE_END);
+        }
+    }
+}
+
+impl ReportedDataOp {
+    #[cold]
+    fn begin(
+        tool: &'static Tool,
         kind: DataOpKind,
         (src, src_device): (usize, i32),
         (dst, dst_device): (usize, i32),
         bytes: u64,
-    ) -> DataOp {
-        let mut op = DataOp {
+    ) -> ReportedDataOp {
+        let mut op = ReportedDataOp {
             kind,
             src,
             src_device,
             dst,
             dst_device,
             bytes: bytes as usize,
-            codeptr: std::ptr::null(),
-            tool: None,
+            codeptr: current_codeptr(),
+            tool,
         };
-        let Some(tool) = tool() else { return op };
-        if tool.data_op_emi.is_none() && tool.data_op.is_none() {
-            return op;
-        }
-        op.tool = Some(tool);
-        op.codeptr = current_codeptr();
         for device in [&mut op.src_device, &mut op.dst_device] {
             if *device == HOST {
                 *device = crate::runtime::Runtime::get().initial_device();
@@ -190,23 +249,8 @@ impl DataOp {
         op
     }
 
-    /// An allocation of `bytes` on `device` for host data at `host` (0 for none); the device
-    /// address is reported at the end, once known (`allocated`).
-    pub fn alloc(device: i32, host: usize, bytes: u64) -> DataOp {
-        DataOp::begin(DataOpKind::Alloc, (host, HOST), (0, device), bytes)
-    }
-
-    pub fn allocated(&mut self, device_address: usize) {
-        self.dst = device_address;
-    }
-
-    /// Freeing device memory: reported with the device address as the source, as LLVM.
-    pub fn delete(device: i32, device_address: usize) -> DataOp {
-        DataOp::begin(DataOpKind::Delete, (device_address, device), (0, -1), 0)
-    }
-
     fn emit(&self, endpoint: c_int) {
-        let Some(tool) = self.tool else { return };
+        let tool = self.tool;
         CONSTRUCT.with(|c| {
             if let Some(cb) = tool.data_op_emi {
                 // SAFETY: the tool's callback with the specification's arguments; the data and
@@ -244,12 +288,6 @@ impl DataOp {
                 };
             }
         });
-    }
-}
-
-impl Drop for DataOp {
-    fn drop(&mut self) {
-        self.emit(SCOPE_END);
     }
 }
 
