@@ -65,11 +65,19 @@ impl<'d> ConstructQueue<'d> {
 
     /// The plugin queue, taken now if no work was submitted yet; for calls this type does not
     /// wrap.
+    ///
+    /// A device whose queues complete work on submission gets `QueueHandle::SYNC`, which
+    /// every plugin runs synchronously: the same promise, without creating and releasing a
+    /// queue per construct (two plugin calls).
     pub fn handle(&mut self) -> Result<QueueHandle> {
         if let Some(handle) = self.handle {
             return Ok(handle);
         }
-        let handle = self.device.plugin.create_queue(self.device.local)?;
+        let handle = if self.device.queues_complete_on_submission() {
+            QueueHandle::SYNC
+        } else {
+            self.device.plugin.create_queue(self.device.local)?
+        };
         self.handle = Some(handle);
         Ok(handle)
     }
@@ -253,7 +261,11 @@ impl<'d> ConstructQueue<'d> {
     }
 
     pub fn release_after_sync(&mut self, ended: Ended) {
-        if !ended.is_empty() {
+        // Usually the construct's only list: taken whole, as SmallVec's `extend` costs some
+        // hundred instructions.
+        if self.ended.is_empty() {
+            self.ended = ended;
+        } else {
             self.ended.extend(ended);
         }
     }
@@ -266,7 +278,8 @@ impl<'d> ConstructQueue<'d> {
         }
         let ended = std::mem::take(&mut self.ended);
         let mapping = &self.device.mapping;
-        for (key, may_remove) in ended {
+        // By reference: SmallVec's owning iterator costs more than the loop's body.
+        for &(key, may_remove) in ended.iter() {
             let unused = |m: &Mapping| m.total_refs() == 0 && m.ends_in_flight == 0;
             let changed = mapping.view_of(key).change_or_remove(key, |m| {
                 m.ends_in_flight = m.ends_in_flight.saturating_sub(1);
@@ -477,7 +490,7 @@ impl<'d> ConstructQueue<'d> {
                 unsafe { std::ptr::write_unaligned(address as *mut usize, value) };
             }
         }
-        if let Some(queue) = self.handle.take() {
+        if let Some(queue) = self.handle.take().filter(|&q| q != QueueHandle::SYNC) {
             let _ = self.device.plugin.release_queue(self.device.local, queue);
         }
         self.remove_released_mappings();
