@@ -11,7 +11,7 @@ use crate::mapper;
 use crate::mapping::{Lookup, Mapping, MappingKey, ShadowPointer, TransferEvent};
 use crate::queue::{ConstructQueue, Ended};
 use plugin_api::AllocKind;
-use smallvec::{smallvec, SmallVec};
+use smallvec::SmallVec;
 
 /// Arguments (by index) whose device base address `target data` returns to the program.
 pub type DeviceBases = SmallVec<[(usize, usize); 4]>;
@@ -860,7 +860,6 @@ pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<K
         return Ok(KernelValues::new());
     }
     let mut values = KernelValues::with_capacity(args.len());
-    let mut positions: SmallVec<[usize; 8]> = smallvec![usize::MAX; args.len()];
     let mut packed: SmallVec<[PackedPrivate; 4]> = SmallVec::new();
     let mut packed_size = 0usize;
     let mut packed_alignment = MAX_ALIGNMENT;
@@ -868,11 +867,10 @@ pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<K
         let t = arg.map_type;
         if !t.has(TARGET_PARAM) {
             if is_lambda_capture(t) {
-                fix_lambda_capture(q, args, arg, &positions, &values)?;
+                fix_lambda_capture(q, args, arg, &values)?;
             }
             continue;
         }
-        positions[index] = values.len();
         let base_offset = arg.base.wrapping_sub(arg.begin);
         if t.is_by_value() {
             values.push(arg.base);
@@ -970,19 +968,30 @@ fn send_packed_firstprivates(
     Ok(())
 }
 
+/// Where argument `index` is among the kernel's values: every `TARGET_PARAM` argument adds
+/// exactly one value, in order.
+fn value_position(args: &[MapArg], index: usize) -> Option<usize> {
+    let arg = args.get(index)?;
+    arg.map_type.has(TARGET_PARAM).then(|| {
+        args[..index]
+            .iter()
+            .filter(|a| a.map_type.has(TARGET_PARAM))
+            .count()
+    })
+}
+
 /// Points a by-reference capture inside the device copy of a lambda at the device copy of the
 /// captured variable (when it is mapped).
 fn fix_lambda_capture(
     q: &mut ConstructQueue<'_>,
     args: &[MapArg],
     arg: &MapArg,
-    positions: &[usize],
     values: &[usize],
 ) -> Result<()> {
     let Some(parent) = arg.map_type.member_of() else {
         return Ok(());
     };
-    let Some(&lambda_device) = positions.get(parent).and_then(|&p| values.get(p)) else {
+    let Some(&lambda_device) = value_position(args, parent).and_then(|p| values.get(p)) else {
         return Ok(());
     };
     let lambda_host = args[parent].begin;
