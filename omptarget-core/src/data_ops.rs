@@ -583,6 +583,10 @@ fn end_list(
             (t.member_of().is_none() || t.has(PTR_AND_OBJ)) && !(from_mapper && index == 0);
         let (hold, delete, implicit) = (t.has(OMPX_HOLD), t.has(DELETE), t.has(IMPLICIT));
         let device = q.device;
+        // Work queued on a device whose queues complete on submission is done already: only
+        // the end of the last reference waits for the construct's completion to remove the
+        // mapping (elsewhere every end does, so that the mapping outlives this construct's work).
+        let synchronous = device.queues_complete_on_submission();
         let (mut table, served) = device
             .mapping
             .serving(arg.begin, arg.size, arg.begin, implicit);
@@ -590,7 +594,9 @@ fn end_list(
             served.map(|key| {
                 let mut m = table.get_mut(key).unwrap();
                 let is_last = release(&mut m, hold, delete, update_refs);
-                m.ends_in_flight += 1;
+                if is_last || !synchronous {
+                    m.ends_in_flight += 1;
+                }
                 let copies_back = t.has(FROM) && (is_last || t.has(ALWAYS)) && arg.size > 0;
                 m.moving = copies_back && is_long(arg.size);
                 if info::enabled(info::MAPPING_EXISTS) {
@@ -683,7 +689,9 @@ fn end_list(
             restore_host_pointers(q, &shadows);
         }
         // A struct member never removes its parent's mapping; the parent's own entry does.
-        touched.push((key, t.member_of().is_none() || t.has(PTR_AND_OBJ)));
+        if is_last || !synchronous {
+            touched.push((key, t.member_of().is_none() || t.has(PTR_AND_OBJ)));
+        }
     }
     Ok(())
 }
