@@ -22,11 +22,11 @@ pub struct MapArg {
 /// A construct's map arguments; most constructs have a few, kept inline (no allocation).
 pub type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
 
-/// Reads `count` mapping arguments into `args`; null arrays read as zeros.
+/// Reads `count` mapping arguments into `args`; null arrays read as zeros. Filled in place:
+/// returned, the inline arguments (some 200 bytes) were copied.
 ///
 /// # Safety
 /// Each non-null array must hold `count` elements.
-/// Filled in place: returned, the inline arguments (some 200 bytes) were copied.
 pub unsafe fn read_map_args(
     args: &mut MapArgs,
     count: i32,

@@ -83,9 +83,9 @@ impl ConstructScope {
         }
     }
 
+    /// The begin event, for a construct a tool listens to.
     #[cold]
     fn reported(self, tool: &'static Tool) -> ConstructScope {
-        let scope = self;
         let codeptr = return_address::caller_address();
         CONSTRUCT.with(|c| {
             c.task_data.set(task_data(tool.get_task_data));
@@ -100,8 +100,20 @@ impl ConstructScope {
             c.target_data.set(id);
             c.codeptr.set(codeptr);
         });
-        scope.emit(tool, SCOPE_BEGIN);
-        scope
+        self.emit(tool, SCOPE_BEGIN);
+        self
+    }
+
+    /// The end event, and the construct's state cleared.
+    #[cold]
+    fn end(&self, tool: &Tool) {
+        self.emit(tool, SCOPE_END);
+        CONSTRUCT.with(|c| {
+            c.task_data.set(std::ptr::null_mut());
+            c.target_task_data.set(std::ptr::null_mut());
+            c.target_data.set(0);
+            c.codeptr.set(0);
+        });
     }
 
     fn emit(&self, tool: &Tool, endpoint: c_int) {
@@ -144,19 +156,6 @@ impl Drop for ConstructScope {
         if let Some(tool) = self.tool {
             self.end(tool);
         }
-    }
-}
-
-impl ConstructScope {
-    #[cold]
-    fn end(&self, tool: &Tool) {
-        self.emit(tool, SCOPE_END);
-        CONSTRUCT.with(|c| {
-            c.task_data.set(std::ptr::null_mut());
-            c.target_task_data.set(std::ptr::null_mut());
-            c.target_data.set(0);
-            c.codeptr.set(0);
-        });
     }
 }
 
