@@ -27,6 +27,7 @@ pub type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
 ///
 /// # Safety
 /// Each non-null array must hold `count` elements.
+#[allow(clippy::too_many_arguments)] // the compiler's six arrays, their count, and the output
 pub unsafe fn read_map_args(
     args: &mut MapArgs,
     count: i32,
