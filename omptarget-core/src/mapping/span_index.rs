@@ -46,12 +46,40 @@ impl<S> Default for SpanIndex<S> {
 impl<S: Copy> SpanIndex<S> {
     /// Adds (or replaces) the span starting at `start`.
     pub fn insert(&mut self, start: usize, span: S) {
+        match self.lone() {
+            None if self.first.is_none() => return self.set_lone(start, span),
+            Some((only, _)) if only == start => return self.set_lone(start, span),
+            // A second span puts both in pages.
+            Some((only, only_span)) => self.add_to_page(only, only_span),
+            None => {}
+        }
         if self.first.is_none_or(|(first, _)| start <= first) {
             self.first = Some((start, span));
         }
         if self.last.is_none_or(|(last, _)| start >= last) {
             self.last = Some((start, span));
         }
+        self.add_to_page(start, span);
+    }
+
+    /// The only span, when it is not in a page: a table holding one mapping (a region's
+    /// scalar, alone in its part of the table) changes neither a page nor the set of pages
+    /// as the mapping comes and goes. Searches never reach the pages then: `first` and `last`
+    /// answer them.
+    fn lone(&self) -> Option<(usize, S)> {
+        if self.pages.is_empty() {
+            self.first
+        } else {
+            None
+        }
+    }
+
+    fn set_lone(&mut self, start: usize, span: S) {
+        self.first = Some((start, span));
+        self.last = Some((start, span));
+    }
+
+    fn add_to_page(&mut self, start: usize, span: S) {
         let spans = self.pages.entry(page(start)).or_insert_with(|| {
             self.order.insert(page(start));
             SmallVec::new()
@@ -72,6 +100,11 @@ impl<S: Copy> SpanIndex<S> {
     }
 
     pub fn remove(&mut self, start: usize) -> Option<S> {
+        if self.pages.is_empty() {
+            let (_, span) = self.first.filter(|&(only, _)| only == start)?;
+            (self.first, self.last) = (None, None);
+            return Some(span);
+        }
         let key = page(start);
         let spans = self.pages.get_mut(&key)?;
         let at = spans.binary_search_by_key(&start, |&(s, _)| s).ok()?;
@@ -139,9 +172,11 @@ impl<S: Copy> SpanIndex<S> {
 
     /// The starts, in order.
     pub fn starts(&self) -> impl Iterator<Item = usize> + '_ {
+        let lone = self.lone().map(|(start, _)| start);
         self.order
             .iter()
             .flat_map(|p| self.pages[p].iter().map(|&(start, _)| start))
+            .chain(lone)
     }
 }
 
@@ -194,4 +229,29 @@ fn answers_as_a_b_tree_does() {
         index.remove(start);
     }
     assert!(index.starts().next().is_none() && index.pages.is_empty());
+}
+
+#[test]
+fn a_lone_span_uses_no_page() {
+    let mut index = SpanIndex::default();
+    for round in 0..3 {
+        index.insert(0x1000, round);
+        index.insert(0x1000, round + 1); // replaced in place
+        assert!(index.pages.is_empty() && index.order.is_empty());
+        assert_eq!(index.at_or_before(0x5000), Some((0x1000, round + 1)));
+        assert_eq!(index.at_or_before(0xfff), None);
+        assert_eq!(index.at_or_after(0x1000), Some((0x1000, round + 1)));
+        assert_eq!(index.at_or_after(0x1001), None);
+        assert!(index.starts().eq([0x1000]));
+        assert_eq!(index.remove(0x2000), None);
+        // A second span puts both in pages; removing them leaves the index empty.
+        index.insert(0x2000, 7);
+        assert!(index.starts().eq([0x1000, 0x2000]));
+        assert_eq!(index.at_or_before(0x1fff), Some((0x1000, round + 1)));
+        assert_eq!(index.remove(0x1000), Some(round + 1));
+        assert_eq!(index.at_or_after(0), Some((0x2000, 7)));
+        assert_eq!(index.remove(0x2000), Some(7));
+        assert!(index.pages.is_empty() && index.first.is_none() && index.last.is_none());
+        assert_eq!(index.remove(0x1000), None);
+    }
 }
