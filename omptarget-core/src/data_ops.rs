@@ -8,8 +8,8 @@ use crate::error::{OffloadError, Result};
 use crate::info::{self, Ptr};
 use crate::logging;
 use crate::mapper;
-use crate::mapping::{Lookup, Mapping, MappingKey, ShadowPointer, TransferEvent};
-use crate::queue::{ConstructQueue, Ended};
+use crate::mapping::{Changed, Lookup, Mapping, MappingKey, ShadowPointer, TransferEvent};
+use crate::queue::ConstructQueue;
 use plugin_api::AllocKind;
 use smallvec::SmallVec;
 
@@ -556,19 +556,16 @@ fn restore_host_pointers(q: &mut ConstructQueue<'_>, shadows: &[ShadowPointer]) 
 /// whose counts reach zero are removed after the construct's queue has completed, and only by
 /// the last construct still ending them, so neither later arguments of the construct nor other
 /// threads' copies back ever see freed memory (LLVM's deferred deletion).
+///
+/// On a device whose queues complete work on submission, the construct's last argument
+/// (which no later one can look up again) removes its mapping at once, under the lock it holds
+/// already: what follows a removal (its information line, the free) still waits for the
+/// construct's completion, in LLVM's order.
 pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
-    let mut touched = Ended::new();
-    let result = end_list(q, args, false, &mut touched);
-    q.release_after_sync(touched);
-    result
+    end_list(q, args, false)
 }
 
-fn end_list(
-    q: &mut ConstructQueue<'_>,
-    args: &[MapArg],
-    from_mapper: bool,
-    touched: &mut Ended,
-) -> Result<()> {
+fn end_list(q: &mut ConstructQueue<'_>, args: &[MapArg], from_mapper: bool) -> Result<()> {
     for (index, arg) in args.iter().enumerate().rev() {
         let t = arg.map_type;
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
@@ -576,7 +573,7 @@ fn end_list(
         }
         if arg.mapper != 0 {
             let components = mapper::expand(arg);
-            end_list(q, &components, true, touched)?;
+            end_list(q, &components, true)?;
             continue;
         }
         let update_refs =
@@ -587,60 +584,17 @@ fn end_list(
         // the end of the last reference waits for the construct's completion to remove the
         // mapping (elsewhere every end does, so that the mapping outlives this construct's work).
         let synchronous = device.queues_complete_on_submission();
+        // A struct member never removes its parent's mapping; the parent's own entry does.
+        let may_remove = t.member_of().is_none() || t.has(PTR_AND_OBJ);
         let (mut table, served) = device
             .mapping
             .serving(arg.begin, arg.size, arg.begin, implicit);
-        let found = {
-            served.map(|key| {
-                let mut m = table.get_mut(key).unwrap();
-                let is_last = release(&mut m, hold, delete, update_refs);
-                if is_last || !synchronous {
-                    m.ends_in_flight += 1;
-                }
-                let copies_back = t.has(FROM) && (is_last || t.has(ALWAYS)) && arg.size > 0;
-                m.moving = copies_back && is_long(arg.size);
-                if info::enabled(info::MAPPING_EXISTS) {
-                    let action = match (update_refs, is_last, delete) {
-                        (false, _, _) => " (update suppressed)",
-                        (true, true, true) => " (reset, delayed deletion)",
-                        (true, true, false) => " (decremented, delayed deletion)",
-                        (true, false, _) => " (decremented)",
-                    };
-                    info::mapping_exists(
-                        q.device.id,
-                        &m,
-                        arg.begin,
-                        arg.size,
-                        false,
-                        hold,
-                        action,
-                        None,
-                    );
-                }
-                let copy_back = copies_back.then(|| CopyBack {
-                    host_begin: arg.begin,
-                    device_begin: m.device_address(arg.begin),
-                    size: arg.size,
-                    name: m.name,
-                    after: m.event(),
-                    released: m.released(),
-                    is_last,
-                });
-                (
-                    key,
-                    copy_back,
-                    is_last,
-                    m.shadows_within(arg.begin, arg.size),
-                    m.released(),
-                    m.is_infinite(),
-                    m.moving,
-                )
-            })
-        };
-        if matches!(found, Some((.., true))) {
-            table.count_move();
-        }
-        let Some((key, copy_back, is_last, shadows, released, infinite, moving)) = found else {
+        let removable_here = synchronous
+            && index == 0
+            && !from_mapper
+            && may_remove
+            && served.is_some_and(|key| table.can_remove(key));
+        let Some(key) = served else {
             drop(table);
             if q.unified_shared_memory {
                 continue; // the host data itself was used
@@ -656,6 +610,51 @@ fn end_list(
             );
             continue;
         };
+        // What the end needs of the mapping, read while its entry is borrowed (locals: a
+        // struct carrying them out cost some hundred instructions of copying).
+        let mut m = table.get_mut(key).unwrap();
+        let is_last = release(&mut m, hold, delete, update_refs);
+        let copies_back = t.has(FROM) && (is_last || t.has(ALWAYS)) && arg.size > 0;
+        let moving = copies_back && is_long(arg.size);
+        m.moving = moving;
+        let removes_now = is_last && removable_here && !moving;
+        if (is_last && !removes_now) || !synchronous {
+            m.ends_in_flight += 1;
+        }
+        if info::enabled(info::MAPPING_EXISTS) {
+            let action = match (update_refs, is_last, delete) {
+                (false, _, _) => " (update suppressed)",
+                (true, true, true) => " (reset, delayed deletion)",
+                (true, true, false) => " (decremented, delayed deletion)",
+                (true, false, _) => " (decremented)",
+            };
+            info::mapping_exists(
+                q.device.id,
+                &m,
+                arg.begin,
+                arg.size,
+                false,
+                hold,
+                action,
+                None,
+            );
+        }
+        let copy_back = copies_back.then(|| CopyBack {
+            host_begin: arg.begin,
+            device_begin: m.device_address(arg.begin),
+            size: arg.size,
+            name: m.name,
+            after: m.event(),
+            released: m.released(),
+            is_last,
+        });
+        let shadows = m.shadows_within(arg.begin, arg.size);
+        let released = m.released();
+        let infinite = m.is_infinite();
+        drop(m);
+        if moving {
+            table.count_move();
+        }
         // The copy back is issued while no other construct can use the mapping, as LLVM
         // copies under the entry's lock: issued after letting it go, threads mapping one
         // variable tofrom at once lost updates (conformance threads/shared_counter_map_back,
@@ -664,33 +663,43 @@ fn end_list(
         if moving {
             drop(table);
             move_data(q, key, |q| copy_back.map_or(Ok(None), |c| c.issue(q)))?;
-        } else if let Some(copy_back) = copy_back {
-            if let Some(event) = copy_back.issue(q)? {
-                if let Some(mut m) = table.get_mut(key) {
-                    m.set_event(Some(event));
+        } else {
+            if let Some(copy_back) = copy_back {
+                if let Some(event) = copy_back.issue(q)? {
+                    if let Some(mut m) = table.get_mut(key) {
+                        m.set_event(Some(event));
+                    }
+                }
+            } else if !is_last && update_refs && !infinite {
+                // The data stays mapped, but this construct's work on it (its kernel) may still
+                // be running on this queue: whoever copies it back last, from another queue,
+                // must wait for that too. Chained after the previous such event, so that one
+                // event stands for every construct that let go of it (found on the emulated
+                // CUDA driver: threads/shared_counter_map_back lost updates in one run of five).
+                // Kept apart from the mapping's transfer event, which constructs using the data
+                // wait for: chained into it, every later region on the data waited for the
+                // kernels before it.
+                q.wait_for_transfer(released)?;
+                if let Some(event) = q.transfer_event(released)? {
+                    if let Some(mut m) = table.get_mut(key) {
+                        m.set_released(event);
+                    }
                 }
             }
-        } else if !is_last && update_refs && !infinite {
-            // The data stays mapped, but this construct's work on it (its kernel) may still be
-            // running on this queue: whoever copies it back last, from another queue, must wait
-            // for that too. Chained after the previous such event, so that one event stands for
-            // every construct that let go of it (found on the emulated CUDA driver:
-            // threads/shared_counter_map_back lost updates in one run of five). Kept apart from
-            // the mapping's transfer event, which constructs using the data wait for: chained
-            // into it, every later region on the data waited for the kernels before it.
-            q.wait_for_transfer(released)?;
-            if let Some(event) = q.transfer_event(released)? {
-                if let Some(mut m) = table.get_mut(key) {
-                    m.set_released(event);
+            if removes_now {
+                // Unless another construct's end of it is still in flight: that one removes it.
+                let unused = |m: &mut Mapping| m.total_refs() == 0 && m.ends_in_flight == 0;
+                if let Changed::Removed(m) = table.change_or_remove(key, unused) {
+                    q.report_removal_after_sync(m);
                 }
             }
+            drop(table);
+        }
+        if is_last && !removes_now || !synchronous {
+            q.release_after_sync(key, may_remove);
         }
         if t.has(FROM) {
             restore_host_pointers(q, &shadows);
-        }
-        // A struct member never removes its parent's mapping; the parent's own entry does.
-        if is_last || !synchronous {
-            touched.push((key, t.member_of().is_none() || t.has(PTR_AND_OBJ)));
         }
     }
     Ok(())

@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 /// Mappings a construct ended: (host start, whether it may remove them). Inline, as the lists
 /// below: constructs touch a few mappings, and the hot path allocates nothing.
-pub type Ended = SmallVec<[(MappingKey, bool); 4]>;
+type Ended = SmallVec<[(MappingKey, bool); 4]>;
 
 pub struct ConstructQueue<'d> {
     pub device: &'d Device,
@@ -33,6 +33,9 @@ pub struct ConstructQueue<'d> {
     /// Mappings this construct ended (host start, whether it may remove them), released once
     /// its work has completed.
     ended: Ended,
+    /// A mapping the construct's last argument removed already (see `data_ops::end`), reported
+    /// after the others.
+    removed: Option<Mapping>,
     /// Host starts of the mappings this construct created: data mapped into them (struct
     /// members) is new to the device too.
     created: SmallVec<[usize; 4]>,
@@ -57,6 +60,7 @@ impl<'d> ConstructQueue<'d> {
             host_writes: SmallVec::new(),
             frees: SmallVec::new(),
             ended: Ended::new(),
+            removed: None,
             created: SmallVec::new(),
             placed: SmallVec::new(),
             finished: false,
@@ -193,7 +197,18 @@ impl<'d> ConstructQueue<'d> {
     /// is off. Recorded without asking the queue first whether it is done: the question costs
     /// a driver call too, and the answer is mostly "not yet" on a GPU. `current` is the
     /// mapping's event, recorded again rather than replaced.
+    #[inline]
     pub fn transfer_event(
+        &mut self,
+        current: Option<TransferEvent>,
+    ) -> Result<Option<TransferEvent>> {
+        if self.device.queues_complete_on_submission() {
+            return Ok(None);
+        }
+        self.record_transfer_event(current)
+    }
+
+    fn record_transfer_event(
         &mut self,
         current: Option<TransferEvent>,
     ) -> Result<Option<TransferEvent>> {
@@ -201,7 +216,7 @@ impl<'d> ConstructQueue<'d> {
         let Some(queue) = self.handle else {
             return Ok(None);
         };
-        if !*ENABLED || self.device.queues_complete_on_submission() {
+        if !*ENABLED {
             return Ok(None);
         }
         let (plugin, local) = (&self.device.plugin, self.device.local);
@@ -260,22 +275,33 @@ impl<'d> ConstructQueue<'d> {
         self.created.contains(&host_begin)
     }
 
-    pub fn release_after_sync(&mut self, ended: Ended) {
-        // Usually the construct's only list: taken whole, as SmallVec's `extend` costs some
-        // hundred instructions.
-        if self.ended.is_empty() {
-            self.ended = ended;
-        } else {
-            self.ended.extend(ended);
+    /// Counts off an end of the mapping once the construct's work has completed, removing it
+    /// if `may_remove` and nothing uses it any more.
+    pub fn release_after_sync(&mut self, key: MappingKey, may_remove: bool) {
+        self.ended.push((key, may_remove));
+    }
+
+    /// Reports the removal of a mapping (removed from the table already) and frees its memory
+    /// once the construct's work has completed, after the mappings it released.
+    pub fn report_removal_after_sync(&mut self, m: Mapping) {
+        if let Some(earlier) = self.removed.replace(m) {
+            // Not reached: only a construct's last argument removes at once.
+            self.report_removal(earlier);
         }
     }
 
     /// Removes the mappings this construct ended that nothing references any more, unless
     /// another construct is still ending them (it will remove them).
     fn remove_released_mappings(&mut self) {
-        if self.ended.is_empty() {
-            return;
+        if !self.ended.is_empty() {
+            self.remove_ended_mappings();
         }
+        if let Some(m) = self.removed.take() {
+            self.report_removal(m);
+        }
+    }
+
+    fn remove_ended_mappings(&mut self) {
         let ended = std::mem::take(&mut self.ended);
         let mapping = &self.device.mapping;
         // By reference: SmallVec's owning iterator costs more than the loop's body.
@@ -296,23 +322,30 @@ impl<'d> ConstructQueue<'d> {
                     }
                 }
             };
-            let Some(m) = removed else { continue };
-            self.device.discard_event(&m);
-            if info::enabled(info::MAPPING_CHANGED) {
-                info::line(
-                    self.device.id,
-                    format_args!(
-                        "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
-                        info::Ptr(m.host_begin),
-                        info::Ptr(m.device_begin),
-                        m.size(),
-                        info::name(m.name)
-                    ),
-                );
+            if let Some(m) = removed {
+                self.report_removal(m);
             }
-            if m.owns_device_memory {
-                self.frees.push(m.device_alloc);
-            }
+        }
+    }
+
+    /// What follows a mapping's removal: its events go, `LIBOMPTARGET_INFO` says so, and its
+    /// memory is freed with the construct's other frees.
+    fn report_removal(&mut self, m: Mapping) {
+        self.device.discard_event(&m);
+        if info::enabled(info::MAPPING_CHANGED) {
+            info::line(
+                self.device.id,
+                format_args!(
+                    "Removing map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, Name={}",
+                    info::Ptr(m.host_begin),
+                    info::Ptr(m.device_begin),
+                    m.size(),
+                    info::name(m.name)
+                ),
+            );
+        }
+        if m.owns_device_memory {
+            self.frees.push(m.device_alloc);
         }
     }
 

@@ -107,7 +107,15 @@ impl<S: Copy> SpanIndex<S> {
         }
         let key = page(start);
         let spans = self.pages.get_mut(&key)?;
-        let at = spans.binary_search_by_key(&start, |&(s, _)| s).ok()?;
+        // Mappings usually go in the order they came (the first of the page) or the reverse
+        // (its last): asked before searching.
+        let at = if spans.first().is_some_and(|&(s, _)| s == start) {
+            0
+        } else if spans.last().is_some_and(|&(s, _)| s == start) {
+            spans.len() - 1
+        } else {
+            spans.binary_search_by_key(&start, |&(s, _)| s).ok()?
+        };
         let (_, span) = spans.remove(at);
         // The first or last span gone: its successor is in the same page, usually.
         let (page_first, page_last) = (spans.first().copied(), spans.last().copied());
