@@ -75,3 +75,45 @@ fn same_results_as_llvm_runtime() {
     );
     assert_eq!(text(&ours.stdout), text(&theirs.stdout));
 }
+
+#[test]
+fn exit_reports_copies_and_removals_in_llvms_order() {
+    // The construct's last argument is removed from the table at once on the host device, but
+    // reported after the others, as LLVM removes them all after the construct's copies.
+    let exe = compile(Compiler::Clang19, &["exit_order.c"], &["-g"]);
+    // Data transfers (32) and mapping changes (8): the copies back and removals, by variable.
+    let env = [("LIBOMPTARGET_INFO", "40")];
+    let events = |stderr: &[u8]| -> Vec<String> {
+        text(stderr)
+            .lines()
+            .filter_map(|line| {
+                let kind = if line.contains("Copying data from device to host") {
+                    "copy back"
+                } else if line.contains("Removing map entry") {
+                    "remove"
+                } else {
+                    return None;
+                };
+                let name = line.rsplit("Name=").next().unwrap_or("").trim();
+                Some(format!("{kind} {name}"))
+            })
+            .collect()
+    };
+    let ours = run(&exe, &env);
+    assert!(ours.status.success(), "{}", text(&ours.stderr));
+    let mut theirs = std::process::Command::new(&exe);
+    theirs.env("LD_LIBRARY_PATH", "/usr/lib/llvm-19/lib");
+    for (k, v) in env {
+        theirs.env(k, v);
+    }
+    let theirs = theirs.output().unwrap();
+    assert!(theirs.status.success(), "{}", text(&theirs.stderr));
+    let expected = events(&theirs.stderr);
+    assert_eq!(expected.len(), 6, "LLVM's lines: {}", text(&theirs.stderr));
+    assert_eq!(
+        events(&ours.stderr),
+        expected,
+        "ours:\n{}",
+        text(&ours.stderr)
+    );
+}
