@@ -582,7 +582,8 @@ fn end_list(q: &mut ConstructQueue<'_>, args: &[MapArg], from_mapper: bool) -> R
         let device = q.device;
         // Work queued on a device whose queues complete on submission is done already: only
         // the end of the last reference waits for the construct's completion to remove the
-        // mapping (elsewhere every end does, so that the mapping outlives this construct's work).
+        // mapping, and not even that for the construct's last argument (see `end`). Elsewhere
+        // every end waits, so that the mapping outlives this construct's work.
         let synchronous = device.queues_complete_on_submission();
         // A struct member never removes its parent's mapping; the parent's own entry does.
         let may_remove = t.member_of().is_none() || t.has(PTR_AND_OBJ);
