@@ -559,8 +559,9 @@ fn restore_host_pointers(q: &mut ConstructQueue<'_>, shadows: &[ShadowPointer]) 
 ///
 /// On a device whose queues complete work on submission, the construct's last argument
 /// (which no later one can look up again) removes its mapping at once, under the lock it holds
-/// already: what follows a removal (its information line, the free) still waits for the
-/// construct's completion, in LLVM's order.
+/// already, unless another end of it is pending (a struct member's, another construct's): what
+/// follows a removal (its information line, the free) still waits for the construct's
+/// completion, in LLVM's order.
 pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
     end_list(q, args, false)
 }
@@ -688,10 +689,19 @@ fn end_list(q: &mut ConstructQueue<'_>, args: &[MapArg], from_mapper: bool) -> R
                 }
             }
             if removes_now {
-                // Unless another construct's end of it is still in flight: that one removes it.
-                let unused = |m: &mut Mapping| m.total_refs() == 0 && m.ends_in_flight == 0;
-                if let Changed::Removed(m) = table.change_or_remove(key, unused) {
-                    q.report_removal_after_sync(m);
+                // Still ended elsewhere (a struct member of this construct released it above,
+                // or another construct's end is in flight): then the last of those ends
+                // removes it, this one counted among them.
+                let unused_or_counted = |m: &mut Mapping| {
+                    let unused = m.total_refs() == 0 && m.ends_in_flight == 0;
+                    if !unused {
+                        m.ends_in_flight += 1;
+                    }
+                    unused
+                };
+                match table.change_or_remove(key, unused_or_counted) {
+                    Changed::Removed(m) => q.report_removal_after_sync(m),
+                    _ => q.release_after_sync(key, may_remove),
                 }
             }
             drop(table);
