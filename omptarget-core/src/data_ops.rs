@@ -619,8 +619,7 @@ fn end_list(q: &mut ConstructQueue<'_>, args: &[MapArg], from_mapper: bool) -> R
         let copies_back = t.has(FROM) && (is_last || t.has(ALWAYS)) && arg.size > 0;
         let moving = copies_back && is_long(arg.size);
         m.moving = moving;
-        let removes_now = is_last && removable_here && !moving;
-        if (is_last && !removes_now) || !synchronous {
+        if is_last || !synchronous {
             m.ends_in_flight += 1;
         }
         if info::enabled(info::MAPPING_EXISTS) {
@@ -654,6 +653,7 @@ fn end_list(q: &mut ConstructQueue<'_>, args: &[MapArg], from_mapper: bool) -> R
         let released = m.released();
         let infinite = m.is_infinite();
         drop(m);
+        let mut removed = false;
         if moving {
             table.count_move();
         }
@@ -688,25 +688,19 @@ fn end_list(q: &mut ConstructQueue<'_>, args: &[MapArg], from_mapper: bool) -> R
                     }
                 }
             }
-            if removes_now {
-                // Still ended elsewhere (a struct member of this construct released it above,
-                // or another construct's end is in flight): then the last of those ends
-                // removes it, this one counted among them.
-                let unused_or_counted = |m: &mut Mapping| {
-                    let unused = m.total_refs() == 0 && m.ends_in_flight == 0;
-                    if !unused {
-                        m.ends_in_flight += 1;
-                    }
-                    unused
-                };
-                match table.change_or_remove(key, unused_or_counted) {
-                    Changed::Removed(m) => q.report_removal_after_sync(m),
-                    _ => q.release_after_sync(key, may_remove),
+            if is_last && removable_here {
+                // Only if this is the one end in flight: else (a struct member of this
+                // construct released it above, or another construct is ending it) the last of
+                // those ends removes it, as below.
+                let only_this_end = |m: &mut Mapping| m.total_refs() == 0 && m.ends_in_flight == 1;
+                if let Changed::Removed(m) = table.change_or_remove(key, only_this_end) {
+                    q.report_removal_after_sync(m);
+                    removed = true;
                 }
             }
             drop(table);
         }
-        if is_last && !removes_now || !synchronous {
+        if (is_last && !removed) || !synchronous {
             q.release_after_sync(key, may_remove);
         }
         if t.has(FROM) {
