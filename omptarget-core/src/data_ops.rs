@@ -196,11 +196,11 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 host_begin: r.begin,
                 host_end: r.begin + r.size as usize,
                 device_begin,
-                device_alloc,
+                device_padding: u8::try_from(r.padding).expect("padding under MAX_ALIGNMENT"),
                 dynamic_refs: if hold { 0 } else { 1 },
                 hold_refs: if hold { 1 } else { 0 },
                 owns_device_memory: true,
-                shadow_pointers: Vec::new(),
+                shadow_pointers: None,
                 name: r.name,
                 ends_in_flight: 0,
                 events: None,
@@ -508,18 +508,15 @@ fn attach(
                 "attached pointer at {host_address:#x} is not mapped"
             )));
         };
-        if let Some(s) = m
-            .shadow_pointers
-            .iter_mut()
-            .find(|s| s.host_address == host_address)
-        {
+        let shadows = m.shadow_pointers.get_or_insert_with(Box::default);
+        if let Some(s) = shadows.iter_mut().find(|s| s.host_address == host_address) {
             if s.device_value == device_value {
                 return Ok(());
             }
             s.host_value = host_value;
             s.device_value = device_value;
         } else {
-            m.shadow_pointers.push(ShadowPointer {
+            shadows.push(ShadowPointer {
                 host_address,
                 host_value,
                 device_address,

@@ -717,7 +717,7 @@ impl Device {
         let drained = self.mapping.view_all().drain();
         drained.iter().for_each(|m| self.discard_event(m));
         for m in drained.into_iter().filter(|m| m.owns_device_memory) {
-            let _ = self.free_quietly(m.device_alloc, AllocKind::DEFAULT);
+            let _ = self.free_quietly(m.device_alloc(), AllocKind::DEFAULT);
         }
         for block in self.pool.drain() {
             let _ = self.plugin.free(self.local, block, AllocKind::DEFAULT);

@@ -345,7 +345,7 @@ impl<'d> ConstructQueue<'d> {
             );
         }
         if m.owns_device_memory {
-            self.frees.push(m.device_alloc);
+            self.frees.push(m.device_alloc());
         }
     }
 

@@ -58,14 +58,16 @@ pub struct Mapping {
     pub host_begin: usize,
     pub host_end: usize,
     pub device_begin: usize,
-    /// Start of the device allocation: before `device_begin` when padding keeps a struct
-    /// member's alignment.
-    pub device_alloc: usize,
+    /// Bytes between the start of the device allocation and `device_begin`, which keep a
+    /// struct member's alignment (under 16, so one byte: a smaller entry is a faster table).
+    pub device_padding: u8,
     pub dynamic_refs: u64,
     pub hold_refs: u64,
     /// Whether the runtime allocated the device memory (and so frees it on removal).
     pub owns_device_memory: bool,
-    pub shadow_pointers: Vec<ShadowPointer>,
+    /// Boxed: most mappings have none, and a smaller entry is a faster table (its hash moves
+    /// fewer bytes, and touches less fresh memory, each time it grows).
+    pub shadow_pointers: Option<Box<Vec<ShadowPointer>>>,
     /// The compiler's `map_var_info_t` string of the variable (0: unknown), for diagnostics.
     pub name: usize,
     /// Constructs that are ending this mapping and have not completed yet: the last of them
@@ -109,16 +111,21 @@ impl Mapping {
             host_begin,
             host_end: host_begin + size as usize,
             device_begin,
-            device_alloc: device_begin,
+            device_padding: 0,
             dynamic_refs: INFINITE,
             hold_refs: 0,
             owns_device_memory: false,
-            shadow_pointers: Vec::new(),
+            shadow_pointers: None,
             name: 0,
             ends_in_flight: 0,
             events: None,
             moving: false,
         }
+    }
+
+    /// Start of the device allocation (what is freed).
+    pub fn device_alloc(&self) -> usize {
+        self.device_begin - self.device_padding as usize
     }
 
     pub fn size(&self) -> u64 {
@@ -140,12 +147,11 @@ impl Mapping {
     /// overwrites and must restore.
     pub fn shadows_within(&self, begin: usize, size: u64) -> Vec<ShadowPointer> {
         // Most mappings have none: skip the collecting loop (some 25 instructions).
-        if self.shadow_pointers.is_empty() {
+        let Some(all) = self.shadow_pointers.as_deref() else {
             return Vec::new();
-        }
+        };
         let end = begin + size as usize;
-        self.shadow_pointers
-            .iter()
+        all.iter()
             .filter(|s| s.host_address >= begin && s.host_address < end)
             .cloned()
             .collect()
