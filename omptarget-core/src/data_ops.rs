@@ -923,7 +923,7 @@ pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<K
                 values.push(0); // filled in once the pack is allocated
             } else {
                 let private = q.device.alloc(arg.size, arg.begin, AllocKind::DEFAULT)?;
-                q.free_after_sync(private);
+                q.free_after_sync(private, arg.size);
                 if first_private {
                     q.copy_to_device(private, arg.begin, arg.size)?;
                 }
@@ -976,7 +976,7 @@ fn send_packed_firstprivates(
     let device = q
         .device
         .alloc(total as u64, buffer.as_ptr() as usize, AllocKind::DEFAULT)?;
-    q.free_after_sync(device);
+    q.free_after_sync(device, total as u64);
     q.copy_bytes_to_device(device, buffer)?;
     let mut at = device;
     for p in packed {

@@ -635,6 +635,20 @@ impl Device {
         self.free_quietly(ptr, kind)
     }
 
+    /// Frees what [`Device::alloc`] returned for `size` bytes of the default kind. A block of
+    /// the pool goes back without the search [`Device::free`] makes for an address of unknown
+    /// origin: its size says it came from the pool, and of which class.
+    pub fn free_allocation(&self, ptr: usize, size: u64) -> Result<()> {
+        if self.record_replay.get().is_none() {
+            if let Some(class) = self.pool.class_of(size) {
+                let _op = DataOp::delete(self.id, ptr);
+                self.pool.give_back_block(ptr, class);
+                return Ok(());
+            }
+        }
+        self.free(ptr, AllocKind::DEFAULT)
+    }
+
     fn free_quietly(&self, ptr: usize, kind: AllocKind) -> Result<()> {
         if self.record_replay.get().is_some_and(|r| r.contains(ptr)) {
             return Ok(()); // the block is reused by nothing: recorded memory stays as it is

@@ -180,6 +180,13 @@ impl MemoryPool {
         false
     }
 
+    /// Takes back a block this pool handed out for `class` (known from the size it was asked
+    /// for), into this thread's stripe: no search for its slab. A block may so move to
+    /// another stripe's free list; any stripe may hand out any block of the class.
+    pub fn give_back_block(&self, block: usize, class: u64) {
+        self.stripes[my_stripe()].lock().free[class_index(class)].push(block);
+    }
+
     /// Every slab the pool holds, for freeing at shutdown; the pool is empty afterwards.
     pub fn drain(&self) -> Vec<usize> {
         let mut all = Vec::new();
@@ -216,6 +223,10 @@ fn blocks_are_carved_from_slabs_and_reused_by_class() {
     // Blocks of a slab not handed out yet are not the pool's to take back.
     assert_eq!(pool.add_slab(0x20000, 256, 64), 0x20000);
     assert!(!pool.give_back(0x20040));
+    // A block whose class is known goes back with no search, and is handed out again.
+    assert_eq!(pool.take(64), Some(0x20040));
+    pool.give_back_block(0x20040, 64);
+    assert_eq!(pool.take(64), Some(0x20040));
     assert_eq!(pool.drain(), vec![0x10000, 0x20000]);
     assert_eq!(pool.take(128), None);
     // A block handed out by one thread is taken back from another.

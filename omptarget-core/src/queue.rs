@@ -9,7 +9,7 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::info;
 use crate::mapping::{Changed, Mapping, MappingKey, TransferEvent};
-use plugin_api::{AllocKind, QueueHandle};
+use plugin_api::QueueHandle;
 use smallvec::SmallVec;
 use std::sync::LazyLock;
 
@@ -29,7 +29,8 @@ pub struct ConstructQueue<'d> {
     staged: Vec<Box<usize>>,
     staged_bytes: Vec<Box<[u8]>>,
     host_writes: SmallVec<[(usize, usize); 2]>,
-    frees: SmallVec<[usize; 2]>,
+    /// Device allocations to free, with the size each was asked for.
+    frees: SmallVec<[(usize, u64); 2]>,
     /// Mappings this construct ended (host start, whether it may remove them), released once
     /// its work has completed.
     ended: Ended,
@@ -345,7 +346,8 @@ impl<'d> ConstructQueue<'d> {
             );
         }
         if m.owns_device_memory {
-            self.frees.push(m.device_alloc());
+            self.frees
+                .push((m.device_alloc(), m.size() + u64::from(m.device_padding)));
         }
     }
 
@@ -425,8 +427,10 @@ impl<'d> ConstructQueue<'d> {
         }
     }
 
-    pub fn free_after_sync(&mut self, device_ptr: usize) {
-        self.frees.push(device_ptr);
+    /// Frees `device_ptr`, allocated for `size` bytes of the default kind, once the
+    /// construct's work has completed.
+    pub fn free_after_sync(&mut self, device_ptr: usize, size: u64) {
+        self.frees.push((device_ptr, size));
     }
 
     pub fn launch(
@@ -528,8 +532,8 @@ impl<'d> ConstructQueue<'d> {
         }
         self.remove_released_mappings();
         if !self.frees.is_empty() {
-            for ptr in std::mem::take(&mut self.frees) {
-                if let Err(e) = self.device.free(ptr, AllocKind::DEFAULT) {
+            for (ptr, size) in std::mem::take(&mut self.frees) {
+                if let Err(e) = self.device.free_allocation(ptr, size) {
                     log::warn!("{e}");
                 }
             }
