@@ -276,11 +276,11 @@ impl Server {
                     Some((bytes, None)) => format!(" bytes={bytes}"),
                     None => String::new(),
                 };
-                // One write per line: stderr is unbuffered, and `eprintln!` writes each piece
-                // apart, which the launcher may interleave with other processes' lines.
-                let line =
-                    format!("omptarget-mpi-device rank {rank}: {op:?} device={device}{extent}\n");
-                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+                // One write per line (`eprintln!` writes each piece apart, which the launcher
+                // may interleave with other processes' lines).
+                omptarget_core::logging::stderr_line(format_args!(
+                    "omptarget-mpi-device rank {rank}: {op:?} device={device}{extent}"
+                ));
             }
             if op == Op::Shutdown {
                 for copy in self.peer_copies.drain(..) {

@@ -5,6 +5,7 @@
 use crate::abi::map_args::MapArg;
 use crate::abi::map_type::*;
 use crate::abi::source_location::{self, Ident};
+use crate::logging::{stderr_line, write_line};
 use crate::mapping::Mapping;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -38,18 +39,14 @@ pub fn enabled(bit: u32) -> bool {
 
 /// `omptarget device N info: text`.
 pub fn line(device: i32, text: std::fmt::Arguments<'_>) {
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "omptarget device {device} info: {text}"
-    );
+    stderr_line(format_args!("omptarget device {device} info: {text}"));
 }
 
 /// The plugin-side lines carry LLVM's (quoted) plugin prefix.
 pub fn plugin_line(device: i32, text: std::fmt::Arguments<'_>) {
-    let _ = writeln!(
-        std::io::stderr().lock(),
+    stderr_line(format_args!(
         "\"PluginInterface\" device {device} info: {text}"
-    );
+    ));
 }
 
 /// Pointers as LLVM prints them: `0x` and 16 hex digits.
@@ -170,31 +167,35 @@ pub fn dump_table(device: i32, loc_text: &str, table: &[Mapping], to_stdout: boo
     };
     let prefix = format!("omptarget device {device} info: ");
     if table.is_empty() {
-        let _ = writeln!(
-            out,
-            "{prefix}OpenMP Host-Device pointer mappings table empty"
+        write_line(
+            &mut out,
+            format_args!("{prefix}OpenMP Host-Device pointer mappings table empty"),
         );
         return;
     }
-    let _ = writeln!(
-        out,
-        "{prefix}OpenMP Host-Device pointer mappings after block at {loc_text}:"
+    write_line(
+        &mut out,
+        format_args!("{prefix}OpenMP Host-Device pointer mappings after block at {loc_text}:"),
     );
-    let _ = writeln!(
-        out,
-        "{prefix}{:<18} {:<18} Size (B) DynRefCount HoldRefCount Declaration",
-        "Host Ptr", "Target Ptr"
+    write_line(
+        &mut out,
+        format_args!(
+            "{prefix}{:<18} {:<18} Size (B) DynRefCount HoldRefCount Declaration",
+            "Host Ptr", "Target Ptr"
+        ),
     );
     for m in table.iter() {
-        let _ = writeln!(
-            out,
-            "{prefix}{} {} {:<8} {:<11} {:<12} {}",
-            Ptr(m.host_begin),
-            Ptr(m.device_begin),
-            m.size(),
-            ref_count(m.dynamic_refs),
-            ref_count(m.hold_refs),
-            declaration(m)
+        write_line(
+            &mut out,
+            format_args!(
+                "{prefix}{} {} {:<8} {:<11} {:<12} {}",
+                Ptr(m.host_begin),
+                Ptr(m.device_begin),
+                m.size(),
+                ref_count(m.dynamic_refs),
+                ref_count(m.hold_refs),
+                declaration(m)
+            ),
         );
     }
     let _ = out.flush();
