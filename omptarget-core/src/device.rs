@@ -632,29 +632,34 @@ impl Device {
     /// Frees device memory (reported to a tool as LLVM reports `deleteData`).
     pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
         let _op = DataOp::delete(self.id, ptr);
-        self.free_quietly(ptr, kind)
+        self.free_quietly(ptr, kind, None)
     }
 
-    /// Frees what [`Device::alloc`] returned for `size` bytes of the default kind. A block of
-    /// the pool goes back without the search [`Device::free`] makes for an address of unknown
-    /// origin: its size says it came from the pool, and of which class.
+    /// Frees what [`Device::alloc`] returned for `size` bytes of the default kind: the size
+    /// names the pool class of a pool block, so it goes back with no search.
     pub fn free_allocation(&self, ptr: usize, size: u64) -> Result<()> {
-        if self.record_replay.get().is_none() {
-            if let Some(class) = self.pool.class_of(size) {
-                let _op = DataOp::delete(self.id, ptr);
-                self.pool.give_back_block(ptr, class);
-                return Ok(());
-            }
-        }
-        self.free(ptr, AllocKind::DEFAULT)
+        let _op = DataOp::delete(self.id, ptr);
+        self.free_quietly(ptr, AllocKind::DEFAULT, Some(size))
     }
 
-    fn free_quietly(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+    /// `size`: the bytes the block was allocated for, when known; an address of unknown origin
+    /// is searched for in the pool.
+    fn free_quietly(&self, ptr: usize, kind: AllocKind, size: Option<u64>) -> Result<()> {
         if self.record_replay.get().is_some_and(|r| r.contains(ptr)) {
             return Ok(()); // the block is reused by nothing: recorded memory stays as it is
         }
-        if kind == AllocKind::DEFAULT && self.pool.give_back(ptr) {
-            return Ok(());
+        if kind == AllocKind::DEFAULT {
+            let pooled = match size {
+                Some(size) => self
+                    .pool
+                    .class_of(size)
+                    .map(|class| self.pool.give_back_block(ptr, class))
+                    .is_some(),
+                None => self.pool.give_back(ptr),
+            };
+            if pooled {
+                return Ok(());
+            }
         }
         self.plugin.free(self.local, ptr, kind).map_err(|e| {
             OffloadError::new(format!(
@@ -731,7 +736,7 @@ impl Device {
         let drained = self.mapping.view_all().drain();
         drained.iter().for_each(|m| self.discard_event(m));
         for m in drained.into_iter().filter(|m| m.owns_device_memory) {
-            let _ = self.free_quietly(m.device_alloc(), AllocKind::DEFAULT);
+            let _ = self.free_quietly(m.device_alloc(), AllocKind::DEFAULT, Some(m.device_bytes()));
         }
         for block in self.pool.drain() {
             let _ = self.plugin.free(self.local, block, AllocKind::DEFAULT);

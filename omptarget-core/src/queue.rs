@@ -346,8 +346,7 @@ impl<'d> ConstructQueue<'d> {
             );
         }
         if m.owns_device_memory {
-            self.frees
-                .push((m.device_alloc(), m.size() + u64::from(m.device_padding)));
+            self.frees.push((m.device_alloc(), m.device_bytes()));
         }
     }
 

@@ -128,6 +128,11 @@ impl Mapping {
         self.device_begin - self.device_padding as usize
     }
 
+    /// Bytes of its device allocation: the data and the padding before it.
+    pub fn device_bytes(&self) -> u64 {
+        self.size() + u64::from(self.device_padding)
+    }
+
     pub fn size(&self) -> u64 {
         (self.host_end - self.host_begin) as u64
     }
