@@ -191,21 +191,16 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                     null_target_pointer(false)
                 })?;
             let device_begin = device_alloc + r.padding;
-            let mapping = Mapping {
-                host_base: r.base,
-                host_begin: r.begin,
-                host_end: r.begin + r.size as usize,
-                device_begin,
-                device_padding: u8::try_from(r.padding).expect("padding under MAX_ALIGNMENT"),
-                dynamic_refs: if hold { 0 } else { 1 },
-                hold_refs: if hold { 1 } else { 0 },
-                owns_device_memory: true,
-                shadow_pointers: None,
-                name: r.name,
-                ends_in_flight: 0,
-                events: None,
-                moving: false,
-            };
+            let mut mapping =
+                Mapping::new(r.base, r.begin, r.begin + r.size as usize, device_begin);
+            mapping.device_padding = u8::try_from(r.padding).expect("padding under MAX_ALIGNMENT");
+            if hold {
+                mapping.hold_refs = 1;
+            } else {
+                mapping.dynamic_refs = 1;
+            }
+            mapping.owns_device_memory = true;
+            mapping.name = r.name;
             if info::enabled(info::MAPPING_CHANGED) {
                 info::line(
                     device.id,
@@ -228,10 +223,8 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 q.transfer_event(None)
             };
             if sent && is_long(r.size) {
-                let key = table.insert(Mapping {
-                    moving: true,
-                    ..mapping
-                });
+                mapping.moving = true;
+                let key = table.insert(mapping);
                 drop(table);
                 move_data(q, key, fill)?;
             } else {
@@ -508,7 +501,7 @@ fn attach(
                 "attached pointer at {host_address:#x} is not mapped"
             )));
         };
-        let shadows = m.shadow_pointers.get_or_insert_with(Box::default);
+        let shadows = m.shadow_pointers_mut();
         if let Some(s) = shadows.iter_mut().find(|s| s.host_address == host_address) {
             if s.device_value == device_value {
                 return Ok(());
@@ -748,16 +741,24 @@ fn release(m: &mut Mapping, hold: bool, delete: bool, update_refs: bool) -> bool
         return false;
     }
     let (this, other) = if hold {
-        (&mut m.hold_refs, m.dynamic_refs)
+        (u64::from(m.hold_refs), m.dynamic_refs)
     } else {
-        (&mut m.dynamic_refs, m.hold_refs)
+        (m.dynamic_refs, u64::from(m.hold_refs))
     };
     // The other count keeps the data mapped whatever happens to this one.
-    let is_last = other == 0 && (delete || *this == 1);
-    if delete {
-        *this = 0;
+    let is_last = other == 0 && (delete || this == 1);
+    let left = if delete {
+        0
     } else if update_refs {
-        *this = this.saturating_sub(1);
+        this.saturating_sub(1)
+    } else {
+        this
+    };
+    if hold {
+        // Never more than it was, so it fits.
+        m.hold_refs = left as u32;
+    } else {
+        m.dynamic_refs = left;
     }
     is_last
 }

@@ -97,7 +97,7 @@ pub fn mapping_exists(
             Ptr(begin),
             Ptr(m.device_address(begin)),
             ref_count(m.dynamic_refs),
-            ref_count(m.hold_refs),
+            ref_count(u64::from(m.hold_refs)),
         ),
     );
 }
@@ -193,7 +193,7 @@ pub fn dump_table(device: i32, loc_text: &str, table: &[Mapping], to_stdout: boo
                 Ptr(m.device_begin),
                 m.size(),
                 ref_count(m.dynamic_refs),
-                ref_count(m.hold_refs),
+                ref_count(u64::from(m.hold_refs)),
                 declaration(m)
             ),
         );

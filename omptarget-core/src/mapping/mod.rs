@@ -50,32 +50,45 @@ pub struct MappingEvents {
     pub released: Option<TransferEvent>,
 }
 
+/// The rarely used parts of a mapping, boxed together: most mappings have none of them, and
+/// a smaller entry is a faster table (one cache line per mapping, see [`Mapping`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Uncommon {
+    shadow_pointers: Vec<ShadowPointer>,
+    events: MappingEvents,
+    /// The list item's base, when it lies too far below the mapping's start for
+    /// [`Mapping::base_offset`].
+    far_base: Option<usize>,
+}
+
+/// `base_offset` when the base is kept in [`Uncommon::far_base`].
+const FAR_BASE: u32 = u32::MAX;
+
+/// One mapped host range. Kept in 64 bytes, one cache line in the table's hash: a lookup of
+/// a random mapping among a million then misses the cache once at the entry, not twice.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapping {
-    /// The base of the mapped list item (the array, for a section of it): zero-length
-    /// sections between base and begin still find this mapping, as the spec requires.
-    pub host_base: usize,
     pub host_begin: usize,
     pub host_end: usize,
     pub device_begin: usize,
-    /// Bytes between the start of the device allocation and `device_begin`, which keep a
-    /// struct member's alignment (under 16, so one byte: a smaller entry is a faster table).
-    pub device_padding: u8,
     pub dynamic_refs: u64,
-    pub hold_refs: u64,
-    /// Whether the runtime allocated the device memory (and so frees it on removal).
-    pub owns_device_memory: bool,
-    /// Boxed: most mappings have none, and a smaller entry is a faster table (its hash moves
-    /// fewer bytes, and touches less fresh memory, each time it grows).
-    pub shadow_pointers: Option<Box<Vec<ShadowPointer>>>,
     /// The compiler's `map_var_info_t` string of the variable (0: unknown), for diagnostics.
     pub name: usize,
+    uncommon: Option<Box<Uncommon>>,
+    /// `host_begin` minus the base of the mapped list item (the array, for a section of it):
+    /// zero-length sections between base and begin still find this mapping, as the spec
+    /// requires. [`FAR_BASE`]: the base is in `uncommon`.
+    base_offset: u32,
+    /// The `ompx_hold` count: holds are taken by constructs in flight, so 32 bits are plenty.
+    pub hold_refs: u32,
     /// Constructs that are ending this mapping and have not completed yet: the last of them
     /// removes it (LLVM's data-end thread count).
     pub ends_in_flight: u32,
-    /// The mapping's events, on a device that runs queues asynchronously (boxed: most
-    /// mappings, all of a host device's, have none, and a smaller entry is a faster table).
-    pub events: Option<Box<MappingEvents>>,
+    /// Bytes between the start of the device allocation and `device_begin`, which keep a
+    /// struct member's alignment (under 16, so one byte).
+    pub device_padding: u8,
+    /// Whether the runtime allocated the device memory (and so frees it on removal).
+    pub owns_device_memory: bool,
     /// A construct is moving this data outside the table's locks (filling the new device copy,
     /// or copying it back): whoever needs the data waits for the end of the move
     /// ([`MappingTable::serving`]).
@@ -83,44 +96,104 @@ pub struct Mapping {
 }
 
 impl Mapping {
+    /// A mapping of [host_begin, host_end) at `device_begin`, with no references yet.
+    pub fn new(host_base: usize, host_begin: usize, host_end: usize, device_begin: usize) -> Self {
+        let mut m = Mapping {
+            host_begin,
+            host_end,
+            device_begin,
+            dynamic_refs: 0,
+            name: 0,
+            uncommon: None,
+            base_offset: 0,
+            hold_refs: 0,
+            ends_in_flight: 0,
+            device_padding: 0,
+            owns_device_memory: false,
+            moving: false,
+        };
+        m.set_host_base(host_base);
+        m
+    }
+
+    /// The base of the mapped list item (at or below `host_begin`).
+    pub fn host_base(&self) -> usize {
+        if self.base_offset == FAR_BASE {
+            if let Some(base) = self.uncommon.as_ref().and_then(|u| u.far_base) {
+                return base;
+            }
+        }
+        self.host_begin.wrapping_sub(self.base_offset as usize)
+    }
+
+    pub fn set_host_base(&mut self, base: usize) {
+        match u32::try_from(self.host_begin.wrapping_sub(base)) {
+            Ok(offset) if offset != FAR_BASE => {
+                self.base_offset = offset;
+                if let Some(u) = self.uncommon.as_deref_mut() {
+                    u.far_base = None;
+                }
+            }
+            _ => {
+                self.base_offset = FAR_BASE;
+                self.uncommon_mut().far_base = Some(base);
+            }
+        }
+    }
+
+    fn uncommon_mut(&mut self) -> &mut Uncommon {
+        self.uncommon.get_or_insert_with(Box::default)
+    }
+
+    /// The attached pointers stored inside this mapping's data (`ptr_and_obj`).
+    pub fn shadow_pointers(&self) -> &[ShadowPointer] {
+        self.uncommon
+            .as_deref()
+            .map_or(&[], |u| u.shadow_pointers.as_slice())
+    }
+
+    pub fn shadow_pointers_mut(&mut self) -> &mut Vec<ShadowPointer> {
+        &mut self.uncommon_mut().shadow_pointers
+    }
+
+    /// The mapping's events, on a device that runs queues asynchronously.
+    pub fn events(&self) -> MappingEvents {
+        self.uncommon
+            .as_deref()
+            .map_or_else(Default::default, |u| u.events)
+    }
+
     /// The last transfer's event (see [`MappingEvents::transfer`]).
     pub fn event(&self) -> Option<TransferEvent> {
-        self.events.as_ref().and_then(|e| e.transfer)
+        self.uncommon.as_ref().and_then(|u| u.events.transfer)
     }
 
     /// The released constructs' event (see [`MappingEvents::released`]).
     pub fn released(&self) -> Option<TransferEvent> {
-        self.events.as_ref().and_then(|e| e.released)
+        self.uncommon.as_ref().and_then(|u| u.events.released)
     }
 
     pub fn set_event(&mut self, event: Option<TransferEvent>) {
-        if event.is_some() || self.events.is_some() {
-            self.events.get_or_insert_with(Box::default).transfer = event;
+        if event.is_some() || self.uncommon.is_some() {
+            self.uncommon_mut().events.transfer = event;
         }
     }
 
     pub fn set_released(&mut self, event: TransferEvent) {
-        self.events.get_or_insert_with(Box::default).released = Some(event);
+        self.uncommon_mut().events.released = Some(event);
     }
 
     /// A mapping of memory the runtime does not own (globals, associated pointers), never
     /// unmapped by reference counting.
     pub fn permanent(host_begin: usize, size: u64, device_begin: usize) -> Mapping {
-        Mapping {
-            host_base: host_begin,
+        let mut m = Mapping::new(
             host_begin,
-            host_end: host_begin + size as usize,
+            host_begin,
+            host_begin + size as usize,
             device_begin,
-            device_padding: 0,
-            dynamic_refs: INFINITE,
-            hold_refs: 0,
-            owns_device_memory: false,
-            shadow_pointers: None,
-            name: 0,
-            ends_in_flight: 0,
-            events: None,
-            moving: false,
-        }
+        );
+        m.dynamic_refs = INFINITE;
+        m
     }
 
     /// Start of the device allocation (what is freed).
@@ -143,7 +216,7 @@ impl Mapping {
             .wrapping_add(host.wrapping_sub(self.host_begin))
     }
     pub fn total_refs(&self) -> u64 {
-        self.dynamic_refs.saturating_add(self.hold_refs)
+        self.dynamic_refs.saturating_add(u64::from(self.hold_refs))
     }
     pub fn is_infinite(&self) -> bool {
         self.dynamic_refs == INFINITE
@@ -152,9 +225,10 @@ impl Mapping {
     /// overwrites and must restore.
     pub fn shadows_within(&self, begin: usize, size: u64) -> Vec<ShadowPointer> {
         // Most mappings have none: skip the collecting loop (some 25 instructions).
-        let Some(all) = self.shadow_pointers.as_deref() else {
+        let all = self.shadow_pointers();
+        if all.is_empty() {
             return Vec::new();
-        };
+        }
         let end = begin + size as usize;
         all.iter()
             .filter(|s| s.host_address >= begin && s.host_address < end)

@@ -2,7 +2,7 @@
 
 use super::span_index::SpanIndex;
 use super::Mapping;
-use plugin_api::address_map::AddressMap;
+use hashbrown::HashTable;
 
 /// The host range an entry covers, and the base of its list item (zero-length sections
 /// between base and begin find the entry too). Fixed for the entry's life.
@@ -14,7 +14,7 @@ pub trait Extent {
 
 impl Extent for Mapping {
     fn base(&self) -> usize {
-        self.host_base
+        self.host_base()
     }
     fn begin(&self) -> usize {
         self.host_begin
@@ -61,6 +61,18 @@ struct Span {
     end: usize,
 }
 
+/// An entry in its own cache line(s) of the hash: a lookup of a random entry (a 64-byte
+/// mapping) misses the cache once, where an entry straddling two lines would miss twice.
+#[derive(Debug, Clone)]
+#[repr(align(64))]
+struct Slot<V>(V);
+
+/// Where the hash looks for the entry starting at `start` (the golden-ratio multiplier spreads
+/// aligned addresses over the bits hashbrown uses; see `plugin_api::address_map`).
+fn hash_of(start: usize) -> u64 {
+    (start as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 /// The entries by host start, twice: an ordered index of their spans for range searches, and
 /// the entries themselves hashed by start. Most lookups name a mapping's own start (a
 /// `present` region, an exit of what was entered) and are answered by one hash probe, in time
@@ -70,14 +82,14 @@ struct Span {
 #[derive(Debug)]
 pub struct SortedMappings<V> {
     spans: SpanIndex<Span>,
-    entries: AddressMap<usize, V>,
+    entries: HashTable<Slot<V>>,
 }
 
 impl<V> Default for SortedMappings<V> {
     fn default() -> Self {
         SortedMappings {
             spans: SpanIndex::default(),
-            entries: AddressMap::default(),
+            entries: HashTable::new(),
         }
     }
 }
@@ -92,7 +104,7 @@ impl<V: Extent> SortedMappings<V> {
         // inside it, or overlapping it (any other mapping the range reaches starts at its end
         // or later, and the mapping holding `begin` names an overlap). A zero-length one holds
         // only zero-length sections; the searches below decide the rest.
-        if let Some(m) = self.entries.get(&begin) {
+        if let Some(m) = self.get(begin) {
             let end = begin.saturating_add(size as usize);
             if size == 0 {
                 return Lookup::Contained(begin);
@@ -162,11 +174,15 @@ impl<V: Extent> SortedMappings<V> {
     }
 
     pub fn get(&self, host_begin: usize) -> Option<&V> {
-        self.entries.get(&host_begin)
+        self.entries
+            .find(hash_of(host_begin), |s| s.0.begin() == host_begin)
+            .map(|s| &s.0)
     }
 
     pub fn get_mut(&mut self, host_begin: usize) -> Option<&mut V> {
-        self.entries.get_mut(&host_begin)
+        self.entries
+            .find_mut(hash_of(host_begin), |s| s.0.begin() == host_begin)
+            .map(|s| &mut s.0)
     }
 
     pub fn insert(&mut self, entry: V) {
@@ -176,7 +192,16 @@ impl<V: Extent> SortedMappings<V> {
             end: entry.end(),
         };
         self.spans.insert(start, span);
-        self.entries.insert(start, entry);
+        match self.entries.entry(
+            hash_of(start),
+            |s| s.0.begin() == start,
+            |s| hash_of(s.0.begin()),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut old) => old.get_mut().0 = entry,
+            hashbrown::hash_table::Entry::Vacant(room) => {
+                room.insert(Slot(entry));
+            }
+        }
     }
 
     /// Changes the entry starting at `host_begin`, removing it when `change` returns true:
@@ -186,39 +211,44 @@ impl<V: Extent> SortedMappings<V> {
         host_begin: usize,
         change: impl FnOnce(&mut V) -> bool,
     ) -> Option<Option<V>> {
-        use std::collections::hash_map::Entry;
-        match self.entries.entry(host_begin) {
-            Entry::Vacant(_) => None,
-            Entry::Occupied(mut entry) => {
-                if !change(entry.get_mut()) {
-                    return Some(None);
-                }
-                self.spans.remove(host_begin);
-                Some(Some(entry.remove()))
-            }
+        let Ok(mut entry) = self
+            .entries
+            .find_entry(hash_of(host_begin), |s| s.0.begin() == host_begin)
+        else {
+            return None;
+        };
+        if !change(&mut entry.get_mut().0) {
+            return Some(None);
         }
+        self.spans.remove(host_begin);
+        Some(Some(entry.remove().0 .0))
     }
 
     pub fn remove(&mut self, host_begin: usize) -> Option<V> {
-        let entry = self.entries.remove(&host_begin)?;
+        let (Slot(entry), _) = self
+            .entries
+            .find_entry(hash_of(host_begin), |s| s.0.begin() == host_begin)
+            .ok()?
+            .remove();
         self.spans.remove(host_begin);
         Some(entry)
     }
 
     /// The entries in host address order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.spans
-            .starts()
-            .filter_map(|start| self.entries.get(&start))
+        self.spans.starts().filter_map(|start| self.get(start))
     }
 
     /// Removes and returns every entry, in host address order.
     pub fn drain(&mut self) -> impl Iterator<Item = V> {
-        let mut entries = std::mem::take(&mut self.entries);
+        let mut rest = SortedMappings {
+            spans: SpanIndex::default(),
+            entries: std::mem::take(&mut self.entries),
+        };
         let starts: Vec<usize> = std::mem::take(&mut self.spans).starts().collect();
         starts
             .into_iter()
-            .filter_map(move |start| entries.remove(&start))
+            .filter_map(move |start| rest.remove(start))
     }
 }
 
@@ -227,31 +257,41 @@ pub(super) mod tests {
     use super::*;
 
     pub fn mapping(begin: usize, size: usize) -> Mapping {
-        Mapping {
-            host_base: begin,
-            host_begin: begin,
-            host_end: begin + size,
-            device_begin: 0x10_0000 + begin,
-            device_padding: 0,
-            dynamic_refs: 1,
-            hold_refs: 0,
-            owns_device_memory: true,
-            shadow_pointers: None,
-            name: 0,
-            ends_in_flight: 0,
-            moving: false,
-            events: None,
-        }
+        let mut m = Mapping::new(begin, begin, begin + size, 0x10_0000 + begin);
+        m.dynamic_refs = 1;
+        m.owns_device_memory = true;
+        m
     }
 
-    /// The table's hash holds whole mappings: each byte more is moved each time it grows.
+    /// The table's hash holds whole mappings, one to a cache line: a random lookup misses
+    /// once, and each growth moves (and faults in) 64 bytes a mapping.
     #[test]
-    fn a_mapping_fits_in_eighty_bytes() {
-        assert!(
-            std::mem::size_of::<Mapping>() <= 80,
-            "{}",
-            std::mem::size_of::<Mapping>()
+    fn a_mapping_fills_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Slot<Mapping>>(), 64);
+        assert_eq!(std::mem::align_of::<Slot<Mapping>>(), 64);
+    }
+
+    /// A list item's base far below its start (a section deep into a huge array) is kept
+    /// beside the mapping, and found as a near one is.
+    #[test]
+    fn bases_near_and_far() {
+        let mut near = mapping(1 << 40, 8);
+        near.set_host_base((1 << 40) - 4096);
+        assert_eq!(near.host_base(), (1 << 40) - 4096);
+        let mut far = mapping(1 << 40, 8);
+        far.set_host_base(1 << 20);
+        assert_eq!(far.host_base(), 1 << 20);
+        far.set_host_base(1 << 40);
+        assert_eq!(far.host_base(), 1 << 40);
+        let mut t = SortedMappings::default();
+        let mut m = mapping(1 << 40, 8);
+        m.set_host_base((1 << 40) - (8 << 30));
+        t.insert(m);
+        assert_eq!(
+            t.lookup((1 << 40) - (4 << 30), 0),
+            Lookup::Contained(1 << 40)
         );
+        assert_eq!(t.get(1 << 40).unwrap().host_base(), (1 << 40) - (8 << 30));
     }
 
     #[test]
@@ -277,7 +317,7 @@ pub(super) mod tests {
         // With no entries to probe, only the searches of the spans answer.
         let without_probe = SortedMappings::<Mapping> {
             spans: t.spans.clone(),
-            entries: AddressMap::default(),
+            entries: HashTable::new(),
         };
         without_probe.lookup(begin, size)
     }
@@ -289,7 +329,7 @@ pub(super) mod tests {
         t.insert(mapping(1100, 0)); // zero-length, right after the first
         t.insert(mapping(1200, 50));
         let mut m = mapping(1300, 8);
-        m.host_base = 1290;
+        m.set_host_base(1290);
         t.insert(m);
         for begin in [1000, 1100, 1200, 1300, 1050, 1150, 1295] {
             for size in [0, 1, 8, 50, 100, 150, 400] {
@@ -315,7 +355,7 @@ pub(super) mod tests {
         assert_eq!(t.lookup(2001, 0), Lookup::Absent);
         // A section's base before its begin: zero-length sections from the base find it.
         let mut m = mapping(3000, 8);
-        m.host_base = 2990;
+        m.set_host_base(2990);
         t.insert(m);
         assert_eq!(t.lookup(2995, 0), Lookup::Contained(3000));
         assert_eq!(t.lookup(2989, 0), Lookup::Absent);

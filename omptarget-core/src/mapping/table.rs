@@ -517,12 +517,12 @@ impl<'t> TableView<'t> {
             self.count_move();
         }
         let start = mapping.host_begin;
-        if within_one_block(reach(mapping.host_base, start, mapping.size())) {
+        if within_one_block(reach(mapping.host_base(), start, mapping.size())) {
             self.narrow_mut(shard_of(start)).insert(mapping);
             MappingKey::narrow(start)
         } else {
             let entry = WideEntry {
-                base: mapping.host_base,
+                base: mapping.host_base(),
                 begin: start,
                 end: mapping.host_end,
                 mapping: Mutex::new(mapping),
@@ -713,8 +713,8 @@ mod tests {
         // Reaching far back to its base makes a small section a wide mapping.
         let member = AT + 40 * MIB;
         let mut m = mapping(member, 16);
-        m.host_base = AT + 30 * MIB;
-        let mut v = t.view(member, 16, m.host_base);
+        m.set_host_base(AT + 30 * MIB);
+        let mut v = t.view(member, 16, m.host_base());
         let wide = v.insert(m);
         assert!(wide.wide);
         drop(v);
@@ -803,7 +803,7 @@ mod tests {
         let x = boundary - 0x100;
         let t = MappingTable::new();
         let mut section = mapping(boundary + 0x98, 20);
-        section.host_base = x;
+        section.set_host_base(x);
         let wide = t.view(section.host_begin, 20, x).insert(section);
         assert!(wide.wide);
         let found = |t: &MappingTable| {
