@@ -32,6 +32,7 @@ pub mod memory_pool;
 pub mod nowait;
 pub use plugin_api::offload_binary;
 pub mod ompt;
+mod os_memory;
 pub mod plugins;
 pub mod profile;
 pub mod queue;

@@ -67,6 +67,8 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
     let Target::Device(device) = runtime.target(device_id, loc) else {
         return; // host data needs no mapping
     };
+    // SAFETY: the compiler passes `arg_num` addresses in `args`.
+    unsafe { super::prefetch_mappings(device, a.arg_num.max(0) as usize, a.args as *const _) };
     let bases = a.bases;
     let mut map_args = MapArgs::new();
     // SAFETY: the compiler passes `arg_num` elements in each array.

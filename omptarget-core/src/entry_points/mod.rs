@@ -53,6 +53,27 @@ fn construct_span_on(
     Some(span)
 }
 
+/// Starts loading the table lines that the lookups of a construct's first arguments will read
+/// ([`crate::mapping::MappingTable::prefetch`]), before the construct sets itself up.
+///
+/// # Safety
+/// `begins` is null or points to `count` addresses (the compiler's `args` array).
+pub(crate) unsafe fn prefetch_mappings(
+    device: &crate::device::Device,
+    count: usize,
+    begins: *const *mut std::ffi::c_void,
+) {
+    if begins.is_null() {
+        return;
+    }
+    // A few: a construct with many arguments has enough of its own work to hide the rest.
+    for i in 0..count.min(4) {
+        // SAFETY: `i` < `count`, inside the compiler's array.
+        let begin = unsafe { *begins.add(i) } as usize;
+        device.mapping.prefetch(begin);
+    }
+}
+
 /// Runs an entry point's body; a panic is reported and turned into `fallback`.
 pub(crate) fn guard<T>(entry_point: &str, fallback: T, body: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {

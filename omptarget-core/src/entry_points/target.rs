@@ -29,6 +29,8 @@ fn launch(
     request: &KernelRequest,
     defer: Option<*mut *mut c_void>,
 ) -> Result<()> {
+    // SAFETY: `arg_ptrs` holds `num_args` addresses (read again by `read_map_args` below).
+    unsafe { super::prefetch_mappings(device, request.num_args, request.arg_ptrs as *const _) };
     runtime.prepare(device)?;
     // Reported to a tool from here to the end of the construct, whatever its outcome.
     let _construct = ompt::ConstructScope::begin(TargetKind::Target, device.id);

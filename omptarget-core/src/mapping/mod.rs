@@ -7,6 +7,7 @@
 
 mod sorted;
 mod span_index;
+mod start_hash;
 mod table;
 
 use plugin_api::{EventHandle, QueueHandle};

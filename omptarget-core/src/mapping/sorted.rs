@@ -1,8 +1,8 @@
 //! Range lookups over a set of non-overlapping mappings ordered by host start address.
 
 use super::span_index::SpanIndex;
+use super::start_hash::{ProbeHint, StartHash};
 use super::Mapping;
-use hashbrown::HashTable;
 
 /// The host range an entry covers, and the base of its list item (zero-length sections
 /// between base and begin find the entry too). Fixed for the entry's life.
@@ -61,18 +61,6 @@ struct Span {
     end: usize,
 }
 
-/// An entry in its own cache line(s) of the hash: a lookup of a random entry (a 64-byte
-/// mapping) misses the cache once, where an entry straddling two lines would miss twice.
-#[derive(Debug, Clone)]
-#[repr(align(64))]
-struct Slot<V>(V);
-
-/// Where the hash looks for the entry starting at `start` (the golden-ratio multiplier spreads
-/// aligned addresses over the bits hashbrown uses; see `plugin_api::address_map`).
-fn hash_of(start: usize) -> u64 {
-    (start as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
 /// The entries by host start, twice: an ordered index of their spans for range searches, and
 /// the entries themselves hashed by start. Most lookups name a mapping's own start (a
 /// `present` region, an exit of what was entered) and are answered by one hash probe, in time
@@ -82,21 +70,21 @@ fn hash_of(start: usize) -> u64 {
 #[derive(Debug)]
 pub struct SortedMappings<V> {
     spans: SpanIndex<Span>,
-    entries: HashTable<Slot<V>>,
+    entries: StartHash<V>,
 }
 
 impl<V> Default for SortedMappings<V> {
     fn default() -> Self {
         SortedMappings {
             spans: SpanIndex::default(),
-            entries: HashTable::new(),
+            entries: StartHash::default(),
         }
     }
 }
 
 impl<V: Extent> SortedMappings<V> {
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.len() == 0
     }
 
     pub fn lookup(&self, begin: usize, size: u64) -> Lookup {
@@ -174,34 +162,27 @@ impl<V: Extent> SortedMappings<V> {
     }
 
     pub fn get(&self, host_begin: usize) -> Option<&V> {
-        self.entries
-            .find(hash_of(host_begin), |s| s.0.begin() == host_begin)
-            .map(|s| &s.0)
+        self.entries.get(host_begin)
     }
 
     pub fn get_mut(&mut self, host_begin: usize) -> Option<&mut V> {
-        self.entries
-            .find_mut(hash_of(host_begin), |s| s.0.begin() == host_begin)
-            .map(|s| &mut s.0)
+        self.entries.get_mut(host_begin)
     }
 
-    pub fn insert(&mut self, entry: V) {
+    /// Adds an entry; true when the hash moved (see [`Self::publish`]).
+    pub fn insert(&mut self, entry: V) -> bool {
         let start = entry.begin();
         let span = Span {
             base: entry.base(),
             end: entry.end(),
         };
         self.spans.insert(start, span);
-        match self.entries.entry(
-            hash_of(start),
-            |s| s.0.begin() == start,
-            |s| hash_of(s.0.begin()),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(mut old) => old.get_mut().0 = entry,
-            hashbrown::hash_table::Entry::Vacant(room) => {
-                room.insert(Slot(entry));
-            }
-        }
+        self.entries.insert(entry)
+    }
+
+    /// Tells `hint` where the hash lies now.
+    pub fn publish(&self, hint: &ProbeHint<V>) {
+        hint.publish(&self.entries);
     }
 
     /// Changes the entry starting at `host_begin`, removing it when `change` returns true:
@@ -211,25 +192,15 @@ impl<V: Extent> SortedMappings<V> {
         host_begin: usize,
         change: impl FnOnce(&mut V) -> bool,
     ) -> Option<Option<V>> {
-        let Ok(mut entry) = self
-            .entries
-            .find_entry(hash_of(host_begin), |s| s.0.begin() == host_begin)
-        else {
-            return None;
-        };
-        if !change(&mut entry.get_mut().0) {
+        if !change(self.entries.get_mut(host_begin)?) {
             return Some(None);
         }
         self.spans.remove(host_begin);
-        Some(Some(entry.remove().0 .0))
+        Some(self.entries.remove(host_begin))
     }
 
     pub fn remove(&mut self, host_begin: usize) -> Option<V> {
-        let (Slot(entry), _) = self
-            .entries
-            .find_entry(hash_of(host_begin), |s| s.0.begin() == host_begin)
-            .ok()?
-            .remove();
+        let entry = self.entries.remove(host_begin)?;
         self.spans.remove(host_begin);
         Some(entry)
     }
@@ -261,14 +232,6 @@ pub(super) mod tests {
         m.dynamic_refs = 1;
         m.owns_device_memory = true;
         m
-    }
-
-    /// The table's hash holds whole mappings, one to a cache line: a random lookup misses
-    /// once, and each growth moves (and faults in) 64 bytes a mapping.
-    #[test]
-    fn a_mapping_fills_one_cache_line() {
-        assert_eq!(std::mem::size_of::<Slot<Mapping>>(), 64);
-        assert_eq!(std::mem::align_of::<Slot<Mapping>>(), 64);
     }
 
     /// A list item's base far below its start (a section deep into a huge array) is kept
@@ -317,7 +280,7 @@ pub(super) mod tests {
         // With no entries to probe, only the searches of the spans answer.
         let without_probe = SortedMappings::<Mapping> {
             spans: t.spans.clone(),
-            entries: HashTable::new(),
+            entries: StartHash::default(),
         };
         without_probe.lookup(begin, size)
     }

@@ -19,6 +19,7 @@
 //! of the move, also holding no lock ([`MappingTable::serving`]); everyone else goes on.
 
 use super::sorted::{Extent, Lookup, SortedMappings};
+use super::start_hash::ProbeHint;
 use super::Mapping;
 use crate::lock::{into_inner, lock};
 use std::cell::UnsafeCell;
@@ -66,7 +67,11 @@ fn within_one_block((low, high): (usize, usize)) -> bool {
 /// One shard, on its own cache line so that threads locking different shards do not contend.
 #[repr(align(64))]
 #[derive(Default)]
-struct Shard(Mutex<SortedMappings<Mapping>>);
+struct Shard {
+    mappings: Mutex<SortedMappings<Mapping>>,
+    /// Where its hash lies, for [`MappingTable::prefetch`] (published under the lock).
+    hint: ProbeHint<Mapping>,
+}
 
 /// A mapping spanning blocks: its extent outside the lock (it never changes), the rest inside.
 struct WideEntry {
@@ -144,13 +149,20 @@ impl MappingTable {
         Self::default()
     }
 
+    /// Starts loading, with no lock, the lines of the table that a lookup of the mapping
+    /// starting at `start` reads first: issued as a construct begins, the loads run while it
+    /// sets itself up. A lookup among a million mappings misses the cache there otherwise.
+    pub fn prefetch(&self, start: usize) {
+        self.shards[shard_of(start)].hint.prefetch(start);
+    }
+
     /// A view for looking up [begin, begin+size) and for creating a mapping of it whose list
     /// item starts at `base` (pass `begin` when only looking up).
     pub fn view(&self, begin: usize, size: u64, base: usize) -> TableView<'_> {
         let shard = shard_of(begin);
         let view = TableView {
             table: self,
-            locks: Locks::One(shard, lock(&self.shards[shard].0)),
+            locks: Locks::One(shard, lock(&self.shards[shard].mappings)),
         };
         if within_one_block(reach(base, begin, size)) {
             // A zero-length section found only in the reach of a wide mapping starting in a
@@ -176,7 +188,7 @@ impl MappingTable {
         let shard = shard_of(key.start);
         TableView {
             table: self,
-            locks: Locks::One(shard, lock(&self.shards[shard].0)),
+            locks: Locks::One(shard, lock(&self.shards[shard].mappings)),
         }
     }
 
@@ -184,7 +196,7 @@ impl MappingTable {
     pub fn view_all(&self) -> TableView<'_> {
         TableView {
             table: self,
-            locks: Locks::All(self.shards.iter().map(|s| lock(&s.0)).collect()),
+            locks: Locks::All(self.shards.iter().map(|s| lock(&s.mappings)).collect()),
         }
     }
 
@@ -518,7 +530,12 @@ impl<'t> TableView<'t> {
         }
         let start = mapping.host_begin;
         if within_one_block(reach(mapping.host_base(), start, mapping.size())) {
-            self.narrow_mut(shard_of(start)).insert(mapping);
+            let shard = shard_of(start);
+            let table = self.table;
+            let narrow = self.narrow_mut(shard);
+            if narrow.insert(mapping) {
+                narrow.publish(&table.shards[shard].hint);
+            }
             MappingKey::narrow(start)
         } else {
             let entry = WideEntry {
@@ -528,7 +545,9 @@ impl<'t> TableView<'t> {
                 mapping: Mutex::new(mapping),
             };
             match self.wide_mut() {
-                Some(wide) => wide.insert(entry),
+                Some(wide) => {
+                    wide.insert(entry);
+                }
                 None => panic!("a mapping spanning blocks created without the whole table locked (internal error)"),
             }
             MappingKey::wide(start)

@@ -80,20 +80,7 @@ pub struct MappedFile {
     len: usize,
 }
 
-extern "C" {
-    fn mmap(
-        addr: *mut std::ffi::c_void,
-        len: usize,
-        prot: i32,
-        flags: i32,
-        fd: i32,
-        offset: i64,
-    ) -> *mut std::ffi::c_void;
-    fn munmap(addr: *mut std::ffi::c_void, len: usize) -> i32;
-}
-const PROT_READ: i32 = 1;
-const MAP_PRIVATE: i32 = 2;
-const MAP_FAILED: *mut std::ffi::c_void = !0usize as *mut std::ffi::c_void;
+use crate::os_memory::{mmap, munmap, MAP_FAILED, MAP_PRIVATE, PROT_READ};
 
 impl MappedFile {
     /// `None` where the file cannot be opened or mapped (the loader then says why).
