@@ -15,6 +15,7 @@ extern "C" {
     pub fn mremap(old: *mut c_void, old_len: usize, new_len: usize, flags: i32, ...)
         -> *mut c_void;
     pub fn munmap(addr: *mut c_void, len: usize) -> i32;
+    pub fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
 }
 
 pub const PROT_READ: i32 = 1;
@@ -22,4 +23,6 @@ pub const PROT_WRITE: i32 = 2;
 pub const MAP_PRIVATE: i32 = 2;
 pub const MAP_ANONYMOUS: i32 = 0x20;
 pub const MREMAP_MAYMOVE: i32 = 1;
+/// Fault the range in now, writable (Linux 5.14; older kernels refuse it).
+pub const MADV_POPULATE_WRITE: i32 = 23;
 pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;

@@ -98,6 +98,7 @@ pub struct Mapping {
 
 impl Mapping {
     /// A mapping of [host_begin, host_end) at `device_begin`, with no references yet.
+    #[inline]
     pub fn new(host_base: usize, host_begin: usize, host_end: usize, device_begin: usize) -> Self {
         let mut m = Mapping {
             host_begin,

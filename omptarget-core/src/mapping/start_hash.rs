@@ -179,12 +179,28 @@ impl<V: Extent> StartHash<V> {
     /// table moved to make room (see [`ProbeHint::publish`]).
     pub fn insert(&mut self, entry: V) -> bool {
         let start = entry.begin();
-        if let Some(i) = self.find(start) {
-            *self.entry_mut(i) = entry;
-            return false;
+        let (h, tag) = hash_of(start);
+        // One probe: for the entry to replace, and meanwhile for the first free slot.
+        let mut free = None;
+        if let Some(mask) = self.tags.len().checked_sub(1) {
+            let mut i = h & mask;
+            loop {
+                let t = self.tags[i];
+                if t == tag && self.entry(i).begin() == start {
+                    *self.entry_mut(i) = entry;
+                    return false;
+                }
+                if !is_full(t) && free.is_none() {
+                    free = Some(i);
+                }
+                if t == EMPTY {
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
         }
         let mut moved = false;
-        let i = match self.free_slot(start) {
+        let i = match free {
             Some(i) if self.tags[i] == DELETED || self.growth_left > 0 => i,
             _ => {
                 self.make_room();
@@ -195,7 +211,7 @@ impl<V: Extent> StartHash<V> {
         if self.tags[i] == EMPTY {
             self.growth_left -= 1;
         }
-        self.tags[i] = hash_of(start).1;
+        self.tags[i] = tag;
         // SAFETY: slot `i` is inside the mapping and holds no entry (its tag was not full).
         unsafe { ptr::write(self.slot(i), Slot(entry)) };
         self.items += 1;
@@ -229,6 +245,8 @@ impl<V: Extent> StartHash<V> {
 
     /// Makes room for one more entry: clears the tombstones where they fill the room, else
     /// doubles the table.
+    #[cold]
+    #[inline(never)]
     fn make_room(&mut self) {
         if self.items < usable(self.tags.len()) / 2 {
             self.rehash_in_place();
@@ -380,6 +398,16 @@ fn remap<V>(slots: NonNull<Slot<V>>, old: usize, new: usize) -> NonNull<Slot<V>>
             Layout::from_size_align(bytes::<V>(new), 64).expect("mapping table layout"),
         );
     }
+    // The rehash that follows touches every page of the new part: fault them in with one call
+    // instead of one trap each. Only advice: where it is refused, they fault in one by one.
+    // SAFETY: the range is the new part of the mapping just made, holding nothing yet.
+    unsafe {
+        os_memory::madvise(
+            address.cast::<u8>().add(bytes::<V>(old)).cast(),
+            bytes::<V>(new - old),
+            os_memory::MADV_POPULATE_WRITE,
+        )
+    };
     NonNull::new(address.cast()).expect("a mapping is never at address 0")
 }
 
