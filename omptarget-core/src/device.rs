@@ -717,7 +717,9 @@ impl Device {
 
     /// Destroys the events of a mapping that was removed.
     pub fn discard_event(&self, m: &Mapping) {
-        let events = m.events();
+        let Some(events) = m.events() else {
+            return;
+        };
         for event in [events.transfer, events.released].into_iter().flatten() {
             if let Err(e) = self.plugin.destroy_event(self.local, event.handle) {
                 log::warn!(

@@ -158,11 +158,9 @@ impl Mapping {
         &mut self.uncommon_mut().shadow_pointers
     }
 
-    /// The mapping's events, on a device that runs queues asynchronously.
-    pub fn events(&self) -> MappingEvents {
-        self.uncommon
-            .as_deref()
-            .map_or_else(Default::default, |u| u.events)
+    /// The mapping's events, on a device that runs queues asynchronously (none on most).
+    pub fn events(&self) -> Option<&MappingEvents> {
+        self.uncommon.as_deref().map(|u| &u.events)
     }
 
     /// The last transfer's event (see [`MappingEvents::transfer`]).
@@ -225,6 +223,7 @@ impl Mapping {
     }
     /// The attached pointers stored inside [begin, begin+size): those a copy of that range
     /// overwrites and must restore.
+    #[inline]
     pub fn shadows_within(&self, begin: usize, size: u64) -> Vec<ShadowPointer> {
         // Most mappings have none: skip the collecting loop (some 25 instructions).
         let all = self.shadow_pointers();
