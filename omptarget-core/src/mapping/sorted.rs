@@ -84,7 +84,7 @@ impl<V> Default for SortedMappings<V> {
 
 impl<V: Extent> SortedMappings<V> {
     pub fn is_empty(&self) -> bool {
-        self.entries.len() == 0
+        self.entries.is_empty()
     }
 
     pub fn lookup(&self, begin: usize, size: u64) -> Lookup {
@@ -212,14 +212,11 @@ impl<V: Extent> SortedMappings<V> {
 
     /// Removes and returns every entry, in host address order.
     pub fn drain(&mut self) -> impl Iterator<Item = V> {
-        let mut rest = SortedMappings {
-            spans: SpanIndex::default(),
-            entries: std::mem::take(&mut self.entries),
-        };
+        let mut entries = std::mem::take(&mut self.entries);
         let starts: Vec<usize> = std::mem::take(&mut self.spans).starts().collect();
         starts
             .into_iter()
-            .filter_map(move |start| rest.remove(start))
+            .filter_map(move |start| entries.remove(start))
     }
 }
 

@@ -3,6 +3,7 @@
 //! library's initialisers: a file that is not a sound shared object for this machine that
 //! defines the plugin ABI symbol is skipped, unopened, with the reason.
 
+use crate::os_memory::{mmap, munmap, MAP_FAILED, MAP_PRIVATE, PROT_READ};
 use plugin_api::elf_layout::{self, Addresses};
 use plugin_api::ABI_VERSION_SYMBOL;
 
@@ -79,8 +80,6 @@ pub struct MappedFile {
     address: *mut std::ffi::c_void,
     len: usize,
 }
-
-use crate::os_memory::{mmap, munmap, MAP_FAILED, MAP_PRIVATE, PROT_READ};
 
 impl MappedFile {
     /// `None` where the file cannot be opened or mapped (the loader then says why).
