@@ -23,6 +23,9 @@
 #   CUDA_MIN  NVPTX toolchain folder (default <repo>/target/nvptx-toolchain, made when missing
 #             by scripts/setup-nvptx-toolchain.sh, from /opt/cuda-min's ptxas when there is one)
 #   JOBS      parallel compiles (default: nproc)
+#   LLVM19=1  also pack LLVM 19's runtime (its libomptarget.so.19.1, CUDA plugin built in, and the
+#             libraries it needs; about 43 MiB), so that run.sh runs every program we fail and
+#             the benchmarks under it too, on the same GPU: the judge of our failures
 # run.sh's environment: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds
 #   for all programs, default 420, then the rest are skipped so the benchmarks still run within
 #   the device tool's 600 s), ONLY (run only programs whose name contains it), SKIP_CONFORMANCE=1,
@@ -129,6 +132,25 @@ cp "$dist/bin/omptarget-info" "$dir/bin/"
 echo "building bench/gpu"
 clang-19 -O2 -o "$dir/bench/raw_driver" "$root/bench/gpu/raw_driver.c" -ldl
 PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -o "$dir/bench/omp_gpu" "$root/bench/gpu/omp_gpu.c"
+# The per-construct loop, and the host benchmarks' program for issue 19's small regions beside a
+# thread moving 256 MiB, for their figures on a GPU.
+PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -o "$dir/bench/per_construct" "$root/bench/gpu/per_construct.c"
+PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -I "$root/bench/programs" -o "$dir/bench/large_maps" \
+    "$root/bench/programs/large_maps.c" -lpthread
+
+if [ -n "${LLVM19:-}" ]; then
+    echo "packing LLVM 19's runtime"
+    pack=$(mktemp -d)
+    mkdir "$pack/llvm19"
+    cp -L "$llvm_lib/libomptarget.so.19.1" "$llvm_lib/libomp.so.5" "$pack/llvm19/"
+    # What it needs beyond the C and C++ runtimes, which the GPU machine has (newer).
+    ldd "$llvm_lib/libomptarget.so.19.1" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+        case ${lib##*/} in libc.so.* | libm.so.* | libstdc++.so.* | libgcc_s.so.* | ld-linux*) ;;
+            *) cp -L "$lib" "$pack/llvm19/" ;; esac
+    done
+    tar -C "$pack" -cf - llvm19 | xz -T0 -6 >"$dir/llvm19.tar.xz"
+    rm -rf "$pack"
+fi
 
 jobs=${JOBS:-$(nproc)}
 echo "building the conformance programs for sm_90 ($jobs at a time)"
@@ -159,12 +181,16 @@ cat <<'RUN'
 # Env: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds in all, default 420),
 # ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1.
 # Report: $OUT/gpu-results.txt when $OUT is set, else <bundle>/results/ (written as it goes, so a
-# run cut short still leaves what it had).
+# run cut short still leaves what it had). With llvm19.tar.xz in the bundle (LLVM19=1), each
+# program we fail runs again under LLVM 19's runtime, and so do the benchmarks.
 set -uo pipefail # no -e: one failing program must not end the run
 here=$(cd "$(dirname "$0")" && pwd)
 results=${OUT:-$here/results}
 mkdir -p "$results/logs"
 timeout_s=${TIMEOUT:-30} budget_s=${CONFORMANCE_BUDGET:-420}
+# What check() runs a program under: nothing more for ours; LLVM 19's library folder for it.
+runtime_env=() log_suffix=
+llvm19_lib=
 
 # Our runtime and LLVM's libomp from the bundle; only the CUDA plugin; and a region that cannot
 # run on the GPU is an error, never a silent host fallback.
@@ -192,11 +218,29 @@ machine() {
     echo "== omptarget-info"; "$here/bin/omptarget-info" 2>&1
 }
 
+# LLVM 19's runtime from the bundle, unpacked, with the name of the driver its plugin opens.
+unpack_llvm19() {
+    [ -e "$here/llvm19.tar.xz" ] || return 0
+    local to=${TMPDIR:-/tmp}/omptarget-gpu-llvm19 cuda
+    rm -rf "$to" && mkdir -p "$to" && tar -C "$to" -xJf "$here/llvm19.tar.xz" ||
+        { echo "llvm19.tar.xz: could not unpack; no LLVM 19 runs"; return 0; }
+    cuda=$( (/sbin/ldconfig -p 2>/dev/null || ldconfig -p) | awk '/libcuda\.so\.1 /{print $NF; exit}')
+    [ -n "$cuda" ] && ln -sf "$cuda" "$to/llvm19/libcuda.so"
+    llvm19_lib=$to/llvm19
+    echo "== LLVM 19's runtime: $llvm19_lib (libcuda.so -> ${cuda:-none})"
+}
+
+# Runs the rest of the command line (a program or a function) under LLVM 19's runtime alone.
+under_llvm19() {
+    (unset LIBOMPTARGET_PLUGINS_TO_LOAD; export LD_LIBRARY_PATH=$llvm19_lib; "$@")
+}
+
 # One program, checked as tests/src/conformance.rs checks it: exit status (EXIT: fail inverts
 # it), each EXPECT line in stdout, each EXPECT-STDERR in stderr, no REJECT-STDERR.
 check() {
     local name=$1 bin=$2 key value status problems=() env=() should_fail=0
-    local out=$results/logs/$bin.out err=$results/logs/$bin.err spec=$here/conformance/$bin.spec
+    local out=$results/logs/$bin$log_suffix.out err=$results/logs/$bin$log_suffix.err
+    local spec=$here/conformance/$bin.spec
     while IFS= read -r line; do
         key=${line#// }; key=${key%%: *}; value=${line#*: }
         case $key in
@@ -204,7 +248,7 @@ check() {
             EXIT) should_fail=1 ;;
         esac
     done <"$spec"
-    (cd "$results/logs" && with_timeout "$timeout_s" env "${env[@]}" "$here/conformance/$bin") \
+    (cd "$results/logs" && with_timeout "$timeout_s" env "${runtime_env[@]}" "${env[@]}" "$here/conformance/$bin") \
         >"$out" 2>"$err" </dev/null
     status=$?
     if [ $status -eq 124 ] || [ $status -eq 137 ]; then
@@ -235,19 +279,31 @@ check() {
 }
 
 conformance() {
-    local name bin pass=0 fail=0 skip=0 failed=() start=$SECONDS
+    local name bin pass=0 fail=0 skip=0 failed=() start=$SECONDS judged=0 llvm_passes=()
     echo "== conformance (sm_90, LIBOMPTARGET_PLUGINS_TO_LOAD=cuda, OMP_TARGET_OFFLOAD=mandatory, timeout ${timeout_s}s)"
     while read -r name bin; do
         [[ $name == *"${ONLY:-}"* ]] || continue
         if [ $((SECONDS - start)) -gt "$budget_s" ]; then
             echo "SKIP $name (the ${budget_s}s conformance budget is spent)"
             skip=$((skip + 1))
-        elif check "$name" "$bin"; then pass=$((pass + 1)); else fail=$((fail + 1)); failed+=("$name"); fi
+        elif check "$name" "$bin"; then pass=$((pass + 1)); else
+            fail=$((fail + 1)); failed+=("$name")
+            if [ -n "$llvm19_lib" ]; then
+                # The same program and checks under LLVM 19's runtime.
+                judged=$((judged + 1))
+                runtime_env=(-u LIBOMPTARGET_PLUGINS_TO_LOAD LD_LIBRARY_PATH="$llvm19_lib")
+                log_suffix=.llvm19
+                check "$name" "$bin" >"$results/logs/judge" && llvm_passes+=("$name")
+                runtime_env=() log_suffix=
+                sed 's/^/   LLVM 19: /' "$results/logs/judge"
+            fi
+        fi
     done <"$here/conformance/programs.txt"
     echo "-- conformance: $pass passed, $fail failed, $skip skipped for time ($((SECONDS - start))s);" \
         "$(wc -l <"$here/compile-failures.txt") did not compile for sm_90 (compile-failures.txt)," \
         "$(wc -l <"$here/skipped.txt") not for clang-19"
     [ $fail -eq 0 ] || echo "   failed: ${failed[*]}"
+    [ $judged -eq 0 ] || echo "   LLVM 19's runtime passes ${#llvm_passes[@]} of those $judged: ${llvm_passes[*]:-none}"
     sed 's/^/   no sm_90 build: /' "$here/compile-failures.txt"
     [ $fail -eq 0 ] && [ $skip -eq 0 ]
 }
@@ -260,6 +316,11 @@ bench() {
         { ok=1; echo "raw_driver failed:"; cat "$results/logs/raw_driver.err"; }
     with_timeout 120 "$here/bench/omp_gpu" >>"$figures" 2>"$results/logs/omp_gpu.err" ||
         { ok=1; echo "omp_gpu failed:"; tail -n 20 "$results/logs/omp_gpu.err"; }
+    if [ -n "$llvm19_lib" ]; then
+        under_llvm19 with_timeout 120 "$here/bench/omp_gpu" 2>"$results/logs/omp_gpu.llvm19.err" |
+            sed 's/^omp /llvm19 /' >>"$figures" ||
+            { ok=1; echo "omp_gpu under LLVM 19 failed:"; tail -n 20 "$results/logs/omp_gpu.llvm19.err"; }
+    fi
     cat "$figures"
     echo
     awk '
@@ -288,13 +349,49 @@ bench() {
             row("H2D pinned, omp_target_memcpy",  "h2d_pinned_gbs",   "h2d_pinned_memcpy_gbs", "bw",  "0.90")
             row("D2H pinned, omp_target_memcpy",  "d2h_pinned_gbs",   "d2h_pinned_memcpy_gbs", "bw",  "0.90")
             printf "-- targets met: %d of %d\n", met, targets
+            if (("llvm19 launch_us") in v) {
+                printf "\n%-36s %10s %10s %10s\n", "figure", "ours", "LLVM 19", "ours/LLVM"
+                n = split("launch_us launch_map_us h2d_pageable_gbs d2h_pageable_gbs h2d_pinned_gbs d2h_pinned_gbs h2d_pinned_memcpy_gbs d2h_pinned_memcpy_gbs", k, " ")
+                for (i = 1; i <= n; i++) {
+                    o = v["omp " k[i]]; l = v["llvm19 " k[i]]
+                    printf "%-36s %10s %10s %10s\n", k[i], o, l, (o != "" && l + 0 != 0) ? sprintf("%.2f", o / l) : "-"
+                }
+            }
         }' "$figures"
+    per_construct_and_contention
     return $ok
+}
+
+# Wall time per construct of each kind of bench/gpu/per_construct.c (20001 runs less 1, over
+# 20000), and large_maps (small regions beside a thread mapping 256 MiB), ours then LLVM 19's.
+per_construct_and_contention() {
+    local k t0 t1 t2 runtimes=(ours) r
+    [ -n "$llvm19_lib" ] && runtimes+=(llvm19)
+    echo "== per construct (wall ns: (20001 runs - 1 run) / 20000)"
+    printf '%-12s' kind; printf ' %10s' "${runtimes[@]}"; echo
+    for k in empty map_to map_tofrom enter_exit update nowait; do
+        printf '%-12s' "$k"
+        for r in "${runtimes[@]}"; do
+            local run=(); [ "$r" = llvm19 ] && run=(under_llvm19)
+            t0=$(date +%s%N); "${run[@]}" with_timeout 60 "$here/bench/per_construct" "$k" 1 >/dev/null 2>&1
+            t1=$(date +%s%N); "${run[@]}" with_timeout 60 "$here/bench/per_construct" "$k" 20001 >/dev/null 2>&1 ||
+                { printf ' %10s' failed; continue; }
+            t2=$(date +%s%N)
+            printf ' %10d' $(( ((t2 - t1) - (t1 - t0)) / 20000 ))
+        done
+        echo
+    done
+    echo "== small regions beside a thread mapping 256 MiB (bench/programs/large_maps.c 256 400 3)"
+    for r in "${runtimes[@]}"; do
+        local run=(); [ "$r" = llvm19 ] && run=(under_llvm19)
+        "${run[@]}" with_timeout 120 "$here/bench/large_maps" 256 400 3 2>&1 | sed "s/^/$r: /"
+    done
 }
 
 main() {
     local status=0
     machine
+    unpack_llvm19
     # Carried copies may lose symlinks; the programs ask for libomptarget.so.19.1.
     for link in libomptarget.so.19.1 libomptarget.so; do
         [ -e "$here/lib/$link" ] || ln -sf libomptarget.so.22.1 "$here/lib/$link"

@@ -51,6 +51,14 @@ fn required_alignment(base: usize) -> usize {
     (1usize << base.trailing_zeros()).min(MAX_ALIGNMENT)
 }
 
+/// Where a small firstprivate starting at `host_begin` goes in the buffer that carries them all
+/// to the device, once `end` bytes are taken: at an offset as aligned as its host address (up to
+/// MAX_ALIGNMENT, to which the buffer itself is aligned). LLVM pads from the previous entry's
+/// size alone, which can leave a `long` after a 12-byte array misaligned: a fault on a GPU.
+fn packed_offset(end: usize, host_begin: usize) -> usize {
+    end.next_multiple_of(required_alignment(host_begin))
+}
+
 /// What looking up or creating a mapping gave.
 struct Placed {
     /// Device address of `begin`; 0 when nothing is mapped (an absent zero-length section).
@@ -882,7 +890,6 @@ pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<K
     let mut values = KernelValues::with_capacity(args.len());
     let mut packed: SmallVec<[PackedPrivate; 4]> = SmallVec::new();
     let mut packed_size = 0usize;
-    let mut packed_alignment = MAX_ALIGNMENT;
     for (index, arg) in args.iter().enumerate() {
         let t = arg.map_type;
         if !t.has(TARGET_PARAM) {
@@ -900,19 +907,8 @@ pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<K
                 .get(index + 1)
                 .is_some_and(|n| n.map_type.has(MEMBER_OF));
             if first_private && arg.size <= PACKED_FIRSTPRIVATE_LIMIT && !member_follows {
-                // Pack with the other small firstprivates, padded to the host alignment.
-                let mut padding = 0;
-                if let Some(last) = packed.last() {
-                    let offset = (last.size as usize) % packed_alignment;
-                    if offset != 0 {
-                        packed_alignment = offset;
-                    }
-                    let required = required_alignment(arg.begin);
-                    if required > packed_alignment {
-                        padding = required - packed_alignment;
-                        packed_alignment = required;
-                    }
-                }
+                // Pack with the other small firstprivates.
+                let padding = packed_offset(packed_size, arg.begin) - packed_size;
                 packed_size += padding + arg.size as usize;
                 packed.push(PackedPrivate {
                     value_index: values.len(),
@@ -1020,5 +1016,39 @@ fn fix_lambda_capture(
     match captured {
         Some(target) => q.write_device_word(capture_device, target, 0),
         None => Ok(()), // not mapped (or shared memory): the capture stays as it is
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The small firstprivates of `map_types/firstprivate_many.cpp` as clang-19 passed them
+    /// (sizes and host addresses): LLVM's padding put the `long[2]` at offset 28, and the
+    /// kernel's copy of it stopped with CUDA_ERROR_MISALIGNED_ADDRESS on an H100.
+    #[test]
+    fn packed_firstprivates_keep_their_host_alignment() {
+        let args = [
+            (12, 0x7fff_47ac_acb8usize),
+            (8, 0x7fff_47ac_acc8),
+            (16, 0x7fff_47ac_acf0),
+            (24, 0x7fff_47ac_acd0),
+            (5, 0x7fff_47ac_aca8),
+            (3, 0x7fff_47ac_ac01),
+            (8, 0x7fff_47ac_ac00),
+        ];
+        let mut end = 0;
+        for (size, host) in args {
+            let offset = packed_offset(end, host);
+            assert!(offset >= end, "entries overlap");
+            let wanted = (1 << host.trailing_zeros()).min(MAX_ALIGNMENT);
+            assert_eq!(
+                offset % wanted,
+                0,
+                "{size} bytes from {host:#x} at offset {offset}"
+            );
+            end = offset + size;
+        }
+        assert_eq!(packed_offset(4, 0), MAX_ALIGNMENT);
     }
 }

@@ -3,10 +3,11 @@
 //! of `LIBOMPTARGET_INFO` lines, what `use_device_ptr` gives for unmapped data), a program gets
 //! the behaviour of its own release.
 //!
-//! The program tells it in two ways: its offload entry table's layout (clang 19's 32-byte
-//! entries, or the 56-byte ones of clang 20 and newer), and, for a program without entries (no
+//! The program tells it in three ways: its offload entry table's layout (clang 19's 32-byte
+//! entries, or the 56-byte ones of clang 20 and newer); for a program without entries (no
 //! target region and no `declare target` variable), the compiler named in its device images'
-//! `.comment` section.
+//! `.comment` section; and, where no image names one (a cubin names ptxas), whether the process
+//! loaded `libomptarget.so.19.1`, the name clang-19 programs link against.
 
 use object::{Object, ObjectSection};
 
@@ -40,6 +41,22 @@ impl LlvmRelease {
     }
 }
 
+impl LlvmRelease {
+    /// LLVM 19 when this process has loaded `libomptarget.so.19.1` (our stub, which needs this
+    /// library): some program or library in it was linked by clang 19. `None` otherwise.
+    pub fn of_loaded_names() -> Option<LlvmRelease> {
+        // glibc's RTLD_NOLOAD: only look for a loaded library, never load one.
+        const RTLD_NOLOAD: std::ffi::c_int = 4;
+        let flags = RTLD_NOLOAD | libloading::os::unix::RTLD_LAZY;
+        // SAFETY: with RTLD_NOLOAD nothing is loaded, so no library initialiser runs.
+        let loaded = unsafe { libloading::os::unix::Library::open(Some(CLANG19_NAME), flags) };
+        loaded.is_ok().then_some(LlvmRelease::Llvm19)
+    }
+}
+
+/// The runtime's name in the programs clang 19 links.
+const CLANG19_NAME: &str = "libomptarget.so.19.1";
+
 /// The major version in a compiler identification such as `Debian clang version 22.1.8 (1)`.
 fn clang_major(text: &str) -> Option<u32> {
     let (_, rest) = text.split_once("clang version ")?;
@@ -62,5 +79,7 @@ mod tests {
         assert_eq!(LlvmRelease::of_clang(18), LlvmRelease::Llvm19);
         assert_eq!(LlvmRelease::of_clang(20), LlvmRelease::Llvm22);
         assert_eq!(LlvmRelease::of_image(b"not an ELF file"), None);
+        // The unit tests' process links no OpenMP runtime.
+        assert_eq!(LlvmRelease::of_loaded_names(), None);
     }
 }

@@ -1063,6 +1063,16 @@ impl CudaDevice {
                     .map_err(|e| failed(format!("running '{kernel}'"), e))
             })
         };
+        log::debug!(
+            "cuda device {}: running {} global {} through '{kernel}'",
+            self.identity.ordinal,
+            pointers.len(),
+            if constructors {
+                "constructors"
+            } else {
+                "destructors"
+            }
+        );
         let result = run();
         let freed = self.free(array as usize, AllocKind::DEVICE);
         result.and(freed)

@@ -548,3 +548,22 @@ fn nowait_regions_still_running_are_finished_by_the_task_s_queries() {
         "{trace}"
     );
 }
+
+/// A clang-19 program with no offload entries and only a cubin (no x86-64 twin, whose
+/// `.comment` names clang): the runtime name it links tells its release, so `use_device_ptr` of
+/// unmapped data gives LLVM 19's NULL-based address. The first H100 run found it given LLVM
+/// 22's behaviour (the host address kept).
+#[test]
+fn a_clang_19_program_with_only_a_cubin_and_no_entries_follows_llvm_19() {
+    let exe = tests::compile_nvptx(
+        "../conformance/device_addresses/use_device_ptr_unmapped_llvm19.c",
+        "sm_90",
+    );
+    let env = [("OMP_TARGET_OFFLOAD", "mandatory".to_string())];
+    let (code, out, err) = emulated::run(CUDA, &exe, &[], &env);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("ptr=null addr=null section=near-null"),
+        "{out}"
+    );
+}

@@ -51,9 +51,11 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
         }
         let mut table = description.host_entries;
         if table.entries.is_empty() {
-            // No entry tells the program's release: its images' compiler does.
+            // No entry tells the program's release: its images' compiler does, or else the
+            // runtime name it was linked against.
             let built_by = images.iter().find_map(|i| LlvmRelease::of_image(i.bytes));
-            table.release = built_by.unwrap_or(table.release);
+            let release = built_by.or_else(LlvmRelease::of_loaded_names);
+            table.release = release.unwrap_or(table.release);
         }
         let library = runtime.change_registry(|r| r.add(desc as usize, images, table));
         if crate::ompt::tool().is_some() {
