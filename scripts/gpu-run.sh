@@ -358,8 +358,44 @@ bench() {
                 }
             }
         }' "$figures"
+    launch_rounds
     per_construct_and_contention
     return $ok
+}
+
+# One process's launch median depends on where its waits wake up (on the VM seen here, 18 to
+# 60 us for the same program): ROUNDS (default 5) rounds of the raw driver, ours and LLVM 19's,
+# launches only, taking turns; the median of each one's medians.
+launch_rounds() {
+    local rounds=${ROUNDS:-5} r i line names=(raw ours) file=$results/launch-rounds.txt
+    [ -n "$llvm19_lib" ] && names+=(llvm19)
+    : >"$file"
+    for ((i = 1; i <= rounds; i++)); do
+        for r in "${names[@]}"; do
+            case $r in
+                raw) GPU_BENCH_LAUNCHES_ONLY=1 with_timeout 60 "$here/bench/raw_driver" ;;
+                ours) GPU_BENCH_LAUNCHES_ONLY=1 with_timeout 60 "$here/bench/omp_gpu" ;;
+                llvm19) GPU_BENCH_LAUNCHES_ONLY=1 under_llvm19 with_timeout 60 "$here/bench/omp_gpu" ;;
+            esac 2>/dev/null | awk -v r="$r" '$2 ~ /^launch/ {print r, $2, $3}' >>"$file"
+        done
+    done
+    echo "== launch latency, $rounds alternating rounds (us: each round's median, then their median)"
+    awk '
+        { k = $1 " " ($2 == "launch_copy_us" ? "launch_map_us" : $2); v[k] = v[k] " " $3; n[k]++; x[k, n[k]] = $3 }
+        END {
+            split("raw launch_us|ours launch_us|llvm19 launch_us|raw launch_map_us|ours launch_map_us|llvm19 launch_map_us", order, "|")
+            for (o = 1; o <= 6; o++) {
+                k = order[o]; if (!(k in n)) continue
+                m = n[k]
+                for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (x[k, j] < x[k, i]) { t = x[k, i]; x[k, i] = x[k, j]; x[k, j] = t }
+                med[k] = m % 2 ? x[k, (m + 1) / 2] : (x[k, m / 2] + x[k, m / 2 + 1]) / 2
+                printf "%-22s median %8.3f  rounds:%s\n", k, med[k], v[k]
+            }
+            if (("raw launch_us") in med && ("ours launch_us") in med)
+                printf "ours/raw launch %.2f (target <= 1.5)\n", med["ours launch_us"] / med["raw launch_us"]
+            if (("llvm19 launch_us") in med)
+                printf "ours/LLVM 19: launch %.2f, launch with map(tofrom) %.2f\n", med["ours launch_us"] / med["llvm19 launch_us"], med["ours launch_map_us"] / med["llvm19 launch_map_us"]
+        }' "$file"
 }
 
 # Wall time per construct of each kind of bench/gpu/per_construct.c (20001 runs less 1, over

@@ -2,6 +2,7 @@
 // calls: the same names with the prefix `omp`, so run.sh can divide one by the other.
 //   launch_us            an empty target region (median)           ~ raw launch_us
 //   launch_map_us        a target region with map(tofrom: scalar)   ~ raw launch_copy_us
+//                        (with GPU_BENCH_LAUNCHES_ONLY set, the program stops here)
 //   {h2d,d2h}_pageable_gbs      target update to/from, 256 MiB of malloc'd memory
 //   {h2d,d2h}_pinned_gbs        the same on omp_alloc(llvm_omp_target_host_mem_alloc) memory
 //   {h2d,d2h}_pinned_memcpy_gbs omp_target_memcpy between that and omp_target_alloc memory
@@ -149,6 +150,8 @@ int main(void) {
     return 1;
   }
   report("launch_map_us", median(t, LAUNCHES));
+  // Launch latencies alone, for run.sh's alternating rounds (a VM's wake-ups vary by process).
+  if (getenv("GPU_BENCH_LAUNCHES_ONLY")) return 0;
 
   int bad = 0;
   int *pageable = malloc(BYTES);

@@ -306,6 +306,8 @@ int main(int argc, char **argv) {
   printf("raw launch_copy_us %.3f\n", median(t, LAUNCHES));
   fflush(stdout);
   CHECK(cuMemFree(scalar));
+  // Launch latencies alone, for run.sh's alternating rounds (a VM's wake-ups vary by process).
+  if (getenv("GPU_BENCH_LAUNCHES_ONLY")) return 0;
 
   CUdeviceptr d;
   CHECK(cuMemAlloc(&d, BYTES));
