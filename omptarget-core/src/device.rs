@@ -233,6 +233,7 @@ impl Device {
                 Ordering::Relaxed,
             );
             self.start_work_timing();
+            self.warn_if_host_memory_is_out_of_reach();
             if crate::config::record_kernels() {
                 let save_output = crate::config::record_saves_output();
                 if let Err(e) = self.activate_record_replay(false, save_output, 0, 0) {
@@ -257,17 +258,39 @@ impl Device {
             return;
         }
         let kind = self
-            .plugin
-            .device_info(self.local)
-            .ok()
-            .and_then(|info| {
-                info.into_iter()
-                    .find(|e| e.key.as_str() == "compute unit kind")
-                    .map(|e| e.value.to_string())
-            })
+            .info_value("compute unit kind")
             .unwrap_or_else(|| self.plugin.name.clone());
         self.announced_to_tool.store(true, Ordering::Release);
         ompt::events::device_initialized(self.id, &kind, self as *const Device as *const _);
+    }
+
+    /// A program that requires unified shared memory hands its kernels host addresses; a device
+    /// that cannot reach pageable host memory faults on them (CUDA_ERROR_ILLEGAL_ADDRESS), so
+    /// say why up front, as LLVM's AMDGPU plugin does when XNACK is off.
+    fn warn_if_host_memory_is_out_of_reach(&self) {
+        if !crate::runtime::Runtime::get().unified_shared_memory()
+            || self
+                .info_value(plugin_api::PAGEABLE_MEMORY_ACCESS)
+                .as_deref()
+                != Some("0")
+        {
+            return;
+        }
+        let name = self.info_value("name").unwrap_or_default();
+        crate::logging::message(&format!(
+            "the program requires unified_shared_memory, but device {} ({} device {}, {name}) \
+             cannot access pageable host memory (no HMM or ATS): a kernel that uses host memory \
+             the program did not map or allocate through OpenMP will fault",
+            self.id, self.plugin.name, self.local
+        ));
+    }
+
+    /// One of the plugin's info entries for this device.
+    fn info_value(&self, key: &str) -> Option<String> {
+        let info = self.plugin.device_info(self.local).ok()?;
+        info.into_iter()
+            .find(|e| e.key.as_str() == key)
+            .map(|e| e.value.to_string())
     }
 
     /// OMPT `device_finalize`, at shutdown, for a device whose initialisation a tool saw.

@@ -75,7 +75,8 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     /// Properties shown by `omptarget-info` and `__tgt_print_device_info`; must work before
     /// `init_device`. Keys the core reads: `compute unit kind` (the device's architecture as
     /// LLVM's plugins name it: `generic-64bit`, `sm_90`, `gfx90a`), reported to OMPT tools at
-    /// device initialisation. The bundled plugins also give `name`, `kind` and `memory bytes`.
+    /// device initialisation, and [`PAGEABLE_MEMORY_ACCESS`](crate::PAGEABLE_MEMORY_ACCESS).
+    /// The bundled plugins also give `name`, `kind` and `memory bytes`.
     fn device_info(&self, device: i32) -> Result<Vec<InfoEntry>>;
 
     /// Loads an image on a device: copy what you keep (the bytes are borrowed), do the

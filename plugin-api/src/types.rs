@@ -359,6 +359,13 @@ impl LaunchConfig {
     }
 }
 
+/// The info key that says whether a device's kernels may use any host memory of the process,
+/// including pageable memory the driver neither allocated nor page-locked (HMM or ATS): `1` or
+/// `0`. Where it is `0` and the program requires `unified_shared_memory`, the core warns when
+/// the device starts, since the program's kernels will use host addresses the device cannot
+/// reach.
+pub const PAGEABLE_MEMORY_ACCESS: &str = "pageable memory access";
+
 /// One property of a device, for inventories (`omptarget-info`, `__tgt_print_device_info`) and
 /// OMPT (the key `compute unit kind`).
 #[repr(C)]

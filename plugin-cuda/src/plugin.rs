@@ -258,10 +258,8 @@ impl DevicePlugin for CudaPlugin {
                 A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
             ),
             ("managed memory", A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY),
-            // Whether kernels may use memory the driver did not allocate (HMM or ATS), which
-            // programs that `require unified_shared_memory` count on.
             (
-                "pageable memory access",
+                plugin_api::PAGEABLE_MEMORY_ACCESS,
                 A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
             ),
             ("ECC enabled", A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED),
