@@ -67,6 +67,9 @@ pub struct Device {
     /// The plugin promised that work is done when the call submitting it returns (ABI 1.4):
     /// transfers need no events. Set when the device initialises.
     queues_complete_on_submission: AtomicBool,
+    /// The device's memory is this process's (the host plugin): the pool's new slabs are
+    /// faulted in at once, since their blocks are written as soon as they are handed out.
+    memory_in_process: AtomicBool,
     /// The plugin times the work on this device's queues itself (plugin ABI 1.5), for
     /// `LIBOMPTARGET_PROFILE`'s device tracks. Set when the device initialises, only when
     /// profiling is on.
@@ -88,6 +91,7 @@ impl Device {
             uid: once_cell::sync::OnceCell::new(),
             record_replay: once_cell::sync::OnceCell::new(),
             queues_complete_on_submission: AtomicBool::new(false),
+            memory_in_process: AtomicBool::new(false),
             work_timed: AtomicBool::new(false),
         }
     }
@@ -230,6 +234,10 @@ impl Device {
             let traits = self.plugin.device_traits(self.local);
             self.queues_complete_on_submission.store(
                 traits.contains(DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION),
+                Ordering::Relaxed,
+            );
+            self.memory_in_process.store(
+                traits.contains(DeviceTraits::MEMORY_IN_PROCESS),
                 Ordering::Relaxed,
             );
             self.start_work_timing();
@@ -640,7 +648,13 @@ impl Device {
         // A new slab; where the device has no room for one, a slab of just this block.
         let slab = memory_pool::slab_bytes(class);
         match self.plugin.alloc(self.local, slab, host_ptr, kind) {
-            Ok(start) => Ok(self.pool.add_slab(start, slab, class)),
+            Ok(start) => {
+                if self.memory_in_process.load(Ordering::Relaxed) {
+                    // SAFETY: the plugin promised its allocations are this process's memory.
+                    unsafe { crate::os_memory::populate_for_writing(start, slab as usize) };
+                }
+                Ok(self.pool.add_slab(start, slab, class))
+            }
             Err(_) if slab > class => {
                 let start = self
                     .plugin

@@ -398,15 +398,10 @@ fn remap<V>(slots: NonNull<Slot<V>>, old: usize, new: usize) -> NonNull<Slot<V>>
             Layout::from_size_align(bytes::<V>(new), 64).expect("mapping table layout"),
         );
     }
-    // The rehash that follows touches every page of the new part: fault them in with one call
-    // instead of one trap each. Only advice: where it is refused, they fault in one by one.
+    // The rehash that follows touches every page of the new part: fault them in at once.
     // SAFETY: the range is the new part of the mapping just made, holding nothing yet.
     unsafe {
-        os_memory::madvise(
-            address.cast::<u8>().add(bytes::<V>(old)).cast(),
-            bytes::<V>(new - old),
-            os_memory::MADV_POPULATE_WRITE,
-        )
+        os_memory::populate_for_writing(address as usize + bytes::<V>(old), bytes::<V>(new - old))
     };
     NonNull::new(address.cast()).expect("a mapping is never at address 0")
 }
