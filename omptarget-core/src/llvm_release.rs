@@ -39,9 +39,7 @@ impl LlvmRelease {
             .find_map(clang_major)
             .map(LlvmRelease::of_clang)
     }
-}
 
-impl LlvmRelease {
     /// LLVM 19 when this process has loaded `libomptarget.so.19.1` (our stub, which needs this
     /// library): some program or library in it was linked by clang 19. `None` otherwise.
     pub fn of_loaded_names() -> Option<LlvmRelease> {
