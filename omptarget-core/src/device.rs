@@ -287,8 +287,9 @@ impl Device {
         let name = self.info_value("name").unwrap_or_default();
         crate::logging::message(&format!(
             "the program requires unified_shared_memory, but device {} ({} device {}, {name}) \
-             cannot access pageable host memory (no HMM or ATS): a kernel that uses host memory \
-             the program did not map or allocate through OpenMP will fault",
+             cannot access pageable host memory: a kernel that uses host memory the program did \
+             not map or allocate through OpenMP will fault (NVIDIA GPUs need HMM or ATS for it; \
+             AMD GPUs need XNACK, which HSA_XNACK=1 turns on where the system supports it)",
             self.id, self.plugin.name, self.local
         ));
     }

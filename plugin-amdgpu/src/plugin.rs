@@ -284,6 +284,12 @@ impl DevicePlugin for AmdgpuPlugin {
                     format!("{major}.{minor}"),
                 ));
             }
+            if let Some(reach) = runtime.hsa_runtime.pageable_memory_access() {
+                info.push(InfoEntry::new(
+                    plugin_api::PAGEABLE_MEMORY_ACCESS,
+                    u8::from(reach),
+                ));
+            }
         }
         if let Some(device) = slot.device.get() {
             info.extend(device.info());

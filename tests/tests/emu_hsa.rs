@@ -398,3 +398,20 @@ fn nowait_regions_still_running_are_finished_by_the_task_s_queries() {
         .count();
     assert!(loads >= deferred, "the queries load no signals:\n{trace}");
 }
+
+/// A program that requires unified_shared_memory is told when its device starts that the GPU
+/// cannot reach pageable host memory: the emulated runtime reports XNACK off and system memory
+/// not accessible by default, as a discrete GPU without HSA_XNACK=1 does (LLVM's AMDGPU plugin
+/// warns about it too).
+#[test]
+fn unified_shared_memory_without_xnack_is_announced() {
+    let exe = tests::compile_amdgpu_twin("../conformance/usm/malloc_without_map.c");
+    let (code, out, err) = emulated::run(AMDGPU, &exe, &[], &[]);
+    assert!(
+        err.contains("requires unified_shared_memory, but device 0 (amdgpu device 0")
+            && err.contains("cannot access pageable host memory"),
+        "{err}"
+    );
+    // Kernels run on the CPU here, where host memory is in reach.
+    assert_eq!(code, Some(0), "{out}{err}");
+}

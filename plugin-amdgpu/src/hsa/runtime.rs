@@ -83,6 +83,24 @@ impl HsaRuntime {
         self.version
     }
 
+    /// Whether kernels may use pageable host memory: XNACK is on (their page faults are served
+    /// through HMM), or system memory is accessible by default (an APU). `None` where the
+    /// runtime answers neither question.
+    pub fn pageable_memory_access(&self) -> Option<bool> {
+        let ask = |attribute| {
+            attributes::system(&self.library, attribute)
+                .ok()
+                .map(|value| value.bool())
+        };
+        match (
+            ask(HSA_AMD_SYSTEM_INFO_XNACK_ENABLED),
+            ask(HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT),
+        ) {
+            (None, None) => None,
+            (xnack, by_default) => Some(xnack == Some(true) || by_default == Some(true)),
+        }
+    }
+
     /// Ticks per second of the system timestamp, the unit of signal wait timeouts
     /// (`HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`).
     pub fn timestamp_frequency(&self) -> Option<u64> {
