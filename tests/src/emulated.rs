@@ -483,3 +483,19 @@ pub fn in_child_with_twins(test: &str, child: &str, twins: &Path, env: &[(&str, 
     );
     false
 }
+
+/// A program that requires unified_shared_memory on `gpu`'s emulator, whose device reports no
+/// pageable memory access: the runtime says so as the device starts. The program still
+/// completes, since the emulator runs kernels on the CPU, where host memory is in reach.
+pub fn unified_shared_memory_is_announced(gpu: EmulatedGpu, exe: &Path) {
+    let (code, out, err) = run(gpu, exe, &[], &[]);
+    let device = format!(
+        "requires unified_shared_memory, but device 0 ({} device 0",
+        gpu.plugin()
+    );
+    assert!(
+        err.contains(&device) && err.contains("cannot access pageable host memory"),
+        "{err}"
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+}
