@@ -1,6 +1,7 @@
 // One kind of construct, repeated: `per_construct KIND N`. Run under the emulated CUDA driver
 // with OMPTARGET_EMU_TRACE, the difference between N = 101 and N = 1 over 100 is the driver
-// calls one construct costs (scripts/emu-driver-calls.sh).
+// calls one construct costs (scripts/emu-driver-calls.sh). On a GPU, the difference in wall time
+// over 20000 is the time one construct takes (scripts/gpu-run.sh's run.sh).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
