@@ -278,14 +278,53 @@ check() {
     return 1
 }
 
+# What a program needs that this machine lacks, from its directives (`// NEEDS: N devices`,
+# `// NOT-ON-GPU: why`): the reason to leave it out, or nothing.
+lacks() {
+    local line need
+    while IFS= read -r line; do
+        case $line in
+            "// NOT-ON-GPU: "*) echo "${line#// NOT-ON-GPU: }"; return ;;
+            "// NEEDS: "*" devices")
+                need=${line#// NEEDS: }; need=${need%% *}
+                [ "$devices" -ge "$need" ] || { echo "needs $need devices, this machine has $devices"; return; } ;;
+        esac
+    done <"$here/conformance/$1.spec"
+}
+
+# A program that needs pageable memory access (`// NEEDS: pageable memory access`) on a device
+# without it: it cannot run as written, but the runtime must say why as the device starts.
+announces_no_pageable_access() {
+    local err=$results/logs/$2.err
+    (cd "$results/logs" && with_timeout "$timeout_s" "$here/conformance/$2") >/dev/null 2>"$err" </dev/null
+    if grep -qF "cannot access pageable host memory" "$err"; then
+        echo "PASS $1 (device 0 has no pageable memory access: the runtime says so)"
+        rm -f "$err"
+    else
+        echo "FAIL $1: needs pageable memory access, which device 0 lacks, and the runtime did not say so"
+        tail -n 4 "$err" | sed 's/^/       | /'
+        return 1
+    fi
+}
+
 conformance() {
-    local name bin pass=0 fail=0 skip=0 failed=() start=$SECONDS judged=0 llvm_passes=()
-    echo "== conformance (sm_90, LIBOMPTARGET_PLUGINS_TO_LOAD=cuda, OMP_TARGET_OFFLOAD=mandatory, timeout ${timeout_s}s)"
+    local name bin pass=0 fail=0 skip=0 failed=() start=$SECONDS judged=0 llvm_passes=() why
+    local lacking=0 devices pageable
+    devices=$("$here/bin/omptarget-info" 2>/dev/null | awk '/^Devices: /{print $2; exit}')
+    pageable=$("$here/bin/omptarget-info" 2>/dev/null | awk -F': *' '$1 ~ /pageable memory access/{print $2; exit}')
+    echo "== conformance (sm_90, LIBOMPTARGET_PLUGINS_TO_LOAD=cuda, OMP_TARGET_OFFLOAD=mandatory, timeout ${timeout_s}s;" \
+        "${devices:=0} devices, pageable memory access ${pageable:=unknown})"
     while read -r name bin; do
         [[ $name == *"${ONLY:-}"* ]] || continue
         if [ $((SECONDS - start)) -gt "$budget_s" ]; then
             echo "SKIP $name (the ${budget_s}s conformance budget is spent)"
             skip=$((skip + 1))
+        elif why=$(lacks "$bin") && [ -n "$why" ]; then
+            echo "LEFT OUT $name ($why)"
+            lacking=$((lacking + 1))
+        elif [ "$pageable" = 0 ] && grep -qx '// NEEDS: pageable memory access' "$here/conformance/$bin.spec"; then
+            if announces_no_pageable_access "$name" "$bin"; then pass=$((pass + 1)); else
+                fail=$((fail + 1)); failed+=("$name"); fi
         elif check "$name" "$bin"; then pass=$((pass + 1)); else
             fail=$((fail + 1)); failed+=("$name")
             if [ -n "$llvm19_lib" ]; then
@@ -299,7 +338,8 @@ conformance() {
             fi
         fi
     done <"$here/conformance/programs.txt"
-    echo "-- conformance: $pass passed, $fail failed, $skip skipped for time ($((SECONDS - start))s);" \
+    echo "-- conformance: $pass passed, $fail failed, $lacking left out for what this machine lacks," \
+        "$skip skipped for time ($((SECONDS - start))s);" \
         "$(wc -l <"$here/compile-failures.txt") did not compile for sm_90 (compile-failures.txt)," \
         "$(wc -l <"$here/skipped.txt") not for clang-19"
     [ $fail -eq 0 ] || echo "   failed: ${failed[*]}"

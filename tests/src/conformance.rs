@@ -14,6 +14,11 @@
 //! // NOT-ON-EMULATOR: why    not run on the emulated GPU drivers (a host device's own behaviour,
 //! //                         or driver calls of the program's own that the emulators lack);
 //! //                         `NOT-ON-EMULATOR: cuda: why` (or `amdgpu: why`) for one of them
+//! // NEEDS: 4 devices        for scripts/gpu-run.sh on a real GPU: left out where the machine
+//! //                         has fewer devices (here the host plugin always has four)
+//! // NEEDS: pageable memory access   for scripts/gpu-run.sh: where device 0 has none, the
+//! //                         program is only checked for the runtime's message saying so
+//! // NOT-ON-GPU: why         for scripts/gpu-run.sh: a host device's own behaviour
 //! ```
 //!
 //! Every program also checks its own results and exits non-zero when they are wrong. The same

@@ -1,4 +1,5 @@
 // RULE: the host plugin offers 4 devices and omp_get_initial_device() equals omp_get_num_devices()
+// NOT-ON-GPU: it checks the host plugin's own four devices
 // EXPECT: num=4 initial=4 default=0
 #include <omp.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 // RULE: ompx_dump_mapping_tables prints every device's mapping table on stdout (not stderr), even without LIBOMPTARGET_INFO
+// NEEDS: 4 devices
 // FLAGS: -g
 // EXPECT: omptarget device 0 info: OpenMP Host-Device pointer mappings table empty
 // EXPECT: omptarget device 1 info: OpenMP Host-Device pointer mappings after block at libomptarget:0:0:

@@ -1,4 +1,5 @@
 // RULE: omp_target_is_present is true only while a variable is mapped on that device, and always true for the initial device
+// NEEDS: 4 devices
 // EXPECT: before=0 during=1 other_dev=0 after=0 host=1 null=0
 #include <omp.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 // RULE: omp_target_memcpy copies from memory of device 0 into memory of device 1
+// NEEDS: 2 devices
 // EXPECT: dev1 sum=45 last=9
 #include <omp.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 // RULE: under the default policy with a device available, target runs on the device (not the initial device) on separate memory
+// NEEDS: 4 devices
 // ENV: OMP_TARGET_OFFLOAD=default
 // EXPECT: initial=0 x=1 initial_device=4
 #include <omp.h>

@@ -1,4 +1,5 @@
 // RULE: LIBOMPTARGET_INFO=4 dumps every device's mapping table after each construct, with size, reference counts and declaration
+// NEEDS: 4 devices
 // FLAGS: -g
 // ENV: LIBOMPTARGET_INFO=4
 // EXPECT: b[4]=9

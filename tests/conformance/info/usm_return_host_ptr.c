@@ -1,4 +1,5 @@
 // RULE: with unified_shared_memory, LIBOMPTARGET_INFO=8 reports that the host pointer is used instead of creating a map entry
+// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // FLAGS: -g
 // ENV: LIBOMPTARGET_INFO=8

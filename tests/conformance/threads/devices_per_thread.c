@@ -1,4 +1,5 @@
 // RULE: 4 host threads each using a different device (0..3) keep separate device copies of the same global array
+// NEEDS: 4 devices
 // EXPECT: results=0,1,2,3 host=9
 #include <omp.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 // RULE: with requires unified_shared_memory, map(close, tofrom:) still makes a separate device copy, copied back at the end
+// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // EXPECT: in_kernel_host_value=0 after=5 copy=yes
 #pragma omp requires unified_shared_memory

@@ -1,4 +1,5 @@
 // RULE: with requires unified_shared_memory a kernel's write to a mapped array appears on the host even when mapped only to
+// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // EXPECT: a[0]=1 a[9]=10 same_address=yes
 #pragma omp requires unified_shared_memory

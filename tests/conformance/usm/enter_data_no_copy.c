@@ -1,4 +1,5 @@
 // RULE: with requires unified_shared_memory, target enter data makes no copy and no table entry: host changes after it are seen by the kernel, and omp_target_is_present is false
+// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // EXPECT: kernel_saw=7 present=0
 #pragma omp requires unified_shared_memory
