@@ -21,6 +21,9 @@
 //! // NOT-ON-GPU: why         for scripts/gpu-run.sh: a host device's own behaviour
 //! ```
 //!
+//! The `NEEDS` and `NOT-ON-GPU` lines go last in a file, so that they move no line that a
+//! message names (`dump_table.c:15:7`).
+//!
 //! Every program also checks its own results and exits non-zero when they are wrong. The same
 //! clang-19 binaries run against LLVM 19's `libomptarget.so.19.1` too, so each expectation is
 //! known to be LLVM's behaviour, not a guess.

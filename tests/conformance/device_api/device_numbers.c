@@ -1,5 +1,4 @@
 // RULE: the host plugin offers 4 devices and omp_get_initial_device() equals omp_get_num_devices()
-// NOT-ON-GPU: it checks the host plugin's own four devices
 // EXPECT: num=4 initial=4 default=0
 #include <omp.h>
 #include <stdio.h>
@@ -17,3 +16,4 @@ int main(void) {
   printf("num=%d initial=%d default=%d\n", n, init, def);
   return !(n == 4 && init == 4 && def == 0 && ok == 4);
 }
+// NOT-ON-GPU: it checks the host plugin's own four devices

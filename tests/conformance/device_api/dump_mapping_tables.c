@@ -1,5 +1,4 @@
 // RULE: ompx_dump_mapping_tables prints every device's mapping table on stdout (not stderr), even without LIBOMPTARGET_INFO
-// NEEDS: 4 devices
 // FLAGS: -g
 // EXPECT: omptarget device 0 info: OpenMP Host-Device pointer mappings table empty
 // EXPECT: omptarget device 1 info: OpenMP Host-Device pointer mappings after block at libomptarget:0:0:
@@ -37,3 +36,4 @@ int main(void) {
   printf("row=%s a[7]=%d\n", row ? "found" : "missing", a[7]);
   return !(row && a[7] == 8);
 }
+// NEEDS: 4 devices

@@ -1,5 +1,4 @@
 // RULE: omp_target_is_present is true only while a variable is mapped on that device, and always true for the initial device
-// NEEDS: 4 devices
 // EXPECT: before=0 during=1 other_dev=0 after=0 host=1 null=0
 #include <omp.h>
 #include <stdio.h>
@@ -19,3 +18,4 @@ int main(void) {
   printf("before=%d during=%d other_dev=%d after=%d host=%d null=%d\n", before, during, other, after, host, null);
   return !(before == 0 && during == 1 && other == 0 && after == 0 && host == 1 && null == 0 && a[5] == 5);
 }
+// NEEDS: 4 devices

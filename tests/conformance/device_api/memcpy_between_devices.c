@@ -1,5 +1,4 @@
 // RULE: omp_target_memcpy copies from memory of device 0 into memory of device 1
-// NEEDS: 2 devices
 // EXPECT: dev1 sum=45 last=9
 #include <omp.h>
 #include <stdio.h>
@@ -22,3 +21,4 @@ int main(void) {
   printf("dev1 sum=%d last=%d\n", sum, last);
   return !(sum == 45 && last == 9);
 }
+// NEEDS: 2 devices

@@ -1,5 +1,4 @@
 // RULE: under the default policy with a device available, target runs on the device (not the initial device) on separate memory
-// NEEDS: 4 devices
 // ENV: OMP_TARGET_OFFLOAD=default
 // EXPECT: initial=0 x=1 initial_device=4
 #include <omp.h>
@@ -16,3 +15,4 @@ int main() {
   std::printf("initial=%d x=%d initial_device=%d\n", initial, x, id);
   return !(initial == 0 && x == 1 && id == 4);
 }
+// NEEDS: 4 devices

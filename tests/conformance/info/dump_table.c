@@ -1,5 +1,4 @@
 // RULE: LIBOMPTARGET_INFO=4 dumps every device's mapping table after each construct, with size, reference counts and declaration
-// NEEDS: 4 devices
 // FLAGS: -g
 // ENV: LIBOMPTARGET_INFO=4
 // EXPECT: b[4]=9
@@ -23,3 +22,4 @@ int main(void) {
   for (int i = 0; i < 5; i++) if (b[i] != i + 5) return 1;
   return 0;
 }
+// NEEDS: 4 devices

@@ -1,5 +1,4 @@
 // RULE: LIBOMPTARGET_INFO=16 makes the plugin report each kernel launch with its name, blocks, threads and mode, in LLVM 19's wording for a clang-19 program
-// NOT-ON-GPU: it expects the host device's launch line (one team of one thread) for device 1
 // NOT-ON-EMULATOR: the launch line it expects is the host device's one team of one thread
 // COMPILERS: clang19
 // FLAGS: -g
@@ -18,3 +17,4 @@ int main(void) {
   printf("x=%d\n", x);
   return x != 3;
 }
+// NOT-ON-GPU: it expects the host device's launch line (one team of one thread) for device 1

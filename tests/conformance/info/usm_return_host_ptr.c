@@ -1,5 +1,4 @@
 // RULE: with unified_shared_memory, LIBOMPTARGET_INFO=8 reports that the host pointer is used instead of creating a map entry
-// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // FLAGS: -g
 // ENV: LIBOMPTARGET_INFO=8
@@ -19,3 +18,4 @@ int main(void) {
   for (int i = 0; i < 8; i++) if (a[i] != i + 1) return 1;
   return 0;
 }
+// NEEDS: pageable memory access

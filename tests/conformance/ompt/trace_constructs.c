@@ -1,5 +1,4 @@
 // RULE: an OMPT tool sees each target construct as begin and end events around its data operations and kernel submission, in LLVM's order, each event carrying the construct's id and the program's call site
-// NEEDS: 4 devices
 // NOT-ON-EMULATOR: cuda: clang-19's NVPTX back end emits PTX for this program that ptxas refuses (call has wrong number of parameters), so it has no sm_90 build
 // NOT-ON-EMULATOR: amdgpu: clang-19's gfx90a device compilation does not see dladdr in <dlfcn.h> (the host helper in_program is compiled for the device too), so it has no gfx90a build
 // EXPECT: devices initialised=4 images loaded=1
@@ -163,3 +162,4 @@ int main(void) {
   if (!failures) printf("checks passed\n");
   return failures != 0;
 }
+// NEEDS: 4 devices

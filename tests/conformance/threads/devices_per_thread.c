@@ -1,5 +1,4 @@
 // RULE: 4 host threads each using a different device (0..3) keep separate device copies of the same global array
-// NEEDS: 4 devices
 // EXPECT: results=0,1,2,3 host=9
 #include <omp.h>
 #include <stdio.h>
@@ -26,3 +25,4 @@ int main(void) {
   printf("results=%d,%d,%d,%d host=%d\n", res[0], res[1], res[2], res[3], g[0]);
   return !(res[0] == 0 && res[1] == 1 && res[2] == 2 && res[3] == 3 && g[0] == 9);
 }
+// NEEDS: 4 devices

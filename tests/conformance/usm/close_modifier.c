@@ -1,5 +1,4 @@
 // RULE: with requires unified_shared_memory, map(close, tofrom:) still makes a separate device copy, copied back at the end
-// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // EXPECT: in_kernel_host_value=0 after=5 copy=yes
 #pragma omp requires unified_shared_memory
@@ -18,3 +17,4 @@ int main(void) {
   printf("in_kernel_host_value=%d after=%d copy=%s\n", seen, a[0], copy ? "yes" : "no");
   return !(copy && seen == 0 && a[0] == 5 && a[3] == 5);
 }
+// NEEDS: pageable memory access

@@ -1,5 +1,4 @@
 // RULE: with requires unified_shared_memory a kernel's write to a mapped array appears on the host even when mapped only to
-// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // EXPECT: a[0]=1 a[9]=10 same_address=yes
 #pragma omp requires unified_shared_memory
@@ -20,3 +19,4 @@ int main(void) {
   for (int i = 0; i < 10; i++) if (a[i] != i + 1) return 1;
   return !same;
 }
+// NEEDS: pageable memory access

@@ -1,5 +1,4 @@
 // RULE: with requires unified_shared_memory, target enter data makes no copy and no table entry: host changes after it are seen by the kernel, and omp_target_is_present is false
-// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // EXPECT: kernel_saw=7 present=0
 #pragma omp requires unified_shared_memory
@@ -17,3 +16,4 @@ int main(void) {
   printf("kernel_saw=%d present=%d\n", seen, present);
   return !(seen == 7 && present == 0);
 }
+// NEEDS: pageable memory access

@@ -1,5 +1,4 @@
 // RULE: with requires unified_shared_memory a kernel dereferences a malloc'd pointer that was never mapped
-// NEEDS: pageable memory access
 // NOT-ON-MPI: unified shared memory: a remote device cannot read the program's memory
 // EXPECT: p[0]=0 p[99]=198 sum=9900
 #pragma omp requires unified_shared_memory
@@ -17,3 +16,4 @@ int main(void) {
   free(p);
   return !ok;
 }
+// NEEDS: pageable memory access
