@@ -423,8 +423,8 @@ launch_rounds() {
     awk '
         { k = $1 " " ($2 == "launch_copy_us" ? "launch_map_us" : $2); v[k] = v[k] " " $3; n[k]++; x[k, n[k]] = $3 }
         END {
-            split("raw launch_us|ours launch_us|llvm19 launch_us|raw launch_map_us|ours launch_map_us|llvm19 launch_map_us", order, "|")
-            for (o = 1; o <= 6; o++) {
+            split("raw launch_us|ours launch_us|llvm19 launch_us|raw launch_p10_us|ours launch_p10_us|llvm19 launch_p10_us|raw launch_p90_us|ours launch_p90_us|llvm19 launch_p90_us|raw launch_map_us|ours launch_map_us|llvm19 launch_map_us", order, "|")
+            for (o = 1; o <= 12; o++) {
                 k = order[o]; if (!(k in n)) continue
                 m = n[k]
                 for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (x[k, j] < x[k, i]) { t = x[k, i]; x[k, i] = x[k, j]; x[k, j] = t }

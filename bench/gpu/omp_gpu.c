@@ -137,6 +137,9 @@ int main(void) {
     if (i >= 0) t[i] = now_us() - t0;
   }
   report("launch_us", median(t, LAUNCHES));
+  // Sorted by median(): whether a slow process is slow throughout or now and then.
+  report("launch_p10_us", t[LAUNCHES / 10]);
+  report("launch_p90_us", t[LAUNCHES * 9 / 10]);
 
   int x = 0;
   for (int i = -WARMUP; i < LAUNCHES; i++) {

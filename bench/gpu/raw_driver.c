@@ -285,6 +285,8 @@ int main(int argc, char **argv) {
     if (i >= 0) t[i] = now_us() - t0;
   }
   printf("raw launch_us %.3f\n", median(t, LAUNCHES));
+  // Sorted by median(): whether a slow process is slow throughout or now and then.
+  printf("raw launch_p10_us %.3f\nraw launch_p90_us %.3f\n", t[LAUNCHES / 10], t[LAUNCHES * 9 / 10]);
 
   // The same with a 4-byte copy each way around it: the floor under map(tofrom: scalar).
   CUdeviceptr scalar;
