@@ -188,8 +188,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 results=${OUT:-$here/results}
 mkdir -p "$results/logs"
 timeout_s=${TIMEOUT:-30} budget_s=${CONFORMANCE_BUDGET:-420}
-# What check() runs a program under: nothing more for ours; LLVM 19's library folder for it.
-runtime_env=() log_suffix=
+# The suffix of check()'s logs: none for ours, .llvm19 under LLVM 19's runtime.
+log_suffix=
 llvm19_lib=
 
 # Our runtime and LLVM's libomp from the bundle; only the CUDA plugin; and a region that cannot
@@ -232,7 +232,14 @@ unpack_llvm19() {
 
 # Runs the rest of the command line (a program or a function) under LLVM 19's runtime alone.
 under_llvm19() {
-    (unset LIBOMPTARGET_PLUGINS_TO_LOAD; export LD_LIBRARY_PATH=$llvm19_lib; "$@")
+    (unset LIBOMPTARGET_PLUGINS_TO_LOAD; export LD_LIBRARY_PATH=$llvm19_lib; log_suffix=.llvm19; "$@")
+}
+
+# Runs the command line after the runtime's name (ours, llvm19) under that runtime.
+on_runtime() {
+    local runtime=$1
+    shift
+    if [ "$runtime" = llvm19 ]; then under_llvm19 "$@"; else "$@"; fi
 }
 
 # One program, checked as tests/src/conformance.rs checks it: exit status (EXIT: fail inverts
@@ -248,7 +255,7 @@ check() {
             EXIT) should_fail=1 ;;
         esac
     done <"$spec"
-    (cd "$results/logs" && with_timeout "$timeout_s" env "${runtime_env[@]}" "${env[@]}" "$here/conformance/$bin") \
+    (cd "$results/logs" && with_timeout "$timeout_s" env "${env[@]}" "$here/conformance/$bin") \
         >"$out" 2>"$err" </dev/null
     status=$?
     if [ $status -eq 124 ] || [ $status -eq 137 ]; then
@@ -330,10 +337,7 @@ conformance() {
             if [ -n "$llvm19_lib" ]; then
                 # The same program and checks under LLVM 19's runtime.
                 judged=$((judged + 1))
-                runtime_env=(-u LIBOMPTARGET_PLUGINS_TO_LOAD LD_LIBRARY_PATH="$llvm19_lib")
-                log_suffix=.llvm19
-                check "$name" "$bin" >"$results/logs/judge" && llvm_passes+=("$name")
-                runtime_env=() log_suffix=
+                under_llvm19 check "$name" "$bin" >"$results/logs/judge" && llvm_passes+=("$name")
                 sed 's/^/   LLVM 19: /' "$results/logs/judge"
             fi
         fi
@@ -414,8 +418,7 @@ launch_rounds() {
         for r in "${names[@]}"; do
             case $r in
                 raw) GPU_BENCH_LAUNCHES_ONLY=1 with_timeout 60 "$here/bench/raw_driver" ;;
-                ours) GPU_BENCH_LAUNCHES_ONLY=1 with_timeout 60 "$here/bench/omp_gpu" ;;
-                llvm19) GPU_BENCH_LAUNCHES_ONLY=1 under_llvm19 with_timeout 60 "$here/bench/omp_gpu" ;;
+                *) GPU_BENCH_LAUNCHES_ONLY=1 on_runtime "$r" with_timeout 60 "$here/bench/omp_gpu" ;;
             esac 2>/dev/null | awk -v r="$r" '$2 ~ /^launch/ {print r, $2, $3}' >>"$file"
         done
     done
@@ -448,9 +451,8 @@ per_construct_and_contention() {
     for k in empty map_to map_tofrom enter_exit update nowait; do
         printf '%-12s' "$k"
         for r in "${runtimes[@]}"; do
-            local run=(); [ "$r" = llvm19 ] && run=(under_llvm19)
-            t0=$(date +%s%N); "${run[@]}" with_timeout 60 "$here/bench/per_construct" "$k" 1 >/dev/null 2>&1
-            t1=$(date +%s%N); "${run[@]}" with_timeout 60 "$here/bench/per_construct" "$k" 20001 >/dev/null 2>&1 ||
+            t0=$(date +%s%N); on_runtime "$r" with_timeout 60 "$here/bench/per_construct" "$k" 1 >/dev/null 2>&1
+            t1=$(date +%s%N); on_runtime "$r" with_timeout 60 "$here/bench/per_construct" "$k" 20001 >/dev/null 2>&1 ||
                 { printf ' %10s' failed; continue; }
             t2=$(date +%s%N)
             printf ' %10d' $(( ((t2 - t1) - (t1 - t0)) / 20000 ))
@@ -459,8 +461,7 @@ per_construct_and_contention() {
     done
     echo "== small regions beside a thread mapping 256 MiB (bench/programs/large_maps.c 256 400 3)"
     for r in "${runtimes[@]}"; do
-        local run=(); [ "$r" = llvm19 ] && run=(under_llvm19)
-        "${run[@]}" with_timeout 120 "$here/bench/large_maps" 256 400 3 2>&1 | sed "s/^/$r: /"
+        on_runtime "$r" with_timeout 120 "$here/bench/large_maps" 256 400 3 2>&1 | sed "s/^/$r: /"
     done
 }
 

@@ -25,7 +25,7 @@ pub const MAP_PRIVATE: i32 = 2;
 pub const MAP_ANONYMOUS: i32 = 0x20;
 pub const MREMAP_MAYMOVE: i32 = 1;
 /// Fault the range in now, writable (Linux 5.14; older kernels refuse it).
-pub const MADV_POPULATE_WRITE: i32 = 23;
+const MADV_POPULATE_WRITE: i32 = 23;
 pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
 
 const PAGE: usize = 4096;
