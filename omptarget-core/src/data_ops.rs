@@ -412,6 +412,7 @@ fn begin_list(
         }
         if !from_mapper && t.has(TARGET_PARAM) && placed.device_begin != 0 {
             q.note_placed(index, placed.device_begin);
+            q.device.prefetch_kernel_data(placed.device_begin);
         }
         let needs_data = placed.is_new && !placed.sent || t.has(ALWAYS);
         if t.has(TO) && needs_data && !placed.is_host && arg.size > 0 {

@@ -68,7 +68,8 @@ pub struct Device {
     /// transfers need no events. Set when the device initialises.
     queues_complete_on_submission: AtomicBool,
     /// The device's memory is this process's (the host plugin): the pool's new slabs are
-    /// faulted in at once, since their blocks are written as soon as they are handed out.
+    /// faulted in at once, since their blocks are written as soon as they are handed out, and
+    /// a kernel's data is prefetched.
     memory_in_process: AtomicBool,
     /// The plugin times the work on this device's queues itself (plugin ABI 1.5), for
     /// `LIBOMPTARGET_PROFILE`'s device tracks. Set when the device initialises, only when
@@ -100,6 +101,16 @@ impl Device {
     /// that no construct needs an event to wait for another's transfers.
     pub fn queues_complete_on_submission(&self) -> bool {
         self.queues_complete_on_submission.load(Ordering::Relaxed)
+    }
+
+    /// A kernel on this device is about to use the data at `device_address`: where the
+    /// device's memory is this process's (the host plugin), its first line starts loading now,
+    /// while the construct sets the kernel up. Among many mappings that line is a miss the
+    /// kernel would otherwise wait for.
+    pub fn prefetch_kernel_data(&self, device_address: usize) {
+        if self.memory_in_process.load(Ordering::Relaxed) {
+            crate::cache_hint::prefetch_line(device_address);
+        }
     }
 
     /// Whether the plugin times this device's queued work itself (plugin ABI 1.5).

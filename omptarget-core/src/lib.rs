@@ -11,6 +11,7 @@
 //! - `inventory`: what `omptarget-info` prints.
 
 pub mod abi;
+mod cache_hint;
 pub mod config;
 pub mod data_ops;
 pub mod device;

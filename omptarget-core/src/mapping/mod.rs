@@ -6,8 +6,8 @@
 //! threads mapping their own data do not wait for each other.
 
 mod sorted;
-mod span_index;
 mod start_hash;
+mod start_index;
 mod table;
 
 use plugin_api::{EventHandle, QueueHandle};

@@ -1,7 +1,7 @@
 //! Range lookups over a set of non-overlapping mappings ordered by host start address.
 
-use super::span_index::SpanIndex;
 use super::start_hash::{ProbeHint, StartHash};
+use super::start_index::StartIndex;
 use super::Mapping;
 
 /// The host range an entry covers, and the base of its list item (zero-length sections
@@ -54,29 +54,22 @@ impl<K> Lookup<K> {
     }
 }
 
-/// Where an entry lies, kept in the ordered index so that range searches touch no entry.
-#[derive(Clone, Copy, Debug)]
-struct Span {
-    base: usize,
-    end: usize,
-}
-
-/// The entries by host start, twice: an ordered index of their spans for range searches, and
+/// The entries by host start, twice: an ordered index of their starts for range searches, and
 /// the entries themselves hashed by start. Most lookups name a mapping's own start (a
 /// `present` region, an exit of what was entered) and are answered by one hash probe, in time
-/// that does not grow with the table; a search of the span index (by page, see
-/// [`SpanIndex`]), over 16-byte spans rather than whole entries, answers the rest. Both change
-/// together, under the caller's lock.
+/// that does not grow with the table; a search of the start index (by page, see
+/// [`StartIndex`]) and a probe of the start it finds answer the rest. Both change together,
+/// under the caller's lock.
 #[derive(Debug)]
 pub struct SortedMappings<V> {
-    spans: SpanIndex<Span>,
+    starts: StartIndex,
     entries: StartHash<V>,
 }
 
 impl<V> Default for SortedMappings<V> {
     fn default() -> Self {
         SortedMappings {
-            spans: SpanIndex::default(),
+            starts: StartIndex::default(),
             entries: StartHash::default(),
         }
     }
@@ -105,6 +98,11 @@ impl<V: Extent> SortedMappings<V> {
                 };
             }
         }
+        self.search(begin, size)
+    }
+
+    /// The lookup by searches of the start index alone, without the probe of `begin`.
+    fn search(&self, begin: usize, size: u64) -> Lookup {
         if size == 0 {
             return self.lookup_address(begin);
         }
@@ -112,13 +110,13 @@ impl<V: Extent> SortedMappings<V> {
         // One search answers the usual cases: the last mapping starting before `end`. Starting
         // at or before `begin`, it is the only one that can hold `begin` (mappings do not
         // overlap), and none starts in between.
-        let Some((start, span)) = self.spans.at_or_before(end - 1) else {
+        let Some((start, m)) = self.found(self.starts.at_or_before(end - 1)) else {
             return Lookup::Absent;
         };
         if start <= begin {
-            return if begin >= span.end {
+            return if begin >= m.end() {
                 Lookup::Absent
-            } else if end <= span.end {
+            } else if end <= m.end() {
                 Lookup::Contained(start)
             } else {
                 Lookup::Extends(start)
@@ -132,16 +130,17 @@ impl<V: Extent> SortedMappings<V> {
     /// A zero-length section (OpenMP 5.1 "pointer initialization"): found in the mapping that
     /// holds the address, or whose list item's base..end range holds it.
     fn lookup_address(&self, address: usize) -> Lookup {
-        if let Some((start, span)) = self.spans.at_or_before(address) {
-            if address < span.end || address < span.base || address == start {
+        if let Some((start, m)) = self.found(self.starts.at_or_before(address)) {
+            if address < m.end() || address < m.base() || address == start {
                 return Lookup::Contained(start);
             }
         }
-        if let Some((start, span)) = address
-            .checked_add(1)
-            .and_then(|a| self.spans.at_or_after(a))
-        {
-            if address >= span.base {
+        if let Some((start, m)) = self.found(
+            address
+                .checked_add(1)
+                .and_then(|a| self.starts.at_or_after(a)),
+        ) {
+            if address >= m.base() {
                 return Lookup::Contained(start);
             }
         }
@@ -150,15 +149,18 @@ impl<V: Extent> SortedMappings<V> {
 
     /// A mapping overlapping [begin, end), if any.
     pub fn first_overlapping(&self, begin: usize, end: usize) -> Option<usize> {
-        if let Some((start, span)) = self.spans.at_or_before(begin) {
-            if begin < span.end {
+        if let Some((start, m)) = self.found(self.starts.at_or_before(begin)) {
+            if begin < m.end() {
                 return Some(start);
             }
         }
-        self.spans
-            .at_or_after(begin)
-            .map(|(start, _)| start)
-            .filter(|&start| start < end)
+        self.starts.at_or_after(begin).filter(|&start| start < end)
+    }
+
+    /// The entry at a start the index gave.
+    fn found(&self, start: Option<usize>) -> Option<(usize, &V)> {
+        let start = start?;
+        Some((start, self.entries.get(start)?))
     }
 
     pub fn get(&self, host_begin: usize) -> Option<&V> {
@@ -171,12 +173,7 @@ impl<V: Extent> SortedMappings<V> {
 
     /// Adds an entry; true when the hash moved (see [`Self::publish`]).
     pub fn insert(&mut self, entry: V) -> bool {
-        let start = entry.begin();
-        let span = Span {
-            base: entry.base(),
-            end: entry.end(),
-        };
-        self.spans.insert(start, span);
+        self.starts.insert(entry.begin());
         self.entries.insert(entry)
     }
 
@@ -195,25 +192,25 @@ impl<V: Extent> SortedMappings<V> {
         if !change(self.entries.get_mut(host_begin)?) {
             return Some(None);
         }
-        self.spans.remove(host_begin);
+        self.starts.remove(host_begin);
         Some(self.entries.remove(host_begin))
     }
 
     pub fn remove(&mut self, host_begin: usize) -> Option<V> {
         let entry = self.entries.remove(host_begin)?;
-        self.spans.remove(host_begin);
+        self.starts.remove(host_begin);
         Some(entry)
     }
 
     /// The entries in host address order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.spans.starts().filter_map(|start| self.get(start))
+        self.starts.starts().filter_map(|start| self.get(start))
     }
 
     /// Removes and returns every entry, in host address order.
     pub fn drain(&mut self) -> impl Iterator<Item = V> {
         let mut entries = std::mem::take(&mut self.entries);
-        let starts: Vec<usize> = std::mem::take(&mut self.spans).starts().collect();
+        let starts: Vec<usize> = std::mem::take(&mut self.starts).starts().collect();
         starts
             .into_iter()
             .filter_map(move |start| entries.remove(start))
@@ -271,17 +268,6 @@ pub(super) mod tests {
         assert_eq!(t.get(1000).unwrap().device_address(1010), 0x10_0000 + 1010);
     }
 
-    /// The lookup of the search alone (without the probe of mappings' own starts), for
-    /// comparison.
-    fn searched(t: &SortedMappings<Mapping>, begin: usize, size: u64) -> Lookup {
-        // With no entries to probe, only the searches of the spans answer.
-        let without_probe = SortedMappings::<Mapping> {
-            spans: t.spans.clone(),
-            entries: StartHash::default(),
-        };
-        without_probe.lookup(begin, size)
-    }
-
     #[test]
     fn a_probe_of_mapping_starts_answers_as_the_search_does() {
         let mut t = SortedMappings::default();
@@ -295,7 +281,7 @@ pub(super) mod tests {
             for size in [0, 1, 8, 50, 100, 150, 400] {
                 assert_eq!(
                     t.lookup(begin, size),
-                    searched(&t, begin, size),
+                    t.search(begin, size),
                     "lookup({begin}, {size})"
                 );
             }

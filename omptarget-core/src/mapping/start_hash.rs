@@ -13,6 +13,7 @@
 //! one freed. At ten thousand mappings those faults were most of an enter's first-time cost.
 
 use super::sorted::Extent;
+use crate::cache_hint::prefetch_line;
 use crate::os_memory;
 use std::alloc::Layout;
 use std::marker::PhantomData;
@@ -350,19 +351,6 @@ impl<V> ProbeHint<V> {
                 .wrapping_add(i.wrapping_mul(std::mem::size_of::<Slot<V>>())),
         );
     }
-}
-
-/// Asks the processor to load the cache line holding `address`, which may be any address.
-fn prefetch_line(address: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch changes nothing the program can see and never faults, whatever the
-    // address (a stale table's, or an unmapped one).
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(address as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = address;
 }
 
 /// Moves the mapping of `old` slots at `slots` (none while `old` is 0) to one of `new` slots:
