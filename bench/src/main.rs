@@ -227,6 +227,14 @@ fn rows(m: &Measurements) -> Vec<Row> {
             });
         }
     }
+    // No runtime is involved: the same for both, shown for the growth row below the table.
+    for n in &sizes {
+        rows.push(Row {
+            metric: format!("host_steps_{n}"),
+            unit: "ns/op",
+            goal: Goal::None,
+        });
+    }
     for (metric, unit) in [
         ("memcpy_bandwidth", "GiB/s"),
         ("mapped_bandwidth", "GiB/s"),
@@ -326,6 +334,27 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
                     growth.map(|g| g <= 2.0),
                 );
             }
+            // A region's cost includes the program's own misses among many arrays (finding
+            // the array, its kernel's write), paid whatever the runtime: the growth of what
+            // is left is the runtime's own.
+            let own = |rt, n| {
+                median(m, &format!("present_lookup_{n}"), rt)
+                    .zip(median(m, &format!("host_steps_{n}"), rt))
+                    .map(|(region, steps)| region - steps)
+            };
+            let growth = |rt| own(rt, large).zip(own(rt, small)).map(|(b, a)| b / a);
+            check(
+                format!(
+                    "present_lookup less the program's own steps (host_steps), for reference: \
+                     cost at {large} mappings / cost at {small}"
+                ),
+                format!(
+                    "{}x (LLVM 19: {}x)",
+                    fmt(growth(Runtime::Ours)),
+                    fmt(growth(Runtime::Llvm))
+                ),
+                None,
+            );
         }
     }
     for rt in [Runtime::Ours, Runtime::Llvm] {

@@ -22,6 +22,7 @@ fn quick_mode_runs_every_benchmark_on_both_runtimes() {
         "enter_data_1000",
         "present_lookup_1000",
         "exit_data_1000",
+        "host_steps_1000",
         "mapped_bandwidth",
         "threads_scaling",
         "install tree",
