@@ -204,13 +204,13 @@ impl<V: Extent> SortedMappings<V> {
 
     /// The entries in host address order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.starts.starts().filter_map(|start| self.get(start))
+        self.starts.in_order().filter_map(|start| self.get(start))
     }
 
     /// Removes and returns every entry, in host address order.
     pub fn drain(&mut self) -> impl Iterator<Item = V> {
         let mut entries = std::mem::take(&mut self.entries);
-        let starts: Vec<usize> = std::mem::take(&mut self.starts).starts().collect();
+        let starts: Vec<usize> = std::mem::take(&mut self.starts).in_order().collect();
         starts
             .into_iter()
             .filter_map(move |start| entries.remove(start))

@@ -36,7 +36,7 @@ fn start_at(page: usize, offset: u16) -> usize {
 /// The starts in one page, as offsets into it, sorted.
 type Page = SmallVec<[u16; 16]>;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct StartIndex {
     pages: AddressMap<usize, Page>,
     /// The pages in `pages`, in order.
@@ -190,7 +190,7 @@ impl StartIndex {
     }
 
     /// The starts, in order.
-    pub fn starts(&self) -> impl Iterator<Item = usize> + '_ {
+    pub fn in_order(&self) -> impl Iterator<Item = usize> + '_ {
         let lone = self.lone();
         self.order
             .iter()
@@ -239,7 +239,7 @@ fn answers_as_a_b_tree_does() {
         assert_eq!(index.at_or_before(x), before, "at or before {x}");
         assert_eq!(index.at_or_after(x), after, "at or after {x}");
     }
-    assert!(index.starts().eq(model.iter().copied()));
+    assert!(index.in_order().eq(model.iter().copied()));
     assert_eq!(
         index.at_or_after(usize::MAX),
         model.get(&usize::MAX).copied()
@@ -247,7 +247,7 @@ fn answers_as_a_b_tree_does() {
     for start in model.iter().copied().collect::<Vec<_>>() {
         index.remove(start);
     }
-    assert!(index.starts().next().is_none() && index.pages.is_empty());
+    assert!(index.in_order().next().is_none() && index.pages.is_empty());
 }
 
 #[test]
@@ -261,11 +261,11 @@ fn a_lone_start_uses_no_page() {
         assert_eq!(index.at_or_before(0xfff), None);
         assert_eq!(index.at_or_after(0x1000), Some(0x1000));
         assert_eq!(index.at_or_after(0x1001), None);
-        assert!(index.starts().eq([0x1000]));
+        assert!(index.in_order().eq([0x1000]));
         assert!(!index.remove(0x2000));
         // A second start puts both in pages; removing them leaves the index empty.
         index.insert(0x2000);
-        assert!(index.starts().eq([0x1000, 0x2000]));
+        assert!(index.in_order().eq([0x1000, 0x2000]));
         assert_eq!(index.at_or_before(0x1fff), Some(0x1000));
         assert!(index.remove(0x1000));
         assert_eq!(index.at_or_after(0), Some(0x2000));
