@@ -11,9 +11,9 @@
 //! Only the starts are kept, each as its 16-bit offset in the page: a dozen small mappings
 //! made one after the other fit a page's inline room, and the index of ten thousand of them
 //! takes a few pages of memory. A copy of each mapping's extent beside its start took some
-//! 110 pages there, each faulted in when first written (about 2.5 µs apiece on this project's
-//! machines, a quarter of the cost of an enter); the extent is read from the mapping itself,
-//! found by its start in the table's hash.
+//! 110 pages there, each faulted in when first written (about 2 µs apiece on this project's
+//! machines: together a tenth of the cost of an enter); the extent is read from the mapping
+//! itself, found by its start in the table's hash.
 
 use plugin_api::address_map::AddressMap;
 use smallvec::SmallVec;
