@@ -201,7 +201,6 @@ impl StartIndex {
 
 #[test]
 fn answers_as_a_b_tree_does() {
-    use std::collections::BTreeSet;
     let mut index = StartIndex::default();
     let mut model = BTreeSet::new();
     // A small generator, so that the test needs no crate: starts spread over a few pages, close
