@@ -14,6 +14,7 @@ use crate::plugins::{
 use crate::registry::{ProgramImage, Registry};
 use once_cell::sync::OnceCell;
 use plugin_api::TargetClaim;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -150,23 +151,31 @@ impl Runtime {
     /// Gives device numbers for newly registered images, as LLVM's runtime does at
     /// registration: image by image, each plugin in load order that may run the image (it is
     /// started then, and only then), each of its devices that can run the image and has no
-    /// number yet.
-    pub fn number_devices_for(&self, images: &[ProgramImage]) {
-        for image in images {
-            for entry in &self.plugins {
-                if entry.opened.may_run_target(image.target_triple()) == TargetClaim::NO {
-                    continue;
+    /// number yet. The answer says, image by image, whether a device was found that can run it:
+    /// where none was, either those that can were numbered already (and not asked) or none can.
+    pub fn number_devices_for(&self, images: &[ProgramImage]) -> Vec<bool> {
+        images
+            .iter()
+            .map(|image| {
+                let numbered_for_it = Cell::new(false);
+                for entry in &self.plugins {
+                    if entry.opened.may_run_target(image.target_triple()) == TargetClaim::NO {
+                        continue;
+                    }
+                    let Some(plugin) = self.start_plugin(entry) else {
+                        continue;
+                    };
+                    self.number_devices(entry, &plugin, |local| {
+                        let can = plugin
+                            .check_image(local, image.bytes, &image.triple, &image.arch)
+                            .compatible;
+                        numbered_for_it.set(numbered_for_it.get() || can);
+                        can
+                    });
                 }
-                let Some(plugin) = self.start_plugin(entry) else {
-                    continue;
-                };
-                self.number_devices(entry, &plugin, |local| {
-                    plugin
-                        .check_image(local, image.bytes, &image.triple, &image.arch)
-                        .compatible
-                });
-            }
-        }
+                numbered_for_it.get()
+            })
+            .collect()
     }
 
     /// Starts every plugin and numbers every device that has no number yet, plugin by plugin

@@ -38,8 +38,8 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
             }
         }
         // Devices are numbered (and plugins started) for the images before any construct.
-        runtime.number_devices_for(&images);
-        warn_about_unusable_images(runtime, &images);
+        let runnable = runtime.number_devices_for(&images);
+        warn_about_unusable_images(runtime, &images, &runnable);
         // Clang 19 and later pass `requires` clauses as flagged entries.
         for entry in description
             .host_entries
@@ -76,9 +76,10 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
 }
 
 /// Says, once at registration, why no plugin can run any image of the program: otherwise the
-/// program would silently run on the host.
-fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage]) {
-    if runtime.plugins.is_empty() {
+/// program would silently run on the host. `runnable` holds the numbering's answers (an image
+/// a device was found for needs no second look).
+fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage], runnable: &[bool]) {
+    if runtime.plugins.is_empty() || runnable.iter().any(|&r| r) {
         return;
     }
     // A program built for several targets (a GPU image with its x86-64 twin, or images for two
