@@ -56,6 +56,7 @@ mod logging;
 mod module;
 pub mod native_code;
 pub mod offload_binary;
+pub mod pinning;
 mod plugin;
 mod shims;
 pub mod twin;

@@ -3,17 +3,16 @@
 //! Layers, bottom up: `driver` (the CUDA driver API, loaded from `libcuda.so.1` on first use),
 //! `image` (cubin and PTX images read without the driver), `launch` (launch decisions made
 //! without the driver), `resources` (stream and event pools), `work_timing` (the device's timing of queued work, for
-//! profiles), `pinning` (the pinned
-//! host ranges), `device` (one GPU), `plugin` (the plugin ABI). LLVM's rules for grid and
-//! block sizes, the layouts its device runtime reads and the pool of launch environments and
-//! reduction buffers are shared with the other GPU plugins in `plugin_api::gpu`. Without a
+//! profiles), `device` (one GPU), `plugin` (the plugin ABI). LLVM's rules for grid and block
+//! sizes, the layouts its device runtime reads and the pool of launch environments and
+//! reduction buffers are shared with the other GPU plugins in `plugin_api::gpu`, the pinned
+//! host ranges in `plugin_api::pinning`. Without a
 //! driver or a GPU the plugin loads and reports zero devices with the reason.
 
 pub mod device;
 pub mod driver;
 pub mod image;
 pub mod launch;
-pub mod pinning;
 pub mod plugin;
 pub mod resources;
 pub mod work_timing;

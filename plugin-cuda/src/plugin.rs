@@ -5,8 +5,8 @@
 use crate::device::{CudaDevice, DeviceIdentity};
 use crate::driver::{sys, Driver};
 use crate::image;
-use crate::pinning::PinTable;
 use plugin_api::gpu::Settings;
+use plugin_api::pinning::PinTable;
 use plugin_api::*;
 use std::sync::{Arc, Mutex, OnceLock};
 

@@ -408,3 +408,43 @@ fn unified_shared_memory_without_xnack_is_announced() {
     let exe = tests::compile_amdgpu_twin("../conformance/usm/malloc_without_map.c");
     emulated::unified_shared_memory_is_announced(AMDGPU, &exe);
 }
+
+/// Page-locking is counted, as in LLVM's plugins and our CUDA plugin: locked twice and unlocked
+/// once, the buffer stays locked through the next region's copies, which go to and from it
+/// directly; the second unlock unlocks it, once. Before, the AMDGPU plugin locked again for
+/// the second pin and forgot the first, so the region's copies went through staging and the
+/// second unlock was refused with the buffer still locked. LLVM 19 cannot judge: its runtime
+/// crashes inside `llvm_omp_target_lock_mem` on this program.
+#[test]
+fn page_locking_is_counted() {
+    let exe = tests::compile_amdgpu_twin("emu_pinning.c");
+    let (code, stdout, stderr, trace) = emulated::run_traced(AMDGPU, &exe, "pin", &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
+    assert!(!stderr.contains("pinned"), "{stderr}");
+    let lines: Vec<&str> = trace.lines().collect();
+    let calls = |name: &str| -> Vec<usize> {
+        (0..lines.len())
+            .filter(|&i| lines[i].starts_with(name))
+            .collect()
+    };
+    let (locks, unlocks) = (
+        calls("hsa_amd_memory_lock "),
+        calls("hsa_amd_memory_unlock "),
+    );
+    assert_eq!((locks.len(), unlocks.len()), (1, 1), "{trace}");
+    assert!(lines[unlocks[0]].ends_with("HSA_STATUS_SUCCESS"), "{trace}");
+    let buffer = field(lines[locks[0]], "ptr=").expect("the locked address");
+    let direct: Vec<usize> = calls("hsa_amd_memory_async_copy ")
+        .into_iter()
+        .filter(|&i| {
+            field(lines[i], "src=") == Some(buffer) || field(lines[i], "dst=") == Some(buffer)
+        })
+        .collect();
+    assert_eq!(
+        direct.len(),
+        2,
+        "the region's copies to and from the buffer:\n{trace}"
+    );
+    assert!(locks[0] < direct[0] && direct[1] < unlocks[0], "{trace}");
+}

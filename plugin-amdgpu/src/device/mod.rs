@@ -15,12 +15,13 @@ use crate::settings::AmdgpuSettings;
 use crate::stream::{Event, Stream, StreamConfig, StreamManager};
 use plugin_api::gpu::launch_buffers::LaunchBufferPool;
 use plugin_api::gpu::{GridValues, KernelLimits, Settings};
+use plugin_api::pinning::PinTable;
 use plugin_api::WorkTime;
 use plugin_api::{AllocKind, Device, ErrorCode, InfoEntry, PluginError};
 use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHandle, Vendor};
 use plugin_api::{GlobalInfo, ImageHandle, ImageRef, IndirectCall, KernelHandle, LaunchConfig};
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 
 type Result<T> = std::result::Result<T, PluginError>;
 
@@ -103,8 +104,8 @@ pub struct AmdgpuDevice {
     events: HandleTable<Event<RealHsa>>,
     images: HandleTable<LoadedImage>,
     kernels: HandleTable<Kernel>,
-    /// Host ranges the user pinned: start -> (device-visible address, bytes).
-    pinned: Mutex<HashMap<usize, (usize, u64)>>,
+    /// Host ranges the user pinned, with their pins (read by every copy, changed by pins).
+    pinned: RwLock<PinTable>,
     /// The device-side malloc pool (address, bytes), shared by the device's images.
     malloc_pool: Mutex<Option<(usize, u64)>>,
     /// Launch environments with team-reduction buffers, reused across launches.
@@ -200,7 +201,7 @@ impl AmdgpuDevice {
             events: HandleTable::new(),
             images: HandleTable::new(),
             kernels: HandleTable::new(),
-            pinned: Mutex::new(HashMap::new()),
+            pinned: RwLock::default(),
             malloc_pool: Mutex::new(None),
             launch_buffers: Arc::default(),
         })
@@ -269,15 +270,11 @@ impl AmdgpuDevice {
     /// reaches as it is: pinned by the user, or allocated for the program as host memory.
     fn pinned_address(&self, host: usize, size: u64) -> Option<usize> {
         let end = (host as u64).checked_add(size)?;
-        {
-            let pinned = lock(&self.pinned);
-            let found = pinned.iter().find_map(|(&start, &(device, bytes))| {
-                (host >= start && end <= start as u64 + bytes).then(|| device + (host - start))
-            });
-            if found.is_some() {
-                return found;
-            }
+        let pinned = self.pinned.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(device) = pinned.device_address(host, size) {
+            return Some(device as usize);
         }
+        drop(pinned);
         let allocations = lock(&self.host.allocations);
         let (&start, &bytes) = allocations.range(..=host).next_back()?;
         (end <= (start + bytes) as u64).then_some(host)
@@ -497,32 +494,37 @@ impl Device for AmdgpuDevice {
             .map_err(|e| failed(format!("freeing {} memory at {ptr:#x}", kind.name()), e))
     }
 
+    /// A range inside one already pinned counts on it, as in LLVM's plugins.
     fn pin_memory(&self, host: usize, size: u64) -> Result<usize> {
+        let mut table = self.pinned.write().unwrap_or_else(|e| e.into_inner());
+        let existing = table
+            .pin_existing(host, size)
+            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        if let Some(device) = existing {
+            return Ok(device as usize);
+        }
         let device = self
             .hsa
             .lock_host_memory(host, size as usize, &self.host.gpu_agents)
             .map_err(|e| failed(format!("page-locking {size} bytes at {host:#x}"), e))?;
-        self.pinned
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(host, (device, size));
+        table.insert(host, size, device as u64, true);
         Ok(device)
     }
 
+    /// Undoes a pin made with `host`; the range is unlocked with its last pin.
     fn unpin_memory(&self, host: usize) -> Result<()> {
-        let entry = self
+        let last = self
             .pinned
-            .lock()
+            .write()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&host);
-        if entry.is_none() {
-            return Err(PluginError::invalid_argument(format!(
-                "host memory at {host:#x} was not pinned"
-            )));
-        }
+            .unpin(host)
+            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        let Some(range) = last else {
+            return Ok(());
+        };
         self.hsa
-            .unlock_host_memory(host)
-            .map_err(|e| failed(format!("unlocking host memory at {host:#x}"), e))
+            .unlock_host_memory(range.start)
+            .map_err(|e| failed(format!("unlocking host memory at {:#x}", range.start), e))
     }
 
     fn memory_info(&self) -> Result<MemoryInfo> {

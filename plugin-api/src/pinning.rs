@@ -1,7 +1,7 @@
-//! The host ranges the plugin has page-locked, with how many pins use each (LLVM's
-//! `PinnedAllocationMapTy`). A pin inside a range that is already locked counts on that range
-//! instead of locking again; the range is unlocked when its last pin is undone. Each pin is
-//! undone by the address it was made with.
+//! The host ranges a GPU plugin has page-locked, with how many pins use each (LLVM's
+//! `PinnedAllocationMapTy`, shared by its GPU plugins). A pin inside a range that is already
+//! locked counts on that range instead of locking again; the range is unlocked when its last
+//! pin is undone. Each pin is undone by the address it was made with.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 pub struct PinnedRange {
     pub start: usize,
     pub size: u64,
-    /// The address the device uses for `start` (`cuMemHostGetDevicePointer`).
+    /// The address the device uses for `start` (`cuMemHostGetDevicePointer`, or what
+    /// `hsa_amd_memory_lock` gave).
     pub device: u64,
     /// Locked by this plugin (unlock it at the end) rather than found locked already.
     pub ours: bool,
@@ -126,6 +127,15 @@ impl PinTable {
         Ok(self.ranges.remove(&start))
     }
 
+    /// The device's address for `[host, host + size)` when one pinned range holds all of it.
+    pub fn device_address(&self, host: usize, size: u64) -> Option<u64> {
+        // Ranges never overlap: only the last one starting at or before `host` can hold it.
+        let (_, range) = self.ranges.range(..=host).next_back()?;
+        range
+            .contains(host, size)
+            .then(|| range.device + (host - range.start) as u64)
+    }
+
     /// Removes every range (the device is shutting down).
     pub fn drain(&mut self) -> Vec<PinnedRange> {
         std::mem::take(&mut self.ranges).into_values().collect()
@@ -205,6 +215,19 @@ mod tests {
         assert!(matches!(covering, Err(PinError::PartialOverlap { .. })));
         assert_eq!(t.pin_existing(HOST + 4096, 16), Ok(None));
         assert_eq!(t.pin_existing(HOST - 16, 16), Ok(None));
+    }
+
+    #[test]
+    fn device_addresses_are_found_only_inside_one_pinned_range() {
+        let mut t = pinned();
+        t.insert(HOST + 4096, 4096, DEVICE * 2, true);
+        assert_eq!(t.device_address(HOST, 4096), Some(DEVICE));
+        assert_eq!(t.device_address(HOST + 100, 8), Some(DEVICE + 100));
+        assert_eq!(t.device_address(HOST + 4100, 8), Some(DEVICE * 2 + 4));
+        // Touching two ranges, or memory outside any, has no one device address.
+        assert_eq!(t.device_address(HOST + 4000, 200), None);
+        assert_eq!(t.device_address(HOST - 8, 16), None);
+        assert_eq!(t.device_address(HOST + 8192, 1), None);
     }
 
     #[test]
