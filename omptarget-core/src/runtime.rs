@@ -157,7 +157,7 @@ impl Runtime {
         images
             .iter()
             .map(|image| {
-                let numbered_for_it = Cell::new(false);
+                let found_one = Cell::new(false);
                 for entry in &self.plugins {
                     if entry.opened.may_run_target(image.target_triple()) == TargetClaim::NO {
                         continue;
@@ -169,11 +169,11 @@ impl Runtime {
                         let can = plugin
                             .check_image(local, image.bytes, &image.triple, &image.arch)
                             .compatible;
-                        numbered_for_it.set(numbered_for_it.get() || can);
+                        found_one.set(found_one.get() || can);
                         can
                     });
                 }
-                numbered_for_it.get()
+                found_one.get()
             })
             .collect()
     }
