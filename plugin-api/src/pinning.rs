@@ -70,6 +70,13 @@ impl std::fmt::Display for PinError {
     }
 }
 
+/// A refused pin or unpin is the caller's mistake.
+impl From<PinError> for crate::PluginError {
+    fn from(e: PinError) -> Self {
+        crate::PluginError::invalid_argument(e.to_string())
+    }
+}
+
 #[derive(Default)]
 pub struct PinTable {
     ranges: BTreeMap<usize, PinnedRange>,
@@ -93,6 +100,23 @@ impl PinTable {
         }
         range.pins.push(host);
         Ok(Some(range.device + (host - range.start) as u64))
+    }
+
+    /// Pins `[host, host + size)`: counted on the pinned range holding it, or else locked by
+    /// `lock` (the device address and whether this plugin locked it) and recorded. Returns the
+    /// device address for `host`.
+    pub fn pin(
+        &mut self,
+        host: usize,
+        size: u64,
+        lock: impl FnOnce() -> Result<(u64, bool), crate::PluginError>,
+    ) -> Result<u64, crate::PluginError> {
+        if let Some(address) = self.pin_existing(host, size)? {
+            return Ok(address);
+        }
+        let (device, ours) = lock()?;
+        self.insert(host, size, device, ours);
+        Ok(device)
     }
 
     /// Records a newly locked range with its first pin (no pinned range may touch it: check

@@ -294,23 +294,14 @@ impl DevicePlugin for CudaPlugin {
     /// A range inside one already pinned (through any device) counts on it.
     fn pin_memory(&self, device: &CudaDevice, host_ptr: usize, size: u64) -> Result<usize> {
         let mut table = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
-        let existing = table
-            .pin_existing(host_ptr, size)
-            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
-        if let Some(address) = existing {
-            return Ok(address as usize);
-        }
-        let (address, ours) = device.page_lock(host_ptr, size)?;
-        table.insert(host_ptr, size, address, ours);
+        let address = table.pin(host_ptr, size, || device.page_lock(host_ptr, size))?;
         Ok(address as usize)
     }
 
     /// Undoes a pin made with `host_ptr`; the range is unlocked with its last pin.
     fn unpin_memory(&self, device: &CudaDevice, host_ptr: usize) -> Result<()> {
         let mut table = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
-        let last = table
-            .unpin(host_ptr)
-            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+        let last = table.unpin(host_ptr)?;
         match last.filter(|r| r.ours) {
             Some(range) => device.page_unlock(range.start),
             None => Ok(()),

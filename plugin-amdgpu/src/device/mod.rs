@@ -497,18 +497,13 @@ impl Device for AmdgpuDevice {
     /// A range inside one already pinned counts on it, as in LLVM's plugins.
     fn pin_memory(&self, host: usize, size: u64) -> Result<usize> {
         let mut table = self.pinned.write().unwrap_or_else(|e| e.into_inner());
-        let existing = table
-            .pin_existing(host, size)
-            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
-        if let Some(device) = existing {
-            return Ok(device as usize);
-        }
-        let device = self
-            .hsa
-            .lock_host_memory(host, size as usize, &self.host.gpu_agents)
-            .map_err(|e| failed(format!("page-locking {size} bytes at {host:#x}"), e))?;
-        table.insert(host, size, device as u64, true);
-        Ok(device)
+        let device = table.pin(host, size, || {
+            self.hsa
+                .lock_host_memory(host, size as usize, &self.host.gpu_agents)
+                .map(|device| (device as u64, true))
+                .map_err(|e| failed(format!("page-locking {size} bytes at {host:#x}"), e))
+        })?;
+        Ok(device as usize)
     }
 
     /// Undoes a pin made with `host`; the range is unlocked with its last pin.
@@ -517,8 +512,7 @@ impl Device for AmdgpuDevice {
             .pinned
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .unpin(host)
-            .map_err(|e| PluginError::invalid_argument(e.to_string()))?;
+            .unpin(host)?;
         let Some(range) = last else {
             return Ok(());
         };
