@@ -1,10 +1,10 @@
 //! `nowait` target constructs that complete after their task returns, as in LLVM's runtime.
 //!
-//! libomp runs a `target nowait` region in a task. When the region's device work is still
-//! running at its end, the construct is left in the task's asynchronous-handle slot and the
-//! task returns; libomp then runs the task again, calling `__tgt_target_nowait_query`, until
-//! the work has completed and the construct's last steps (copies back landed, mappings
-//! released, temporary buffers freed) are done. The helper thread meanwhile runs other tasks
+//! libomp runs a `target nowait` region, or a `nowait` data construct, in a task. When the
+//! construct's device work is still running at its end, the construct is left in the task's
+//! asynchronous-handle slot and the task returns; libomp then runs the task again, calling
+//! `__tgt_target_nowait_query`, until the work has completed and the construct's last steps
+//! (copies back landed, mappings released, temporary buffers freed) are done. The helper thread meanwhile runs other tasks
 //! instead of blocking in a device wait.
 
 use crate::abi::source_location::Ident;

@@ -405,22 +405,29 @@ pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace().find_map(|w| w.strip_prefix(key))
 }
 
-/// Runs `emu_nowait_overlap.c` (built for `gpu` with a twin) with a delay per queued operation
-/// long enough that its `nowait` regions are still running when their tasks end, and with the
-/// runtime's debug output; checks the program's result and returns how many constructs were
-/// left to their task's `__tgt_target_nowait_query` polls, and the driver trace.
-pub fn nowait_regions_left_to_their_tasks(gpu: EmulatedGpu, exe: &Path) -> (usize, String) {
+/// Runs a program of `nowait` constructs (built for `gpu` with a twin) with a delay per queued
+/// operation long enough that its constructs are still running when their tasks end, and with
+/// the runtime's debug output; checks that the program printed `expected` and returns how many
+/// constructs were left to their task's `__tgt_target_nowait_query` polls, and the driver
+/// trace.
+pub fn nowait_constructs_left_to_their_tasks(
+    gpu: EmulatedGpu,
+    exe: &Path,
+    expected: &str,
+) -> (usize, String) {
+    // A trace of its own per program: tests of two programs may run at once.
+    let name = format!("nowait-query-{}", exe.file_name().unwrap().to_string_lossy());
     let (code, stdout, stderr, trace) = run_traced(
         gpu,
         exe,
-        "nowait-query",
+        &name,
         &[
             ("OMPTARGET_EMU_DELAY_US", "3000"),
             ("LIBOMPTARGET_DEBUG", "1"),
         ],
     );
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    assert!(stdout.contains("regions=6 ok"), "{stdout}");
+    assert!(stdout.contains(expected), "{stdout}");
     let deferred = stderr
         .matches("a nowait construct's work is still running")
         .count();

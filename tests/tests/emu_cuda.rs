@@ -540,7 +540,7 @@ fn a_device_whose_start_fails_gives_back_its_streams_and_context() {
 #[test]
 fn nowait_regions_still_running_are_finished_by_the_task_s_queries() {
     let exe = tests::compile_cuda_twin("emu_nowait_overlap.c");
-    let (_, trace) = emulated::nowait_regions_left_to_their_tasks(CUDA, &exe);
+    let (_, trace) = emulated::nowait_constructs_left_to_their_tasks(CUDA, &exe, "regions=6 ok");
     assert!(
         trace
             .lines()
@@ -576,4 +576,29 @@ fn a_clang_19_program_with_only_a_cubin_and_no_entries_follows_llvm_19() {
 fn unified_shared_memory_on_a_device_without_pageable_access_is_announced() {
     let exe = tests::compile_cuda_twin("../conformance/usm/malloc_without_map.c");
     emulated::unified_shared_memory_is_announced(CUDA, &exe);
+}
+
+/// `nowait` data constructs (enter, update, exit) whose copies are still running when their
+/// tasks end are left to the tasks' queries as `nowait` regions are, instead of holding a
+/// helper thread in a wait (LLVM's runtime does the same since its `TaskAsyncInfoWrapperTy`).
+/// Every value the program reads back is checked; LLVM 19's plugin on the same binary agrees.
+#[test]
+fn nowait_data_constructs_still_running_are_finished_by_the_task_s_queries() {
+    let exe = tests::compile_cuda_twin("emu_data_nowait.c");
+    let (deferred, trace) =
+        emulated::nowait_constructs_left_to_their_tasks(CUDA, &exe, "arrays=4 ok");
+    assert!(deferred >= 1);
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.starts_with("cuStreamQuery ") && l.ends_with("CUDA_ERROR_NOT_READY")),
+        "{trace}"
+    );
+    let trace =
+        std::env::temp_dir().join(format!("emu-cuda-data-nowait-llvm-{}", std::process::id()));
+    let llvm =
+        emulated::run_under_llvm_19(&exe, &[], &trace, &[("OMPTARGET_EMU_DELAY_US", "3000")]);
+    let _ = std::fs::remove_file(&trace);
+    let stdout = String::from_utf8_lossy(&llvm.stdout);
+    assert!(stdout.contains("arrays=4 ok"), "{stdout}");
 }

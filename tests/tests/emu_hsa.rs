@@ -391,7 +391,8 @@ fn indirect_calls_get_the_device_runtime_table_llvm_19_writes() {
 #[test]
 fn nowait_regions_still_running_are_finished_by_the_task_s_queries() {
     let exe = tests::compile_amdgpu_twin("emu_nowait_overlap.c");
-    let (deferred, trace) = emulated::nowait_regions_left_to_their_tasks(AMDGPU, &exe);
+    let (deferred, trace) =
+        emulated::nowait_constructs_left_to_their_tasks(AMDGPU, &exe, "regions=6 ok");
     let loads = trace
         .lines()
         .filter(|l| l.starts_with("hsa_signal_load_scacquire "))
@@ -447,4 +448,23 @@ fn page_locking_is_counted() {
         "the region's copies to and from the buffer:\n{trace}"
     );
     assert!(locks[0] < direct[0] && direct[1] < unlocks[0], "{trace}");
+}
+
+/// `nowait` data constructs (enter, update, exit) whose copies are still running when their
+/// tasks end are left to the tasks' queries as `nowait` regions are, instead of holding a
+/// helper thread in a wait (LLVM's runtime does the same since its `TaskAsyncInfoWrapperTy`).
+/// Every value the program reads back is checked; LLVM 19's plugin on the same binary agrees.
+#[test]
+fn nowait_data_constructs_still_running_are_finished_by_the_task_s_queries() {
+    let exe = tests::compile_amdgpu_twin("emu_data_nowait.c");
+    let (deferred, _) =
+        emulated::nowait_constructs_left_to_their_tasks(AMDGPU, &exe, "arrays=4 ok");
+    assert!(deferred >= 1);
+    let trace =
+        std::env::temp_dir().join(format!("emu-hsa-data-nowait-llvm-{}", std::process::id()));
+    let llvm =
+        emulated::run_under_llvm_19(&exe, &[], &trace, &[("OMPTARGET_EMU_DELAY_US", "3000")]);
+    let _ = std::fs::remove_file(&trace);
+    let stdout = String::from_utf8_lossy(&llvm.stdout);
+    assert!(stdout.contains("arrays=4 ok"), "{stdout}");
 }

@@ -92,6 +92,16 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
         device.id,
         crate::abi::map_args::describe(&map_args)
     );
+    // A `nowait` construct runs in its own task (the compiler makes one); as for target
+    // regions, work still running at its end is left to the task's queries, so that the
+    // helper thread runs other tasks meanwhile (LLVM's `TaskAsyncInfoWrapperTy`). Not with a
+    // tool attached (its events must fall inside the construct) nor where there is nothing to
+    // poll for.
+    let defer = if nowait && !device.queues_complete_on_submission() && ompt::tool().is_none() {
+        crate::host_openmp::target_task_handle_slot()
+    } else {
+        None
+    };
     let outcome: Result<()> = runtime.prepare(device).and_then(|_| {
         let _construct = ompt::ConstructScope::begin(op.tool_kind(), device.id);
         let mut queue = ConstructQueue::new(device);
@@ -106,7 +116,8 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
             DataOp::Update => data_ops::update(&mut queue, &map_args)?,
         }
         // Finished where it is: moving the queue (some 300 bytes) into `finish` copies it.
-        queue.finish_in_place()
+        // SAFETY: `defer` is libomp's handle slot of this construct's task, or None.
+        unsafe { crate::nowait::finish_or_defer(&mut queue, defer, loc) }
     });
     match outcome {
         Ok(()) => runtime.construct_succeeded(loc),
