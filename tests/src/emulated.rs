@@ -118,6 +118,20 @@ pub fn run_under_llvm_19(
     status
 }
 
+/// Runs `exe` through LLVM 19's runtime on the emulators, with the extra `env`, and asserts
+/// that it printed `expected`: LLVM's plugin judging a program's result on the emulation.
+pub fn assert_llvm_19_prints(exe: &Path, expected: &str, env: &[(&str, &str)]) {
+    let trace = std::env::temp_dir().join(format!(
+        "emu-llvm-{}-{}",
+        exe.file_name().unwrap().to_string_lossy(),
+        std::process::id()
+    ));
+    let output = run_under_llvm_19(exe, &[], &trace, env);
+    let _ = std::fs::remove_file(&trace);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains(expected), "{stdout}");
+}
+
 /// One program run on ours (offloading mandatory; it must succeed) and on LLVM 19's plugin,
 /// both traced.
 pub struct TracedRuns {
@@ -416,7 +430,10 @@ pub fn nowait_constructs_left_to_their_tasks(
     expected: &str,
 ) -> (usize, String) {
     // A trace of its own per program: tests of two programs may run at once.
-    let name = format!("nowait-query-{}", exe.file_name().unwrap().to_string_lossy());
+    let name = format!(
+        "nowait-query-{}",
+        exe.file_name().unwrap().to_string_lossy()
+    );
     let (code, stdout, stderr, trace) = run_traced(
         gpu,
         exe,

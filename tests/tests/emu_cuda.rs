@@ -534,6 +534,16 @@ fn a_device_whose_start_fails_gives_back_its_streams_and_context() {
     }
 }
 
+/// Some `cuStreamQuery` of the trace answered `CUDA_ERROR_NOT_READY`.
+fn assert_a_query_found_work_running(trace: &str) {
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.starts_with("cuStreamQuery ") && l.ends_with("CUDA_ERROR_NOT_READY")),
+        "{trace}"
+    );
+}
+
 /// A `nowait` region whose work is still running when its task ends is left in libomp's
 /// handle slot and finished by the task's `__tgt_target_nowait_query` polls (`cuStreamQuery`
 /// answering `CUDA_ERROR_NOT_READY`, then success), as in LLVM's runtime.
@@ -541,12 +551,7 @@ fn a_device_whose_start_fails_gives_back_its_streams_and_context() {
 fn nowait_regions_still_running_are_finished_by_the_task_s_queries() {
     let exe = tests::compile_cuda_twin("emu_nowait_overlap.c");
     let (_, trace) = emulated::nowait_constructs_left_to_their_tasks(CUDA, &exe, "regions=6 ok");
-    assert!(
-        trace
-            .lines()
-            .any(|l| l.starts_with("cuStreamQuery ") && l.ends_with("CUDA_ERROR_NOT_READY")),
-        "{trace}"
-    );
+    assert_a_query_found_work_running(&trace);
 }
 
 /// A clang-19 program with no offload entries and only a cubin (no x86-64 twin, whose
@@ -585,20 +590,7 @@ fn unified_shared_memory_on_a_device_without_pageable_access_is_announced() {
 #[test]
 fn nowait_data_constructs_still_running_are_finished_by_the_task_s_queries() {
     let exe = tests::compile_cuda_twin("emu_data_nowait.c");
-    let (deferred, trace) =
-        emulated::nowait_constructs_left_to_their_tasks(CUDA, &exe, "arrays=4 ok");
-    assert!(deferred >= 1);
-    assert!(
-        trace
-            .lines()
-            .any(|l| l.starts_with("cuStreamQuery ") && l.ends_with("CUDA_ERROR_NOT_READY")),
-        "{trace}"
-    );
-    let trace =
-        std::env::temp_dir().join(format!("emu-cuda-data-nowait-llvm-{}", std::process::id()));
-    let llvm =
-        emulated::run_under_llvm_19(&exe, &[], &trace, &[("OMPTARGET_EMU_DELAY_US", "3000")]);
-    let _ = std::fs::remove_file(&trace);
-    let stdout = String::from_utf8_lossy(&llvm.stdout);
-    assert!(stdout.contains("arrays=4 ok"), "{stdout}");
+    let (_, trace) = emulated::nowait_constructs_left_to_their_tasks(CUDA, &exe, "arrays=4 ok");
+    assert_a_query_found_work_running(&trace);
+    emulated::assert_llvm_19_prints(&exe, "arrays=4 ok", &[("OMPTARGET_EMU_DELAY_US", "3000")]);
 }

@@ -457,14 +457,6 @@ fn page_locking_is_counted() {
 #[test]
 fn nowait_data_constructs_still_running_are_finished_by_the_task_s_queries() {
     let exe = tests::compile_amdgpu_twin("emu_data_nowait.c");
-    let (deferred, _) =
-        emulated::nowait_constructs_left_to_their_tasks(AMDGPU, &exe, "arrays=4 ok");
-    assert!(deferred >= 1);
-    let trace =
-        std::env::temp_dir().join(format!("emu-hsa-data-nowait-llvm-{}", std::process::id()));
-    let llvm =
-        emulated::run_under_llvm_19(&exe, &[], &trace, &[("OMPTARGET_EMU_DELAY_US", "3000")]);
-    let _ = std::fs::remove_file(&trace);
-    let stdout = String::from_utf8_lossy(&llvm.stdout);
-    assert!(stdout.contains("arrays=4 ok"), "{stdout}");
+    emulated::nowait_constructs_left_to_their_tasks(AMDGPU, &exe, "arrays=4 ok");
+    emulated::assert_llvm_19_prints(&exe, "arrays=4 ok", &[("OMPTARGET_EMU_DELAY_US", "3000")]);
 }
