@@ -66,7 +66,7 @@ count() {
 
 echo "| construct | runtime | $(echo $categories | sed 's/ / | /g') |"
 echo "|---|---|$(for c in $categories; do printf -- '---|'; done)"
-for kind in empty map_to map_tofrom enter_exit update nowait; do
+for kind in empty map_to map_tofrom enter_exit update nowait data_nowait; do
     for runtime in llvm19 ours; do
         one=$(trace $runtime $kind 1)
         many=$(trace $runtime $kind 101)

@@ -10,7 +10,7 @@
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: per_construct empty|map_to|map_tofrom|enter_exit|update|nowait N\n");
+    fprintf(stderr, "usage: per_construct empty|map_to|map_tofrom|enter_exit|update|nowait|data_nowait N\n");
     return 2;
   }
   const char *kind = argv[1];
@@ -41,6 +41,11 @@ int main(int argc, char **argv) {
     } else if (!strcmp(kind, "nowait")) {
 #pragma omp target map(tofrom : a[0:SIZE]) nowait
       a[i % SIZE] += 1;
+#pragma omp taskwait
+    } else if (!strcmp(kind, "data_nowait")) {
+#pragma omp target enter data map(to : a[0:SIZE]) nowait
+#pragma omp taskwait
+#pragma omp target exit data map(release : a[0:SIZE]) nowait
 #pragma omp taskwait
     } else {
       fprintf(stderr, "unknown kind %s\n", kind);

@@ -139,8 +139,8 @@ fn llvm_19s_nowait_regions_overlap_on_one_queue_too() {
 /// waits and signal loads, whose number is timing for both plugins (a wait that outlasts the
 /// busy-wait is followed by a sleeping one; whether a dependency completed decides a load),
 /// with a little slack for the barrier packet that the same timing decides. Waits: at most
-/// one more than LLVM's per construct. `nowait` included: its region completes through its
-/// task's polls, as LLVM's (it ended with a blocking wait before).
+/// one more than LLVM's per construct. `nowait` regions and data constructs included: they
+/// complete through their tasks' polls, as LLVM's (each ended with a blocking wait before).
 #[test]
 fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
     let exe = tests::compile_amdgpu_twin("../../bench/gpu/per_construct.c");
@@ -162,6 +162,7 @@ fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
         "enter_exit",
         "update",
         "nowait",
+        "data_nowait",
     ] {
         let [ours, llvm] = emulated::calls_per_construct(AMDGPU, &exe, kind, 41);
         let report = format!("{kind}: ours {ours:?}\nLLVM 19 {llvm:?}");
