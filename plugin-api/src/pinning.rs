@@ -84,9 +84,9 @@ pub struct PinTable {
 
 impl PinTable {
     /// Counts a pin of `[host, host + size)` on the pinned range holding it and returns the
-    /// device address for `host`; `Ok(None)` if no pinned range touches it (the caller locks
-    /// it and calls `insert`).
-    pub fn pin_existing(&mut self, host: usize, size: u64) -> Result<Option<u64>, PinError> {
+    /// device address for `host`; `Ok(None)` if no pinned range touches it (`pin` then locks it
+    /// and calls `insert`).
+    fn pin_existing(&mut self, host: usize, size: u64) -> Result<Option<u64>, PinError> {
         let Some(range) = self.intersecting(host, size) else {
             return Ok(None);
         };
@@ -121,7 +121,7 @@ impl PinTable {
 
     /// Records a newly locked range with its first pin (no pinned range may touch it: check
     /// with `pin_existing` first).
-    pub fn insert(&mut self, start: usize, size: u64, device: u64, ours: bool) {
+    fn insert(&mut self, start: usize, size: u64, device: u64, ours: bool) {
         let range = PinnedRange {
             start,
             size,
