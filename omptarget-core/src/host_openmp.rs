@@ -54,14 +54,9 @@ type TaskWithDeps = unsafe extern "C" fn(
     ndeps_noalias: i32,
     noalias: *const DependInfo,
 ) -> i32;
-type WaitDependences = unsafe extern "C" fn(
-    loc: *const c_void,
-    gtid: i32,
-    ndeps: i32,
-    deps: *const c_void,
-    ndeps_noalias: i32,
-    noalias: *const c_void,
-);
+/// `__kmpc_omp_wait_deps`, whose arguments are [`wait_for_dependences`]'s.
+type WaitDependences =
+    unsafe extern "C" fn(*const c_void, i32, i32, *const c_void, i32, *const c_void);
 type HasTaskTeam = unsafe extern "C" fn(gtid: i32) -> bool;
 type AsyncHandleSlot = unsafe extern "C" fn(gtid: i32) -> *mut *mut c_void;
 
