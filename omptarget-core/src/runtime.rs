@@ -47,6 +47,10 @@ pub struct Runtime {
     requirements: AtomicI64,
     /// Some started plugin may still find devices: see [`Runtime::find_late_devices`].
     late_devices: AtomicBool,
+    /// The process is exiting: the runtime's exit handler ran (see [`Runtime::exiting`]).
+    exiting: AtomicBool,
+    /// The started plugins were shut down: no device is offered any more.
+    shut_down: AtomicBool,
 }
 
 /// `requires unified_shared_memory`.
@@ -62,7 +66,11 @@ pub enum Target<'r> {
 
 impl Runtime {
     pub fn get() -> &'static Runtime {
-        RUNTIME.get_or_init(Runtime::discover)
+        RUNTIME.get_or_init(|| {
+            let runtime = Runtime::discover();
+            register_exit_handler();
+            runtime
+        })
     }
 
     fn discover() -> Runtime {
@@ -100,6 +108,8 @@ impl Runtime {
             registry_generation: AtomicU64::new(0),
             requirements: AtomicI64::new(0),
             late_devices: AtomicBool::new(false),
+            exiting: AtomicBool::new(false),
+            shut_down: AtomicBool::new(false),
         }
     }
 
@@ -342,12 +352,18 @@ impl Runtime {
         usize::try_from(id)
             .ok()
             .filter(|_| self.policy != OffloadPolicySetting::Disabled)
+            .filter(|_| !self.shut_down.load(Ordering::Relaxed))
             .and_then(|i| self.devices.get(i))
     }
 
     /// A device number that has no device (yet): a plugin may have found it since.
     #[cold]
     fn late_device(&self, id: i64) -> Result<&Device> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return Err(OffloadError::new(format!(
+                "device {id} is no longer available: the offload runtime shut its plugins down as the program exits"
+            )));
+        }
         self.find_late_devices();
         self.numbered_device(id).ok_or_else(|| {
             OffloadError::new(format!(
@@ -488,6 +504,44 @@ impl Runtime {
         }
     }
 
+    /// The program's exit handlers are running: set by the handler that [`Runtime::get`]
+    /// registers when the runtime starts (normally inside the first `__tgt_register_lib`, so
+    /// that the program's own handlers, the unregistrations among them, run before it).
+    pub fn exiting(&self) -> bool {
+        self.exiting.load(Ordering::SeqCst)
+    }
+
+    /// The runtime's exit handler: the plugins are shut down now if every library has been
+    /// unregistered, else at the last unregistration.
+    fn process_exits(&self) {
+        self.exiting.store(true, Ordering::SeqCst);
+        if self
+            .registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+        {
+            self.shut_down_plugins();
+        }
+    }
+
+    /// Shuts every started plugin down (once), as LLVM's runtime does when its last library is
+    /// unregistered: drivers release their contexts, streams and page-locks, and tools see
+    /// them end. Only as the process exits, not at every last unregistration (a program may
+    /// `dlclose` its only offloading library and open another, and a plugin cannot start
+    /// again). Devices are no longer offered afterwards.
+    pub fn shut_down_plugins(&self) {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for plugin in self.started_plugins() {
+            match plugin.deinit() {
+                Ok(()) => log::debug!("plugin {}: shut down", plugin.name),
+                Err(e) => log::warn!("plugin {}: shutting down failed: {}", plugin.name, e),
+            }
+        }
+    }
+
     /// Unloads everything at the last unregistration.
     pub fn shut_down_devices(&self) {
         // The runtime's own interop objects first: their queues belong to the devices.
@@ -496,5 +550,25 @@ impl Runtime {
             device.release_mappings();
             device.finalize_for_tool();
         }
+    }
+}
+
+/// Registered with `atexit` when the runtime starts: see [`Runtime::exiting`].
+extern "C" fn runtime_exit_handler() {
+    crate::entry_points::guard("the runtime's exit handler", (), || {
+        if let Some(runtime) = RUNTIME.get() {
+            runtime.process_exits();
+        }
+    })
+}
+
+fn register_exit_handler() {
+    extern "C" {
+        fn atexit(handler: extern "C" fn()) -> std::ffi::c_int;
+    }
+    // SAFETY: registers a function without arguments that catches its own panics; libomptarget
+    // is never unloaded before the handler runs (it runs at `exit` or at our own `dlclose`).
+    if unsafe { atexit(runtime_exit_handler) } != 0 {
+        log::warn!("no exit handler registered: plugins will not be shut down at exit");
     }
 }

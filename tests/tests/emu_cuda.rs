@@ -367,6 +367,34 @@ fn page_locking_is_counted() {
     assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{trace}");
 }
 
+/// A buffer the program leaves page-locked is unregistered by the plugin as it shuts down at
+/// exit, after the region's copy back and before the context is released.
+#[test]
+fn memory_left_locked_is_unregistered_at_shutdown() {
+    let exe = tests::compile_cuda_twin("emu_pinning.c");
+    let (code, stdout, stderr, trace) =
+        run_traced_with(&exe, "pin-left", &[("EMU_PIN_LEAVE_LOCKED", "1")]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
+    let lines: Vec<&str> = trace.lines().collect();
+    let at = |prefix: &str| -> Vec<usize> {
+        (0..lines.len())
+            .filter(|&i| lines[i].starts_with(prefix))
+            .collect()
+    };
+    let (register, unregister) = (at("cuMemHostRegister"), at("cuMemHostUnregister"));
+    assert_eq!((register.len(), unregister.len()), (1, 1), "{trace}");
+    assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{trace}");
+    let last_copy_back = *at("cuMemcpyDtoH").last().expect("the region's copy back");
+    let released = *at("cuDevicePrimaryCtxRelease")
+        .last()
+        .expect("the context released");
+    assert!(
+        last_copy_back < unregister[0] && unregister[0] < released,
+        "{trace}"
+    );
+}
+
 /// A clang-22 program through our CUDA plugin on the emulator: the kernel-language launch
 /// path (`llvmLaunchKernel` with the kernel's own parameter block, README "Not done yet") and
 /// a clang-22 image's kernel environment read by the plugin (issue 17, defect 9). The driver

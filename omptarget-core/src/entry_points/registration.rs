@@ -132,6 +132,9 @@ pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
         }
         if now_empty {
             runtime.shut_down_devices();
+            if runtime.exiting() {
+                runtime.shut_down_plugins();
+            }
         }
     })
 }
