@@ -486,6 +486,23 @@ fn memory_left_locked_is_unlocked_at_shutdown() {
     assert!(last_copy < unlocks[0] && unlocks[0] < shut_down, "{trace}");
 }
 
+/// Device work asked for from an exit handler that runs after the runtime shut the plugin
+/// down (after `hsa_shut_down`) is refused with a reason; the driver is not called again.
+#[test]
+fn device_work_after_shutdown_is_refused() {
+    let exe = tests::compile_amdgpu_twin("emu_after_shutdown.c");
+    let (code, stdout, stderr, trace) = emulated::run_traced(AMDGPU, &exe, "after-shutdown", &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("x=2"), "{stdout}");
+    assert!(
+        stdout.contains("after shutdown: refused"),
+        "{stdout}{stderr}"
+    );
+    assert!(stderr.contains("no longer available"), "{stderr}");
+    let last = trace.lines().last().unwrap_or_default();
+    assert!(last.starts_with("hsa_shut_down"), "{trace}");
+}
+
 /// `nowait` data constructs (enter, update, exit) whose copies are still running when their
 /// tasks end are left to the tasks' queries as `nowait` regions are, instead of holding a
 /// helper thread in a wait (LLVM's runtime does the same since its `TaskAsyncInfoWrapperTy`).
