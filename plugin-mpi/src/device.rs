@@ -91,7 +91,9 @@ fn complete(link: &Link, r: InFlight) -> Result<()> {
     // The reply first: it ends the wait also when the device process is gone, and the device
     // process replies to a copy to it once it has the data, so the sends have completed then.
     match link.outcome(r.rank, r.tag) {
-        Ok(()) => link.wait(r.sends).and(link.wait(r.receives)),
+        Ok(()) => link
+            .wait(r.rank, r.sends)
+            .and(link.wait(r.rank, r.receives)),
         Err(e) => {
             // No data follows a failed reply.
             for receive in r.receives {
@@ -100,7 +102,7 @@ fn complete(link: &Link, r: InFlight) -> Result<()> {
             // Data the device process never took stays in MPI's hands (its buffer is the
             // program's, which outlives MPI's use of it here: the construct failed).
             if !link.is_dead(r.rank) {
-                let _ = link.wait(r.sends);
+                let _ = link.wait(r.rank, r.sends);
             }
             Err(e)
         }

@@ -361,9 +361,31 @@ impl Link {
         self.reply(rank, tag)
     }
 
-    pub fn wait(&self, requests: Vec<Request>) -> Result<()> {
-        for r in requests {
-            self.mpi.wait(r).map_err(mpi_error)?;
+    /// Waits for the transfers of a request to `rank`. Where the launcher keeps a job whose
+    /// process died, polls instead (as a blocking wait does inside MPI), so that a process
+    /// found dead meanwhile ends the wait: a device process that replied to a copy back and
+    /// died while sending the data would otherwise leave the program waiting for ever. The
+    /// transfers are then left to MPI (their buffers are the program's).
+    pub fn wait(&self, rank: i32, requests: Vec<Request>) -> Result<()> {
+        if !self.watched {
+            for r in requests {
+                self.mpi.wait(r).map_err(mpi_error)?;
+            }
+            return Ok(());
+        }
+        let mut pending = requests;
+        while !pending.is_empty() {
+            let mut still = Vec::with_capacity(pending.len());
+            for mut r in pending {
+                if !self.mpi.test(&mut r).map_err(mpi_error)? {
+                    still.push(r);
+                }
+            }
+            pending = still;
+            if !pending.is_empty() && self.is_dead(rank) {
+                pending.into_iter().for_each(|r| self.mpi.abandon(r));
+                return Err(Self::gone(rank));
+            }
         }
         Ok(())
     }
