@@ -160,9 +160,13 @@ impl PinTable {
             .then(|| range.device + (host - range.start) as u64)
     }
 
-    /// Removes every range (the device is shutting down).
-    pub fn drain(&mut self) -> Vec<PinnedRange> {
-        std::mem::take(&mut self.ranges).into_values().collect()
+    /// Removes every range (the plugin is shutting down) and answers those the plugin locked
+    /// itself, which it must now unlock; ranges found locked already stay as they were found.
+    pub fn drain_ours(&mut self) -> Vec<PinnedRange> {
+        std::mem::take(&mut self.ranges)
+            .into_values()
+            .filter(|r| r.ours)
+            .collect()
     }
 
     /// The pinned range that shares a byte with `[host, host + size)`, if any (ranges never
@@ -255,14 +259,14 @@ mod tests {
     }
 
     #[test]
-    fn drain_returns_every_range_once() {
+    fn drain_removes_every_range_and_answers_ours_once() {
         let mut t = pinned();
         t.insert(HOST * 2, 16, DEVICE * 2, false);
         assert_eq!(t.pin_existing(HOST, 1), Ok(Some(DEVICE)));
-        let drained = t.drain();
-        assert_eq!(drained.len(), 2);
-        assert_eq!(drained[0].pin_count(), 2);
-        assert!(!drained[1].ours);
+        let drained = t.drain_ours();
+        assert_eq!(drained.len(), 1);
+        assert_eq!((drained[0].start, drained[0].pin_count()), (HOST, 2));
         assert_eq!(t.unpin(HOST), Err(PinError::NotPinned(HOST)));
+        assert_eq!(t.unpin(HOST * 2), Err(PinError::NotPinned(HOST * 2)));
     }
 }

@@ -104,8 +104,8 @@ impl DevicePlugin for CudaPlugin {
                 .pinned
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .drain();
-            for range in pinned.into_iter().filter(|r| r.ours) {
+                .drain_ours();
+            for range in pinned {
                 let _ = driver.unregister_host(range.start);
             }
         }

@@ -419,6 +419,29 @@ pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace().find_map(|w| w.strip_prefix(key))
 }
 
+/// Where a trace's lines start with `prefix` (a driver function's calls), in order.
+pub fn calls_at(lines: &[&str], prefix: &str) -> Vec<usize> {
+    (0..lines.len())
+        .filter(|&i| lines[i].starts_with(prefix))
+        .collect()
+}
+
+/// The lines of a trace in which `lock` and `unlock` (a driver's page-locking calls) were
+/// each called once, the unlock successfully (its line ends with `success`), and where.
+pub fn locked_once<'t>(
+    trace: &'t str,
+    lock: &str,
+    unlock: &str,
+    success: &str,
+) -> (Vec<&'t str>, usize, usize) {
+    let lines: Vec<&str> = trace.lines().collect();
+    let (locks, unlocks) = (calls_at(&lines, lock), calls_at(&lines, unlock));
+    assert_eq!((locks.len(), unlocks.len()), (1, 1), "{trace}");
+    assert!(lines[unlocks[0]].ends_with(success), "{trace}");
+    let (locked, unlocked) = (locks[0], unlocks[0]);
+    (lines, locked, unlocked)
+}
+
 /// Runs a program of `nowait` constructs (built for `gpu` with a twin) with a delay per queued
 /// operation long enough that its constructs are still running when their tasks end, and with
 /// the runtime's debug output; checks that the program printed `expected` and returns how many

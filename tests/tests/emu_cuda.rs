@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
 use tests::conformance::{self, EmulatedGpu};
-use tests::emulated::{self, field, TracedRuns};
+use tests::emulated::{self, calls_at, field, TracedRuns};
 
 const CUDA: EmulatedGpu = EmulatedGpu::Cuda;
 
@@ -340,6 +340,17 @@ fn clang_22_reductions_reuse_buffers_as_clang_19_ones_do() {
     }
 }
 
+/// The trace's lines, with its one `cuMemHostRegister` and its one successful
+/// `cuMemHostUnregister`, and where they are.
+fn registered_once(trace: &str) -> (Vec<&str>, usize, usize) {
+    emulated::locked_once(
+        trace,
+        "cuMemHostRegister",
+        "cuMemHostUnregister",
+        "CUDA_SUCCESS",
+    )
+}
+
 /// Defect 5 of the CUDA review: page-locking is counted. Locked twice and unlocked once, the
 /// buffer stays registered through the next region's copies (the first unlock unregistered it
 /// before); the second unlock unregisters it, once. The device address comes from
@@ -350,21 +361,14 @@ fn page_locking_is_counted() {
     let (code, stdout, stderr, trace) = run_traced(&exe, "pin");
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
-    let lines: Vec<&str> = trace.lines().collect();
-    let at = |prefix: &str| -> Vec<usize> {
-        (0..lines.len())
-            .filter(|&i| lines[i].starts_with(prefix))
-            .collect()
-    };
-    let (register, unregister) = (at("cuMemHostRegister"), at("cuMemHostUnregister"));
-    assert_eq!((register.len(), unregister.len()), (1, 1), "{trace}");
+    let (lines, register, unregister) = registered_once(&trace);
+    let at = |prefix: &str| calls_at(&lines, prefix);
     assert!(!at("cuMemHostGetDevicePointer").is_empty(), "{trace}");
     let last_copy_back = *at("cuMemcpyDtoH").last().expect("the region's copy back");
     assert!(
-        register[0] < last_copy_back && last_copy_back < unregister[0],
+        register < last_copy_back && last_copy_back < unregister,
         "{trace}"
     );
-    assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{trace}");
 }
 
 /// A buffer the program leaves page-locked is unregistered by the plugin as it shuts down at
@@ -376,21 +380,14 @@ fn memory_left_locked_is_unregistered_at_shutdown() {
         run_traced_with(&exe, "pin-left", &[("EMU_PIN_LEAVE_LOCKED", "1")]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
-    let lines: Vec<&str> = trace.lines().collect();
-    let at = |prefix: &str| -> Vec<usize> {
-        (0..lines.len())
-            .filter(|&i| lines[i].starts_with(prefix))
-            .collect()
-    };
-    let (register, unregister) = (at("cuMemHostRegister"), at("cuMemHostUnregister"));
-    assert_eq!((register.len(), unregister.len()), (1, 1), "{trace}");
-    assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{trace}");
+    let (lines, _, unregister) = registered_once(&trace);
+    let at = |prefix: &str| calls_at(&lines, prefix);
     let last_copy_back = *at("cuMemcpyDtoH").last().expect("the region's copy back");
     let released = *at("cuDevicePrimaryCtxRelease")
         .last()
         .expect("the context released");
     assert!(
-        last_copy_back < unregister[0] && unregister[0] < released,
+        last_copy_back < unregister && unregister < released,
         "{trace}"
     );
 }
@@ -473,20 +470,14 @@ fn page_locking_is_counted_across_devices() {
         run_traced_with(&exe, "pin2", &[("OMPTARGET_EMU_DEVICES", "2")]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
-    let lines: Vec<&str> = text.lines().collect();
-    let at = |prefix: &str| -> Vec<usize> {
-        (0..lines.len())
-            .filter(|&i| lines[i].starts_with(prefix))
-            .collect()
-    };
-    let (register, unregister) = (at("cuMemHostRegister"), at("cuMemHostUnregister"));
-    assert_eq!((register.len(), unregister.len()), (1, 1), "{text}");
-    let last_copy_back = *at("cuMemcpyDtoH").last().expect("the region's copy back");
+    let (lines, _, unregister) = registered_once(&text);
+    let last_copy_back = *calls_at(&lines, "cuMemcpyDtoH")
+        .last()
+        .expect("the region's copy back");
     assert!(
-        last_copy_back < unregister[0],
+        last_copy_back < unregister,
         "unregistered before the region:\n{text}"
     );
-    assert!(lines[unregister[0]].ends_with("CUDA_SUCCESS"), "{text}");
 }
 
 fn calls_per_construct(exe: &Path, kind: &str) -> [HashMap<String, f64>; 2] {

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use tests::conformance::EmulatedGpu;
-use tests::emulated::{self, field};
+use tests::emulated::{self, calls_at, field};
 
 const AMDGPU: EmulatedGpu = EmulatedGpu::Amdgpu;
 
@@ -430,19 +430,9 @@ fn page_locking_is_counted() {
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
     assert!(!stderr.contains("pinned"), "{stderr}");
-    let lines: Vec<&str> = trace.lines().collect();
-    let calls = |name: &str| -> Vec<usize> {
-        (0..lines.len())
-            .filter(|&i| lines[i].starts_with(name))
-            .collect()
-    };
-    let (locks, unlocks) = (
-        calls("hsa_amd_memory_lock "),
-        calls("hsa_amd_memory_unlock "),
-    );
-    assert_eq!((locks.len(), unlocks.len()), (1, 1), "{trace}");
-    assert!(lines[unlocks[0]].ends_with("HSA_STATUS_SUCCESS"), "{trace}");
-    let buffer = field(lines[locks[0]], "ptr=").expect("the locked address");
+    let (lines, locked, unlocked) = locked_once(&trace);
+    let calls = |name: &str| calls_at(&lines, name);
+    let buffer = field(lines[locked], "ptr=").expect("the locked address");
     let direct: Vec<usize> = calls("hsa_amd_memory_async_copy ")
         .into_iter()
         .filter(|&i| {
@@ -454,7 +444,18 @@ fn page_locking_is_counted() {
         2,
         "the region's copies to and from the buffer:\n{trace}"
     );
-    assert!(locks[0] < direct[0] && direct[1] < unlocks[0], "{trace}");
+    assert!(locked < direct[0] && direct[1] < unlocked, "{trace}");
+}
+
+/// The trace's lines, with its one `hsa_amd_memory_lock` and its one successful
+/// `hsa_amd_memory_unlock`, and where they are.
+fn locked_once(trace: &str) -> (Vec<&str>, usize, usize) {
+    emulated::locked_once(
+        trace,
+        "hsa_amd_memory_lock ",
+        "hsa_amd_memory_unlock ",
+        "HSA_STATUS_SUCCESS",
+    )
 }
 
 /// A buffer the program leaves locked is unlocked by the plugin as it shuts down, after the
@@ -467,23 +468,13 @@ fn memory_left_locked_is_unlocked_at_shutdown() {
         emulated::run_traced(AMDGPU, &exe, "pin-left", &[("EMU_PIN_LEAVE_LOCKED", "1")]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
-    let lines: Vec<&str> = trace.lines().collect();
-    let calls = |name: &str| -> Vec<usize> {
-        (0..lines.len())
-            .filter(|&i| lines[i].starts_with(name))
-            .collect()
-    };
-    let (locks, unlocks) = (
-        calls("hsa_amd_memory_lock "),
-        calls("hsa_amd_memory_unlock "),
-    );
-    assert_eq!((locks.len(), unlocks.len()), (1, 1), "{trace}");
-    assert!(lines[unlocks[0]].ends_with("HSA_STATUS_SUCCESS"), "{trace}");
+    let (lines, _, unlocked) = locked_once(&trace);
+    let calls = |name: &str| calls_at(&lines, name);
     let last_copy = *calls("hsa_amd_memory_async_copy ")
         .last()
         .expect("the region's copies");
     let shut_down = *calls("hsa_shut_down").last().expect("hsa_shut_down");
-    assert!(last_copy < unlocks[0] && unlocks[0] < shut_down, "{trace}");
+    assert!(last_copy < unlocked && unlocked < shut_down, "{trace}");
 }
 
 /// Device work asked for from an exit handler that runs after the runtime shut the plugin

@@ -661,14 +661,13 @@ impl AmdgpuDevice {
         if let Err(e) = self.streams.shutdown() {
             result = Err(failed("shutting down the device's streams", e));
         }
-        // Ranges the program left locked are unlocked once no copy can use them, as the CUDA
-        // plugin unregisters its own; ranges locked before us stay as they were found.
+        // Ranges the program left locked are unlocked once no copy can use them.
         let pinned = self
             .pinned
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .drain();
-        for range in pinned.into_iter().filter(|r| r.ours) {
+            .drain_ours();
+        for range in pinned {
             if let Err(e) = self.hsa.unlock_host_memory(range.start) {
                 result = Err(failed(
                     format!("unlocking host memory at {:#x}", range.start),
