@@ -245,15 +245,35 @@ impl Link {
             let data_tag = self.tag();
             let mut large = Writer::request(Op::Large, 0, 0);
             large.u64(request.0.len() as u64).i32(data_tag);
-            self.mpi
-                .send(self.comm, &large.0, rank, REQUEST_TAG)
-                .and_then(|()| self.mpi.send(self.comm, &request.0, rank, data_tag))
-                .map_err(mpi_error)
+            self.send_unless_dead(&large.0, rank, REQUEST_TAG)?;
+            self.send_unless_dead(&request.0, rank, data_tag)
         } else {
-            self.mpi
-                .send(self.comm, &request.0, rank, REQUEST_TAG)
-                .map_err(mpi_error)
+            self.send_unless_dead(&request.0, rank, REQUEST_TAG)
         }
+    }
+
+    /// Sends one message to `rank`. Where the launcher keeps a job whose process died, the
+    /// send polls (as a blocking send does inside MPI), so that a process found dead meanwhile
+    /// ends it: a message over MPI's eager limit (4 KiB on shared memory: a launch of some 500
+    /// arguments) completes only when the process receives it, and one sent to a process that
+    /// died after its last reply waited for ever. Such a send is left to MPI with a copy of
+    /// the bytes, which is never freed.
+    fn send_unless_dead(&self, bytes: &[u8], rank: i32, tag: i32) -> Result<()> {
+        if !self.watched {
+            return self
+                .mpi
+                .send(self.comm, bytes, rank, tag)
+                .map_err(mpi_error);
+        }
+        let copy = bytes.to_vec();
+        // SAFETY: the copy lives until the sends complete, or for ever if they are abandoned.
+        let sends = unsafe {
+            self.mpi
+                .isend(self.comm, copy.as_ptr(), copy.len(), rank, tag)
+        }
+        .map_err(mpi_error)?;
+        self.wait(rank, sends)
+            .inspect_err(|_| std::mem::forget(copy))
     }
 
     /// Receives the reply on `tag` and gives its bytes to `read` (they are borrowed from a

@@ -169,7 +169,7 @@ fn alive(pid: u32) -> bool {
 /// and leaves nothing running.
 #[test]
 fn a_device_process_killed_mid_run_ends_the_program_within_seconds() {
-    kill_a_device_process(false, None);
+    kill_a_device_process(false, "mpi_long_run.c", &[]);
 }
 
 /// Under `mpirun --enable-recovery` the launcher keeps the job: the plugin notices the dead
@@ -178,7 +178,7 @@ fn a_device_process_killed_mid_run_ends_the_program_within_seconds() {
 /// is gone, exits on its own.
 #[test]
 fn with_recovery_the_plugin_reports_a_dead_device_process_and_nothing_is_left() {
-    kill_a_device_process(true, None);
+    kill_a_device_process(true, "mpi_long_run.c", &[]);
 }
 
 /// As above, with 4 MiB copied to and from the device by every region, so that the process
@@ -188,16 +188,26 @@ fn with_recovery_the_plugin_reports_a_dead_device_process_and_nothing_is_left() 
 /// `PMPI_Wait` after Open MPI's "Read -1, expected 4194304").
 #[test]
 fn with_recovery_large_copies_with_a_dead_device_process_end_with_the_reason() {
-    kill_a_device_process(true, Some("4194304"));
+    kill_a_device_process(true, "mpi_long_run.c", &["4194304"]);
 }
 
-fn kill_a_device_process(recovery: bool, bytes_per_region: Option<&str>) {
-    let exe = compile(Compiler::Clang19, &["mpi_long_run.c"], &[]);
+/// As above, with regions of 600 arguments, whose launch requests are over MPI's eager limit:
+/// a send completes only when the device process receives it. Killed after its last reply,
+/// the process left the program in `MPI_Send` for ever (7 of 10 runs, gdb: `PMPI_Send`).
+#[test]
+fn with_recovery_a_request_too_large_to_buffer_for_a_dead_device_process_fails() {
+    kill_a_device_process(true, "mpi_wide_run.c", &[]);
+}
+
+/// Runs `program` (with `args`) on two device processes, kills the first once it runs, and
+/// checks that the job ends with the reason and leaves nothing running.
+fn kill_a_device_process(recovery: bool, program: &str, args: &[&str]) {
+    let exe = compile(Compiler::Clang19, &[program], &[]);
     // Named per variant: the tests run at once.
     let dir = std::env::temp_dir().join(format!(
-        "omptarget-mpi-kill-{}-{recovery}-{}",
+        "omptarget-mpi-kill-{}-{recovery}-{program}-{}",
         std::process::id(),
-        bytes_per_region.unwrap_or("4")
+        args.join("-")
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
@@ -206,9 +216,9 @@ fn kill_a_device_process(recovery: bool, bytes_per_region: Option<&str>) {
     } else {
         &[]
     };
-    let mut program = vec![exe.as_os_str()];
-    program.extend(bytes_per_region.map(std::ffi::OsStr::new));
-    let mut cmd = mpi_job_with_args(&program, 2, 1, env);
+    let mut command = vec![exe.as_os_str()];
+    command.extend(args.iter().map(std::ffi::OsStr::new));
+    let mut cmd = mpi_job_with_args(&command, 2, 1, env);
     cmd.stdout(std::fs::File::create(&out_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap());
     let mut job = tests::retry_while_busy(|| cmd.spawn()).expect("cannot start mpirun");
