@@ -385,7 +385,8 @@ impl Link {
     /// process died, polls instead (as a blocking wait does inside MPI), so that a process
     /// found dead meanwhile ends the wait: a device process that replied to a copy back and
     /// died while sending the data would otherwise leave the program waiting for ever. The
-    /// transfers are then left to MPI (their buffers are the program's).
+    /// transfers are then left to MPI, so their buffers must outlive them (the program's data,
+    /// or a copy that is never freed).
     pub fn wait(&self, rank: i32, requests: Vec<Request>) -> Result<()> {
         if !self.watched {
             for r in requests {
