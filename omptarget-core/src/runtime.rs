@@ -51,6 +51,9 @@ pub struct Runtime {
     exiting: AtomicBool,
     /// The started plugins were shut down: no device is offered any more.
     shut_down: AtomicBool,
+    /// The process the runtime started in: a child forked from it inherits the exit handler,
+    /// but not the drivers' state or the MPI device processes to shut down.
+    started_in: u32,
 }
 
 /// `requires unified_shared_memory`.
@@ -110,6 +113,7 @@ impl Runtime {
             late_devices: AtomicBool::new(false),
             exiting: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
+            started_in: std::process::id(),
         }
     }
 
@@ -512,8 +516,14 @@ impl Runtime {
     }
 
     /// The runtime's exit handler: the plugins are shut down now if every library has been
-    /// unregistered, else at the last unregistration.
+    /// unregistered, else at the last unregistration; never in a forked child, whose plugins
+    /// are copies of its parent's (shutting the MPI plugin down there would end the parent's
+    /// device processes).
     fn process_exits(&self) {
+        if self.in_forked_child() {
+            log::debug!("a forked child exits: the plugins are its parent's to shut down");
+            return;
+        }
         self.exiting.store(true, Ordering::SeqCst);
         if self
             .registry
@@ -523,6 +533,13 @@ impl Runtime {
         {
             self.shut_down_plugins();
         }
+    }
+
+    /// This process was forked from the one the runtime started in: its devices' state is a
+    /// copy of its parent's, which a remote device (MPI) shares, so it must not change them as
+    /// it exits.
+    pub fn in_forked_child(&self) -> bool {
+        std::process::id() != self.started_in
     }
 
     /// Shuts every started plugin down (once), as LLVM's runtime does when its last library is

@@ -33,6 +33,9 @@ pub struct Link {
     /// Whether the launcher lets the job outlive a device process: then waits poll, so that
     /// one found dead ends them ([`mpi_wire::launcher_recovers`]).
     pub watched: bool,
+    /// The process that joined the job: a child forked from it inherits the link (and the
+    /// exit handler that shuts it down), not the device processes.
+    joined_in: u32,
 }
 
 pub fn mpi_error(e: String) -> PluginError {
@@ -166,6 +169,7 @@ impl Link {
             closed: AtomicBool::new(false),
             dead: (0..roles.len()).map(|_| AtomicBool::new(false)).collect(),
             watched: mpi_wire::launcher_recovers(),
+            joined_in: std::process::id(),
         };
         if let Some(why) = refusal {
             link.shut_down();
@@ -414,6 +418,10 @@ impl Link {
     /// Tells every device process to finish, then finalises MPI if we initialised it. Later
     /// calls fail with a clear error (the runtime may still unload images after this).
     pub fn shut_down(&self) {
+        if std::process::id() != self.joined_in {
+            // A forked child exits: the device processes are its parent's.
+            return;
+        }
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }

@@ -494,6 +494,24 @@ fn device_work_after_shutdown_is_refused() {
     assert!(last.starts_with("hsa_shut_down"), "{trace}");
 }
 
+/// A forked child that exits runs the exit handlers it inherited; the runtime's must not shut
+/// the plugins down there (they are the parent's): one `hsa_shut_down`, the parent's, at its
+/// own exit after its second region.
+#[test]
+fn a_forked_child_leaves_the_plugins_to_its_parent() {
+    let exe = tests::compile_amdgpu_twin("emu_fork_exit.c");
+    let (code, stdout, stderr, trace) = emulated::run_traced(AMDGPU, &exe, "fork-exit", &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("before=2 after=21 child=0"), "{stdout}");
+    let lines: Vec<&str> = trace.lines().collect();
+    let shut_downs = calls_at(&lines, "hsa_shut_down");
+    assert_eq!(shut_downs.len(), 1, "{trace}");
+    let last_dispatch = *calls_at(&lines, "packet ")
+        .last()
+        .expect("the second region's dispatch");
+    assert!(last_dispatch < shut_downs[0], "{trace}");
+}
+
 /// `nowait` data constructs (enter, update, exit) whose copies are still running when their
 /// tasks end are left to the tasks' queries as `nowait` regions are, instead of holding a
 /// helper thread in a wait (LLVM's runtime does the same since its `TaskAsyncInfoWrapperTy`).

@@ -65,6 +65,22 @@ fn conformance_suite_passes_on_remote_devices_over_mpi() {
     );
 }
 
+/// A forked child that exits runs the exit handlers it inherited: neither the runtime's nor
+/// the MPI plugin's may shut the device processes down from there (they are the parent's), so
+/// the parent offloads again after its child has gone. The emulated GPUs' test is in
+/// `emu_hsa.rs`.
+#[test]
+fn a_forked_child_that_exits_leaves_the_device_processes_to_its_parent() {
+    let exe = compile(Compiler::Clang19, &["emu_fork_exit.c"], &[]);
+    let out = output(mpi_job(&exe, 1, 1, &[]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("before=2 after=21 child=0"),
+        "{}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+}
+
 /// Two remote devices of two device processes run at once, and a copy between them goes from
 /// one device process to the other, not through the program.
 #[test]

@@ -124,6 +124,10 @@ pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
         let runtime = Runtime::get();
         let (removed, now_empty) =
             runtime.change_registry(|r| (r.remove(desc as usize), r.is_empty()));
+        if runtime.in_forked_child() {
+            // Its parent still uses the devices (a remote device process is the same one).
+            return;
+        }
         if let Some(library) = removed {
             for device in runtime.devices.iter() {
                 device.unload_library(&library);
