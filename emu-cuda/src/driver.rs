@@ -10,7 +10,7 @@ use crate::streams::{Event, Stream};
 use plugin_api::twin::Twin;
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The legacy default stream and its aliases: the null handle, `CU_STREAM_LEGACY`,
@@ -84,15 +84,44 @@ pub fn init() -> Result<&'static Driver> {
             },
         });
     }
-    let _ = DRIVER.set(Driver {
-        devices,
-        book: AddressBook::default(),
-        streams: Handles::new(0xc5),
-        events: Handles::new(0xe5),
-        modules: Handles::new(0x3d),
-        functions: Handles::new(0xf5),
-    });
+    let first = DRIVER
+        .set(Driver {
+            devices,
+            book: AddressBook::default(),
+            streams: Handles::new(0xc5),
+            events: Handles::new(0xe5),
+            modules: Handles::new(0x3d),
+            functions: Handles::new(0xf5),
+        })
+        .is_ok();
+    if first {
+        register_teardown();
+    }
     Ok(DRIVER.get().unwrap())
+}
+
+/// Set by the driver's own exit handler: from then on every call fails with
+/// `CUDA_ERROR_DEINITIALIZED`, as the real driver's do once it has torn itself down.
+static TORN_DOWN: AtomicBool = AtomicBool::new(false);
+
+pub fn torn_down() -> bool {
+    TORN_DOWN.load(Ordering::Acquire)
+}
+
+extern "C" fn tear_down() {
+    TORN_DOWN.store(true, Ordering::Release);
+}
+
+/// The real driver registers an exit handler as it initialises, which releases every context
+/// and fails later calls; handlers registered before `cuInit` therefore run after it (seen on
+/// an H100 with driver 580: `cuCtxSetCurrent` answered `CUDA_ERROR_DEINITIALIZED` there).
+fn register_teardown() {
+    extern "C" {
+        fn atexit(handler: extern "C" fn()) -> std::ffi::c_int;
+    }
+    // SAFETY: registers a function without arguments that only stores a flag; the emulated
+    // driver is a dependency of whoever initialised it and is not unloaded before exit.
+    unsafe { atexit(tear_down) };
 }
 
 /// The driver, once `cuInit` has run.

@@ -34,6 +34,7 @@ codes! {
     INVALID_VALUE = 1, "invalid argument";
     OUT_OF_MEMORY = 2, "out of memory";
     NOT_INITIALIZED = 3, "initialization error";
+    DEINITIALIZED = 4, "driver shutting down";
     NO_DEVICE = 100, "no CUDA-capable device is detected";
     INVALID_DEVICE = 101, "invalid device ordinal";
     INVALID_IMAGE = 200, "device kernel image is invalid";

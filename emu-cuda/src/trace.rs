@@ -32,5 +32,10 @@ const CODES: Codes<CuResult> = Codes {
 
 /// Runs the body of driver entry point `function`.
 pub fn call(function: &'static str, body: impl FnOnce(&mut Call) -> Result<()>) -> CuResult {
-    calls().run(function, CODES, |c| body(c).map_err(|Error(code)| code))
+    calls().run(function, CODES, |c| {
+        if crate::driver::torn_down() {
+            return Err(status::DEINITIALIZED.0);
+        }
+        body(c).map_err(|Error(code)| code)
+    })
 }

@@ -131,6 +131,10 @@ impl Runtime {
                 drop(span);
                 let status = match &outcome {
                     Ok(plugin) => {
+                        // Drivers register exit handlers of their own as they start (the CUDA
+                        // driver tears itself down in one): registered again after them, the
+                        // runtime's runs first and shuts the plugin down while its driver works.
+                        register_exit_handler();
                         if plugin.devices_may_appear() {
                             entry.may_grow.store(true, Ordering::Release);
                             self.late_devices.store(true, Ordering::Release);
@@ -509,8 +513,9 @@ impl Runtime {
     }
 
     /// The program's exit handlers are running: set by the handler that [`Runtime::get`]
-    /// registers when the runtime starts (normally inside the first `__tgt_register_lib`, so
-    /// that the program's own handlers, the unregistrations among them, run before it).
+    /// registers when the runtime starts and [`Runtime::start_plugin`] after each plugin
+    /// starts (normally inside the first `__tgt_register_lib`, so that the program's own
+    /// handlers, the unregistrations among them, run before it).
     pub fn exiting(&self) -> bool {
         self.exiting.load(Ordering::SeqCst)
     }
@@ -570,7 +575,8 @@ impl Runtime {
     }
 }
 
-/// Registered with `atexit` when the runtime starts: see [`Runtime::exiting`].
+/// Registered with `atexit` when the runtime starts and again after each plugin starts: see
+/// [`Runtime::exiting`]. Whichever registration runs first does the work; the rest find it done.
 extern "C" fn runtime_exit_handler() {
     crate::entry_points::guard("the runtime's exit handler", (), || {
         if let Some(runtime) = RUNTIME.get() {

@@ -1233,7 +1233,18 @@ impl CudaDevice {
         if self.released.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.activate()?;
+        if let Err(e) = self.driver.set_current(self.context) {
+            if e.code == driver::codes::DEINITIALIZED {
+                // The driver's own exit handler ran first and released the context with
+                // everything in it; there is nothing left to give back.
+                log::debug!(
+                    "cuda device {}: the driver has shut down already",
+                    self.identity.ordinal
+                );
+                return Ok(());
+            }
+            return Err(failed("making the device's context current", e));
+        }
         let handles: Vec<u64> = (1..=self.images.read().unwrap().len() as u64).collect();
         let mut first_error = None;
         for h in handles {

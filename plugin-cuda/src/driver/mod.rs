@@ -38,6 +38,9 @@ pub mod codes {
         CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED as u32;
     pub const HOST_MEMORY_ALREADY_REGISTERED: u32 =
         CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED as u32;
+    /// The driver has torn itself down (its own exit handler ran): every call fails so,
+    /// `cuGetErrorName` too, and what the plugin held is released already.
+    pub const DEINITIALIZED: u32 = CUresult::CUDA_ERROR_DEINITIALIZED as u32;
 }
 
 macro_rules! handle {
@@ -120,6 +123,9 @@ impl Driver {
             unsafe { CStr::from_ptr(name) }
                 .to_string_lossy()
                 .into_owned()
+        } else if status.0 == codes::DEINITIALIZED {
+            // A torn-down driver names no code, this one included.
+            "CUDA_ERROR_DEINITIALIZED".into()
         } else {
             format!("unknown CUDA error {}", status.0)
         };
