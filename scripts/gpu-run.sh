@@ -29,7 +29,10 @@
 # run.sh's environment: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds
 #   for all programs, default 420, then the rest are skipped so the benchmarks still run within
 #   the device tool's 600 s), ONLY (run only programs whose name contains it), SKIP_CONFORMANCE=1,
-#   SKIP_BENCH=1.
+#   SKIP_BENCH=1, STEPS (the steps in order, default "conformance bench"; also "placement": where
+#   the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
+#   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle; HOST_RUNS,
+#   default 5).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 llvm_lib=/usr/lib/llvm-19/lib
@@ -138,6 +141,13 @@ PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -o "$dir/bench/per_construct" "
 PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -I "$root/bench/programs" -o "$dir/bench/large_maps" \
     "$root/bench/programs/large_maps.c" -lpthread
 
+# The host benchmark suite's runner and its programs, built here (the GPU machine has no clang).
+echo "building the host benchmarks"
+(cd "$root" && cargo build --quiet --release -p omptarget-bench)
+mkdir -p "$dir/hostbench"
+cp "$root/target/release/bench" "$dir/hostbench/"
+"$dir/hostbench/bench" --build-programs "$dir/hostbench/programs"
+
 if [ -n "${LLVM19:-}" ]; then
     echo "packing LLVM 19's runtime"
     pack=$(mktemp -d)
@@ -179,7 +189,8 @@ cat <<'RUN'
 # The GPU half of scripts/gpu-run.sh (made by `scripts/gpu-run.sh bundle`; docs/gpu-validation.md).
 # Runs every conformance program against our runtime on the CUDA plugin, then the benchmarks.
 # Env: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds in all, default 420),
-# ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1.
+# ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1, STEPS (default "conformance bench";
+# also placement, host_bench), HOST_RUNS (host_bench's --runs, default 5).
 # Report: $OUT/gpu-results.txt when $OUT is set, else <bundle>/results/ (written as it goes, so a
 # run cut short still leaves what it had). With llvm19.tar.xz in the bundle (LLVM19=1), each
 # program we fail runs again under LLVM 19's runtime, and so do the benchmarks.
@@ -465,6 +476,77 @@ per_construct_and_contention() {
     done
 }
 
+# The command that runs the rest of its command line pinned to the CPU it is given first:
+# taskset, or Python's sched_setaffinity where util-linux is missing.
+if command -v taskset >/dev/null; then pin_to=(taskset -c); else
+    pin_to=(python3 -c 'import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])}); os.execvp(sys.argv[2], sys.argv[2:])')
+fi
+
+# One launches-only process of the raw driver or of omp_gpu under a runtime (the first argument),
+# pinned to the CPU given second if any: "launch_us p10 p90".
+launch_figures() {
+    local runtime=$1 pin=()
+    [ -n "${2:-}" ] && pin=("${pin_to[@]}" "$2")
+    case $runtime in
+        raw) GPU_BENCH_LAUNCHES_ONLY=1 with_timeout 60 "${pin[@]}" "$here/bench/raw_driver" ;;
+        *) GPU_BENCH_LAUNCHES_ONLY=1 on_runtime "$runtime" with_timeout 60 "${pin[@]}" "$here/bench/omp_gpu" ;;
+    esac 2>/dev/null | awk '$2 == "launch_us" {m = $3} $2 == "launch_p10_us" {a = $3} $2 == "launch_p90_us" {b = $3}
+        END {print (m == "" ? "failed" : m " " a " " b)}'
+}
+
+# Whether the slow launch mode (one process's median 20-25 us or 45-60 us on the H100 VM) is
+# where the waiting thread runs: the raw driver pinned to each CPU in turn; then the raw driver,
+# ours and LLVM 19's pinned together to the fastest and to the slowest CPU of that sweep; then all
+# three unpinned with spinning waits (RAW_DRIVER_SCHED=spin, OMP_GPU_SCHED=spin). Figures: median,
+# 10th and 90th percentile of one process's 20,000 launches (us).
+placement() {
+    local cpu n fast slow best= worst= f r i names=(raw ours) file=$results/placement.txt
+    [ -n "$llvm19_lib" ] && names+=(llvm19)
+    n=$(nproc)
+    echo "== launch latency and where the waiting thread runs ($n CPUs; median p10 p90, us)"
+    grep -i nvidia /proc/interrupts | awk '{printf "irq %s", $1; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/ && $i > 0) printf " cpu%d:%s", i - 2, $i; print ""}'
+    : >"$file"
+    for ((cpu = 0; cpu < n; cpu++)); do
+        f=$(launch_figures raw "$cpu")
+        echo "raw pinned cpu $cpu: $f" | tee -a "$file"
+        [ "$f" = failed ] && continue
+        if [ -z "$best" ] || awk -v a="${f%% *}" -v b="$best" 'BEGIN {exit !(a < b)}'; then best=${f%% *}; fast=$cpu; fi
+        if [ -z "$worst" ] || awk -v a="${f%% *}" -v b="$worst" 'BEGIN {exit !(a > b)}'; then worst=${f%% *}; slow=$cpu; fi
+    done
+    grep -i nvidia /proc/interrupts | awk '{printf "irq %s", $1; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/ && $i > 0) printf " cpu%d:%s", i - 2, $i; print ""}'
+    [ -n "$best" ] || { echo "placement: the raw driver failed on every CPU"; return 1; }
+    for cpu in "$fast" "$slow"; do
+        for ((i = 1; i <= 3; i++)); do
+            for r in "${names[@]}"; do
+                echo "$r pinned cpu $cpu round $i: $(launch_figures "$r" "$cpu")" | tee -a "$file"
+            done
+        done
+    done
+    for ((i = 1; i <= 3; i++)); do
+        for r in "${names[@]}"; do
+            echo "$r spinning round $i: $(RAW_DRIVER_SCHED=spin OMP_GPU_SCHED=spin launch_figures "$r")" | tee -a "$file"
+        done
+    done
+}
+
+# The host benchmark suite (bench/, issue 19's figures) on this machine's CPUs: the same
+# clang-19 programs on ours and on LLVM 19's runtime, alternating, as `target/release/bench`.
+host_bench() {
+    local ours=${TMPDIR:-/tmp}/omptarget-host-dist
+    [ -x "$here/hostbench/bench" ] || { echo "host_bench: the bundle has no hostbench/"; return 1; }
+    [ -n "$llvm19_lib" ] || { echo "host_bench: no LLVM 19 runtime in the bundle (LLVM19=1)"; return 1; }
+    # Our install tree without LLVM's libomp, which the programs find in the loader's path.
+    rm -rf "$ours" && mkdir -p "$ours/lib" && cp -a "$here/lib/." "$ours/lib/" && rm -f "$ours/lib/libomp.so.5"
+    cp "$here/lib/libomp.so.5" /usr/local/lib/ 2>/dev/null && ldconfig 2>/dev/null
+    echo "== host benchmarks (bench --runs ${HOST_RUNS:-5}; $(nproc) CPUs)"
+    # As on a machine without a GPU: every plugin, and the programs' default offload policy.
+    with_timeout 400 env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD "$here/hostbench/bench" --runs "${HOST_RUNS:-5}" --dist "$ours" --llvm "$llvm19_lib" \
+        --programs "$here/hostbench/programs" --out "$results/host-bench.md" 2>"$results/logs/host-bench.err"
+    local status=$?
+    [ $status -eq 0 ] || tail -n 5 "$results/logs/host-bench.err"
+    return $status
+}
+
 main() {
     local status=0
     machine
@@ -481,8 +563,14 @@ main() {
         echo "FATAL: libraries missing (above)"
         return 1
     fi
-    [ -n "${SKIP_CONFORMANCE:-}" ] || conformance || status=1
-    [ -n "${SKIP_BENCH:-}" ] || bench || status=1
+    for step in ${STEPS:-conformance bench}; do
+        case $step in
+            conformance) [ -n "${SKIP_CONFORMANCE:-}" ] || conformance || status=1 ;;
+            bench) [ -n "${SKIP_BENCH:-}" ] || bench || status=1 ;;
+            placement | host_bench) $step || status=1 ;;
+            *) echo "run.sh: no step '$step'"; status=1 ;;
+        esac
+    done
     echo "== done: $([ $status -eq 0 ] && echo 'all ran clean' || echo 'failures above'); report in $results"
     return $status
 }

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Where libomp-19-dev puts LLVM 19's runtime; `--llvm DIR` names another copy.
 const LLVM_LIB_DIR: &str = "/usr/lib/llvm-19/lib";
 
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -27,6 +28,12 @@ struct Options {
     runs: usize,
     out: Option<PathBuf>,
     dist: PathBuf,
+    /// LLVM 19's `libomptarget.so.19.1` and the libraries it needs.
+    llvm: PathBuf,
+    /// Programs built earlier (on a machine with clang-19); none: build them into target/bench.
+    programs: Option<PathBuf>,
+    /// Only build the programs, into this directory, for a machine without clang-19.
+    build_only: Option<PathBuf>,
 }
 
 fn workspace_root() -> PathBuf {
@@ -45,6 +52,9 @@ fn parse_options() -> Result<Options, String> {
         dist: std::env::var_os("OMPTARGET_DIST")
             .map(PathBuf::from)
             .unwrap_or_else(|| root.join("dist")),
+        llvm: PathBuf::from(LLVM_LIB_DIR),
+        programs: None,
+        build_only: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -58,7 +68,14 @@ fn parse_options() -> Result<Options, String> {
             }
             "--out" => o.out = Some(args.next().ok_or("--out takes a file")?.into()),
             "--dist" => o.dist = args.next().ok_or("--dist takes a directory")?.into(),
-            _ => return Err(format!("unknown argument '{a}'\nusage: bench [--quick] [--runs N] [--out FILE] [--dist DIR]")),
+            "--llvm" => o.llvm = args.next().ok_or("--llvm takes a directory")?.into(),
+            "--programs" => {
+                o.programs = Some(args.next().ok_or("--programs takes a directory")?.into())
+            }
+            "--build-programs" => {
+                o.build_only = Some(args.next().ok_or("--build-programs takes a directory")?.into())
+            }
+            _ => return Err(format!("unknown argument '{a}'\nusage: bench [--quick] [--runs N] [--out FILE] [--dist DIR] [--llvm DIR] [--programs DIR | --build-programs DIR]")),
         }
     }
     if o.quick {
@@ -128,7 +145,7 @@ type Measurements = BTreeMap<(String, Runtime), Samples>;
 
 fn lib_dir(runtime: Runtime, o: &Options) -> PathBuf {
     match runtime {
-        Runtime::Llvm => PathBuf::from(LLVM_LIB_DIR),
+        Runtime::Llvm => o.llvm.clone(),
         Runtime::Ours => o.dist.join("lib"),
     }
 }
@@ -403,7 +420,7 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
         kept.map(|k| k >= 0.8),
     );
     let ours = footprint::measure(&footprint::tree_files(&o.dist));
-    let llvm = footprint::measure(&[PathBuf::from(LLVM_LIB_DIR).join("libomptarget.so.19.1")]);
+    let llvm = footprint::measure(&[o.llvm.join("libomptarget.so.19.1")]);
     let allowed = [
         "libc.so",
         "libgcc_s.so",
@@ -457,6 +474,15 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(dir) = &o.build_only {
+        let mut programs: Vec<&str> = cases(false).iter().map(|c| c.program).collect();
+        programs.dedup();
+        if let Err(e) = build(&programs, dir) {
+            eprintln!("benchmark programs not built: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if !o.dist.join("lib/libomptarget.so.19.1").exists() {
         eprintln!(
             "no install tree at {} (run scripts/build-dist.sh)",
@@ -464,17 +490,22 @@ fn main() {
         );
         std::process::exit(2);
     }
-    if !Path::new(LLVM_LIB_DIR)
-        .join("libomptarget.so.19.1")
-        .exists()
-    {
-        eprintln!("LLVM 19's runtime is missing ({LLVM_LIB_DIR}; install libomp-19-dev)");
+    if !o.llvm.join("libomptarget.so.19.1").exists() {
+        eprintln!(
+            "LLVM 19's runtime is missing ({}; install libomp-19-dev)",
+            o.llvm.display()
+        );
         std::process::exit(2);
     }
-    let bin_dir = workspace_root().join("target/bench");
     let mut programs: Vec<&str> = cases(o.quick).iter().map(|c| c.program).collect();
     programs.dedup();
-    let outcome = build(&programs, &bin_dir).and_then(|_| measure(&o, &bin_dir));
+    let outcome = match &o.programs {
+        Some(dir) => measure(&o, dir),
+        None => {
+            let bin_dir = workspace_root().join("target/bench");
+            build(&programs, &bin_dir).and_then(|_| measure(&o, &bin_dir))
+        }
+    };
     let m = match outcome {
         Ok(m) => m,
         Err(e) => {
