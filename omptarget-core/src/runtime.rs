@@ -53,7 +53,7 @@ pub struct Runtime {
     shut_down: AtomicBool,
     /// The process the runtime started in: a child forked from it inherits the exit handler,
     /// but not the drivers' state or the MPI device processes to shut down.
-    started_in: u32,
+    started_in: plugin_api::process::SetUpIn,
 }
 
 /// `requires unified_shared_memory`.
@@ -113,7 +113,7 @@ impl Runtime {
             late_devices: AtomicBool::new(false),
             exiting: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
-            started_in: std::process::id(),
+            started_in: plugin_api::process::SetUpIn::this_process(),
         }
     }
 
@@ -544,7 +544,7 @@ impl Runtime {
     /// copy of its parent's, which a remote device (MPI) shares, so it must not change them as
     /// it exits.
     pub fn in_forked_child(&self) -> bool {
-        std::process::id() != self.started_in
+        self.started_in.is_forked_child()
     }
 
     /// Shuts every started plugin down (once), as LLVM's runtime does when its last library is

@@ -58,6 +58,7 @@ pub mod native_code;
 pub mod offload_binary;
 pub mod pinning;
 mod plugin;
+pub mod process;
 mod shims;
 pub mod twin;
 mod types;

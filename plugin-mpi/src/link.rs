@@ -35,7 +35,7 @@ pub struct Link {
     pub watched: bool,
     /// The process that joined the job: a child forked from it inherits the link (and the
     /// exit handler that shuts it down), not the device processes.
-    joined_in: u32,
+    joined_in: plugin_api::process::SetUpIn,
 }
 
 pub fn mpi_error(e: String) -> PluginError {
@@ -169,7 +169,7 @@ impl Link {
             closed: AtomicBool::new(false),
             dead: (0..roles.len()).map(|_| AtomicBool::new(false)).collect(),
             watched: mpi_wire::launcher_recovers(),
-            joined_in: std::process::id(),
+            joined_in: plugin_api::process::SetUpIn::this_process(),
         };
         if let Some(why) = refusal {
             link.shut_down();
@@ -418,7 +418,7 @@ impl Link {
     /// Tells every device process to finish, then finalises MPI if we initialised it. Later
     /// calls fail with a clear error (the runtime may still unload images after this).
     pub fn shut_down(&self) {
-        if std::process::id() != self.joined_in {
+        if self.joined_in.is_forked_child() {
             // A forked child exits: the device processes are its parent's.
             return;
         }
