@@ -26,6 +26,13 @@
 #   LLVM19=1  also pack LLVM 19's runtime (its libomptarget.so.19.1, CUDA plugin built in, and the
 #             libraries it needs; about 43 MiB), so that run.sh runs every program we fail and
 #             the benchmarks under it too, on the same GPU: the judge of our failures
+#   COMPILER  clang19 (default) or clang22: which compiler builds the conformance programs (the
+#             benchmarks are clang-19's either way); clang-22 links LLVM 22's device runtime
+#             (scripts/build-llvm22-device-runtime.sh) and our libomptarget.so.22.1
+#   LLVM22=1  pack LLVM 22's runtime (libomptarget.so.22.1 and libLLVMOffload.so.22.1 from
+#             /opt/llvm22-omp, with the libraries they need; about 45 MiB), the judge of a
+#             clang-22 bundle's failures. With LLVM19=1 too the bundle is over the device
+#             tool's 64 MiB.
 # run.sh's environment: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds
 #   for all programs, default 420, then the rest are skipped so the benchmarks still run within
 #   the device tool's 600 s), ONLY (run only programs whose name contains it), SKIP_CONFORMANCE=1,
@@ -40,19 +47,19 @@ llvm_lib=/usr/lib/llvm-19/lib
 # One conformance program: compile it for sm_90 into $dir/conformance, or say why not in a
 # .fail/.skip note. Runs under xargs -P, so it never fails itself.
 compile_one() {
-    local src=$1 name bin spec flags=() cc=clang-19 compilers
+    local src=$1 name bin spec flags=() cc=clang-${compiler#clang} compilers
     name=${src#"$root/tests/conformance/"}
     bin=${name//[\/.]/_}
     # The directives, in the form tests/src/conformance.rs reads: "// KEY: value", trimmed.
     spec=$(sed -n 's/^[[:space:]]*\(\/\/ [A-Z-]*: .*\)/\1/p' "$src" | sed 's/[[:space:]]*$//')
     compilers=$(sed -n 's/^\/\/ COMPILERS: //p' <<<"$spec")
-    if [ -n "$compilers" ] && ! grep -qw clang19 <<<"$compilers"; then
-        echo "$name: not for clang-19 (COMPILERS: $compilers)" >"$dir/conformance/$bin.skip"
+    if [ -n "$compilers" ] && ! grep -qw "$compiler" <<<"$compilers"; then
+        echo "$name: not for $cc (COMPILERS: $compilers)" >"$dir/conformance/$bin.skip"
         return 0
     fi
     read -ra flags <<<"$(sed -n 's/^\/\/ FLAGS: //p' <<<"$spec" | tr '\n' ' ')"
-    [[ $src == *.cpp ]] && cc=clang++-19
-    if PATH=$cuda_min/bin:$PATH $cc "${recipe[@]}" "${flags[@]}" "$src" \
+    [[ $src == *.cpp ]] && cc=clang++-${compiler#clang}
+    if PATH=$cuda_min/bin:$PATH $cc "${programs_recipe[@]}" "${flags[@]}" "$src" \
         -o "$dir/conformance/$bin" 2>"$dir/conformance/$bin.log"; then
         printf '%s\n' "$spec" >"$dir/conformance/$bin.spec"
         echo "$name $bin" >"$dir/conformance/$bin.ok"
@@ -70,6 +77,22 @@ compile_one() {
 # all the stand-in nvlink can handle (see setup-nvptx-toolchain.sh).
 cuda_min=${CUDA_MIN:-$root/target/nvptx-toolchain}
 recipe=(-O2 -foffload-lto -fopenmp --offload-arch=sm_90 "--cuda-path=$cuda_min")
+compiler=${COMPILER:-clang19}
+case $compiler in
+    clang19) programs_recipe=("${recipe[@]}") ;;
+    clang22)
+        # As tests/src/lib.rs builds clang-22 programs, without the x86-64 twin: Debian ships no
+        # LLVM 22 device runtime, so the image links the one built from LLVM 22's sources.
+        llvm22_root=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}
+        nvptx=nvptx64-nvidia-cuda
+        programs_recipe=(-O2 -fopenmp -nogpulib -Wno-unused-command-line-argument
+            "-fopenmp-targets=$nvptx" "-Xopenmp-target=$nvptx" -march=sm_90
+            "-Xoffload-linker-$nvptx" "$root/target/llvm22-device-runtime/libomptarget-nvptx.bc"
+            -foffload-lto "--cuda-path=$cuda_min"
+            "-I$llvm22_root/usr/lib/llvm-22/lib/clang/22/include" "-L${DIST:-$root/dist}/lib"
+            -L/usr/lib/llvm-19/lib) ;;
+    *) echo "gpu-run.sh: COMPILER is clang19 or clang22, not '$compiler'" >&2; exit 2 ;;
+esac
 
 if [ "${1:-}" = __compile ]; then # internal: one program, for xargs
     dir=$2
@@ -89,7 +112,8 @@ fi
 rm -rf "${dir:?}"/* "$dir/.gpu-bundle"
 touch "$dir/.gpu-bundle"
 
-for tool in clang-19 clang++-19; do
+[ "$compiler" = clang22 ] && "$root/scripts/build-llvm22-device-runtime.sh" >/dev/null
+for tool in clang-19 clang++-19 "clang-${compiler#clang}" "clang++-${compiler#clang}"; do
     command -v $tool >/dev/null || { echo "gpu-run.sh: $tool not found" >&2; exit 1; }
 done
 [ -e "$llvm_lib/libomp.so.5" ] || { echo "gpu-run.sh: no $llvm_lib/libomp.so.5 (libomp-19-dev)" >&2; exit 1; }
@@ -148,23 +172,33 @@ mkdir -p "$dir/hostbench"
 cp "$root/target/release/bench" "$dir/hostbench/"
 "$dir/hostbench/bench" --build-programs "$dir/hostbench/programs"
 
-if [ -n "${LLVM19:-}" ]; then
-    echo "packing LLVM 19's runtime"
+# Packs an LLVM runtime as NAME.tar.xz: the given libraries and what they need beyond the C and
+# C++ runtimes, which the GPU machine has (newer).
+pack_runtime() {
+    local name=$1 pack lib
+    shift
+    echo "packing $name's runtime"
     pack=$(mktemp -d)
-    mkdir "$pack/llvm19"
-    cp -L "$llvm_lib/libomptarget.so.19.1" "$llvm_lib/libomp.so.5" "$pack/llvm19/"
-    # What it needs beyond the C and C++ runtimes, which the GPU machine has (newer).
-    ldd "$llvm_lib/libomptarget.so.19.1" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+    mkdir "$pack/$name"
+    cp -L "$@" "$pack/$name/"
+    for lib in "$@"; do ldd "$lib"; done | awk '$3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
         case ${lib##*/} in libc.so.* | libm.so.* | libstdc++.so.* | libgcc_s.so.* | ld-linux*) ;;
-            *) cp -L "$lib" "$pack/llvm19/" ;; esac
+            *) [ -e "$pack/$name/${lib##*/}" ] || cp -L "$lib" "$pack/$name/" ;; esac
     done
-    tar -C "$pack" -cf - llvm19 | xz -T0 -6 >"$dir/llvm19.tar.xz"
+    tar -C "$pack" -cf - "$name" | xz -T0 -6 >"$dir/$name.tar.xz"
     rm -rf "$pack"
+}
+[ -z "${LLVM19:-}" ] || pack_runtime llvm19 "$llvm_lib/libomptarget.so.19.1" "$llvm_lib/libomp.so.5"
+if [ -n "${LLVM22:-}" ]; then
+    llvm22_lib=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}/usr/lib/llvm-22/lib
+    pack_runtime llvm22 "$llvm22_lib/libomptarget.so.22.1" "$llvm22_lib/libLLVMOffload.so.22.1" \
+        "$llvm_lib/libomp.so.5"
 fi
+echo "$compiler" >"$dir/COMPILER"
 
 jobs=${JOBS:-$(nproc)}
-echo "building the conformance programs for sm_90 ($jobs at a time)"
-export CUDA_MIN=$cuda_min
+echo "building the conformance programs for sm_90 with $compiler ($jobs at a time)"
+export CUDA_MIN=$cuda_min COMPILER=$compiler
 find "$root/tests/conformance" -type f \( -name '*.c' -o -name '*.cpp' \) | sort |
     xargs -P "$jobs" -I{} bash "$0" __compile "$dir" {}
 ( cd "$dir/conformance"
@@ -178,7 +212,7 @@ find "$root/tests/conformance" -type f \( -name '*.c' -o -name '*.cpp' \) | sort
 { echo "bundle made $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n)"
   echo "source: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
        "($(git -C "$root" status --porcelain 2>/dev/null | wc -l) files changed since)"
-  echo "compiler: $(clang-19 --version | head -n 1); ptxas $(sed 's/CUDA Version //' "$cuda_min/version.txt")"
+  echo "compiler: $("clang-${compiler#clang}" --version | head -n 1); ptxas $(sed 's/CUDA Version //' "$cuda_min/version.txt")"
   echo "dist: $dist"
   (cd "$dir/lib" && ls -l --time-style=+%F.%R -- * | awk '{$1 = $2 = $3 = $4 = ""; print " " $0}')
 } >"$dir/BUILD-INFO"
@@ -199,9 +233,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 results=${OUT:-$here/results}
 mkdir -p "$results/logs"
 timeout_s=${TIMEOUT:-30} budget_s=${CONFORMANCE_BUDGET:-420}
-# The suffix of check()'s logs: none for ours, .llvm19 under LLVM 19's runtime.
+# The suffix of check()'s logs: none for ours, .llvm19 or .llvm22 under LLVM's runtime.
 log_suffix=
-llvm19_lib=
+# LLVM's runtimes from the bundle, once unpacked; the judge of failures is the one of the
+# compiler that built the conformance programs.
+llvm19_lib= llvm22_lib=
+compiler=$(cat "$here/COMPILER" 2>/dev/null || echo clang19)
+judge=llvm${compiler#clang}
 
 # Our runtime and LLVM's libomp from the bundle; only the CUDA plugin; and a region that cannot
 # run on the GPU is an error, never a silent host fallback.
@@ -229,28 +267,36 @@ machine() {
     echo "== omptarget-info"; "$here/bin/omptarget-info" 2>&1
 }
 
-# LLVM 19's runtime from the bundle, unpacked, with the name of the driver its plugin opens.
-unpack_llvm19() {
-    [ -e "$here/llvm19.tar.xz" ] || return 0
-    local to=${TMPDIR:-/tmp}/omptarget-gpu-llvm19 cuda
-    rm -rf "$to" && mkdir -p "$to" && tar -C "$to" -xJf "$here/llvm19.tar.xz" ||
-        { echo "llvm19.tar.xz: could not unpack; no LLVM 19 runs"; return 0; }
+# An LLVM runtime from the bundle (llvm19 or llvm22), unpacked, with the name of the driver its
+# plugin opens; sets llvm19_lib or llvm22_lib.
+unpack_runtime() {
+    local name=$1 to=${TMPDIR:-/tmp}/omptarget-gpu-$1 cuda
+    [ -e "$here/$name.tar.xz" ] || return 0
+    rm -rf "$to" && mkdir -p "$to" && tar -C "$to" -xJf "$here/$name.tar.xz" ||
+        { echo "$name.tar.xz: could not unpack; no $name runs"; return 0; }
     cuda=$( (/sbin/ldconfig -p 2>/dev/null || ldconfig -p) | awk '/libcuda\.so\.1 /{print $NF; exit}')
-    [ -n "$cuda" ] && ln -sf "$cuda" "$to/llvm19/libcuda.so"
-    llvm19_lib=$to/llvm19
-    echo "== LLVM 19's runtime: $llvm19_lib (libcuda.so -> ${cuda:-none})"
+    [ -n "$cuda" ] && ln -sf "$cuda" "$to/$name/libcuda.so"
+    printf -v "${name}_lib" '%s' "$to/$name"
+    echo "== $name's runtime: $to/$name (libcuda.so -> ${cuda:-none})"
 }
 
-# Runs the rest of the command line (a program or a function) under LLVM 19's runtime alone.
-under_llvm19() {
-    (unset LIBOMPTARGET_PLUGINS_TO_LOAD; export LD_LIBRARY_PATH=$llvm19_lib; log_suffix=.llvm19; "$@")
+# The unpacked directory of runtime $1 (llvm19, llvm22), or nothing.
+runtime_lib() {
+    case $1 in llvm19) echo "$llvm19_lib" ;; llvm22) echo "$llvm22_lib" ;; esac
 }
 
-# Runs the command line after the runtime's name (ours, llvm19) under that runtime.
+# Runs the rest of the command line (a program or a function) under LLVM runtime $1 alone.
+under_llvm() {
+    local lib
+    lib=$(runtime_lib "$1")
+    (unset LIBOMPTARGET_PLUGINS_TO_LOAD; export LD_LIBRARY_PATH=$lib; log_suffix=.$1; shift; "$@")
+}
+
+# Runs the command line after the runtime's name (ours, llvm19, llvm22) under that runtime.
 on_runtime() {
     local runtime=$1
     shift
-    if [ "$runtime" = llvm19 ]; then under_llvm19 "$@"; else "$@"; fi
+    if [ "$runtime" = ours ]; then "$@"; else under_llvm "$runtime" "$@"; fi
 }
 
 # One program, checked as tests/src/conformance.rs checks it: exit status (EXIT: fail inverts
@@ -330,7 +376,7 @@ conformance() {
     local lacking=0 devices pageable
     devices=$("$here/bin/omptarget-info" 2>/dev/null | awk '/^Devices: /{print $2; exit}')
     pageable=$("$here/bin/omptarget-info" 2>/dev/null | awk -F': *' '$1 ~ /pageable memory access/{print $2; exit}')
-    echo "== conformance (sm_90, LIBOMPTARGET_PLUGINS_TO_LOAD=cuda, OMP_TARGET_OFFLOAD=mandatory, timeout ${timeout_s}s;" \
+    echo "== conformance ($compiler, sm_90, LIBOMPTARGET_PLUGINS_TO_LOAD=cuda, OMP_TARGET_OFFLOAD=mandatory, timeout ${timeout_s}s;" \
         "${devices:=0} devices, pageable memory access ${pageable:=unknown})"
     while read -r name bin; do
         [[ $name == *"${ONLY:-}"* ]] || continue
@@ -345,20 +391,20 @@ conformance() {
                 fail=$((fail + 1)); failed+=("$name"); fi
         elif check "$name" "$bin"; then pass=$((pass + 1)); else
             fail=$((fail + 1)); failed+=("$name")
-            if [ -n "$llvm19_lib" ]; then
-                # The same program and checks under LLVM 19's runtime.
+            if [ -n "$(runtime_lib "$judge")" ]; then
+                # The same program and checks under LLVM's runtime of the same release.
                 judged=$((judged + 1))
-                under_llvm19 check "$name" "$bin" >"$results/logs/judge" && llvm_passes+=("$name")
-                sed 's/^/   LLVM 19: /' "$results/logs/judge"
+                under_llvm "$judge" check "$name" "$bin" >"$results/logs/judge" && llvm_passes+=("$name")
+                sed "s/^/   LLVM ${judge#llvm}: /" "$results/logs/judge"
             fi
         fi
     done <"$here/conformance/programs.txt"
     echo "-- conformance: $pass passed, $fail failed, $lacking left out for what this machine lacks," \
         "$skip skipped for time ($((SECONDS - start))s);" \
         "$(wc -l <"$here/compile-failures.txt") did not compile for sm_90 (compile-failures.txt)," \
-        "$(wc -l <"$here/skipped.txt") not for clang-19"
+        "$(wc -l <"$here/skipped.txt") not for $compiler"
     [ $fail -eq 0 ] || echo "   failed: ${failed[*]}"
-    [ $judged -eq 0 ] || echo "   LLVM 19's runtime passes ${#llvm_passes[@]} of those $judged: ${llvm_passes[*]:-none}"
+    [ $judged -eq 0 ] || echo "   LLVM ${judge#llvm}'s runtime passes ${#llvm_passes[@]} of those $judged: ${llvm_passes[*]:-none}"
     sed 's/^/   no sm_90 build: /' "$here/compile-failures.txt"
     [ $fail -eq 0 ] && [ $skip -eq 0 ]
 }
@@ -372,7 +418,7 @@ bench() {
     with_timeout 120 "$here/bench/omp_gpu" >>"$figures" 2>"$results/logs/omp_gpu.err" ||
         { ok=1; echo "omp_gpu failed:"; tail -n 20 "$results/logs/omp_gpu.err"; }
     if [ -n "$llvm19_lib" ]; then
-        under_llvm19 with_timeout 120 "$here/bench/omp_gpu" 2>"$results/logs/omp_gpu.llvm19.err" |
+        under_llvm llvm19 with_timeout 120 "$here/bench/omp_gpu" 2>"$results/logs/omp_gpu.llvm19.err" |
             sed 's/^omp /llvm19 /' >>"$figures" ||
             { ok=1; echo "omp_gpu under LLVM 19 failed:"; tail -n 20 "$results/logs/omp_gpu.llvm19.err"; }
     fi
@@ -552,7 +598,8 @@ host_bench() {
 main() {
     local status=0
     machine
-    unpack_llvm19
+    unpack_runtime llvm19
+    unpack_runtime llvm22
     # Carried copies may lose symlinks; the programs ask for libomptarget.so.19.1.
     for link in libomptarget.so.19.1 libomptarget.so; do
         [ -e "$here/lib/$link" ] || ln -sf libomptarget.so.22.1 "$here/lib/$link"
@@ -587,5 +634,5 @@ chmod 755 "$dir/run.sh"
 size=$(du -sm "$dir" | cut -f1)
 echo "bundle: $dir (${size} MiB): $(wc -l <"$dir/conformance/programs.txt") programs built," \
      "$(wc -l <"$dir/compile-failures.txt") failed to compile (compile-failures.txt)," \
-     "$(wc -l <"$dir/skipped.txt") not for clang-19"
+     "$(wc -l <"$dir/skipped.txt") not for $compiler"
 [ "$size" -lt 60 ] || echo "gpu-run.sh: WARNING: bundle over 60 MiB; the device tool carries 64 MiB at most" >&2
