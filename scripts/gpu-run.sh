@@ -148,7 +148,10 @@ if [ ! -e "$cuda_min/bin/ptxas" ] && [ -x /opt/cuda-min/bin/ptxas ]; then
 else
     "$root/scripts/setup-nvptx-toolchain.sh" "$cuda_min"
 fi
-grep -q 'Whole-program ptxas' "$cuda_min/bin/ptxas" ||
+# run.sh leaves out programs that need a real nvlink (`// NEEDS: nvlink`) when the bundle's
+# toolchain is the stand-in.
+if grep -q 'Whole-program ptxas' "$cuda_min/bin/ptxas"; then toolchain=stand-in; else toolchain=other; fi
+[ "$toolchain" = stand-in ] ||
     echo "gpu-run.sh: WARNING: $cuda_min makes relocatable cubins (not scripts/setup-nvptx-toolchain.sh's)" >&2
 
 mkdir -p "$dir/lib" "$dir/bin" "$dir/bench" "$dir/conformance"
@@ -195,6 +198,7 @@ if [ -n "${LLVM22:-}" ]; then
         "$llvm_lib/libomp.so.5"
 fi
 echo "$compiler" >"$dir/COMPILER"
+echo "$toolchain" >"$dir/TOOLCHAIN"
 
 jobs=${JOBS:-$(nproc)}
 echo "building the conformance programs for sm_90 with $compiler ($jobs at a time)"
@@ -352,6 +356,12 @@ lacks() {
             "// NEEDS: "*" devices")
                 need=${line#// NEEDS: }; need=${need%% *}
                 [ "$devices" -ge "$need" ] || { echo "needs $need devices, this machine has $devices"; return; } ;;
+            "// NEEDS: nvlink")
+                # Without nvlink, a function's address stored in a device global stays an offset
+                # in its section (no relocation for the driver to resolve): calls through it
+                # fault, under LLVM's runtime too.
+                [ "$(cat "$here/TOOLCHAIN" 2>/dev/null)" != stand-in ] ||
+                    { echo "needs nvlink: the stand-in toolchain cannot link function pointers in device globals"; return; } ;;
         esac
     done <"$here/conformance/$1.spec"
 }

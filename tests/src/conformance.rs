@@ -19,6 +19,9 @@
 //! // NEEDS: pageable memory access   for scripts/gpu-run.sh: where device 0 has none, the
 //! //                         program is only checked for the runtime's message saying so
 //! // NOT-ON-GPU: why         for scripts/gpu-run.sh: a host device's own behaviour
+//! // NEEDS: nvlink           for scripts/gpu-run.sh: left out when the bundle was built with the
+//! //                         stand-in NVPTX toolchain, which cannot link function pointers
+//! //                         held in device globals (indirect calls)
 //! ```
 //!
 //! The `NEEDS` and `NOT-ON-GPU` lines go last in a file, so that they move no line that a

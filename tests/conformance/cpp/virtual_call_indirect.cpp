@@ -31,3 +31,4 @@ int main() {
   std::printf("derived=%d base=%d\n", derived, base);
   return !(derived == 42 && base == 21);
 }
+// NEEDS: nvlink

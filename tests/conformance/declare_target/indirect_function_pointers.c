@@ -24,3 +24,4 @@ int main(void) {
   printf("results %d %d %d\n", out[0], out[1], out[2]);
   return !(out[0] == 30 && out[1] == 20 && out[2] == 40);
 }
+// NEEDS: nvlink

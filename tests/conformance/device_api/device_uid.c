@@ -24,3 +24,4 @@ int main(void) {
          inverse ? "yes" : "no", host ? host : "(null)", invalid ? "yes" : "no");
   return !(distinct && inverse && invalid && host && strcmp(host, "HOST") == 0);
 }
+// NEEDS: 4 devices

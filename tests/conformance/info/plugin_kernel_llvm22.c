@@ -17,3 +17,4 @@ int main(void) {
   printf("x=%d\n", x);
   return x != 3;
 }
+// NOT-ON-GPU: it expects the host device's launch line (one team of one thread) for device 1
