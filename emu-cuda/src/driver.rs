@@ -94,7 +94,7 @@ pub fn init() -> Result<&'static Driver> {
             functions: Handles::new(0xf5),
         })
         .is_ok();
-    if first {
+    if first && !late_teardown() {
         register_teardown();
     }
     Ok(DRIVER.get().unwrap())
@@ -122,6 +122,22 @@ fn register_teardown() {
     // SAFETY: registers a function without arguments that only stores a flag; the emulated
     // driver is a dependency of whoever initialised it and is not unloaded before exit.
     unsafe { atexit(tear_down) };
+}
+
+/// `OMPTARGET_EMU_LATE_TEARDOWN`: the exit handler is registered at the first kernel launch
+/// instead of in `cuInit`, after the handlers a runtime registered as it started its plugin:
+/// it then runs before them, and their shutdown finds the driver gone.
+fn late_teardown() -> bool {
+    static LATE: OnceLock<bool> = OnceLock::new();
+    *LATE.get_or_init(|| std::env::var_os("OMPTARGET_EMU_LATE_TEARDOWN").is_some())
+}
+
+/// At each launch: registers the late exit handler, once, when asked for.
+pub fn launched() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    if late_teardown() {
+        REGISTERED.call_once(register_teardown);
+    }
 }
 
 /// The driver, once `cuInit` has run.

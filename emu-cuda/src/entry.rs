@@ -1098,6 +1098,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
     extra: *mut *mut c_void,
 ) -> CuResult {
     call("cuLaunchKernel", |c| {
+        crate::driver::launched();
         note_stream(c, stream);
         c.note(|| format!("grid={grid_x}x{grid_y}x{grid_z} block={block_x}x{block_y}x{block_z} shared={shared}"));
         let (driver, d) = current()?;

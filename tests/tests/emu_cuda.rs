@@ -396,6 +396,37 @@ fn memory_left_locked_is_unregistered_at_shutdown() {
     assert!(!stderr.contains("shutting down failed"), "{stderr}");
 }
 
+/// A driver that tore itself down before the plugin's shutdown (its exit handler registered
+/// after the runtime's, here at the first launch) leaves the plugin nothing to release: the
+/// program exits cleanly and quietly, and the shutdown made one call, which found it gone.
+#[test]
+fn a_driver_torn_down_before_the_shutdown_is_no_failure() {
+    let exe = tests::compile_cuda_twin("emu_pinning.c");
+    let (code, stdout, stderr, trace) = run_traced_with(
+        &exe,
+        "pin-late-teardown",
+        &[
+            ("EMU_PIN_LEAVE_LOCKED", "1"),
+            ("OMPTARGET_EMU_LATE_TEARDOWN", "1"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("locked=1 same=1 buffer0=7"), "{stdout}");
+    assert!(!stderr.contains("shutting down failed"), "{stderr}");
+    let gone: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.ends_with("CUDA_ERROR_DEINITIALIZED"))
+        .collect();
+    assert!(
+        gone.iter().any(|l| l.starts_with("cuCtxSetCurrent")),
+        "{trace}"
+    );
+    assert!(
+        !trace.lines().any(|l| l.starts_with("cuDevicePrimaryCtxRelease")),
+        "{trace}"
+    );
+}
+
 /// A clang-22 program through our CUDA plugin on the emulator: the kernel-language launch
 /// path (`llvmLaunchKernel` with the kernel's own parameter block, README "Not done yet") and
 /// a clang-22 image's kernel environment read by the plugin (issue 17, defect 9). The driver
