@@ -422,7 +422,9 @@ fn a_driver_torn_down_before_the_shutdown_is_no_failure() {
         "{trace}"
     );
     assert!(
-        !trace.lines().any(|l| l.starts_with("cuDevicePrimaryCtxRelease")),
+        !trace
+            .lines()
+            .any(|l| l.starts_with("cuDevicePrimaryCtxRelease")),
         "{trace}"
     );
 }
