@@ -593,7 +593,10 @@ host_bench() {
     [ -n "$llvm19_lib" ] || { echo "host_bench: no LLVM 19 runtime in the bundle (LLVM19=1)"; return 1; }
     # Our install tree without LLVM's libomp, which the programs find in the loader's path.
     rm -rf "$ours" && mkdir -p "$ours/lib" && cp -a "$here/lib/." "$ours/lib/" && rm -f "$ours/lib/libomp.so.5"
-    cp "$here/lib/libomp.so.5" /usr/local/lib/ 2>/dev/null && ldconfig 2>/dev/null
+    # The GPU machine has no libomp: the programs find the bundle's in the loader's path there.
+    if ! (/sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null) | grep -q 'libomp\.so\.5 '; then
+        cp "$here/lib/libomp.so.5" /usr/local/lib/ 2>/dev/null && ldconfig 2>/dev/null
+    fi
     echo "== host benchmarks (bench --runs ${HOST_RUNS:-5}; $(nproc) CPUs)"
     # As on a machine without a GPU: every plugin, the programs' default offload policy, and
     # no library path of ours (the footprint check asks ldd what our files need).
