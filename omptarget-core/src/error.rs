@@ -3,8 +3,13 @@
 use plugin_api::PluginError;
 use std::fmt;
 
+/// Boxed, so that a `Result<()>` is one word: every fallible step of a construct returns one,
+/// and a 48-byte error made each return go through memory (some 100 instructions a construct).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffloadError {
+pub struct OffloadError(Box<ErrorLines>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorLines {
     /// The first error line; empty when the cause was already printed (LLVM's MESSAGE lines).
     pub message: String,
     /// The lines the layers above add, outermost last, as LLVM reports a failed construct
@@ -12,12 +17,26 @@ pub struct OffloadError {
     pub context: Vec<String>,
 }
 
+impl std::ops::Deref for OffloadError {
+    type Target = ErrorLines;
+    fn deref(&self) -> &ErrorLines {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for OffloadError {
+    fn deref_mut(&mut self) -> &mut ErrorLines {
+        &mut self.0
+    }
+}
+
 impl OffloadError {
+    #[cold]
     pub fn new(message: impl Into<String>) -> Self {
-        OffloadError {
+        OffloadError(Box::new(ErrorLines {
             message: message.into(),
             context: Vec::new(),
-        }
+        }))
     }
 
     /// An error whose explanation has already been printed.
