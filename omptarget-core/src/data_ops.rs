@@ -324,10 +324,11 @@ fn unmapped_device_base(host_base: usize, offset: usize) -> usize {
     }
 }
 
-/// Maps every argument on entry to a construct. Returns, for `return_param` arguments
-/// (`use_device_ptr`), the device base address to hand back to the program.
-pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<DeviceBases> {
-    let returned = begin_list(q, args, false)?;
+/// Maps every argument on entry to a construct. Adds to `returned`, for `return_param`
+/// arguments (`use_device_ptr`), the device base address to hand back to the program (filled
+/// in place: returned by value, the list was copied at each level).
+pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg], returned: &mut DeviceBases) -> Result<()> {
+    begin_list(q, args, false, returned)?;
     // ATTACH entries (clang 22+) come after every other map of the construct. PRIVATE|ATTACH
     // ones initialise a private pointer and are handled with the kernel's private arguments.
     for arg in args
@@ -336,15 +337,15 @@ pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<DeviceBases>
     {
         attach_after_mapping(q, arg)?;
     }
-    Ok(returned)
+    Ok(())
 }
 
 fn begin_list(
     q: &mut ConstructQueue<'_>,
     args: &[MapArg],
     from_mapper: bool,
-) -> Result<DeviceBases> {
-    let mut returned = DeviceBases::new();
+    returned: &mut DeviceBases,
+) -> Result<()> {
     for (index, arg) in args.iter().enumerate() {
         let t = arg.map_type;
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
@@ -352,7 +353,8 @@ fn begin_list(
         }
         if arg.mapper != 0 {
             let components = mapper::expand(arg);
-            begin_list(q, &components, true)?;
+            // The components' own `return_param` results are not the program's.
+            begin_list(q, &components, true, &mut DeviceBases::new())?;
             for c in components.iter().filter(|c| c.map_type.has(ATTACH)) {
                 attach_after_mapping(q, c)?;
             }
@@ -462,7 +464,7 @@ fn begin_list(
             )?;
         }
     }
-    Ok(returned)
+    Ok(())
 }
 
 /// An ATTACH entry: `base` is the host pointer's address, `begin` the pointee, `size` the

@@ -107,7 +107,9 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
         let mut queue = ConstructQueue::new(device);
         match op {
             DataOp::Begin => {
-                for (index, device_base) in data_ops::begin(&mut queue, &map_args)? {
+                let mut returned = data_ops::DeviceBases::new();
+                data_ops::begin(&mut queue, &map_args, &mut returned)?;
+                for (index, device_base) in returned {
                     // SAFETY: `index` < arg_num; `use_device_ptr` results go back into args_base.
                     unsafe { *bases.add(index) = device_base as *mut c_void };
                 }

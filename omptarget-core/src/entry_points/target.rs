@@ -68,7 +68,7 @@ fn launch(
         e.with_context("Call to targetDataBegin failed, abort target.")
             .with_context("Failed to process data before launching the kernel.")
     };
-    data_ops::begin(&mut queue, &args).map_err(before)?;
+    data_ops::begin(&mut queue, &args, &mut data_ops::DeviceBases::new()).map_err(before)?;
     let values = data_ops::kernel_arguments(&mut queue, &args).map_err(before)?;
     let config = LaunchConfig {
         num_teams: request.num_teams,
