@@ -109,7 +109,8 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
             DataOp::Begin => {
                 let mut returned = data_ops::DeviceBases::new();
                 data_ops::begin(&mut queue, &map_args, &mut returned)?;
-                for (index, device_base) in returned {
+                // By reference: SmallVec's owning iterator costs more than the loop's body.
+                for &(index, device_base) in returned.iter() {
                     // SAFETY: `index` < arg_num; `use_device_ptr` results go back into args_base.
                     unsafe { *bases.add(index) = device_base as *mut c_void };
                 }
