@@ -686,6 +686,7 @@ impl Device {
 
     /// Frees what [`Device::alloc`] returned for `size` bytes of the default kind: the size
     /// names the pool class of a pool block, so it goes back with no search.
+    #[inline]
     pub fn free_allocation(&self, ptr: usize, size: u64) -> Result<()> {
         let _op = DataOp::delete(self.id, ptr);
         self.free_quietly(ptr, AllocKind::DEFAULT, Some(size))
@@ -693,6 +694,7 @@ impl Device {
 
     /// `size`: the bytes the block was allocated for, when known; an address of unknown origin
     /// is searched for in the pool.
+    #[inline]
     fn free_quietly(&self, ptr: usize, kind: AllocKind, size: Option<u64>) -> Result<()> {
         if self.record_replay.get().is_some_and(|r| r.contains(ptr)) {
             return Ok(()); // the block is reused by nothing: recorded memory stays as it is
@@ -765,6 +767,7 @@ impl Device {
     }
 
     /// Destroys the events of a mapping that was removed.
+    #[inline]
     pub fn discard_event(&self, m: &Mapping) {
         let Some(events) = m.events() else {
             return;

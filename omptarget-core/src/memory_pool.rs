@@ -125,6 +125,7 @@ impl MemoryPool {
     }
 
     /// The size class a request of `size` bytes is served from, if the pool serves it.
+    #[inline]
     pub fn class_of(&self, size: u64) -> Option<u64> {
         (self.threshold > 0 && size <= self.threshold)
             .then(|| size.max(MIN_CLASS).next_power_of_two())
@@ -132,6 +133,7 @@ impl MemoryPool {
 
     /// A block of the class from this thread's stripe: a freed one, else the next of its newest
     /// slab; `None` when a new slab is needed ([`MemoryPool::add_slab`]).
+    #[inline]
     pub fn take(&self, class: u64) -> Option<usize> {
         let mut state = self.stripes[my_stripe()].lock();
         let index = class_index(class);
@@ -183,6 +185,7 @@ impl MemoryPool {
     /// Takes back a block this pool handed out for `class` (known from the size it was asked
     /// for), into this thread's stripe: no search for its slab. A block may so move to
     /// another stripe's free list; any stripe may hand out any block of the class.
+    #[inline]
     pub fn give_back_block(&self, block: usize, class: u64) {
         self.stripes[my_stripe()].lock().free[class_index(class)].push(block);
     }

@@ -188,6 +188,7 @@ impl<'d> ConstructQueue<'d> {
         self.host_writes.push((host_dst, value));
     }
 
+    #[inline]
     pub fn note_created(&mut self, host_begin: usize) {
         self.created.push(host_begin);
     }
