@@ -17,6 +17,7 @@
 
 use plugin_api::address_map::AddressMap;
 use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
 use std::collections::BTreeSet;
 
 const PAGE_SHIFT: u32 = 10;
@@ -110,30 +111,45 @@ impl StartIndex {
             return true;
         }
         let key = page(start);
-        let Some(offsets) = self.pages.get_mut(&key) else {
+        // One probe of the pages: the entry is changed or removed where it was found.
+        let Entry::Occupied(mut entry) = self.pages.entry(key) else {
             return false;
         };
         let at = offset(start);
+        // Read as a plain slice once: each call on the SmallVec asks again where it lies.
+        let offsets: &mut [u16] = entry.get_mut();
+        let n = offsets.len();
+        let (Some(&page_first), Some(&page_last)) = (offsets.first(), offsets.last()) else {
+            return false; // not reached: empty pages are removed
+        };
         // Mappings usually go in the order they came (the first of the page) or the reverse
         // (its last): asked before searching.
-        let i = if offsets.first() == Some(&at) {
+        let i = if page_first == at {
             0
-        } else if offsets.last() == Some(&at) {
-            offsets.len() - 1
+        } else if page_last == at {
+            n - 1
         } else {
             match offsets.binary_search(&at) {
                 Ok(i) => i,
                 Err(_) => return false,
             }
         };
-        offsets.remove(i);
-        // The first or last start gone: its successor is in the same page, usually.
-        let page_first = offsets.first().map(|&o| start_at(key, o));
-        let page_last = offsets.last().map(|&o| start_at(key, o));
-        if offsets.is_empty() {
-            self.pages.remove(&key);
+        // The page's first and last starts once this one is gone (none when it was alone).
+        let (page_first, page_last) = if n == 1 {
+            (None, None)
+        } else {
+            let first = offsets[usize::from(i == 0)];
+            let last = offsets[if i == n - 1 { n - 2 } else { n - 1 }];
+            (Some(start_at(key, first)), Some(start_at(key, last)))
+        };
+        if n == 1 {
+            entry.remove();
             self.order.remove(&key);
+        } else {
+            offsets.copy_within(i + 1.., i);
+            entry.get_mut().truncate(n - 1);
         }
+        // The first or last start gone: its successor is in the same page, usually.
         if self.first == Some(start) {
             self.first = page_first.or_else(|| self.first_of_page(*self.order.first()?));
         }
