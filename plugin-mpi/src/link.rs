@@ -400,13 +400,15 @@ impl Link {
         }
         let mut pending = requests;
         while !pending.is_empty() {
-            let mut still = Vec::with_capacity(pending.len());
-            for mut r in pending {
-                if !self.mpi.test(&mut r).map_err(mpi_error)? {
-                    still.push(r);
+            // Completed requests leave the list in place: a pass allocates nothing.
+            let mut i = 0;
+            while i < pending.len() {
+                if self.mpi.test(&mut pending[i]).map_err(mpi_error)? {
+                    pending.swap_remove(i);
+                } else {
+                    i += 1;
                 }
             }
-            pending = still;
             if !pending.is_empty() && self.is_dead(rank) {
                 pending.into_iter().for_each(|r| self.mpi.abandon(r));
                 return Err(Self::gone(rank));
