@@ -327,7 +327,11 @@ fn unmapped_device_base(host_base: usize, offset: usize) -> usize {
 /// Maps every argument on entry to a construct. Adds to `returned`, for `return_param`
 /// arguments (`use_device_ptr`), the device base address to hand back to the program (filled
 /// in place: returned by value, the list was copied at each level).
-pub fn begin(q: &mut ConstructQueue<'_>, args: &[MapArg], returned: &mut DeviceBases) -> Result<()> {
+pub fn begin(
+    q: &mut ConstructQueue<'_>,
+    args: &[MapArg],
+    returned: &mut DeviceBases,
+) -> Result<()> {
     begin_list(q, args, false, returned)?;
     // ATTACH entries (clang 22+) come after every other map of the construct. PRIVATE|ATTACH
     // ones initialise a private pointer and are handled with the kernel's private arguments.
