@@ -4,7 +4,7 @@ use plugin_api::PluginError;
 use std::fmt;
 
 /// Boxed, so that a `Result<()>` is one word: every fallible step of a construct returns one,
-/// and a 48-byte error made each return go through memory (some 100 instructions a construct).
+/// and a 48-byte error made each return go through memory (some 50 instructions a construct).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffloadError(Box<ErrorLines>);
 
