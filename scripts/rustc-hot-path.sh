@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Cargo's workspace rustc wrapper (.cargo/config.toml): compiles the crates on every
 # construct's path, the core and the host plugin, at LLVM inlining threshold 3000 instead of
 # the default 225. Their per-construct paths are chains of small calls (entry point, mapping
@@ -6,6 +6,8 @@
 # `target exit data` 12 % fewer instructions (callgrind, bench/programs/mappings.c; see
 # BENCHMARKS.md). Everything else keeps the default: for the whole workspace the install tree
 # grew from 9.0 to 10.9 MB, past its 10 MB target, for no measured gain.
+# Bash, not sh: dash drops environment variables whose names are no shell names, such as
+# the CARGO_BIN_EXE_<binary-with-hyphens> that Cargo sets for integration tests.
 rustc=$1
 shift
 case " $* " in
