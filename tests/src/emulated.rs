@@ -196,6 +196,11 @@ pub fn calls_per_construct(
         for line in trace.lines() {
             let function = line.split_whitespace().next().unwrap_or_default();
             *counts.entry(function.to_string()).or_default() += 1.0;
+            // An HSA wait that sleeps follows a busy-wait that outlasted its time: counted
+            // apart too (the name is no runtime call's), since how many there are is timing.
+            if function == "hsa_signal_wait_scacquire" && line.contains(" state=blocked") {
+                *counts.entry("blocked-waits".to_string()).or_default() += 1.0;
+            }
         }
         counts
     };

@@ -138,8 +138,8 @@ fn llvm_19s_nowait_regions_overlap_on_one_queue_too() {
 /// dispatches and copies, no more signals created, and no more runtime calls in all but the
 /// waits and signal loads, whose number is timing for both plugins (a wait that outlasts the
 /// busy-wait is followed by a sleeping one; whether a dependency completed decides a load),
-/// with a little slack for the barrier packet that the same timing decides. Waits: at most
-/// one more than LLVM's per construct. `nowait` regions and data constructs included: they
+/// with a little slack for the barrier packet that the same timing decides. Busy waits: at
+/// most one more than LLVM's per construct (the sleeping waits after them are timing too). `nowait` regions and data constructs included: they
 /// complete through their tasks' polls, as LLVM's (each ended with a blocking wait before).
 #[test]
 fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
@@ -176,7 +176,12 @@ fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
         );
         assert!(signals(&ours) <= signals(&llvm), "{report}");
         assert!(calls(&ours) <= calls(&llvm) + 0.5, "{report}");
-        let waits = |c: &HashMap<String, f64>| count(c, "hsa_signal_wait_scacquire");
+        // Busy waits: a sleeping wait follows one that outlasted the busy-wait, which a loaded
+        // machine decides for both plugins (CI once gave ours 2 waits per `update`, LLVM's 0.9;
+        // with every stream operation delayed 5 ms both sleep after each busy wait).
+        let waits = |c: &HashMap<String, f64>| {
+            count(c, "hsa_signal_wait_scacquire") - count(c, "blocked-waits")
+        };
         assert!(waits(&ours) <= waits(&llvm) + 1.0, "{report}");
     }
 }
