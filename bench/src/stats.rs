@@ -24,6 +24,30 @@ impl Samples {
         }
     }
 
+    /// The fastest run (for times): the runtime's cost with the least interference.
+    pub fn min(&self) -> Option<f64> {
+        self.sorted().first().copied()
+    }
+
+    /// Ours over LLVM's run by run (both ran a run's case back to back), as samples: drift of
+    /// the machine between runs cancels out of each ratio. Runs missing either are left out.
+    pub fn paired_ratios(ours: &Samples, llvm: &Samples) -> Samples {
+        Samples(
+            ours.0
+                .iter()
+                .zip(&llvm.0)
+                .filter(|(_, l)| **l != 0.0)
+                .map(|(o, l)| o / l)
+                .collect(),
+        )
+    }
+
+    /// The smallest and the largest sample.
+    pub fn range(&self) -> Option<(f64, f64)> {
+        let v = self.sorted();
+        Some((*v.first()?, *v.last()?))
+    }
+
     /// (max - min) / median, as a percentage: how noisy the runs were.
     pub fn spread_percent(&self) -> Option<f64> {
         let v = self.sorted();
@@ -43,5 +67,15 @@ mod tests {
         assert_eq!(s.spread_percent(), Some(100.0));
         assert_eq!(Samples(vec![1.0, 3.0]).median(), Some(2.0));
         assert_eq!(Samples::default().median(), None);
+        assert_eq!(s.min(), Some(1.0));
+        assert_eq!(s.range(), Some((1.0, 3.0)));
+        assert_eq!(Samples::default().min(), None);
+    }
+
+    #[test]
+    fn paired_ratios_divide_run_by_run() {
+        let ours = Samples(vec![1.0, 4.0, 3.0]);
+        let llvm = Samples(vec![10.0, 8.0, 0.0]);
+        assert_eq!(Samples::paired_ratios(&ours, &llvm).0, vec![0.1, 0.5]);
     }
 }
