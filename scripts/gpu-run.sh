@@ -39,7 +39,8 @@
 #   SKIP_BENCH=1, STEPS (the steps in order, default "conformance bench"; also "placement": where
 #   the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
 #   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle; HOST_RUNS,
-#   default 5).
+#   default 9: each runtime's speed jumps from process to process, and at 5 runs the medians
+#   could fall in different modes).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 llvm_lib=/usr/lib/llvm-19/lib
@@ -228,7 +229,7 @@ cat <<'RUN'
 # Runs every conformance program against our runtime on the CUDA plugin, then the benchmarks.
 # Env: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds in all, default 420),
 # ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1, STEPS (default "conformance bench";
-# also placement, host_bench), HOST_RUNS (host_bench's --runs, default 5).
+# also placement, host_bench), HOST_RUNS (host_bench's --runs, default 9).
 # Report: $OUT/gpu-results.txt when $OUT is set, else <bundle>/results/ (written as it goes, so a
 # run cut short still leaves what it had). With llvm19.tar.xz in the bundle (LLVM19=1), each
 # program we fail runs again under LLVM 19's runtime, and so do the benchmarks.
@@ -597,11 +598,13 @@ host_bench() {
     if ! (/sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null) | grep -q 'libomp\.so\.5 '; then
         cp "$here/lib/libomp.so.5" /usr/local/lib/ 2>/dev/null && ldconfig 2>/dev/null
     fi
-    echo "== host benchmarks (bench --runs ${HOST_RUNS:-5}; $(nproc) CPUs)"
+    local runs=${HOST_RUNS:-9}
+    echo "== host benchmarks (bench --runs $runs; $(nproc) CPUs)"
     # As on a machine without a GPU: every plugin, the programs' default offload policy, and
     # no library path of ours (the footprint check asks ldd what our files need).
-    with_timeout 400 env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD -u LD_LIBRARY_PATH \
-        "$here/hostbench/bench" --runs "${HOST_RUNS:-5}" --dist "$ours" --llvm "$llvm19_lib" \
+    # About 30 s a run on the 2-CPU VM; the runs so far are in host-bench.err if it is cut short.
+    with_timeout $((60 + 50 * runs)) env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD -u LD_LIBRARY_PATH \
+        "$here/hostbench/bench" --runs "$runs" --dist "$ours" --llvm "$llvm19_lib" \
         --programs "$here/hostbench/programs" --out "$results/host-bench.md" 2>"$results/logs/host-bench.err"
     local status=$?
     [ $status -eq 0 ] || tail -n 5 "$results/logs/host-bench.err"
