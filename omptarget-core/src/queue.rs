@@ -286,6 +286,12 @@ impl<'d> ConstructQueue<'d> {
     /// Reports the removal of a mapping (removed from the table already) and frees its memory
     /// once the construct's work has completed, after the mappings it released.
     pub fn report_removal_after_sync(&mut self, m: Mapping) {
+        // Where the work is done already and no info line is written, the order of reports
+        // is not seen (the memory is freed at the construct's end either way): reported now,
+        // the mapping is not moved into the queue and out again.
+        if self.device.queues_complete_on_submission() && !info::enabled(info::MAPPING_CHANGED) {
+            return self.report_removal(m);
+        }
         if let Some(earlier) = self.removed.replace(m) {
             // Not reached: only a construct's last argument removes at once.
             self.report_removal(earlier);
