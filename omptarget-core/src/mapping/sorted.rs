@@ -189,11 +189,11 @@ impl<V: Extent> SortedMappings<V> {
         host_begin: usize,
         change: impl FnOnce(&mut V) -> bool,
     ) -> Option<Option<V>> {
-        if !change(self.entries.get_mut(host_begin)?) {
-            return Some(None);
+        let removed = self.entries.change_or_remove(host_begin, change)?;
+        if removed.is_some() {
+            self.starts.remove(host_begin);
         }
-        self.starts.remove(host_begin);
-        Some(self.entries.remove(host_begin))
+        Some(removed)
     }
 
     pub fn remove(&mut self, host_begin: usize) -> Option<V> {

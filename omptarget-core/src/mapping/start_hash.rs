@@ -222,6 +222,23 @@ impl<V: Extent> StartHash<V> {
     /// Removes and returns the entry starting at `start`.
     pub fn remove(&mut self, start: usize) -> Option<V> {
         let i = self.find(start)?;
+        Some(self.remove_at(i))
+    }
+
+    /// Changes the entry starting at `start`, then removes it if `change` returned true, with
+    /// one probe: `None` when there is no such entry, else the removed entry if any.
+    pub fn change_or_remove(
+        &mut self,
+        start: usize,
+        change: impl FnOnce(&mut V) -> bool,
+    ) -> Option<Option<V>> {
+        let i = self.find(start)?;
+        Some(change(self.entry_mut(i)).then(|| self.remove_at(i)))
+    }
+
+    /// Removes and returns the entry in slot `i`, which holds one.
+    fn remove_at(&mut self, i: usize) -> V {
+        debug_assert!(is_full(self.tags[i]));
         let mask = self.tags.len() - 1;
         self.items -= 1;
         if self.tags[(i + 1) & mask] == EMPTY {
@@ -239,9 +256,9 @@ impl<V: Extent> StartHash<V> {
         } else {
             self.tags[i] = DELETED;
         }
-        // SAFETY: slot `i` held the entry (found by its tag), and its tag now says it holds
-        // none, so it is read out once.
-        Some(unsafe { ptr::read(self.slot(i)) }.0)
+        // SAFETY: slot `i` held the entry (the caller found it by its tag), and its tag now
+        // says it holds none, so it is read out once.
+        unsafe { ptr::read(self.slot(i)) }.0
     }
 
     /// Makes room for one more entry: clears the tombstones where they fill the room, else
@@ -453,11 +470,26 @@ mod tests {
                 let r = next();
                 // Aligned addresses, as mapped data mostly is.
                 let start = 0x7f00_0000_0000 + (r as usize % keys) * 64;
-                if r >> 62 == 0 {
+                if r >> 62 == 0 && r & 1 == 0 {
                     assert_eq!(
                         table.remove(start).map(|c: Counted| c.value),
                         model.remove(&start)
                     );
+                } else if r >> 62 == 0 {
+                    // Changed in place, then removed or kept (by another bit).
+                    let remove = r & 2 != 0;
+                    let answer = table.change_or_remove(start, |c: &mut Counted| {
+                        c.value += 1;
+                        remove
+                    });
+                    let expected = model.get_mut(&start).map(|v| {
+                        *v += 1;
+                        remove.then_some(*v)
+                    });
+                    if matches!(expected, Some(Some(_))) {
+                        model.remove(&start);
+                    }
+                    assert_eq!(answer.map(|removed| removed.map(|c| c.value)), expected);
                 } else {
                     made += 1;
                     table.insert(Counted {
