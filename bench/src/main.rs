@@ -297,8 +297,9 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
     t += "| metric | unit | LLVM 19 median (spread) | ours median (spread) | ours / LLVM | per run: median (range) | fastest / fastest | target | met |\n";
     t += "|---|---|---|---|---|---|---|---|---|\n";
     for row in rows(m) {
+        let samples = |rt| m.get(&(row.metric.clone(), rt));
         let cell = |rt| {
-            let s = m.get(&(row.metric.clone(), rt));
+            let s = samples(rt);
             format!(
                 "{} (±{}%)",
                 fmt(s.and_then(|s| s.median())),
@@ -307,11 +308,10 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
             )
         };
         let (l, ours) = (
-            median(m, &row.metric, Runtime::Llvm),
-            median(m, &row.metric, Runtime::Ours),
+            samples(Runtime::Llvm).and_then(Samples::median),
+            samples(Runtime::Ours).and_then(Samples::median),
         );
         let ratio = l.zip(ours).map(|(l, ours)| ours / l);
-        let samples = |rt| m.get(&(row.metric.clone(), rt));
         let (per_run, fastest) = match (samples(Runtime::Ours), samples(Runtime::Llvm)) {
             (Some(o), Some(l)) if matches!(row.goal, Goal::AtMostOfLlvm(_)) => {
                 let paired = Samples::paired_ratios(o, l);

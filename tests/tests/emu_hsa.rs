@@ -139,8 +139,9 @@ fn llvm_19s_nowait_regions_overlap_on_one_queue_too() {
 /// waits and signal loads, whose number is timing for both plugins (a wait that outlasts the
 /// busy-wait is followed by a sleeping one; whether a dependency completed decides a load),
 /// with a little slack for the barrier packet that the same timing decides. Busy waits: at
-/// most one more than LLVM's per construct (the sleeping waits after them are timing too). `nowait` regions and data constructs included: they
-/// complete through their tasks' polls, as LLVM's (each ended with a blocking wait before).
+/// most one more than LLVM's per construct (the sleeping waits after them are timing too).
+/// `nowait` regions and data constructs included: they complete through their tasks' polls,
+/// as LLVM's (each ended with a blocking wait before).
 #[test]
 fn constructs_cost_no_more_runtime_calls_than_llvm_19s() {
     let exe = tests::compile_amdgpu_twin("../../bench/gpu/per_construct.c");
