@@ -184,7 +184,9 @@ pub fn run_both_traced(
 /// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by trace line kind (the
 /// first word: a function, or `packet`), on ours and on LLVM 19: the lines of `constructs`
 /// constructs less those of 1, over `constructs - 1` (one-off work that varies with timing
-/// weighs less the more constructs run).
+/// weighs less the more constructs run). A call traced with a wait state is also counted under
+/// `<function> state=<state>`, a breakdown of its function's count (how often a wait sleeps is
+/// timing).
 pub fn calls_per_construct(
     gpu: EmulatedGpu,
     exe: &Path,
@@ -194,12 +196,11 @@ pub fn calls_per_construct(
     let counts = |trace: &str| {
         let mut counts: HashMap<String, f64> = HashMap::new();
         for line in trace.lines() {
-            let function = line.split_whitespace().next().unwrap_or_default();
+            let mut fields = line.split_whitespace();
+            let function = fields.next().unwrap_or_default();
             *counts.entry(function.to_string()).or_default() += 1.0;
-            // An HSA wait that sleeps follows a busy-wait that outlasted its time: counted
-            // apart too (the name is no runtime call's), since how many there are is timing.
-            if function == "hsa_signal_wait_scacquire" && line.contains(" state=blocked") {
-                *counts.entry("blocked-waits".to_string()).or_default() += 1.0;
+            if let Some(state) = fields.find(|f| f.starts_with("state=")) {
+                *counts.entry(format!("{function} {state}")).or_default() += 1.0;
             }
         }
         counts
