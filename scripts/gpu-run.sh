@@ -259,6 +259,10 @@ with_timeout() {
 machine() {
     echo "== machine ($(date -u '+%Y-%m-%d %H:%M:%S UTC'))"
     uname -srm; echo "cpus: $(nproc)"
+    # The CPU model and caches: the host benchmarks' figures are read against other machines'.
+    grep -m1 '^model name' /proc/cpuinfo
+    command -v lscpu >/dev/null && lscpu | grep -E '^(L1d|L1i|L2|L3)'
+    echo "kernel command line: $(cat /proc/cmdline 2>/dev/null)"
     if command -v nvidia-smi >/dev/null; then
         with_timeout 30 nvidia-smi -L
         with_timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max \
