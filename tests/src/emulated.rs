@@ -181,41 +181,63 @@ pub fn run_both_traced(
     runs
 }
 
-/// Driver calls per construct of `kind` (bench/gpu/per_construct.c), by trace line kind (the
-/// first word: a function, or `packet`), on ours and on LLVM 19: the lines of `constructs`
-/// constructs less those of 1, over `constructs - 1` (one-off work that varies with timing
-/// weighs less the more constructs run). A call traced with a wait state is also counted under
-/// `<function> state=<state>`, a breakdown of its function's count (how often a wait sleeps is
-/// timing).
+/// Driver calls per construct: see [`calls_per_construct`].
+#[derive(Debug, Default)]
+pub struct PerConstruct {
+    /// By trace line kind: the first word, a function or `packet`.
+    pub calls: HashMap<String, f64>,
+    /// The calls traced with a wait state, by function and state (`<function> state=<state>`):
+    /// how often a wait sleeps after its busy-wait is timing, for either plugin.
+    pub by_state: HashMap<String, f64>,
+}
+
+impl PerConstruct {
+    fn of_trace(trace: &str) -> Self {
+        let mut counted = PerConstruct::default();
+        for line in trace.lines() {
+            let mut fields = line.split_whitespace();
+            let function = fields.next().unwrap_or_default();
+            *counted.calls.entry(function.to_string()).or_default() += 1.0;
+            if let Some(state) = fields.find(|f| f.starts_with("state=")) {
+                *counted
+                    .by_state
+                    .entry(format!("{function} {state}"))
+                    .or_default() += 1.0;
+            }
+        }
+        counted
+    }
+}
+
+/// Driver calls per construct of `kind` (bench/gpu/per_construct.c) on ours and on LLVM 19:
+/// the trace lines of `constructs` constructs less those of 1, over `constructs - 1` (one-off
+/// work that varies with timing weighs less the more constructs run).
 pub fn calls_per_construct(
     gpu: EmulatedGpu,
     exe: &Path,
     kind: &str,
     constructs: u32,
-) -> [HashMap<String, f64>; 2] {
-    let counts = |trace: &str| {
-        let mut counts: HashMap<String, f64> = HashMap::new();
-        for line in trace.lines() {
-            let mut fields = line.split_whitespace();
-            let function = fields.next().unwrap_or_default();
-            *counts.entry(function.to_string()).or_default() += 1.0;
-            if let Some(state) = fields.find(|f| f.starts_with("state=")) {
-                *counts.entry(format!("{function} {state}")).or_default() += 1.0;
-            }
-        }
-        counts
-    };
+) -> [PerConstruct; 2] {
     let count = constructs.to_string();
     let (one, many) = (
         run_both_traced(gpu, exe, &[kind, "1"], &[]),
         run_both_traced(gpu, exe, &[kind, &count], &[]),
     );
     let runs = f64::from(constructs - 1);
-    let per_construct = |one: &str, many: &str| {
-        let (one, many) = (counts(one), counts(many));
-        many.iter()
-            .map(|(f, n)| (f.clone(), (n - one.get(f).copied().unwrap_or(0.0)) / runs))
+    let less = |many: HashMap<String, f64>, one: &HashMap<String, f64>| {
+        many.into_iter()
+            .map(|(f, n)| {
+                let extra = n - one.get(&f).copied().unwrap_or(0.0);
+                (f, extra / runs)
+            })
             .collect()
+    };
+    let per_construct = |one: &str, many: &str| {
+        let (one, many) = (PerConstruct::of_trace(one), PerConstruct::of_trace(many));
+        PerConstruct {
+            calls: less(many.calls, &one.calls),
+            by_state: less(many.by_state, &one.by_state),
+        }
     };
     [
         per_construct(&one.trace, &many.trace),
