@@ -38,9 +38,9 @@
 #   the device tool's 600 s), ONLY (run only programs whose name contains it), SKIP_CONFORMANCE=1,
 #   SKIP_BENCH=1, STEPS (the steps in order, default "conformance bench"; also "placement": where
 #   the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
-#   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle; HOST_RUNS,
-#   default 9: each runtime's speed jumps from process to process, and at 5 runs the medians
-#   could fall in different modes).
+#   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle, then
+#   bench/diagnostics/slow_episodes.c on each; HOST_RUNS, default 9: the machine runs in slow
+#   stretches, and at 5 runs the two runtimes' medians could fall one inside, one outside).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 llvm_lib=/usr/lib/llvm-19/lib
@@ -175,6 +175,9 @@ echo "building the host benchmarks"
 mkdir -p "$dir/hostbench"
 cp "$root/target/release/bench" "$dir/hostbench/"
 "$dir/hostbench/bench" --build-programs "$dir/hostbench/programs"
+# The machine's slow stretches and each runtime's steady cost, apart from the suite's phases.
+clang-19 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -I "$root/bench/programs" \
+    -o "$dir/hostbench/slow_episodes" "$root/bench/diagnostics/slow_episodes.c"
 
 # Packs an LLVM runtime as NAME.tar.xz: the given libraries and what they need beyond the C and
 # C++ runtimes, which the GPU machine has (newer).
@@ -612,6 +615,16 @@ host_bench() {
         --programs "$here/hostbench/programs" --out "$results/host-bench.md" 2>"$results/logs/host-bench.err"
     local status=$?
     [ $status -eq 0 ] || tail -n 5 "$results/logs/host-bench.err"
+    # Slow stretches of this machine, and the two runtimes' steady costs (fastest tenth of
+    # rounds of enter and exit in one process): bench/diagnostics/slow_episodes.c.
+    if [ -x "$here/hostbench/slow_episodes" ]; then
+        local lib
+        for lib in "$ours/lib" "$llvm19_lib"; do
+            echo "== slow stretches, $([ "$lib" = "$ours/lib" ] && echo ours || echo 'LLVM 19')"
+            with_timeout 60 env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD \
+                LD_LIBRARY_PATH="$lib" "$here/hostbench/slow_episodes" 2000 5
+        done
+    fi
     return $status
 }
 
