@@ -291,9 +291,10 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
     let mut t = String::new();
     let mut all_met = true;
     // The judged ratio is of the medians. Beside it, two readings of the same runs for a
-    // machine whose speed jumps between modes, for each runtime's process independently (seen
-    // on the 2-CPU VM; BENCHMARKS.md): the median of the ratios run by run, and the ratio of
-    // the fastest runs, the runtimes' costs with the least interference.
+    // machine that runs in slow stretches, which one runtime's run may fall in and the other's
+    // not (seen on the 2-CPU VM: bench/diagnostics/slow_episodes.c, BENCHMARKS.md): the median
+    // of the ratios run by run, and the ratio of the fastest runs, the runtimes' costs with the
+    // least interference.
     t += "| metric | unit | LLVM 19 median (spread) | ours median (spread) | ours / LLVM | per run: median (range) | fastest / fastest | target | met |\n";
     t += "|---|---|---|---|---|---|---|---|---|\n";
     for row in rows(m) {
