@@ -39,7 +39,7 @@
 #   SKIP_BENCH=1, STEPS (the steps in order, default "conformance bench"; also "placement": where
 #   the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
 #   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle, then
-#   bench/diagnostics/slow_episodes.c on each; HOST_RUNS, default 9: the machine runs in slow
+#   bench/diagnostics/slow_episodes.c on each and bench/diagnostics/machine_costs.c; HOST_RUNS, default 9: the machine runs in slow
 #   stretches, and at 5 runs the two runtimes' medians could fall one inside, one outside).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -178,6 +178,10 @@ cp "$root/target/release/bench" "$dir/hostbench/"
 # The machine's slow stretches and each runtime's steady cost, apart from the suite's phases.
 clang-19 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -I "$root/bench/programs" \
     -o "$dir/hostbench/slow_episodes" "$root/bench/diagnostics/slow_episodes.c"
+# What the machine charges for a cycle, a locked add, a load and a fresh page: the figures to
+# read two machines' ratios against.
+cc -O2 -I "$root/bench/programs" -o "$dir/hostbench/machine_costs" \
+    "$root/bench/diagnostics/machine_costs.c" -lpthread
 
 # Packs an LLVM runtime as NAME.tar.xz: the given libraries and what they need beyond the C and
 # C++ runtimes, which the GPU machine has (newer).
@@ -617,6 +621,10 @@ host_bench() {
     [ $status -eq 0 ] || tail -n 5 "$results/logs/host-bench.err"
     # Slow stretches of this machine, and the two runtimes' steady costs (fastest tenth of
     # rounds of enter and exit in one process): bench/diagnostics/slow_episodes.c.
+    if [ -x "$here/hostbench/machine_costs" ]; then
+        echo "== machine costs (bench/diagnostics/machine_costs.c)"
+        with_timeout 60 "$here/hostbench/machine_costs"
+    fi
     if [ -x "$here/hostbench/slow_episodes" ]; then
         local lib
         for lib in "$ours/lib" "$llvm19_lib"; do
