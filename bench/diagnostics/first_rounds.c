@@ -1,0 +1,46 @@
+// What the first round of mappings costs beyond later ones: rounds of `target enter data` of
+// N small arrays then `target exit data` of them, in one process, each phase timed. The first
+// enter grows the runtime's tables and takes fresh pages for them and for the device copies;
+// later rounds reuse that memory, so the difference is the first-time cost that the suite's
+// `mappings` phases include. Not part of the suite; see BENCHMARKS.md.
+//
+//   clang-19 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -I bench/programs \
+//       bench/diagnostics/first_rounds.c -o /tmp/first_rounds
+//   LD_LIBRARY_PATH=dist/lib /tmp/first_rounds 10000 3            # ours
+//   LD_LIBRARY_PATH=/usr/lib/llvm-19/lib /tmp/first_rounds 10000 3 # LLVM 19's
+#include "common.h"
+
+#define LEN 16
+
+int main(int argc, char **argv) {
+  long n = arg_or(argc, argv, 1, 10000);
+  long rounds = arg_or(argc, argv, 2, 3);
+  int **arrays = malloc(n * sizeof *arrays);
+  for (long i = 0; i < n; i++) {
+    arrays[i] = malloc(LEN * sizeof(int));
+    for (int j = 0; j < LEN; j++)
+      arrays[i][j] = j;
+  }
+  int warm = 0;
+#pragma omp target map(tofrom: warm) // loads the image before timing
+  warm = 1;
+  for (long r = 0; r < rounds; r++) {
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+      int *a = arrays[i];
+#pragma omp target enter data map(to: a[0:LEN])
+    }
+    double t1 = now_ns();
+    for (long i = 0; i < n; i++) {
+      int *a = arrays[i];
+#pragma omp target exit data map(from: a[0:LEN])
+    }
+    double t2 = now_ns();
+    printf("round %ld: enter %.0f ns, exit %.0f ns per operation\n", r, (t1 - t0) / n,
+           (t2 - t1) / n);
+  }
+  for (long i = 0; i < n; i++)
+    free(arrays[i]);
+  free(arrays);
+  return 0;
+}
