@@ -35,3 +35,80 @@ fn quick_mode_runs_every_benchmark_on_both_runtimes() {
         assert!(!row.contains("| - ("), "missing measurement in: {row}");
     }
 }
+
+/// The diagnostics in bench/diagnostics are not part of the suite, but scripts/gpu-run.sh
+/// builds and runs them on the GPU machine, where a broken one would cost a device run: each
+/// is built here as that script builds it and run briefly, on both runtimes where it offloads.
+#[test]
+fn diagnostics_build_and_print_their_figures() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let dist = std::env::var_os("OMPTARGET_DIST")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("dist"));
+    assert!(
+        dist.join("lib/libomptarget.so.19.1").exists(),
+        "no install tree at {} (scripts/build-dist.sh)",
+        dist.display()
+    );
+    let out = std::env::temp_dir().join(format!("omptarget-diagnostics-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let include = root.join("bench/programs");
+    let build = |compiler: &str, offload: bool, name: &str| {
+        let mut c = Command::new(compiler);
+        c.arg("-O2");
+        if offload {
+            c.args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"]);
+        }
+        let status = c
+            .arg("-I")
+            .arg(&include)
+            .arg(root.join(format!("bench/diagnostics/{name}.c")))
+            .arg("-o")
+            .arg(out.join(name))
+            .arg("-lpthread")
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+        assert!(status.success(), "{compiler} failed on {name}.c");
+    };
+    let run = |name: &str, args: &[&str], lib: Option<&std::path::Path>| {
+        let mut c = Command::new(out.join(name));
+        c.args(args);
+        if let Some(lib) = lib {
+            c.env("LD_LIBRARY_PATH", lib);
+        }
+        let o = c.output().expect("diagnostic runs");
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "{name} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        stdout
+    };
+    build("cc", false, "machine_costs");
+    let costs = run("machine_costs", &[], None);
+    for figure in ["dependent add", "load, random over", "fresh 4 KiB page"] {
+        assert!(costs.contains(figure), "no '{figure}' in:\n{costs}");
+    }
+    build("clang-19", true, "slow_episodes");
+    build("clang-19", true, "first_rounds");
+    let llvm = std::path::PathBuf::from("/usr/lib/llvm-19/lib");
+    for lib in [dist.join("lib"), llvm] {
+        let episodes = run("slow_episodes", &["200", "1"], Some(&lib));
+        assert!(
+            episodes.contains("fastest tenth") && episodes.contains("slow rounds"),
+            "slow_episodes on {}:\n{episodes}",
+            lib.display()
+        );
+        let rounds = run("first_rounds", &["1000", "2"], Some(&lib));
+        assert!(
+            rounds.contains("round 0: enter") && rounds.contains("round 1: enter"),
+            "first_rounds on {}:\n{rounds}",
+            lib.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
