@@ -39,8 +39,9 @@
 #   SKIP_BENCH=1, STEPS (the steps in order, default "conformance bench"; also "placement": where
 #   the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
 #   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle, then
-#   bench/diagnostics/slow_episodes.c on each and bench/diagnostics/machine_costs.c; HOST_RUNS, default 9: the machine runs in slow
-#   stretches, and at 5 runs the two runtimes' medians could fall one inside, one outside).
+#   bench/diagnostics/machine_costs.c, then slow_episodes.c and first_rounds.c on each;
+#   HOST_RUNS, default 9: the machine runs in slow stretches, and at 5 runs the two runtimes'
+#   medians could fall one inside, one outside).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 llvm_lib=/usr/lib/llvm-19/lib
@@ -178,6 +179,9 @@ cp "$root/target/release/bench" "$dir/hostbench/"
 # The machine's slow stretches and each runtime's steady cost, apart from the suite's phases.
 clang-19 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -I "$root/bench/programs" \
     -o "$dir/hostbench/slow_episodes" "$root/bench/diagnostics/slow_episodes.c"
+# An enter's first round against later ones: what fresh memory costs each runtime there.
+clang-19 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -I "$root/bench/programs" \
+    -o "$dir/hostbench/first_rounds" "$root/bench/diagnostics/first_rounds.c"
 # What the machine charges for a cycle, a locked add, a load and a fresh page: the figures to
 # read two machines' ratios against.
 cc -O2 -I "$root/bench/programs" -o "$dir/hostbench/machine_costs" \
@@ -631,6 +635,16 @@ host_bench() {
             echo "== slow stretches, $([ "$lib" = "$ours/lib" ] && echo ours || echo 'LLVM 19')"
             with_timeout 60 env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD \
                 LD_LIBRARY_PATH="$lib" "$here/hostbench/slow_episodes" 2000 5
+        done
+    fi
+    if [ -x "$here/hostbench/first_rounds" ]; then
+        local i
+        for i in 1 2 3; do
+            for lib in "$ours/lib" "$llvm19_lib"; do
+                echo "== first rounds at 10 thousand mappings, $([ "$lib" = "$ours/lib" ] && echo ours || echo 'LLVM 19'), process $i"
+                with_timeout 60 env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD \
+                    LD_LIBRARY_PATH="$lib" "$here/hostbench/first_rounds" 10000 3
+            done
         done
     fi
     return $status
