@@ -623,14 +623,14 @@ host_bench() {
         --programs "$here/hostbench/programs" --out "$results/host-bench.md" 2>"$results/logs/host-bench.err"
     local status=$?
     [ $status -eq 0 ] || tail -n 5 "$results/logs/host-bench.err"
-    # Slow stretches of this machine, and the two runtimes' steady costs (fastest tenth of
-    # rounds of enter and exit in one process): bench/diagnostics/slow_episodes.c.
+    local lib i
     if [ -x "$here/hostbench/machine_costs" ]; then
         echo "== machine costs (bench/diagnostics/machine_costs.c)"
         with_timeout 60 "$here/hostbench/machine_costs"
     fi
+    # Slow stretches of this machine, and the two runtimes' steady costs (fastest tenth of
+    # rounds of enter and exit in one process): bench/diagnostics/slow_episodes.c.
     if [ -x "$here/hostbench/slow_episodes" ]; then
-        local lib
         for lib in "$ours/lib" "$llvm19_lib"; do
             echo "== slow stretches, $([ "$lib" = "$ours/lib" ] && echo ours || echo 'LLVM 19')"
             with_timeout 60 env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD \
@@ -638,7 +638,6 @@ host_bench() {
         done
     fi
     if [ -x "$here/hostbench/first_rounds" ]; then
-        local i
         for i in 1 2 3; do
             for lib in "$ours/lib" "$llvm19_lib"; do
                 echo "== first rounds at 10 thousand mappings, $([ "$lib" = "$ours/lib" ] && echo ours || echo 'LLVM 19'), process $i"
