@@ -15,12 +15,7 @@
 int main(int argc, char **argv) {
   long n = arg_or(argc, argv, 1, 10000);
   long rounds = arg_or(argc, argv, 2, 3);
-  int **arrays = malloc(n * sizeof *arrays);
-  for (long i = 0; i < n; i++) {
-    arrays[i] = malloc(LEN * sizeof(int));
-    for (int j = 0; j < LEN; j++)
-      arrays[i][j] = j;
-  }
+  int **arrays = new_arrays(n, LEN);
   int warm = 0;
 #pragma omp target map(tofrom: warm) // loads the image before timing
   warm = 1;

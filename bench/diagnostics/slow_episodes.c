@@ -22,12 +22,10 @@ static int by_value(const void *a, const void *b) {
 int main(int argc, char **argv) {
   long n = arg_or(argc, argv, 1, 2000);
   double seconds = (double)arg_or(argc, argv, 2, 3);
-  int **arrays = malloc(n * sizeof *arrays);
+  int **arrays = new_arrays(n, LEN);
   double *start = malloc(MAX_ROUNDS * sizeof *start);
   double *ns = malloc(MAX_ROUNDS * sizeof *ns);
   double *sorted = malloc(MAX_ROUNDS * sizeof *sorted);
-  for (long i = 0; i < n; i++)
-    arrays[i] = calloc(LEN, sizeof(int));
   int warm = 0;
 #pragma omp target map(tofrom: warm) // loads the image before timing
   warm = 1;
