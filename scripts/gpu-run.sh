@@ -624,6 +624,7 @@ host_bench() {
     local status=$?
     [ $status -eq 0 ] || tail -n 5 "$results/logs/host-bench.err"
     local lib i
+    runtime_of() { [ "$1" = "$ours/lib" ] && echo ours || echo 'LLVM 19'; }
     if [ -x "$here/hostbench/machine_costs" ]; then
         echo "== machine costs (bench/diagnostics/machine_costs.c)"
         with_timeout 60 "$here/hostbench/machine_costs"
@@ -632,7 +633,7 @@ host_bench() {
     # rounds of enter and exit in one process): bench/diagnostics/slow_episodes.c.
     if [ -x "$here/hostbench/slow_episodes" ]; then
         for lib in "$ours/lib" "$llvm19_lib"; do
-            echo "== slow stretches, $([ "$lib" = "$ours/lib" ] && echo ours || echo 'LLVM 19')"
+            echo "== slow stretches, $(runtime_of "$lib")"
             with_timeout 60 env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD \
                 LD_LIBRARY_PATH="$lib" "$here/hostbench/slow_episodes" 2000 5
         done
@@ -640,7 +641,7 @@ host_bench() {
     if [ -x "$here/hostbench/first_rounds" ]; then
         for i in 1 2 3; do
             for lib in "$ours/lib" "$llvm19_lib"; do
-                echo "== first rounds at 10 thousand mappings, $([ "$lib" = "$ours/lib" ] && echo ours || echo 'LLVM 19'), process $i"
+                echo "== first rounds at 10 thousand mappings, $(runtime_of "$lib"), process $i"
                 with_timeout 60 env -u LIBOMPTARGET_PLUGINS_TO_LOAD -u OMP_TARGET_OFFLOAD \
                     LD_LIBRARY_PATH="$lib" "$here/hostbench/first_rounds" 10000 3
             done

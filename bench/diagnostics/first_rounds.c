@@ -8,7 +8,7 @@
 //       bench/diagnostics/first_rounds.c -o /tmp/first_rounds
 //   LD_LIBRARY_PATH=dist/lib /tmp/first_rounds 10000 3            # ours
 //   LD_LIBRARY_PATH=/usr/lib/llvm-19/lib /tmp/first_rounds 10000 3 # LLVM 19's
-#include "common.h"
+#include "mapped_arrays.h"
 
 #define LEN 16
 
@@ -16,20 +16,12 @@ int main(int argc, char **argv) {
   long n = arg_or(argc, argv, 1, 10000);
   long rounds = arg_or(argc, argv, 2, 3);
   int **arrays = new_arrays(n, LEN);
-  int warm = 0;
-#pragma omp target map(tofrom: warm) // loads the image before timing
-  warm = 1;
+  load_image();
   for (long r = 0; r < rounds; r++) {
     double t0 = now_ns();
-    for (long i = 0; i < n; i++) {
-      int *a = arrays[i];
-#pragma omp target enter data map(to: a[0:LEN])
-    }
+    enter_arrays(arrays, n, LEN);
     double t1 = now_ns();
-    for (long i = 0; i < n; i++) {
-      int *a = arrays[i];
-#pragma omp target exit data map(from: a[0:LEN])
-    }
+    exit_arrays(arrays, n, LEN);
     double t2 = now_ns();
     printf("round %ld: enter %.0f ns, exit %.0f ns per operation\n", r, (t1 - t0) / n,
            (t2 - t1) / n);

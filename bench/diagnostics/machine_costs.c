@@ -41,8 +41,6 @@ static double dependent_add(void) {
       __asm__ volatile("" : "+r"(x)); // one add per step, kept in a register
     }
     t[k] = (now_ns() - t0) / n;
-    if (x == 42)
-      puts("");
   }
   return fastest(t, TRIES);
 }

@@ -9,7 +9,7 @@
 //       bench/diagnostics/slow_episodes.c -o /tmp/slow_episodes
 //   LD_LIBRARY_PATH=dist/lib /tmp/slow_episodes 2000 3            # ours
 //   LD_LIBRARY_PATH=/usr/lib/llvm-19/lib /tmp/slow_episodes 2000 3 # LLVM 19's
-#include "common.h"
+#include "mapped_arrays.h"
 
 #define LEN 16
 #define MAX_ROUNDS 200000
@@ -26,21 +26,13 @@ int main(int argc, char **argv) {
   double *start = malloc(MAX_ROUNDS * sizeof *start);
   double *ns = malloc(MAX_ROUNDS * sizeof *ns);
   double *sorted = malloc(MAX_ROUNDS * sizeof *sorted);
-  int warm = 0;
-#pragma omp target map(tofrom: warm) // loads the image before timing
-  warm = 1;
+  load_image();
   long rounds = 0;
   double t_begin = now_ns();
   while (rounds < MAX_ROUNDS && now_ns() - t_begin < seconds * 1e9) {
     double t0 = now_ns();
-    for (long i = 0; i < n; i++) {
-      int *a = arrays[i];
-#pragma omp target enter data map(to: a[0:LEN])
-    }
-    for (long i = 0; i < n; i++) {
-      int *a = arrays[i];
-#pragma omp target exit data map(from: a[0:LEN])
-    }
+    enter_arrays(arrays, n, LEN);
+    exit_arrays(arrays, n, LEN);
     start[rounds] = (t0 - t_begin) / 1e6;
     ns[rounds] = (now_ns() - t0) / (2.0 * n);
     rounds++;

@@ -2,7 +2,7 @@
 // `present`, then exited: time per operation of each phase with N live mappings. Last, the
 // regions' steps done on the host without offloading (`host_steps`): the cache misses the
 // program pays among N arrays whatever the runtime, part of each region's cost.
-#include "common.h"
+#include "mapped_arrays.h"
 
 #define LEN 16
 
@@ -10,15 +10,10 @@ int main(int argc, char **argv) {
   long n = arg_or(argc, argv, 1, 10000);
   long lookups = arg_or(argc, argv, 2, 20000);
   int **arrays = new_arrays(n, LEN);
-  int warm = 0;
-#pragma omp target map(tofrom: warm) // loads the image before timing
-  warm = 1;
+  load_image();
 
   double t0 = now_ns();
-  for (long i = 0; i < n; i++) {
-    int *a = arrays[i];
-#pragma omp target enter data map(to: a[0:LEN])
-  }
+  enter_arrays(arrays, n, LEN);
   double t1 = now_ns();
   // Regions that find existing mappings, spread over the whole table.
   unsigned long k = 12345;
@@ -29,10 +24,7 @@ int main(int argc, char **argv) {
     a[0] += 1;
   }
   double t2 = now_ns();
-  for (long i = 0; i < n; i++) {
-    int *a = arrays[i];
-#pragma omp target exit data map(from: a[0:LEN])
-  }
+  exit_arrays(arrays, n, LEN);
   double t3 = now_ns();
   // The program's own part of a present region's cost: the same steps over the same arrays,
   // done on the host (find the array, then write the data as the kernel does), each step
