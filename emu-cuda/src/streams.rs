@@ -35,10 +35,11 @@ impl Stream {
             changed: Condvar::new(),
         });
         let worker = stream.clone();
-        // Workers are not joined: the library is never unmapped (see build.rs).
-        std::thread::Builder::new()
-            .name(format!("emu-cuda-stream-dev{device}"))
-            .spawn(move || worker.run())?;
+        // The stream's loop runs on a kept worker, which serves other work once the stream is
+        // destroyed (the library is never unmapped, see build.rs).
+        omptarget_emu_support::workers::run(&format!("emu-cuda-stream-dev{device}"), move || {
+            worker.run()
+        })?;
         Ok(stream)
     }
 

@@ -326,9 +326,8 @@ impl Queue {
                     let queue = self.clone();
                     // The kernel starts now; the delay stands for its work on the device.
                     let start = self.start_stamp();
-                    let launched = std::thread::Builder::new()
-                        .name("emu-hsa-dispatch".into())
-                        .spawn(move || {
+                    let launched =
+                        omptarget_emu_support::workers::run("emu-hsa-dispatch", move || {
                             queue.delay();
                             launch.run();
                             runtime.trace_packet_done(&queue, next);
