@@ -39,7 +39,10 @@ fuzzer() {
 # one architecture, through ld.lld-19 for AMDGPU) from fuzz/seeds/device_image.c, which needs
 # nothing LLVM 22 added to it; its host images and PTX come from every source.
 seeds() {
-    local out=$work/seed-programs cuda=${NVPTX_CUDA_PATH:-/opt/cuda-min}
+    # A folder of this run's own: two runs never write each other's programs.
+    mkdir -p "$work"
+    local out cuda=${NVPTX_CUDA_PATH:-/opt/cuda-min}
+    out=$(mktemp -d "$work/seed-programs.XXXXXX")
     local omp22=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}/usr/lib/llvm-22/lib/clang/22/include
     local rocm=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode llvm19=/usr/lib/llvm-19/lib
     mkdir -p "$out/bin" && ln -sf "$(command -v ld.lld-19)" "$out/bin/ld.lld"
@@ -78,6 +81,7 @@ seeds() {
         "clang-$cc" -O2 -shared -fPIC fuzz/seeds/plugin_library.c -o "$out/plugin_library-clang$cc.so"
         "$seed" fuzz/corpus "clang$cc-plugin_library" "$out/plugin_library-clang$cc.so"
     done
+    rm -rf "$out"
 }
 
 # What the fuzzer found and kept is packed beside the seeds (fuzz/corpus/TARGET.found.tar.xz:

@@ -122,6 +122,9 @@ fn build(programs: &[&str], out_dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(out_dir).map_err(|e| e.to_string())?;
     let src = workspace_root().join("bench/programs");
     for program in programs {
+        // Built aside and renamed: another bench run may be running the old binary.
+        let out = out_dir.join(program);
+        let part = out_dir.join(format!(".{program}.{}.part", std::process::id()));
         let status = Command::new("clang-19")
             .args([
                 "-O2",
@@ -131,12 +134,14 @@ fn build(programs: &[&str], out_dir: &Path) -> Result<(), String> {
             ])
             .arg(src.join(format!("{program}.c")))
             .arg("-o")
-            .arg(out_dir.join(program))
+            .arg(&part)
             .status()
             .map_err(|e| format!("cannot run clang-19: {e}"))?;
         if !status.success() {
+            let _ = std::fs::remove_file(&part);
             return Err(format!("clang-19 failed on {program}.c"));
         }
+        std::fs::rename(&part, &out).map_err(|e| format!("{}: {e}", out.display()))?;
     }
     Ok(())
 }

@@ -303,12 +303,13 @@ pub fn compile_for(
         }
         None => {}
     }
-    cmd.arg(&spec.path).args(&spec.flags).arg("-o").arg(&out);
-    let output = cmd
-        .output()
-        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    cmd.arg(&spec.path).args(&spec.flags);
+    let program = cmd.get_program().to_owned();
+    // Other tests may build or run the same program meanwhile (ours and LLVM 19's runs of the
+    // suite share their binaries): never in place.
+    let output =
+        crate::outputs::build(cmd, &out).map_err(|e| format!("cannot run {program:?}: {e}"))?;
     if !output.status.success() {
-        let _ = std::fs::remove_file(&out);
         return Err(format!(
             "{} failed to compile:\n{}",
             compiler.tag(),

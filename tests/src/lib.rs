@@ -9,6 +9,7 @@ pub mod conformance;
 pub mod emulated;
 pub mod json;
 pub mod llvm_suite;
+pub mod outputs;
 
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -117,20 +118,15 @@ pub fn compile(compiler: Compiler, sources: &[&str], extra: &[&str]) -> PathBuf 
     ));
     let cpp = sources.iter().any(|s| s.ends_with(".cpp"));
     let mut cmd = compiler.command(cpp);
-    cmd.args(sources.iter().map(|s| program(s)))
-        .args(extra)
-        .arg("-o")
-        .arg(&out);
+    cmd.args(sources.iter().map(|s| program(s))).args(extra);
     // Compiling in parallel on a 2-core machine only thrashes.
     let _guard = LOCK
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let output = cmd.output().unwrap_or_else(|e| {
-        panic!(
-            "cannot run {:?}: {e} (install it: .ci/install-deps.sh)",
-            cmd.get_program()
-        )
+    let program = cmd.get_program().to_owned();
+    let output = outputs::build(cmd, &out).unwrap_or_else(|e| {
+        panic!("cannot run {program:?}: {e} (install it: .ci/install-deps.sh)")
     });
     assert!(
         output.status.success(),
@@ -453,15 +449,12 @@ fn build_once_with(
     if built.contains(&out) {
         return out;
     }
-    let output = Command::new(compiler)
-        .arg("-fopenmp")
+    let mut cmd = Command::new(compiler);
+    cmd.arg("-fopenmp")
         .args(flags)
         .arg(program(source))
-        .arg("-o")
-        .arg(&out)
-        .env("PATH", path)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+        .env("PATH", path);
+    let output = outputs::build(cmd, &out).unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
     assert!(
         output.status.success(),
         "compiling {source} ({flavour}) failed:\n{}",

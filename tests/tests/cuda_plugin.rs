@@ -16,14 +16,14 @@ fn sm90_program() -> PathBuf {
 fn fake_driver(variant: &str, flags: &[&str]) -> PathBuf {
     let dir = build_dir().join(format!("fake-cuda-{variant}"));
     std::fs::create_dir_all(&dir).unwrap();
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(dir.join("libcuda.so.1"))
+    let mut cc = Command::new("cc");
+    cc.args(["-shared", "-fPIC"])
         .arg(program("fake_libcuda.c"))
-        .args(flags)
-        .status()
-        .unwrap();
-    assert!(status.success());
+        .args(flags);
+    assert!(outputs::build(cc, &dir.join("libcuda.so.1"))
+        .unwrap()
+        .status
+        .success());
     dir
 }
 
@@ -218,20 +218,12 @@ fn real_cubins_are_recognised_checked_and_read() {
 fn ptx_from_clang_is_recognised_for_jit() {
     let ptx = build_dir().join("kernel-sm_80.ptx");
     let source = build_dir().join("kernel.c");
-    std::fs::write(&source, "void kernel(int *p) { *p = 1; }\n").unwrap();
-    let status = Command::new("clang-19")
-        .args([
-            "-S",
-            "--target=nvptx64-nvidia-cuda",
-            "-march=sm_80",
-            "-O1",
-            "-o",
-        ])
-        .arg(&ptx)
-        .arg(&source)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    outputs::write(&source, "void kernel(int *p) { *p = 1; }\n", 0o644).unwrap();
+    let mut clang = Command::new("clang-19");
+    clang
+        .args(["-S", "--target=nvptx64-nvidia-cuda", "-march=sm_80", "-O1"])
+        .arg(&source);
+    assert!(outputs::build(clang, &ptx).unwrap().status.success());
     let text = std::fs::read(&ptx).unwrap();
     let kind = image::classify(&text).unwrap();
     assert_eq!(

@@ -173,9 +173,7 @@ fn damage_and_run(
             what.push(at - container_start);
         }
         let path = dir.join(format!("variant-{variant}"));
-        std::fs::write(&path, &damaged).unwrap();
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        tests::outputs::write(&path, &damaged, 0o755).unwrap();
         match run(&path, setting) {
             Outcome::Correct => correct += 1,
             Outcome::ClearError => clear += 1,

@@ -131,8 +131,8 @@ fn frozen_v1_plugin() -> PathBuf {
             assert!(status.success(), "building tests/abi-v1 failed");
             let installed = build_dir().join("abi-v1/libomptarget.rtl.frozenv1.so");
             std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
-            std::fs::copy(
-                target.join("release/libomptarget_rtl_frozen_v1.so"),
+            outputs::copy(
+                &target.join("release/libomptarget_rtl_frozen_v1.so"),
                 &installed,
             )
             .unwrap();
@@ -264,7 +264,7 @@ fn build_example_plugin() -> PathBuf {
         workspace_root().join("examples/plugin-example/target/release/libomptarget_rtl_example.so");
     let installed = build_dir().join("example-plugin/libomptarget.rtl.example.so");
     std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
-    std::fs::copy(built, &installed).unwrap();
+    outputs::copy(&built, &installed).unwrap();
     installed
 }
 

@@ -7,27 +7,23 @@ use tests::*;
 fn plugin_dir() -> std::path::PathBuf {
     let dir = build_dir().join("plugin-dir");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        lib_dir().join("libomptarget.rtl.host.so"),
-        dir.join("libomptarget.rtl.host.so"),
+    outputs::copy(
+        &lib_dir().join("libomptarget.rtl.host.so"),
+        &dir.join("libomptarget.rtl.host.so"),
     )
     .unwrap();
-    std::fs::write(
-        dir.join("libomptarget.rtl.garbage.so"),
+    outputs::write(
+        &dir.join("libomptarget.rtl.garbage.so"),
         b"this is not a shared library\n",
+        0o644,
     )
     .unwrap();
     let source = program("fake_plugins.c");
     for (name, flags) in [("nosymbol", vec![]), ("future", vec!["-DOTHER_MAJOR"])] {
         let out = dir.join(format!("libomptarget.rtl.{name}.so"));
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&out)
-            .arg(&source)
-            .args(flags)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let mut cc = Command::new("cc");
+        cc.args(["-shared", "-fPIC"]).arg(&source).args(flags);
+        assert!(outputs::build(cc, &out).unwrap().status.success());
     }
     dir
 }

@@ -89,15 +89,13 @@ fn unregistered_host_pointer_is_refused() {
     // reported and the caller told to fall back (-1); under 'mandatory' it is fatal.
     // Built without offload targets, so no image is registered; linked to our runtime directly.
     let exe = build_dir().join("unregistered_kernel");
-    let status = std::process::Command::new("clang-19")
-        .args(["-fopenmp", "-o"])
-        .arg(&exe)
+    let mut clang = std::process::Command::new("clang-19");
+    clang
+        .arg("-fopenmp")
         .arg(program("unregistered_kernel.c"))
         .arg(format!("-L{}", lib_dir().display()))
-        .arg("-lomptarget")
-        .status()
-        .unwrap();
-    assert!(status.success());
+        .arg("-lomptarget");
+    assert!(outputs::build(clang, &exe).unwrap().status.success());
     let out = run(&exe, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "rc -1\nnull args rc -1\n");
@@ -131,8 +129,7 @@ fn patched_copy(exe: &Path, suffix: &str, patch: impl Fn(&mut [u8])) -> std::pat
         "{}-{suffix}",
         exe.file_name().unwrap().to_str().unwrap()
     ));
-    std::fs::write(&out, bytes).unwrap();
-    std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    outputs::write(&out, bytes, 0o755).unwrap();
     out
 }
 

@@ -142,6 +142,8 @@ fn main() {
         return raw(bytes);
     }
     let program = root.join("target/mpi-bench-offload");
+    // Built aside and renamed: another run may be running the old binary.
+    let part = root.join(format!("target/.mpi-bench-offload.{}.part", std::process::id()));
     let status = Command::new("clang-19")
         .args([
             "-O2",
@@ -153,10 +155,11 @@ fn main() {
         .arg(root.join("bench/programs/mpi_offload.c"))
         .arg("-l:libmpi.so.40")
         .arg("-o")
-        .arg(&program)
+        .arg(&part)
         .status()
         .expect("clang-19");
     assert!(status.success());
+    std::fs::rename(&part, &program).expect("the built program moves into place");
     let me = std::env::current_exe().unwrap();
     let mut samples: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for run in 0..runs {
