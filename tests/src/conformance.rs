@@ -227,6 +227,21 @@ impl Spec {
             .any(|(only, _)| only.as_deref().is_none_or(|g| g == gpu.plugin()))
     }
 
+    /// Whether the program is checked with `compiler` against `runtime`: not where it names
+    /// other compilers, a deliberate LLVM difference, or a skip for the emulator or MPI.
+    pub fn applies(&self, compiler: Compiler, runtime: Runtime) -> bool {
+        if !self.runs_with(compiler) || (runtime.is_llvm() && self.llvm_differs.is_some()) {
+            return false;
+        }
+        if let Some(gpu) = runtime.emulator() {
+            // LLVM 19's runtime runs clang-19's programs only.
+            if (runtime.is_llvm() && compiler != Compiler::Clang19) || !self.runs_on_emulator(gpu) {
+                return false;
+            }
+        }
+        !(matches!(runtime, Runtime::OursOverMpi { .. }) && self.mpi_skip.is_some())
+    }
+
     pub fn runs_with(&self, compiler: Compiler) -> bool {
         self.compilers
             .as_ref()
@@ -279,6 +294,15 @@ pub fn compile_for(
     twin: Option<EmulatedGpu>,
 ) -> Result<PathBuf, String> {
     let out = exe_path(spec, compiler, twin);
+    // A machine without compilers (the GPU machine's soak) runs the programs built here, as
+    // they are: a copied tree's times say nothing about which is newer.
+    if std::env::var_os("OMPTARGET_CONFORMANCE_PREBUILT").is_some() {
+        return if out.exists() {
+            Ok(out)
+        } else {
+            Err(format!("OMPTARGET_CONFORMANCE_PREBUILT: no {}", out.display()))
+        };
+    }
     let fresh = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
     if let (Some(built), Some(written)) = (fresh(&out), fresh(&spec.path)) {
         if built > written {
@@ -330,6 +354,21 @@ pub fn run_under(
     exe: &Path,
     runtime: Runtime,
     wrapper: &[&str],
+) -> Result<(), String> {
+    run_limited(spec, exe, runtime, wrapper, RUN_LIMIT)
+}
+
+/// How long one run of a program may take before it counts as hung.
+pub const RUN_LIMIT: Duration = Duration::from_secs(300);
+
+/// As [`run_under`], a run that outlasts `limit` counting as hung (its report holds the
+/// stacks of every thread).
+pub fn run_limited(
+    spec: &Spec,
+    exe: &Path,
+    runtime: Runtime,
+    wrapper: &[&str],
+    limit: Duration,
 ) -> Result<(), String> {
     let emulators = crate::dist().join("emu");
     let lib_dir = match runtime {
@@ -414,7 +453,7 @@ pub fn run_under(
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    let (status, stdout, stderr) = run_with_timeout(cmd, Duration::from_secs(300))?;
+    let (status, stdout, stderr) = run_with_timeout(cmd, limit)?;
     let mut problems = Vec::new();
     if spec.should_fail && status == Some(0) {
         problems.push("exited 0 but the program is expected to fail".to_string());
@@ -474,10 +513,18 @@ fn run_with_timeout(
             break status;
         }
         if start.elapsed() > limit {
+            // Where every thread waits, before the kill ends them.
+            let stacks = crate::hang_report::stacks(child.id());
             let _ = child.kill();
             let _ = child.wait();
+            let read = |p: &Path| text(&std::fs::read(p).unwrap_or_default());
+            let (stdout, stderr) = (read(&out_path), read(&err_path));
             let _ = std::fs::remove_dir_all(&dir);
-            return Err(format!("timed out after {limit:?}"));
+            return Err(format!(
+                "timed out after {limit:?}\n--- stdout:\n{}--- stderr:\n{}--- stacks:\n{stacks}",
+                tail(&stdout),
+                tail(&stderr)
+            ));
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -553,16 +600,7 @@ fn check_one(path: &Path, compiler: Compiler, runtime: Runtime) -> Option<Outcom
             })
         }
     };
-    if !spec.runs_with(compiler) || (runtime.is_llvm() && spec.llvm_differs.is_some()) {
-        return None;
-    }
-    if let Some(gpu) = runtime.emulator() {
-        // LLVM 19's runtime runs clang-19's programs only.
-        if (runtime.is_llvm() && compiler != Compiler::Clang19) || !spec.runs_on_emulator(gpu) {
-            return None;
-        }
-    }
-    if matches!(runtime, Runtime::OursOverMpi { .. }) && spec.mpi_skip.is_some() {
+    if !spec.applies(compiler, runtime) {
         return None;
     }
     let result =
@@ -598,4 +636,142 @@ pub fn failures(outcomes: &[Outcome]) -> Option<String> {
             failed.join("\n\n")
         )
     })
+}
+
+/// The programs whose failures depend on timing, which the soak runs many times: the `async`
+/// and `threads` groups and every program with a `nowait` construct.
+pub fn soak_programs() -> Vec<PathBuf> {
+    programs()
+        .into_iter()
+        .filter(|p| {
+            let group = p
+                .parent()
+                .and_then(|d| d.file_name())
+                .and_then(|n| n.to_str());
+            matches!(group, Some("async" | "threads"))
+                || std::fs::read_to_string(p).is_ok_and(|s| s.contains("nowait"))
+        })
+        .collect()
+}
+
+/// One program's soak: how its runs ended.
+#[derive(Debug)]
+pub struct Soaked {
+    pub name: String,
+    pub compiler: Compiler,
+    pub runtime: Runtime,
+    pub runs: usize,
+    pub passed: usize,
+    pub hung: usize,
+    /// The first failures' reports (a hang's with every thread's stack), at most three.
+    pub failures: Vec<String>,
+}
+
+/// Runs each of `paths` that applies, built by `compiler`, `runs` times against `runtime` on
+/// `jobs` threads, each run limited to `limit` (a run past it is a hang: its report holds the
+/// stacks of every thread of every process of the run).
+pub fn soak(
+    paths: &[PathBuf],
+    compiler: Compiler,
+    runtime: Runtime,
+    runs: usize,
+    jobs: usize,
+    limit: Duration,
+) -> Vec<Soaked> {
+    let mut built = Vec::new();
+    let mut results = Vec::new();
+    for path in paths {
+        let spec = match Spec::parse(path) {
+            Ok(spec) => spec,
+            Err(e) => {
+                results.push(Soaked {
+                    name: path.display().to_string(),
+                    compiler,
+                    runtime,
+                    runs: 0,
+                    passed: 0,
+                    hung: 0,
+                    failures: vec![e],
+                });
+                continue;
+            }
+        };
+        if !spec.applies(compiler, runtime) {
+            continue;
+        }
+        match compile_for(&spec, compiler, runtime.emulator()) {
+            Ok(exe) => built.push((spec, exe)),
+            Err(e) => results.push(Soaked {
+                name: spec.name(),
+                compiler,
+                runtime,
+                runs: 0,
+                passed: 0,
+                hung: 0,
+                failures: vec![e],
+            }),
+        }
+    }
+    let tallies: Vec<std::sync::Mutex<(usize, usize, Vec<String>)>> =
+        built.iter().map(|_| Default::default()).collect();
+    // Runs interleaved across programs, so that a slow stretch of the machine is not spent on
+    // one program alone.
+    let work = std::sync::Mutex::new((0..runs).flat_map(|_| 0..built.len()));
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| loop {
+                let Some(i) = work.lock().unwrap().next() else {
+                    break;
+                };
+                let (spec, exe) = &built[i];
+                let result = run_limited(spec, exe, runtime, &[], limit);
+                let mut tally = tallies[i].lock().unwrap();
+                match result {
+                    Ok(()) => tally.0 += 1,
+                    Err(e) => {
+                        if e.starts_with("timed out") {
+                            tally.1 += 1;
+                        }
+                        if tally.2.len() < 3 {
+                            tally.2.push(e);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    for ((spec, _), tally) in built.iter().zip(tallies) {
+        let (passed, hung, failures) = tally.into_inner().unwrap();
+        results.push(Soaked {
+            name: spec.name(),
+            compiler,
+            runtime,
+            runs,
+            passed,
+            hung,
+            failures,
+        });
+    }
+    results
+}
+
+/// A report of the soaked programs with failed or hung runs, or `None` when every run passed.
+pub fn soak_failures(soaked: &[Soaked]) -> Option<String> {
+    let failed: Vec<String> = soaked
+        .iter()
+        .filter(|s| s.passed < s.runs || s.runs == 0)
+        .map(|s| {
+            format!(
+                "SOAK {} [{} / {:?}]: {} of {} runs passed, {} hung\n{}",
+                s.name,
+                s.compiler.tag(),
+                s.runtime,
+                s.passed,
+                s.runs,
+                s.hung,
+                s.failures.join("\n\n")
+            )
+        })
+        .collect();
+    (!failed.is_empty()).then(|| failed.join("\n\n"))
 }

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 pub mod conformance;
 pub mod emulated;
+pub mod hang_report;
 pub mod json;
 pub mod llvm_suite;
 pub mod outputs;
