@@ -65,6 +65,10 @@ compile_one() {
         -o "$dir/conformance/$bin" 2>"$dir/conformance/$bin.log"; then
         printf '%s\n' "$spec" >"$dir/conformance/$bin.spec"
         echo "$name $bin" >"$dir/conformance/$bin.ok"
+        # The soak's programs, as tests/src/conformance.rs picks them (soak_programs).
+        if [[ $name == async/* || $name == threads/* ]] || grep -q nowait "$src"; then
+            echo "$name $bin" >"$dir/conformance/$bin.soak"
+        fi
     else
         # The first errors say why (host-only feature, two translation units, ...).
         { printf '%s: ' "$name"
@@ -221,9 +225,10 @@ find "$root/tests/conformance" -type f \( -name '*.c' -o -name '*.cpp' \) | sort
   shopt -s nullglob
   notes() { local files=(*."$1"); [ ${#files[@]} -eq 0 ] || cat -- "${files[@]}"; }
   notes ok | sort >programs.txt
+  notes soak | sort >soak.txt
   notes fail | sort >../compile-failures.txt
   notes skip | sort >../skipped.txt
-  rm -f -- *.ok *.fail *.skip )
+  rm -f -- *.ok *.fail *.skip *.soak )
 
 { echo "bundle made $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n)"
   echo "source: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
@@ -240,7 +245,8 @@ cat <<'RUN'
 # Runs every conformance program against our runtime on the CUDA plugin, then the benchmarks.
 # Env: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds in all, default 420),
 # ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1, STEPS (default "conformance bench";
-# also placement, host_bench), HOST_RUNS (host_bench's --runs, default 9).
+# also placement, host_bench, soak), HOST_RUNS (host_bench's --runs, default 9), SOAK_RUNS (runs of
+# each soak program, default 100) and SOAK_JOBS (at a time, default 8).
 # Report: $OUT/gpu-results.txt when $OUT is set, else <bundle>/results/ (written as it goes, so a
 # run cut short still leaves what it had). With llvm19.tar.xz in the bundle (LLVM19=1), each
 # program we fail runs again under LLVM 19's runtime, and so do the benchmarks.
@@ -433,6 +439,34 @@ conformance() {
     [ $judged -eq 0 ] || echo "   LLVM ${judge#llvm}'s runtime passes ${#llvm_passes[@]} of those $judged: ${llvm_passes[*]:-none}"
     sed 's/^/   no sm_90 build: /' "$here/compile-failures.txt"
     [ $fail -eq 0 ] && [ $skip -eq 0 ]
+}
+
+# The soak: the programs whose failures depend on timing (async/, threads/, every nowait
+# program: conformance/soak.txt) run SOAK_RUNS times each, SOAK_JOBS at a time, each checked as
+# the conformance step checks it; prints each program's counts and the failures' first lines.
+soak_one() {
+    log_suffix=.soak$3
+    check "$1" "$2"
+}
+soak() {
+    local runs=${SOAK_RUNS:-100} jobs=${SOAK_JOBS:-8} start=$SECONDS
+    echo "== soak (${runs} runs of each of $(wc -l <"$here/conformance/soak.txt") programs, $jobs at a time, timeout ${timeout_s}s)"
+    export here results timeout_s
+    export -f check soak_one with_timeout
+    while read -r name bin; do
+        for ((i = 1; i <= runs; i++)); do echo "$name $bin $i"; done
+    done <"$here/conformance/soak.txt" |
+        xargs -P "$jobs" -L 1 bash -c 'soak_one "$@"' soak >"$results/soak-lines.txt"
+    awk '/^(PASS|FAIL) / { verdict = $1; name = $2; sub(":$", "", name); runs[name]++; if (verdict == "PASS") passed[name]++;
+           if ($0 ~ /timed out/) hung[name]++ }
+         END { for (n in runs) { printf "%s %s: %d of %d runs passed, %d hung\n",
+               (passed[n] == runs[n] ? "PASS" : "FAIL"), n, passed[n], runs[n], hung[n];
+               t += runs[n]; p += passed[n]; h += hung[n] }
+               printf "-- soak: %d runs, %d passed, %d failed, %d hung\n", t, p, t - p, h }' \
+        "$results/soak-lines.txt" | sort -k2
+    grep -m 10 '^FAIL' "$results/soak-lines.txt"
+    echo "   ($((SECONDS - start))s)"
+    ! grep -q '^FAIL' "$results/soak-lines.txt"
 }
 
 # The raw driver and our runtime, the same figures; the table divides ours by the raw ones.
@@ -671,7 +705,7 @@ main() {
         case $step in
             conformance) [ -n "${SKIP_CONFORMANCE:-}" ] || conformance || status=1 ;;
             bench) [ -n "${SKIP_BENCH:-}" ] || bench || status=1 ;;
-            placement | host_bench) $step || status=1 ;;
+            placement | host_bench | soak) $step || status=1 ;;
             *) echo "run.sh: no step '$step'"; status=1 ;;
         esac
     done
