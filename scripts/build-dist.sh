@@ -18,11 +18,19 @@
 #   OMPTARGET_DIST_SYMBOLS=1 keeps the symbol tables (stripped by default, as packages are).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-dist=${1:-$root/dist}
+final=${1:-$root/dist}
 cd "$root"
 
 cargo build --release --workspace --quiet
 target=${CARGO_TARGET_DIR:-$root/target}/release
+
+# The tree is laid out aside and each file renamed into place at the end: programs and tests
+# running from the old tree meanwhile never load a half-written library (a linker or install
+# writes its output in place).
+mkdir -p "$final"
+final=$(cd "$final" && pwd)
+dist=$(mktemp -d "$final.part.XXXXXX")
+trap 'rm -rf "$dist"' EXIT
 
 mkdir -p "$dist/lib" "$dist/bin"
 map=$root/omptarget-core/exports.map
@@ -74,4 +82,8 @@ if [ -z "${OMPTARGET_DIST_SYMBOLS:-}" ]; then
     strip --strip-unneeded "$dist/lib/libomptarget.so.22.1" "$dist"/lib/libomptarget.rtl.*.so \
         "$dist"/emu/*.so.1 "$dist"/bin/omptarget-*
 fi
-echo "install tree: $dist"
+(cd "$dist" && find . -mindepth 1 -type d -printf '%P\n') | while read -r d; do mkdir -p "$final/$d"; done
+(cd "$dist" && find . \( -type f -o -type l \) -printf '%P\n') | while read -r f; do
+    mv -f -T "$dist/$f" "$final/$f"
+done
+echo "install tree: $final"

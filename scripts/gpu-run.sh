@@ -449,11 +449,16 @@ soak_one() {
     check "$1" "$2"
 }
 soak() {
-    local runs=${SOAK_RUNS:-100} jobs=${SOAK_JOBS:-8} start=$SECONDS
+    local runs=${SOAK_RUNS:-100} jobs=${SOAK_JOBS:-8} start=$SECONDS devices why
+    devices=$("$here/bin/omptarget-info" 2>/dev/null | awk '/^Devices: /{print $2; exit}')
     echo "== soak (${runs} runs of each of $(wc -l <"$here/conformance/soak.txt") programs, $jobs at a time, timeout ${timeout_s}s)"
     export here results timeout_s
     export -f check soak_one with_timeout
     while read -r name bin; do
+        if why=$(devices=${devices:-0} lacks "$bin") && [ -n "$why" ]; then
+            echo "LEFT OUT $name ($why)" >&2
+            continue
+        fi
         for ((i = 1; i <= runs; i++)); do echo "$name $bin $i"; done
     done <"$here/conformance/soak.txt" |
         xargs -P "$jobs" -L 1 bash -c 'soak_one "$@"' soak >"$results/soak-lines.txt"
