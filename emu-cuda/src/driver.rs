@@ -12,6 +12,7 @@ use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use sync_util::lock;
 
 /// The legacy default stream and its aliases: the null handle, `CU_STREAM_LEGACY`,
 /// `CU_STREAM_PER_THREAD` (treated as the legacy stream).
@@ -172,7 +173,7 @@ impl Driver {
             .checked_sub(1)
             .ok_or(status::INVALID_CONTEXT)?;
         let device = &self.devices[index];
-        if device.context.state.lock().unwrap().retained == 0 {
+        if lock(&device.context.state).retained == 0 {
             return Err(status::INVALID_CONTEXT);
         }
         Ok(device)
@@ -184,7 +185,7 @@ impl Driver {
             return Ok(());
         }
         let device = self.context_by_handle(handle)?;
-        if device.context.state.lock().unwrap().retained == 0 {
+        if lock(&device.context.state).retained == 0 {
             return Err(status::INVALID_CONTEXT);
         }
         CURRENT.with(|c| c.set(device.index + 1));
@@ -205,13 +206,7 @@ impl Driver {
 
     /// What the legacy default stream waits for: all blocking streams of the device.
     pub fn legacy_sync(&self, device: usize) {
-        let streams = self.devices[device]
-            .context
-            .state
-            .lock()
-            .unwrap()
-            .streams
-            .clone();
+        let streams = lock(&self.devices[device].context.state).streams.clone();
         for stream in streams.iter().filter(|s| s.blocking) {
             stream.wait_idle();
         }
@@ -219,13 +214,7 @@ impl Driver {
 
     /// What `cuMemAlloc`, `cuMemFree` and `cuCtxSynchronize` wait for: every stream.
     pub fn device_sync(&self, device: usize) {
-        let streams = self.devices[device]
-            .context
-            .state
-            .lock()
-            .unwrap()
-            .streams
-            .clone();
+        let streams = lock(&self.devices[device].context.state).streams.clone();
         for stream in streams {
             stream.wait_idle();
         }
@@ -257,8 +246,7 @@ impl Driver {
 
     /// Releases everything of a device whose primary context was released for the last time.
     pub fn tear_down(&self, device: usize) {
-        let streams =
-            std::mem::take(&mut self.devices[device].context.state.lock().unwrap().streams);
+        let streams = std::mem::take(&mut lock(&self.devices[device].context.state).streams);
         for stream in &streams {
             stream.wait_idle();
             stream.close();
@@ -281,7 +269,7 @@ impl Driver {
             self.book.remove(start);
             let _ = self.devices[module.device].memory.free(start);
         }
-        for &start in module.twin_regions.lock().unwrap().iter() {
+        for &start in lock(&module.twin_regions).iter() {
             self.book.remove(start);
         }
     }
@@ -306,29 +294,25 @@ impl<T> Handles<T> {
 
     pub fn insert(&self, value: Arc<T>) -> usize {
         let handle = (self.tag << 40) | (self.next.fetch_add(1, Ordering::Relaxed) << 4);
-        self.live.lock().unwrap().insert(handle, value);
+        lock(&self.live).insert(handle, value);
         handle
     }
 
     pub fn get(&self, handle: usize) -> Result<Arc<T>> {
-        self.live
-            .lock()
-            .unwrap()
+        lock(&self.live)
             .get(&handle)
             .cloned()
             .ok_or(status::INVALID_HANDLE)
     }
 
     pub fn remove(&self, handle: usize) -> Result<Arc<T>> {
-        self.live
-            .lock()
-            .unwrap()
+        lock(&self.live)
             .remove(&handle)
             .ok_or(status::INVALID_HANDLE)
     }
 
     fn remove_where(&self, doomed: impl Fn(&T) -> bool) -> Vec<(usize, Arc<T>)> {
-        let mut live = self.live.lock().unwrap();
+        let mut live = lock(&self.live);
         let handles: Vec<usize> = live
             .iter()
             .filter(|(_, v)| doomed(v))
@@ -359,7 +343,7 @@ impl Module {
     pub fn global(&self, name: &str, book: &AddressBook) -> Result<(usize, usize)> {
         let global = self.image.globals.get(name).ok_or(status::NOT_FOUND)?;
         if let Some(address) = self.twin.as_ref().and_then(|t| t.symbol(name)) {
-            let mut regions = self.twin_regions.lock().unwrap();
+            let mut regions = lock(&self.twin_regions);
             if !regions.contains(&address) {
                 book.insert(Region {
                     start: address,

@@ -22,6 +22,7 @@ use plugin_api::twin;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use sync_util::lock;
 
 type CUdevice = c_int;
 type CUdeviceptr = u64;
@@ -118,7 +119,7 @@ fn static_c_str(text: &'static str) -> &'static CStr {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static TEXTS: OnceLock<Mutex<HashMap<&'static str, &'static CStr>>> = OnceLock::new();
-    let mut texts = TEXTS.get_or_init(Default::default).lock().unwrap();
+    let mut texts = lock(TEXTS.get_or_init(Default::default));
     texts.entry(text).or_insert_with(|| {
         let owned = std::ffi::CString::new(text).unwrap_or_default();
         Box::leak(owned.into_boxed_c_str())
@@ -218,7 +219,7 @@ pub extern "C" fn cuDevicePrimaryCtxRetain(context: *mut Handle, device: CUdevic
         if context.is_null() {
             return Err(status::INVALID_VALUE);
         }
-        d.context.state.lock().unwrap().retained += 1;
+        lock(&d.context.state).retained += 1;
         out(context, driver.context_handle(d.index))
     })
 }
@@ -229,7 +230,7 @@ pub extern "C" fn cuDevicePrimaryCtxRelease_v2(device: CUdevice) -> CuResult {
         let driver = driver::get()?;
         let d = driver.device(device)?;
         let last = {
-            let mut state = d.context.state.lock().unwrap();
+            let mut state = lock(&d.context.state);
             if state.retained == 0 {
                 return Err(status::INVALID_CONTEXT);
             }
@@ -250,7 +251,7 @@ pub extern "C" fn cuDevicePrimaryCtxGetState(
     active: *mut c_int,
 ) -> CuResult {
     call("cuDevicePrimaryCtxGetState", |_| {
-        let state = driver::get()?.device(device)?.context.state.lock().unwrap();
+        let state = lock(&driver::get()?.device(device)?.context.state);
         out(flags, state.flags)?;
         out(active, (state.retained > 0) as c_int)
     })
@@ -264,13 +265,7 @@ pub extern "C" fn cuDevicePrimaryCtxSetFlags_v2(device: CUdevice, flags: c_uint)
         if flags & !0x9f != 0 {
             return Err(status::INVALID_VALUE);
         }
-        driver::get()?
-            .device(device)?
-            .context
-            .state
-            .lock()
-            .unwrap()
-            .flags = flags;
+        lock(&driver::get()?.device(device)?.context.state).flags = flags;
         Ok(())
     })
 }
@@ -295,7 +290,7 @@ pub extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CuResult {
 pub extern "C" fn cuCtxGetLimit(value: *mut usize, limit: c_int) -> CuResult {
     call("cuCtxGetLimit", |_| {
         let (driver, d) = current()?;
-        let limits = driver.devices[d].context.state.lock().unwrap().limits;
+        let limits = lock(&driver.devices[d].context.state).limits;
         out(
             value,
             *usize::try_from(limit)
@@ -311,7 +306,7 @@ pub extern "C" fn cuCtxSetLimit(limit: c_int, value: usize) -> CuResult {
     call("cuCtxSetLimit", |c| {
         c.note(|| format!("limit={limit} value={value}"));
         let (driver, d) = current()?;
-        let mut state = driver.devices[d].context.state.lock().unwrap();
+        let mut state = lock(&driver.devices[d].context.state);
         let slot = usize::try_from(limit)
             .ok()
             .and_then(|l| state.limits.get_mut(l))
@@ -332,14 +327,7 @@ pub extern "C" fn cuCtxEnablePeerAccess(peer: Handle, flags: c_uint) -> CuResult
         if peer == d {
             return Err(status::INVALID_DEVICE);
         }
-        if !driver.devices[d]
-            .context
-            .state
-            .lock()
-            .unwrap()
-            .peers
-            .insert(peer)
-        {
+        if !lock(&driver.devices[d].context.state).peers.insert(peer) {
             return Err(status::PEER_ACCESS_ALREADY_ENABLED);
         }
         Ok(())
@@ -733,11 +721,7 @@ pub extern "C" fn cuStreamCreate(stream: *mut Handle, flags: c_uint) -> CuResult
             return Err(status::INVALID_VALUE);
         }
         let created = Stream::start(d, flags == 0).map_err(|_| status::OUT_OF_MEMORY)?;
-        driver.devices[d]
-            .context
-            .state
-            .lock()
-            .unwrap()
+        lock(&driver.devices[d].context.state)
             .streams
             .push(created.clone());
         let handle = driver.streams.insert(created);
@@ -753,11 +737,7 @@ pub extern "C" fn cuStreamDestroy_v2(stream: Handle) -> CuResult {
         let driver = driver::get()?;
         let gone = driver.streams.remove(stream)?;
         gone.close();
-        driver.devices[gone.device]
-            .context
-            .state
-            .lock()
-            .unwrap()
+        lock(&driver.devices[gone.device].context.state)
             .streams
             .retain(|s| !Arc::ptr_eq(s, &gone));
         Ok(())
@@ -1008,7 +988,7 @@ pub extern "C" fn cuModuleGetFunction(
             .into_owned();
         c.note(|| format!("name={name}"));
         let kernel = m.image.kernels.get(&name).ok_or(status::NOT_FOUND)?.clone();
-        let mut given = m.functions.lock().unwrap();
+        let mut given = lock(&m.functions);
         if let Some(&handle) = given.get(&name) {
             return out(function, handle);
         }

@@ -6,6 +6,7 @@
 use crate::status::{self, Result};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use sync_util::lock;
 
 const PAGE: usize = 4096;
 /// Where the first device's range is placed: far from the heap and the libraries.
@@ -61,14 +62,14 @@ impl AddressBook {
     /// The region holding `[address, address + len)` (a zero length still needs `address` to
     /// be inside one).
     pub fn find(&self, address: usize, len: usize) -> Option<Region> {
-        let regions = self.regions.lock().unwrap();
+        let regions = lock(&self.regions);
         let (_, region) = regions.range(..=address).next_back()?;
         (region.contains(address, len.max(1))).then_some(*region)
     }
 
     /// Whether anything known overlaps `[start, start + size)`.
     fn overlaps(&self, start: usize, size: usize) -> bool {
-        let regions = self.regions.lock().unwrap();
+        let regions = lock(&self.regions);
         let end = start.saturating_add(size);
         if let Some((_, r)) = regions.range(..=start).next_back() {
             if r.start + r.size > start {
@@ -79,12 +80,12 @@ impl AddressBook {
     }
 
     pub fn insert(&self, region: Region) {
-        self.regions.lock().unwrap().insert(region.start, region);
+        lock(&self.regions).insert(region.start, region);
     }
 
     /// Removes the region starting exactly at `start`.
     pub fn remove(&self, start: usize) -> Option<Region> {
-        self.regions.lock().unwrap().remove(&start)
+        lock(&self.regions).remove(&start)
     }
 
     /// A device pointer of `len` bytes: anything the driver knows (with unified addressing,
@@ -112,7 +113,7 @@ impl AddressBook {
 
     /// `cuMemHostUnregister`: only the start of a registration.
     pub fn unregister_host(&self, start: usize) -> Result<()> {
-        let mut regions = self.regions.lock().unwrap();
+        let mut regions = lock(&self.regions);
         match regions.get(&start) {
             Some(r) if r.kind == Kind::HostRegistered => {
                 regions.remove(&start);
@@ -124,7 +125,7 @@ impl AddressBook {
 
     /// Every region of `device` (for tearing a context down).
     pub fn regions_of(&self, device: usize) -> Vec<Region> {
-        let regions = self.regions.lock().unwrap();
+        let regions = lock(&self.regions);
         regions
             .values()
             .filter(|r| r.device == Some(device))
@@ -166,7 +167,7 @@ impl DeviceMemory {
     }
 
     pub fn used(&self) -> usize {
-        self.allocations.lock().unwrap().values().sum()
+        lock(&self.allocations).values().sum()
     }
 
     /// A new accessible range of at least `size` bytes.
@@ -177,7 +178,7 @@ impl DeviceMemory {
         let size = size
             .checked_next_multiple_of(PAGE)
             .ok_or(status::OUT_OF_MEMORY)?;
-        let mut allocations = self.allocations.lock().unwrap();
+        let mut allocations = lock(&self.allocations);
         let mut candidate = 0usize;
         for (&offset, &len) in allocations.iter() {
             if offset - candidate >= size {
@@ -201,7 +202,7 @@ impl DeviceMemory {
             .ok_or(status::INVALID_VALUE)?;
         // The pages are made inaccessible before the range can be handed out again: a
         // decommit after the lock is released could revoke another thread's new allocation.
-        let mut allocations = self.allocations.lock().unwrap();
+        let mut allocations = lock(&self.allocations);
         let size = allocations.remove(&offset).ok_or(status::INVALID_VALUE)?;
         sys::decommit(address, size);
         Ok(size)

@@ -6,6 +6,7 @@ use crate::config;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use sync_util::{lock, wait};
 
 type Operation = Box<dyn FnOnce() + Send>;
 
@@ -55,21 +56,21 @@ impl Stream {
                     if queue.closing {
                         return;
                     }
-                    queue = self.changed.wait(queue).unwrap();
+                    queue = wait(&self.changed, queue);
                 }
             };
             if delay > 0 {
                 std::thread::sleep(Duration::from_micros(delay));
             }
             operation();
-            self.queue.lock().unwrap().completed += 1;
+            lock(&self.queue).completed += 1;
             self.changed.notify_all();
         }
     }
 
     /// Queues `operation`; it runs after everything submitted before it.
     pub fn submit(&self, operation: impl FnOnce() + Send + 'static) {
-        let mut queue = self.queue.lock().unwrap();
+        let mut queue = lock(&self.queue);
         queue.pending.push_back(Box::new(operation));
         queue.submitted += 1;
         drop(queue);
@@ -78,23 +79,23 @@ impl Stream {
 
     /// Whether everything submitted has run (`cuStreamQuery`).
     pub fn idle(&self) -> bool {
-        let queue = self.queue.lock().unwrap();
+        let queue = lock(&self.queue);
         queue.completed == queue.submitted
     }
 
     /// Waits until everything submitted so far has run.
     pub fn wait_idle(&self) {
-        let mut queue = self.queue.lock().unwrap();
+        let mut queue = lock(&self.queue);
         let target = queue.submitted;
         while queue.completed < target {
-            queue = self.changed.wait(queue).unwrap();
+            queue = wait(&self.changed, queue);
         }
     }
 
     /// Lets the worker finish what is queued and exit (`cuStreamDestroy`: the driver releases
     /// the stream once its work is done).
     pub fn close(&self) {
-        self.queue.lock().unwrap().closing = true;
+        lock(&self.queue).closing = true;
         self.changed.notify_all();
     }
 }
@@ -136,7 +137,7 @@ impl Event {
 
     /// When the stream reached the event's latest record.
     pub fn reached_at(&self) -> std::result::Result<Instant, Untimed> {
-        let marks = self.marks.lock().unwrap();
+        let marks = lock(&self.marks);
         if !self.timed || marks.recorded == 0 {
             return Err(Untimed::NoTiming);
         }
@@ -148,13 +149,13 @@ impl Event {
 
     /// A new record; returns the mark that the stream reaches later ([`reach`](Self::reach)).
     pub fn record(&self) -> u64 {
-        let mut marks = self.marks.lock().unwrap();
+        let mut marks = lock(&self.marks);
         marks.recorded += 1;
         marks.recorded
     }
 
     pub fn reach(&self, mark: u64) {
-        let mut marks = self.marks.lock().unwrap();
+        let mut marks = lock(&self.marks);
         if self.timed && mark >= marks.reached {
             marks.reached_at = Some(Instant::now());
         }
@@ -165,19 +166,19 @@ impl Event {
 
     /// The latest record, which waiters wait for (an event never recorded is complete).
     pub fn latest(&self) -> u64 {
-        self.marks.lock().unwrap().recorded
+        lock(&self.marks).recorded
     }
 
     pub fn wait_for(&self, mark: u64) {
-        let mut marks = self.marks.lock().unwrap();
+        let mut marks = lock(&self.marks);
         while marks.reached < mark {
-            marks = self.changed.wait(marks).unwrap();
+            marks = wait(&self.changed, marks);
         }
     }
 
     #[cfg(test)]
     pub fn complete(&self) -> bool {
-        let marks = self.marks.lock().unwrap();
+        let marks = lock(&self.marks);
         marks.reached >= marks.recorded
     }
 }
@@ -194,20 +195,20 @@ mod tests {
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let (g, l) = (gate.clone(), log.clone());
         stream.submit(move || {
-            let mut open = g.0.lock().unwrap();
+            let mut open = lock(&g.0);
             while !*open {
-                open = g.1.wait(open).unwrap();
+                open = wait(&g.1, open);
             }
-            l.lock().unwrap().push(1);
+            lock(&l).push(1);
         });
         let l = log.clone();
-        stream.submit(move || l.lock().unwrap().push(2));
+        stream.submit(move || lock(&l).push(2));
         assert!(!stream.idle(), "nothing runs before the gate opens");
-        assert!(log.lock().unwrap().is_empty());
-        *gate.0.lock().unwrap() = true;
+        assert!(lock(&log).is_empty());
+        *lock(&gate.0) = true;
         gate.1.notify_all();
         stream.wait_idle();
-        assert_eq!(*log.lock().unwrap(), vec![1, 2]);
+        assert_eq!(*lock(&log), vec![1, 2]);
         stream.close();
     }
 

@@ -8,12 +8,12 @@ use crate::agents::{AgentIndex, System, GPU_ISA_NAME};
 use crate::memory::Memory;
 use crate::status::{self, Result};
 use hsa_sys::*;
-use omptarget_emu_support::calls::lock;
 use plugin_api::gpu::amdgpu_code_object::{self as code_object, target_id::TargetId};
 use plugin_api::twin::{self, Twin};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use sync_util::lock;
 
 /// A kernel as a dispatch finds it through the packet's `kernel_object`.
 pub struct Kernel {

@@ -119,7 +119,7 @@ pub extern "C" fn hsa_status_string(
         // Texts live for the process: leaked once each, C strings as HSA hands out.
         static TEXTS: std::sync::Mutex<Vec<(hsa_status_t, &'static CStr)>> =
             std::sync::Mutex::new(Vec::new());
-        let mut texts = omptarget_emu_support::calls::lock(&TEXTS);
+        let mut texts = sync_util::lock(&TEXTS);
         let c_text = match texts.iter().find(|(s, _)| *s == status) {
             Some((_, t)) => *t,
             None => {
@@ -751,7 +751,7 @@ pub extern "C" fn hsa_amd_register_system_event_handler(
     call("hsa_amd_register_system_event_handler", |_| {
         let runtime = runtime::get()?;
         let callback = callback.ok_or(status::INVALID_ARGUMENT)?;
-        omptarget_emu_support::calls::lock(&runtime.event_handlers).push((callback, data as usize));
+        sync_util::lock(&runtime.event_handlers).push((callback, data as usize));
         Ok(())
     })
 }

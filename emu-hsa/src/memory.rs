@@ -5,9 +5,9 @@
 
 use crate::agents::{AgentIndex, Pool, PoolKind, System, GRANULE};
 use crate::status::{self, Result};
-use omptarget_emu_support::calls::lock;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use sync_util::lock;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum BlockKind {
@@ -185,6 +185,14 @@ impl Memory {
     /// Records a device variable that lives outside the pools (in a twin's storage).
     pub fn add_variable(&self, agent: AgentIndex, start: usize, len: usize) {
         let mut blocks = lock(&self.blocks);
+        // The twin is loaded once in the process, so each GPU's executable places the same
+        // variable at the same address: every agent that loaded it reaches it.
+        if let Some(block) = blocks.get_mut(&start) {
+            if matches!(block.kind, BlockKind::Variable { .. }) {
+                block.granted |= 1 << agent;
+            }
+            return;
+        }
         if len == 0 || overlaps(&blocks, start, start + len) {
             return;
         }
@@ -305,6 +313,20 @@ mod tests {
         memory.free(a).unwrap();
         assert!(memory.check(1, a, 8).unwrap_err().unmapped);
         memory.allocate(&system, pool, 1 << 20).unwrap();
+    }
+
+    #[test]
+    fn a_twin_variable_is_reached_by_every_gpu_that_loaded_it() {
+        let memory = Memory::default();
+        let variable = [0u64; 4];
+        let at = variable.as_ptr() as usize;
+        memory.add_variable(1, at, 32);
+        assert!(memory.check(1, at, 32).is_ok());
+        assert!(!memory.check(2, at, 8).unwrap_err().unmapped);
+        // The second GPU's executable places the same twin variable.
+        memory.add_variable(2, at, 32);
+        assert!(memory.check(2, at + 24, 8).is_ok());
+        assert!(memory.check(1, at, 32).is_ok());
     }
 
     #[test]

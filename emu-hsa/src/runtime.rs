@@ -8,9 +8,9 @@ use crate::queues::{Packet, Queue, Queues};
 use crate::signals::Signals;
 use crate::status::{self, Result};
 use hsa_sys::*;
-use omptarget_emu_support::calls::lock;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, OnceLock};
+use sync_util::lock;
 
 type EventCallback =
     unsafe extern "C" fn(*const hsa_amd_event_t, *mut std::ffi::c_void) -> hsa_status_t;

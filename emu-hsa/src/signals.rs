@@ -4,11 +4,11 @@
 
 use crate::status::{self, Result};
 use hsa_sys::*;
-use omptarget_emu_support::calls::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
+use sync_util::{lock, read, wait_timeout, write};
 
 pub struct Signal {
     value: AtomicI64,
@@ -86,11 +86,7 @@ impl Signal {
                 },
                 None => Duration::from_secs(3600),
             };
-            guard = self
-                .changed
-                .wait_timeout(guard, wait)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            guard = wait_timeout(&self.changed, guard, wait).0;
         }
     }
 }
@@ -130,27 +126,20 @@ impl Signals {
             changed: Condvar::new(),
             stamps: Mutex::new(Stamps::default()),
         });
-        self.live
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(handle, signal);
+        write(&self.live).insert(handle, signal);
         self.created.fetch_add(1, Ordering::Relaxed);
         hsa_signal_t { handle }
     }
 
     pub fn destroy(&self, signal: hsa_signal_t) -> Result<()> {
-        self.live
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+        write(&self.live)
             .remove(&signal.handle)
             .map(drop)
             .ok_or(status::INVALID_SIGNAL)
     }
 
     pub fn get(&self, signal: hsa_signal_t) -> Result<Arc<Signal>> {
-        self.live
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+        read(&self.live)
             .get(&signal.handle)
             .cloned()
             .ok_or(status::INVALID_SIGNAL)
@@ -238,11 +227,7 @@ impl Handlers {
             let ready: Vec<Handler> = {
                 let mut pending = lock(&self.pending);
                 while pending.1 == seen {
-                    pending = self
-                        .changed
-                        .wait_timeout(pending, Duration::from_millis(100))
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
+                    pending = wait_timeout(&self.changed, pending, Duration::from_millis(100)).0;
                 }
                 seen = pending.1;
                 let (ready, waiting) = std::mem::take(&mut pending.0)

@@ -160,7 +160,6 @@ pub struct Codes<S: 'static> {
 }
 
 /// Locks `mutex` even if a panicking thread poisoned it (the emulator keeps going: the panic
-/// was already turned into an error result).
-pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// was already turned into an error result): the workspace's one helper, re-exported for the
+/// emulators' modules that name it here.
+pub use sync_util::lock;

@@ -80,6 +80,21 @@ impl Devices {
         }
     }
 
+    /// Where the runtime's own libraries are: the device process's `lib/` (beside its `bin/`,
+    /// where it found its plugins), then the directory of each plugin it loaded.
+    pub fn runtime_directories(&self) -> Vec<std::path::PathBuf> {
+        let mut dirs: Vec<std::path::PathBuf> = loader::runtime_directory().into_iter().collect();
+        for plugin in &self.plugins {
+            let file = std::path::Path::new(&plugin.location);
+            if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                if !dirs.iter().any(|d| d == dir) {
+                    dirs.push(dir.to_path_buf());
+                }
+            }
+        }
+        dirs
+    }
+
     pub fn count(&self) -> usize {
         self.list.len()
     }

@@ -9,6 +9,7 @@
 mod devices;
 mod heartbeat;
 mod memory;
+mod runtime_libs;
 mod serve;
 
 use mpi_wire::mpi::{Mpi, THREAD_MULTIPLE};

@@ -6,9 +6,14 @@
 //! small blocks (8 KiB), so the device process keeps freed blocks of 1 MiB and more, of the same
 //! device, kind and size, up to a bound (`OMPTARGET_MPI_DEVICE_CACHE_BYTES`, default 2 GiB), and
 //! gives them all back when an allocation fails.
+//!
+//! Under memcheck, a kept block of a device whose memory is this process's (the host plugin) is
+//! no-access, so that the program's use of it after freeing it is reported as it would be
+//! without the cache; it is addressable again when reused, or before it is freed.
 
 use plugin_api::AllocKind;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use valgrind_requests as valgrind;
 
 /// Blocks smaller than this are not kept.
 const SMALLEST: u64 = 1 << 20;
@@ -25,6 +30,9 @@ pub struct BlockCache {
     kept: HashMap<Key, Vec<usize>>,
     kept_bytes: u64,
     limit: u64,
+    /// Under memcheck, devices whose memory is this process's: memcheck is told about their
+    /// kept blocks.
+    in_process: HashSet<u32>,
 }
 
 impl BlockCache {
@@ -45,13 +53,31 @@ impl BlockCache {
         let address = self.kept.get_mut(&key)?.pop()?;
         self.kept_bytes -= size;
         self.live.insert((device, address), key);
+        self.addressable(device, address, size);
         Some(address)
     }
 
-    /// Records a new allocation.
-    pub fn allocated(&mut self, device: u32, kind: AllocKind, size: u64, address: usize) {
+    /// Records a new allocation; `in_process`: the device's memory is this process's.
+    pub fn allocated(
+        &mut self,
+        device: u32,
+        kind: AllocKind,
+        size: u64,
+        address: usize,
+        in_process: bool,
+    ) {
         if size >= SMALLEST && self.limit > 0 {
             self.live.insert((device, address), (device, kind.0, size));
+            if in_process && valgrind::memcheck() {
+                self.in_process.insert(device);
+            }
+        }
+    }
+
+    /// For valgrind: a kept block of `device` is in use again, or about to be freed.
+    fn addressable(&self, device: u32, address: usize, size: u64) {
+        if self.in_process.contains(&device) {
+            valgrind::make_mem_undefined(address, size as usize);
         }
     }
 
@@ -64,6 +90,9 @@ impl BlockCache {
             return false;
         }
         self.kept_bytes += key.2;
+        if self.in_process.contains(&device) {
+            valgrind::make_mem_noaccess(address, key.2 as usize);
+        }
         self.kept.entry(key).or_default().push(address);
         true
     }
@@ -71,9 +100,13 @@ impl BlockCache {
     /// Every kept block of `device`, to free (after an allocation failed).
     pub fn drain(&mut self, device: u32) -> Vec<(usize, AllocKind)> {
         let mut out = Vec::new();
+        let in_process = self.in_process.contains(&device);
         self.kept.retain(|key, blocks| {
             if key.0 != device {
                 return true;
+            }
+            for &address in blocks.iter().filter(|_| in_process) {
+                valgrind::make_mem_undefined(address, key.2 as usize);
             }
             out.extend(blocks.drain(..).map(|a| (a, AllocKind(key.1))));
             false
@@ -94,8 +127,8 @@ mod tests {
             ..Default::default()
         };
         let mb = 1 << 20;
-        cache.allocated(0, AllocKind::DEFAULT, 2 * mb, 0x1000);
-        cache.allocated(0, AllocKind::DEFAULT, 100, 0x9000); // small: never kept
+        cache.allocated(0, AllocKind::DEFAULT, 2 * mb, 0x1000, false);
+        cache.allocated(0, AllocKind::DEFAULT, 100, 0x9000, false); // small: never kept
         assert!(cache.keep(0, 0x1000));
         assert!(!cache.keep(0, 0x9000));
         assert_eq!(cache.take(1, AllocKind::DEFAULT, 2 * mb), None);
@@ -103,7 +136,7 @@ mod tests {
         assert_eq!(cache.take(0, AllocKind::DEFAULT, mb), None);
         assert_eq!(cache.take(0, AllocKind::DEFAULT, 2 * mb), Some(0x1000));
         // Over the bound: freed for real.
-        cache.allocated(0, AllocKind::DEFAULT, 2 * mb, 0x2000);
+        cache.allocated(0, AllocKind::DEFAULT, 2 * mb, 0x2000, false);
         assert!(cache.keep(0, 0x1000));
         assert!(!cache.keep(0, 0x2000));
         assert_eq!(cache.drain(0), vec![(0x1000, AllocKind::DEFAULT)]);

@@ -386,6 +386,9 @@ impl Server {
                 let (triple, arch) = (r.str()?, r.str()?);
                 let bytes = self.image(r.u64()?)?.bytes();
                 let t = self.target(device)?;
+                // The images' runtime dependency, from this process's own tree (whatever
+                // LD_LIBRARY_PATH says: see runtime_libs).
+                crate::runtime_libs::load_once(|| self.devices.runtime_directories());
                 ok.u64(t.plugin.load_image(t.local, bytes, triple, arch)?.0);
             }
             Op::UnloadImage => {
@@ -501,7 +504,9 @@ impl Server {
             }
             outcome => outcome?,
         };
-        self.blocks.allocated(device, kind, size, address);
+        let in_process = d.traits().contains(DeviceTraits::MEMORY_IN_PROCESS);
+        self.blocks
+            .allocated(device, kind, size, address, in_process);
         Ok(address)
     }
 

@@ -247,10 +247,14 @@ impl Device {
                 traits.contains(DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION),
                 Ordering::Relaxed,
             );
-            self.memory_in_process.store(
-                traits.contains(DeviceTraits::MEMORY_IN_PROCESS),
-                Ordering::Relaxed,
-            );
+            let memory_in_process = traits.contains(DeviceTraits::MEMORY_IN_PROCESS);
+            self.memory_in_process
+                .store(memory_in_process, Ordering::Relaxed);
+            if memory_in_process {
+                // Under memcheck, a program's overrun of a pooled mapping is reported as one
+                // of its own malloc would be (the device is boxed: the pool stays put).
+                self.pool.watch_under_memcheck();
+            }
             self.start_work_timing();
             self.warn_if_host_memory_is_out_of_reach();
             if crate::config::record_kernels() {
@@ -654,7 +658,7 @@ impl Device {
                 .alloc(self.local, size, host_ptr, kind)
                 .map_err(failed);
         };
-        if let Some(block) = self.pool.take(class) {
+        if let Some(block) = self.pool.take(class, size) {
             return Ok(block);
         }
         // A new slab; where the device has no room for one, a slab of just this block.
@@ -665,14 +669,14 @@ impl Device {
                     // SAFETY: the plugin promised its allocations are this process's memory.
                     unsafe { crate::os_memory::populate_for_writing(start, slab as usize) };
                 }
-                Ok(self.pool.add_slab(start, slab, class))
+                Ok(self.pool.add_slab(start, slab, class, size))
             }
             Err(_) if slab > class => {
                 let start = self
                     .plugin
                     .alloc(self.local, class, host_ptr, kind)
                     .map_err(failed)?;
-                Ok(self.pool.add_slab(start, class, class))
+                Ok(self.pool.add_slab(start, class, class, size))
             }
             Err(e) => Err(failed(e)),
         }

@@ -18,6 +18,7 @@
 //! process made by `fork` starts with empty buffers and writes `FILE.<pid>`.
 
 use crate::inventory::json_string;
+use crate::lock::lock;
 use std::cell::RefCell;
 use std::ffi::c_int;
 use std::io::Write;
@@ -390,10 +391,6 @@ pub fn device_work(work: Submission, device: i32, queue: u64, time: plugin_api::
         device: Some(DeviceTrack { device, queue }),
         submitted_by: Some((work.tid, work.at_ns)),
     });
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn register_thread() -> Arc<Mutex<ThreadLog>> {

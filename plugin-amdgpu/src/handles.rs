@@ -3,6 +3,7 @@
 //! an object, and a freed slot is reused.
 
 use std::sync::{Arc, Mutex};
+use sync_util::lock;
 
 pub struct HandleTable<T> {
     slots: Mutex<Vec<Option<Arc<T>>>>,
@@ -17,7 +18,7 @@ impl<T> HandleTable<T> {
 
     /// Stores `value` and returns its handle (never 0).
     pub fn insert(&self, value: T) -> u64 {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = lock(&self.slots);
         let value = Some(Arc::new(value));
         match slots.iter().position(Option::is_none) {
             Some(i) => {
@@ -36,18 +37,18 @@ impl<T> HandleTable<T> {
     }
 
     pub fn get(&self, handle: u64) -> Option<Arc<T>> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let slots = lock(&self.slots);
         slots.get(Self::index(handle)?)?.clone()
     }
 
     pub fn remove(&self, handle: u64) -> Option<Arc<T>> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = lock(&self.slots);
         slots.get_mut(Self::index(handle)?)?.take()
     }
 
     /// Every live object (at shutdown).
     pub fn drain(&self) -> Vec<Arc<T>> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = lock(&self.slots);
         slots.drain(..).flatten().collect()
     }
 }

@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use sync_util::{read, write};
 
 /// The seam over libhsa-runtime64.
 pub struct RealHsa {
@@ -58,7 +59,7 @@ impl RealHsa {
 
     /// The queue behind `queue`, or `HSA_STATUS_ERROR_INVALID_QUEUE`.
     fn queue(&self, queue: Queue) -> HsaResult<Arc<HsaQueue>> {
-        let queues = self.queues.read().unwrap_or_else(|p| p.into_inner());
+        let queues = read(&self.queues);
         queues
             .get(&queue.0)
             .cloned()
@@ -160,14 +161,14 @@ impl HsaInterface for RealHsa {
     fn create_queue(&self, agent: Agent, size: u32) -> HsaResult<Queue> {
         let queue = HsaQueue::create(self.runtime.library(), agent, size)?;
         let handle = queue.handle();
-        let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
+        let mut queues = write(&self.queues);
         queues.insert(handle, Arc::new(queue));
         Ok(Queue(handle))
     }
 
     fn destroy_queue(&self, queue: Queue) -> HsaResult<()> {
         let removed = {
-            let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
+            let mut queues = write(&self.queues);
             queues.remove(&queue.0)
         };
         // A submission still holding the queue finishes first (destroy takes its lock), and

@@ -1,11 +1,14 @@
 //! Kernel argument buffers: memory of the host's kernarg pool that GPUs read at dispatch.
 //! Allocating pool memory is a system call, and every launch needs a buffer that lives until
 //! the kernel completed, so freed buffers are kept by size class and reused (LLVM's
-//! `AMDGPUMemoryManagerTy` over the kernarg pool does the same).
+//! `AMDGPUMemoryManagerTy` over the kernarg pool does the same). Under valgrind an idle buffer
+//! is no-access, so a use after it was given back is reported; it is addressable again when
+//! taken, or before it goes back to HSA.
 
 use crate::hsa_interface::{Agent, HsaInterface, HsaResult, MemoryPool};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use sync_util::lock;
 
 /// Smallest buffer handed out: a code-object-v5 kernel with a few arguments fits.
 const MIN_BUFFER: usize = 512;
@@ -45,14 +48,12 @@ impl<H: HsaInterface> KernargPool<H> {
     /// A buffer of at least `size` bytes holding `bytes` at its start.
     pub fn take(&self, bytes: &[u8]) -> HsaResult<KernargBuffer> {
         let capacity = Self::class_of(bytes.len());
-        let reused = self
-            .idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(&capacity)
-            .and_then(Vec::pop);
+        let reused = lock(&self.idle).get_mut(&capacity).and_then(Vec::pop);
         let address = match reused {
-            Some(address) => address,
+            Some(address) => {
+                valgrind_requests::undefined_under_memcheck(address, capacity);
+                address
+            }
             None => {
                 let address = self.hsa.allocate(self.pool, capacity)?;
                 if let Err(e) = self.hsa.allow_access(&self.agents, address) {
@@ -68,9 +69,10 @@ impl<H: HsaInterface> KernargPool<H> {
 
     /// Returns a buffer for reuse.
     pub fn give_back(&self, buffer: KernargBuffer) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle = lock(&self.idle);
         let list = idle.entry(buffer.capacity).or_default();
         if list.len() < KEEP_PER_CLASS {
+            valgrind_requests::noaccess_under_memcheck(buffer.address, buffer.capacity);
             list.push(buffer.address);
         } else if let Err(e) = self.hsa.free(buffer.address) {
             log::warn!("amdgpu: freeing a kernel argument buffer: {e}");
@@ -79,9 +81,10 @@ impl<H: HsaInterface> KernargPool<H> {
 
     /// Frees every idle buffer (at plugin shutdown).
     pub fn release_idle(&self) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        for (_, list) in idle.drain() {
+        let mut idle = lock(&self.idle);
+        for (capacity, list) in idle.drain() {
             for address in list {
+                valgrind_requests::undefined_under_memcheck(address, capacity);
                 let _ = self.hsa.free(address);
             }
         }

@@ -37,9 +37,10 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{mpsc, Arc, Condvar, Mutex, Weak};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+use sync_util::{lock, wait_timeout};
 
 /// The GPU agent of the double.
 pub const GPU_AGENT: Agent = Agent(0x6770);
@@ -105,10 +106,6 @@ pub struct Stats {
     pub locks_live: usize,
     /// Calls of the profiling functions (enabling, reading stamps, the system clock).
     pub profiling_calls: usize,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn invalid(message: impl Into<String>) -> HsaError {
@@ -588,11 +585,7 @@ impl Inner {
                 return value;
             }
             let slice = (deadline - now).min(POLL);
-            guard = state
-                .changed
-                .wait_timeout(guard, slice)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            guard = wait_timeout(&state.changed, guard, slice).0;
         }
     }
 
@@ -647,11 +640,7 @@ impl Inner {
                     if let Some(packet) = pending.pop_front() {
                         break packet;
                     }
-                    pending = queue
-                        .arrived
-                        .wait_timeout(pending, POLL)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
+                    pending = wait_timeout(&queue.arrived, pending, POLL).0;
                 }
             };
             let started = queue.profiling.load(Ordering::SeqCst).then(system_ticks);

@@ -3,6 +3,7 @@
 //! a kernel launched.
 
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
+use crate::handles::HandleTable;
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::resources::{PooledResource, ResourcePool};
@@ -20,6 +21,7 @@ use plugin_api::{
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use sync_util::{lock, read, write};
 use sys::CUdevice_attribute as Attr;
 
 type Result<T> = std::result::Result<T, PluginError>;
@@ -104,6 +106,10 @@ pub struct CudaDevice {
     settings: Settings,
     streams: ResourcePool<Stream>,
     events: ResourcePool<Event>,
+    /// The streams behind the queue handles given out (`create_queue`), and the events behind
+    /// the event handles: a handle is looked up here before its object reaches the driver.
+    queues: HandleTable<Stream>,
+    event_handles: HandleTable<Event>,
     images: RwLock<Vec<Option<LoadedImage>>>,
     /// Shared so a launch takes its kernel out of the table and drops the lock before it
     /// touches the driver (a synchronous launch waits for the device).
@@ -236,6 +242,8 @@ impl CudaDevice {
             settings,
             streams,
             events,
+            queues: HandleTable::new(),
+            event_handles: HandleTable::new(),
             images: RwLock::new(Vec::new()),
             kernels: RwLock::new(Vec::new()),
             deferred: Mutex::new(HashMap::new()),
@@ -269,7 +277,7 @@ impl CudaDevice {
     /// stream: `op` makes it current itself if its calls need it.
     fn on_queue(&self, queue: QueueHandle, op: impl FnOnce(Stream) -> Result<()>) -> Result<()> {
         if queue != QueueHandle::SYNC {
-            return op(stream_of(queue));
+            return op(self.stream_of(queue)?);
         }
         let stream = self.take_stream()?;
         let result = op(stream).and_then(|_| self.finish(stream));
@@ -314,9 +322,7 @@ impl CudaDevice {
     }
 
     fn defer(&self, stream: Stream, work: Deferred) {
-        self.deferred
-            .lock()
-            .unwrap()
+        lock(&self.deferred)
             .entry(stream.0 as usize)
             .or_default()
             .push(work);
@@ -327,7 +333,7 @@ impl CudaDevice {
         if self.deferred_count.load(Ordering::Acquire) == 0 {
             return;
         }
-        let work = self.deferred.lock().unwrap().remove(&(stream.0 as usize));
+        let work = lock(&self.deferred).remove(&(stream.0 as usize));
         for item in work.into_iter().flatten() {
             self.complete(item);
         }
@@ -338,6 +344,22 @@ impl CudaDevice {
         match work {
             Deferred::LaunchBuffer(buffer) => self.launch_buffers.give_back(buffer),
         }
+    }
+
+    /// The stream behind a queue handle this device gave out (not `QueueHandle::SYNC`).
+    #[inline]
+    fn stream_of(&self, queue: QueueHandle) -> Result<Stream> {
+        self.queues
+            .get(queue.0)
+            .ok_or_else(|| invalid_handle("queue", queue.0))
+    }
+
+    /// The event behind an event handle this device gave out.
+    #[inline]
+    fn event_of(&self, event: EventHandle) -> Result<Event> {
+        self.event_handles
+            .get(event.0)
+            .ok_or_else(|| invalid_handle("event", event.0))
     }
 
     fn take_stream(&self) -> Result<Stream> {
@@ -365,7 +387,7 @@ impl Device for CudaDevice {
 
     fn create_queue(&self) -> Result<QueueHandle> {
         let stream = self.take_stream()?;
-        Ok(QueueHandle(stream.0 as u64))
+        Ok(QueueHandle(self.queues.insert(stream)))
     }
 
     fn release_queue(&self, queue: QueueHandle) -> Result<()> {
@@ -374,8 +396,12 @@ impl Device for CudaDevice {
                 "the synchronous queue is not released",
             ));
         }
-        self.timer.discard(stream_of(queue));
-        self.streams.give_back(stream_of(queue));
+        let stream = self
+            .queues
+            .remove(queue.0)
+            .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        self.timer.discard(stream);
+        self.streams.give_back(stream);
         Ok(())
     }
 
@@ -383,20 +409,25 @@ impl Device for CudaDevice {
         if queue == QueueHandle::SYNC {
             return Ok(());
         }
-        self.finish(stream_of(queue))
+        self.finish(self.stream_of(queue)?)
     }
 
     /// The handles of an OpenMP interop object: the CUDA runtime API's view (LLVM's choice),
     /// which shares the primary context and takes a `CUstream` as a `cudaStream_t`. Our
     /// synchronize is `cuStreamSynchronize`, which also waits for work the program queued.
     fn interop_info(&self, queue: QueueHandle) -> Result<InteropInfo> {
+        let targetsync = if queue == QueueHandle::SYNC {
+            0
+        } else {
+            self.stream_of(queue)?.0 as usize
+        };
         Ok(InteropInfo {
             foreign_runtime: ForeignRuntime::CUDA,
             vendor: Vendor::NVIDIA,
             platform: 0,
             device: self.identity.handle as usize,
             context: self.context.0 as usize,
-            targetsync: queue.0 as usize,
+            targetsync,
         })
     }
 
@@ -413,7 +444,7 @@ impl Device for CudaDevice {
         if queue == QueueHandle::SYNC {
             return Ok(true);
         }
-        let stream = stream_of(queue);
+        let stream = self.stream_of(queue)?;
         let done = self
             .driver
             .query(stream)
@@ -438,12 +469,13 @@ impl Device for CudaDevice {
         if queue == QueueHandle::SYNC {
             return Ok(Vec::new());
         }
+        let stream = self.stream_of(queue)?;
         // A new reference event may be created, and is recorded on an idle pooled stream.
         self.activate()?;
         let idle = self.take_stream()?;
         let times = self
             .timer
-            .times(&*self.driver, stream_of(queue), idle)
+            .times(&*self.driver, stream, idle)
             .map_err(|e| failed("reading the device's timing of queued work", e));
         self.streams.give_back(idle);
         times
@@ -451,33 +483,39 @@ impl Device for CudaDevice {
 
     fn create_event(&self) -> Result<EventHandle> {
         let event = self.take_pooled(&self.events, "taking an event")?;
-        Ok(EventHandle(event.0 as u64))
+        Ok(EventHandle(self.event_handles.insert(event)))
     }
 
     fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        let event = self.event_of(event)?;
         self.on_queue(queue, |stream| {
             self.driver
-                .record_event(event_of(event), stream)
+                .record_event(event, stream)
                 .map_err(|e| failed("recording an event", e))
         })
     }
 
     fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        let event = self.event_of(event)?;
         self.on_queue(queue, |stream| {
             self.driver
-                .wait_event(stream, event_of(event))
+                .wait_event(stream, event)
                 .map_err(|e| failed("waiting for an event on a queue", e))
         })
     }
 
     fn sync_event(&self, event: EventHandle) -> Result<()> {
         self.driver
-            .sync_event(event_of(event))
+            .sync_event(self.event_of(event)?)
             .map_err(|e| failed("waiting for an event", e))
     }
 
     fn destroy_event(&self, event: EventHandle) -> Result<()> {
-        self.events.give_back(event_of(event));
+        let event = self
+            .event_handles
+            .remove(event.0)
+            .ok_or_else(|| invalid_handle("event", event.0))?;
+        self.events.give_back(event);
         Ok(())
     }
 
@@ -623,7 +661,7 @@ impl Device for CudaDevice {
                 return Err(e);
             }
         };
-        let mut images = self.images.write().unwrap();
+        let mut images = write(&self.images);
         images.push(Some(LoadedImage {
             has_destructors,
             ..loaded
@@ -633,7 +671,7 @@ impl Device for CudaDevice {
 
     fn unload_image(&self, handle: ImageHandle) -> Result<()> {
         let loaded = {
-            let mut images = self.images.write().unwrap();
+            let mut images = write(&self.images);
             index_of(handle.0, images.len())
                 .and_then(|i| images[i].take())
                 .ok_or_else(|| invalid_handle("image", handle.0))?
@@ -660,7 +698,7 @@ impl Device for CudaDevice {
     /// environment, which the device reads at each indirect call.
     fn set_indirect_calls(&self, handle: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
         // Load time only: the image table stays locked while the table is placed.
-        let mut images = self.images.write().unwrap();
+        let mut images = write(&self.images);
         let image = index_of(handle.0, images.len())
             .and_then(|i| images[i].as_mut())
             .ok_or_else(|| invalid_handle("image", handle.0))?;
@@ -721,7 +759,7 @@ impl Device for CudaDevice {
                 dynamic_shared: Arc::new(self.dynamic_shared_limit(function)),
             })
         })?;
-        let mut kernels = self.kernels.write().unwrap();
+        let mut kernels = write(&self.kernels);
         let kernel = share_limit_with_earlier_handles(&kernels, kernel);
         kernels.push(Arc::new(kernel));
         Ok(KernelHandle(kernels.len() as u64))
@@ -848,7 +886,7 @@ impl CudaDevice {
     }
 
     fn allocation_stream(&self) -> driver::Result<Stream> {
-        let mut slot = self.allocation_stream.lock().unwrap();
+        let mut slot = lock(&self.allocation_stream);
         if let Some(s) = *slot {
             return Ok(s);
         }
@@ -891,7 +929,7 @@ impl CudaDevice {
 
     fn peer_access(&self, peer: &CudaDevice) -> Result<bool> {
         let index = peer.identity.ordinal as usize;
-        let mut peers = self.peers.lock().unwrap();
+        let mut peers = lock(&self.peers);
         match peers.get(index).copied() {
             Some(PeerAccess::Enabled) => return Ok(true),
             Some(PeerAccess::Unavailable) | None => return Ok(false),
@@ -925,7 +963,7 @@ impl CudaDevice {
         handle: ImageHandle,
         f: impl FnOnce(&LoadedImage) -> Result<T>,
     ) -> Result<T> {
-        let images = self.images.read().unwrap();
+        let images = read(&self.images);
         let image = index_of(handle.0, images.len())
             .and_then(|i| images[i].as_ref())
             .ok_or_else(|| invalid_handle("image", handle.0))?;
@@ -1245,10 +1283,10 @@ impl CudaDevice {
             }
             return Err(failed("making the device's context current", e));
         }
-        let handles: Vec<u64> = (1..=self.images.read().unwrap().len() as u64).collect();
+        let handles: Vec<u64> = (1..=read(&self.images).len() as u64).collect();
         let mut first_error = None;
         for h in handles {
-            let present = self.images.read().unwrap()[h as usize - 1].is_some();
+            let present = read(&self.images)[h as usize - 1].is_some();
             if present {
                 if let Err(e) = self.unload_image(ImageHandle(h)) {
                     first_error.get_or_insert(e);
@@ -1256,12 +1294,12 @@ impl CudaDevice {
             }
         }
         // Launches still deferred were never synchronised; their buffers go with the rest.
-        let pending = std::mem::take(&mut *self.deferred.lock().unwrap());
+        let pending = std::mem::take(&mut *lock(&self.deferred));
         for item in pending.into_values().flatten() {
             self.complete(item);
         }
         self.free_launch_buffers();
-        if let Some(s) = self.allocation_stream.lock().unwrap().take() {
+        if let Some(s) = lock(&self.allocation_stream).take() {
             let _ = self.driver.destroy_stream(s);
         }
         self.timer.destroy_all(&*self.driver);
@@ -1283,14 +1321,6 @@ impl CudaDevice {
     }
 }
 
-fn stream_of(queue: QueueHandle) -> Stream {
-    Stream(queue.0 as usize as sys::CUstream)
-}
-
-fn event_of(event: EventHandle) -> Event {
-    Event(event.0 as usize as sys::CUevent)
-}
-
 /// Handles are 1-based indexes so that 0 is never valid.
 fn index_of(handle: u64, len: usize) -> Option<usize> {
     let i = usize::try_from(handle).ok()?.checked_sub(1)?;
@@ -1304,7 +1334,7 @@ fn invalid_handle(what: &str, value: u64) -> PluginError {
 /// The kernel a handle names in the device's kernel list, taken out of the table: the read
 /// lock is released before the caller launches, so loading kernels never waits for a launch.
 fn kernel_at(kernels: &RwLock<Vec<Arc<Kernel>>>, handle: KernelHandle) -> Result<Arc<Kernel>> {
-    let kernels = kernels.read().unwrap();
+    let kernels = read(kernels);
     index_of(handle.0, kernels.len())
         .map(|i| Arc::clone(&kernels[i]))
         .ok_or_else(|| invalid_handle("kernel", handle.0))

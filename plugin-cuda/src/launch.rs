@@ -3,6 +3,7 @@
 //! `plugin_api::gpu::KernelLimits::dimensions`.)
 
 use std::sync::Mutex;
+use sync_util::lock;
 
 /// What a kernel may use of dynamic shared memory by default: 48 KiB less its static shared
 /// memory. Beyond that the kernel must opt in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
@@ -83,7 +84,7 @@ impl DynamicSharedLimit {
         device_max: u32,
         set: impl FnOnce(u32) -> Result<(), E>,
     ) -> Result<(), OptInError<E>> {
-        let mut current = self.current.lock().unwrap();
+        let mut current = lock(&self.current);
         match opt_in_needed(requested, *current, device_max, self.static_bytes) {
             Ok(None) => Ok(()),
             Ok(Some(limit)) => {
@@ -96,7 +97,7 @@ impl DynamicSharedLimit {
     }
 
     pub fn current(&self) -> u32 {
-        *self.current.lock().unwrap()
+        *lock(&self.current)
     }
 }
 

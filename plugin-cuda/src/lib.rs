@@ -2,7 +2,7 @@
 //!
 //! Layers, bottom up: `driver` (the CUDA driver API, loaded from `libcuda.so.1` on first use),
 //! `image` (cubin and PTX images read without the driver), `launch` (launch decisions made
-//! without the driver), `resources` (stream and event pools), `work_timing` (the device's timing of queued work, for
+//! without the driver), `resources` (stream and event pools), `handles` (the queue and event handles given to the core, checked before they reach the driver), `work_timing` (the device's timing of queued work, for
 //! profiles), `device` (one GPU), `plugin` (the plugin ABI). LLVM's rules for grid and block
 //! sizes, the layouts its device runtime reads and the pool of launch environments and
 //! reduction buffers are shared with the other GPU plugins in `plugin_api::gpu`, the pinned
@@ -11,6 +11,7 @@
 
 pub mod device;
 pub mod driver;
+pub mod handles;
 pub mod image;
 pub mod launch;
 pub mod plugin;

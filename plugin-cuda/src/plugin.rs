@@ -9,6 +9,7 @@ use plugin_api::gpu::Settings;
 use plugin_api::pinning::PinTable;
 use plugin_api::*;
 use std::sync::{Arc, Mutex, OnceLock};
+use sync_util::lock;
 
 type Result<T> = std::result::Result<T, PluginError>;
 
@@ -100,11 +101,7 @@ impl DevicePlugin for CudaPlugin {
 
     fn deinit(&self) -> Result<()> {
         if let Some(driver) = &self.driver {
-            let pinned = self
-                .pinned
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .drain_ours();
+            let pinned = lock(&self.pinned).drain_ours();
             for range in pinned {
                 let _ = driver.unregister_host(range.start);
             }
@@ -293,14 +290,14 @@ impl DevicePlugin for CudaPlugin {
 
     /// A range inside one already pinned (through any device) counts on it.
     fn pin_memory(&self, device: &CudaDevice, host_ptr: usize, size: u64) -> Result<usize> {
-        let mut table = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = lock(&self.pinned);
         let address = table.pin(host_ptr, size, || device.page_lock(host_ptr, size))?;
         Ok(address as usize)
     }
 
     /// Undoes a pin made with `host_ptr`; the range is unlocked with its last pin.
     fn unpin_memory(&self, device: &CudaDevice, host_ptr: usize) -> Result<()> {
-        let mut table = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = lock(&self.pinned);
         let last = table.unpin(host_ptr)?;
         match last.filter(|r| r.ours) {
             Some(range) => device.page_unlock(range.start),

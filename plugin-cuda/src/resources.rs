@@ -3,6 +3,7 @@
 
 use crate::driver::{self, Driver, Event, Stream};
 use std::sync::Mutex;
+use sync_util::lock;
 
 /// A driver object the pool can create and destroy with a `D` (the driver; tests use a fake).
 pub trait PooledResource<D>: Copy + Send {
@@ -68,8 +69,8 @@ impl<T: Copy + Send> ResourcePool<T> {
             }
         }
         let made = fresh.len();
-        *self.created.lock().unwrap() += made;
-        self.idle.lock().unwrap().extend(fresh);
+        *lock(&self.created) += made;
+        lock(&self.idle).extend(fresh);
         match failure {
             Some(e) if made == 0 => Err(e),
             Some(e) => {
@@ -86,21 +87,21 @@ impl<T: Copy + Send> ResourcePool<T> {
         T: PooledResource<D>,
     {
         loop {
-            if let Some(r) = self.idle.lock().unwrap().pop() {
+            if let Some(r) = lock(&self.idle).pop() {
                 return Ok(r);
             }
-            let more = (*self.created.lock().unwrap()).max(1);
+            let more = (*lock(&self.created)).max(1);
             self.grow(driver, more)?;
         }
     }
 
     /// An idle resource, if there is one (no driver call).
     pub fn try_take(&self) -> Option<T> {
-        self.idle.lock().unwrap().pop()
+        lock(&self.idle).pop()
     }
 
     pub fn give_back(&self, resource: T) {
-        self.idle.lock().unwrap().push(resource);
+        lock(&self.idle).push(resource);
     }
 
     /// Destroys the idle resources; returns how many were still taken.
@@ -108,8 +109,8 @@ impl<T: Copy + Send> ResourcePool<T> {
     where
         T: PooledResource<D>,
     {
-        let idle = std::mem::take(&mut *self.idle.lock().unwrap());
-        let mut created = self.created.lock().unwrap();
+        let idle = std::mem::take(&mut *lock(&self.idle));
+        let mut created = lock(&self.created);
         let outstanding = created.saturating_sub(idle.len());
         let mut first_error = None;
         for r in idle {

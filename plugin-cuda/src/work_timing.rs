@@ -12,6 +12,7 @@ use plugin_api::WorkTime;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use sync_util::lock;
 
 /// What the timer needs from the driver (the real one, or a fake in tests).
 pub trait TimingDriver {
@@ -75,14 +76,14 @@ impl WorkTimer {
     }
 
     fn take_event<D: TimingDriver>(&self, driver: &D) -> driver::Result<Event> {
-        if let Some(event) = self.idle.lock().unwrap().pop() {
+        if let Some(event) = lock(&self.idle).pop() {
             return Ok(event);
         }
         driver.create_timing_event()
     }
 
     fn give_back(&self, events: impl IntoIterator<Item = Event>) {
-        self.idle.lock().unwrap().extend(events);
+        lock(&self.idle).extend(events);
     }
 
     /// Runs `op`, which queues one operation on `stream`, between two timing events; a driver
@@ -110,7 +111,7 @@ impl WorkTimer {
             .and_then(|value| driver.record(end, stream).map(|_| value).map_err(&convert));
         match queued {
             Ok(value) => {
-                let mut pending = self.pending.lock().unwrap();
+                let mut pending = lock(&self.pending);
                 pending
                     .entry(stream.0 as usize)
                     .or_default()
@@ -132,7 +133,7 @@ impl WorkTimer {
         stream: Stream,
         idle: Stream,
     ) -> driver::Result<Vec<WorkTime>> {
-        let Some(pairs) = self.pending.lock().unwrap().remove(&(stream.0 as usize)) else {
+        let Some(pairs) = lock(&self.pending).remove(&(stream.0 as usize)) else {
             return Ok(Vec::new());
         };
         let result = self.read(driver, &pairs, idle);
@@ -146,7 +147,7 @@ impl WorkTimer {
         pairs: &[(Event, Event)],
         idle: Stream,
     ) -> driver::Result<Vec<WorkTime>> {
-        let mut reference = self.reference.lock().unwrap();
+        let mut reference = lock(&self.reference);
         let stale = match &*reference {
             Some(r) => host_clock_ns().saturating_sub(r.clock.host_ns) > REFERENCE_LIFETIME_NS,
             None => true,
@@ -200,25 +201,20 @@ impl WorkTimer {
         if !self.is_on() {
             return;
         }
-        if let Some(pairs) = self.pending.lock().unwrap().remove(&(stream.0 as usize)) {
+        if let Some(pairs) = lock(&self.pending).remove(&(stream.0 as usize)) {
             self.give_back(pairs.into_iter().flat_map(|(a, b)| [a, b]));
         }
     }
 
     /// Destroys every event (the device is released).
     pub fn destroy_all<D: TimingDriver>(&self, driver: &D) {
-        let pending: Vec<(Event, Event)> = self
-            .pending
-            .lock()
-            .unwrap()
-            .drain()
-            .flat_map(|(_, v)| v)
-            .collect();
+        let pending: Vec<(Event, Event)> =
+            lock(&self.pending).drain().flat_map(|(_, v)| v).collect();
         self.give_back(pending.into_iter().flat_map(|(a, b)| [a, b]));
-        if let Some(r) = self.reference.lock().unwrap().take() {
+        if let Some(r) = lock(&self.reference).take() {
             self.give_back([r.event]);
         }
-        for event in self.idle.lock().unwrap().drain(..) {
+        for event in lock(&self.idle).drain(..) {
             let _ = driver.destroy(event);
         }
     }
@@ -317,7 +313,7 @@ mod tests {
         // Calibration used an event per try and kept one as the reference: every other event
         // is idle again.
         assert_eq!(
-            timer.idle.lock().unwrap().len() + 1,
+            lock(&timer.idle).len() + 1,
             *fake.next.borrow(),
             "events leaked"
         );
@@ -347,6 +343,6 @@ mod tests {
         // Every event comes back: the 4 created (2 for the first try, reused by the second
         // while the third needed 2 more) are all idle again.
         assert_eq!(*fake.next.borrow(), 4);
-        assert_eq!(timer.idle.lock().unwrap().len(), 4);
+        assert_eq!(lock(&timer.idle).len(), 4);
     }
 }

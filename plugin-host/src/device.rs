@@ -5,10 +5,11 @@ use crate::{elf_check, sys};
 use log::debug;
 use plugin_api::address_map::AddressMap;
 use plugin_api::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use sync_util::{get_mut, lock};
 
 type Result<T> = std::result::Result<T, PluginError>;
 
@@ -46,6 +47,8 @@ pub struct HostDevice {
     allocations: Mutex<AddressMap<usize, u64>>,
     /// Name and execution mode of each kernel handed out, for launch information.
     kernels: Mutex<HashMap<u64, KernelInfo>>,
+    /// The event handles given out and not destroyed, so a bogus one is an error.
+    events: Mutex<HashSet<u64>>,
     next_handle: AtomicU64,
 }
 
@@ -75,6 +78,7 @@ impl HostDevice {
             images: Mutex::new(HashMap::new()),
             allocations: Mutex::new(AddressMap::default()),
             kernels: Mutex::new(HashMap::new()),
+            events: Mutex::new(HashSet::new()),
             next_handle: AtomicU64::new(1),
         }
     }
@@ -84,7 +88,7 @@ impl HostDevice {
     }
 
     fn symbol(&self, image: ImageHandle, name: &str) -> Result<usize> {
-        let images = self.images.lock().unwrap();
+        let images = lock(&self.images);
         let loaded = images.get(&image.0).ok_or_else(|| unknown_image(image))?;
         sys::symbol_address(&loaded.library, name).ok_or_else(|| {
             PluginError::new(
@@ -95,11 +99,32 @@ impl HostDevice {
     }
 
     fn kernel_info(&self, kernel: KernelHandle) -> Option<KernelInfo> {
-        self.kernels.lock().unwrap().get(&kernel.0).cloned()
+        lock(&self.kernels).get(&kernel.0).cloned()
+    }
+
+    /// Refuses a queue handle this device never gave out: host work needs no queue, but a
+    /// bogus handle is the caller's error and is reported as one.
+    #[inline]
+    fn check_queue(&self, queue: QueueHandle) -> Result<()> {
+        if queue == QueueHandle::SYNC || queue == HOST_QUEUE {
+            return Ok(());
+        }
+        Err(PluginError::invalid_argument(format!(
+            "no queue with handle {} on host device {}",
+            queue.0, self.index
+        )))
+    }
+
+    /// Refuses an event handle this device never gave out, or destroyed.
+    fn check_event(&self, event: EventHandle) -> Result<()> {
+        if lock(&self.events).contains(&event.0) {
+            return Ok(());
+        }
+        Err(unknown_event(event, self.index))
     }
 
     pub fn image_count(&self) -> usize {
-        self.images.lock().unwrap().len()
+        lock(&self.images).len()
     }
 }
 
@@ -129,7 +154,7 @@ impl Device for HostDevice {
             "host device {}: loaded image {} from {}",
             self.index, handle, path
         );
-        self.images.lock().unwrap().insert(
+        lock(&self.images).insert(
             handle,
             LoadedImage {
                 library,
@@ -140,7 +165,7 @@ impl Device for HostDevice {
     }
 
     fn unload_image(&self, image: ImageHandle) -> Result<()> {
-        let loaded = self.images.lock().unwrap().remove(&image.0);
+        let loaded = lock(&self.images).remove(&image.0);
         match loaded {
             Some(loaded) => {
                 loaded
@@ -161,7 +186,7 @@ impl Device for HostDevice {
             // SAFETY: clang's `<kernel>_exec_mode` is a one-byte global of the loaded image.
             .map(|mode| unsafe { std::ptr::read_volatile(mode as *const u8) })
             .unwrap_or(1);
-        self.kernels.lock().unwrap().insert(
+        lock(&self.kernels).insert(
             address as u64,
             KernelInfo {
                 name: name.to_string(),
@@ -191,12 +216,12 @@ impl Device for HostDevice {
                 format!("cannot allocate {size} bytes on host device {}", self.index),
             )
         })?;
-        self.allocations.lock().unwrap().insert(ptr, size);
+        lock(&self.allocations).insert(ptr, size);
         Ok(ptr)
     }
 
     fn free(&self, ptr: usize, _kind: AllocKind) -> Result<()> {
-        if self.allocations.lock().unwrap().remove(&ptr).is_none() {
+        if lock(&self.allocations).remove(&ptr).is_none() {
             return Err(PluginError::invalid_argument(format!(
                 "{ptr:#x} is not an allocation of host device {}",
                 self.index
@@ -214,11 +239,17 @@ impl Device for HostDevice {
         Ok(HOST_QUEUE)
     }
 
-    fn release_queue(&self, _queue: QueueHandle) -> Result<()> {
-        Ok(())
+    fn release_queue(&self, queue: QueueHandle) -> Result<()> {
+        if queue == QueueHandle::SYNC {
+            return Err(PluginError::invalid_argument(
+                "the synchronous queue is not released",
+            ));
+        }
+        self.check_queue(queue)
     }
 
-    fn copy_to_device(&self, dst: usize, src: usize, size: u64, _queue: QueueHandle) -> Result<()> {
+    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
+        self.check_queue(queue)?;
         copy(dst, src, size);
         Ok(())
     }
@@ -228,8 +259,9 @@ impl Device for HostDevice {
         dst: usize,
         src: usize,
         size: u64,
-        _queue: QueueHandle,
+        queue: QueueHandle,
     ) -> Result<()> {
+        self.check_queue(queue)?;
         copy(dst, src, size);
         Ok(())
     }
@@ -240,8 +272,9 @@ impl Device for HostDevice {
         _target: &HostDevice,
         dst: usize,
         size: u64,
-        _queue: QueueHandle,
+        queue: QueueHandle,
     ) -> Result<()> {
+        self.check_queue(queue)?;
         copy(dst, src, size);
         Ok(())
     }
@@ -251,8 +284,9 @@ impl Device for HostDevice {
         kernel: KernelHandle,
         args: &[usize],
         config: &LaunchConfig,
-        _queue: QueueHandle,
+        queue: QueueHandle,
     ) -> Result<()> {
+        self.check_queue(queue)?;
         if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
             // A host device runs one team of one thread, whatever was asked (LLVM's host grid).
             if let Some(k) = self.kernel_info(kernel) {
@@ -282,32 +316,41 @@ impl Device for HostDevice {
         Ok(())
     }
 
-    fn synchronize(&self, _queue: QueueHandle) -> Result<()> {
-        Ok(())
+    fn synchronize(&self, queue: QueueHandle) -> Result<()> {
+        self.check_queue(queue)
     }
 
-    fn query_queue(&self, _queue: QueueHandle) -> Result<bool> {
-        Ok(true)
+    fn query_queue(&self, queue: QueueHandle) -> Result<bool> {
+        self.check_queue(queue).map(|()| true)
     }
 
+    /// Events only need to exist (the core records none on a device whose queues complete on
+    /// submission; a caller that does gets one that is always complete).
     fn create_event(&self) -> Result<EventHandle> {
-        Ok(EventHandle(self.new_handle()))
+        let handle = self.new_handle();
+        lock(&self.events).insert(handle);
+        Ok(EventHandle(handle))
     }
 
-    fn record_event(&self, _event: EventHandle, _queue: QueueHandle) -> Result<()> {
-        Ok(())
+    fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.check_queue(queue)?;
+        self.check_event(event)
     }
 
-    fn wait_event(&self, _event: EventHandle, _queue: QueueHandle) -> Result<()> {
-        Ok(())
+    fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.check_queue(queue)?;
+        self.check_event(event)
     }
 
-    fn sync_event(&self, _event: EventHandle) -> Result<()> {
-        Ok(())
+    fn sync_event(&self, event: EventHandle) -> Result<()> {
+        self.check_event(event)
     }
 
-    fn destroy_event(&self, _event: EventHandle) -> Result<()> {
-        Ok(())
+    fn destroy_event(&self, event: EventHandle) -> Result<()> {
+        if lock(&self.events).remove(&event.0) {
+            return Ok(());
+        }
+        Err(unknown_event(event, self.index))
     }
 
     /// Host memory is already accessible to the host "device".
@@ -331,7 +374,8 @@ impl Device for HostDevice {
     }
 
     /// The host devices have no foreign runtime: interop objects carry no native handles.
-    fn interop_info(&self, _queue: QueueHandle) -> Result<InteropInfo> {
+    fn interop_info(&self, queue: QueueHandle) -> Result<InteropInfo> {
+        self.check_queue(queue)?;
         Ok(InteropInfo::none(Vendor::LLVM))
     }
 
@@ -343,8 +387,9 @@ impl Device for HostDevice {
         kernel: KernelHandle,
         params: &[u8],
         _config: &LaunchConfig,
-        _queue: QueueHandle,
+        queue: QueueHandle,
     ) -> Result<()> {
+        self.check_queue(queue)?;
         const WORD: usize = std::mem::size_of::<usize>();
         let words = params.chunks_exact(WORD);
         if !words.remainder().is_empty() {
@@ -388,11 +433,18 @@ fn copy(dst: usize, src: usize, size: u64) {
 
 impl Drop for HostDevice {
     fn drop(&mut self) {
-        for (&ptr, _) in self.allocations.get_mut().unwrap().iter() {
+        for (&ptr, _) in get_mut(&mut self.allocations).iter() {
             // SAFETY: every key is a live allocation from `allocate`, freed once here.
             unsafe { sys::deallocate(ptr) };
         }
     }
+}
+
+fn unknown_event(event: EventHandle, device: i32) -> PluginError {
+    PluginError::invalid_argument(format!(
+        "no event with handle {} on host device {device}",
+        event.0
+    ))
 }
 
 fn unknown_image(image: ImageHandle) -> PluginError {
@@ -400,4 +452,52 @@ fn unknown_image(image: ImageHandle) -> PluginError {
         "image handle {} is not loaded on this device",
         image.0
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bogus_queue_and_event_handles_are_refused() {
+        let device = HostDevice::new(0);
+        let queue = device.create_queue().unwrap();
+        let event = device.create_event().unwrap();
+        let bogus_queue = QueueHandle(u64::MAX - 7);
+        let bogus_event = EventHandle(u64::MAX - 7);
+        let (mut word, source) = (0u64, 42u64);
+        let (dst, src) = (
+            &mut word as *mut u64 as usize,
+            &source as *const u64 as usize,
+        );
+        assert!(device.synchronize(bogus_queue).is_err());
+        assert!(device.query_queue(bogus_queue).is_err());
+        assert!(device.copy_to_device(dst, src, 8, bogus_queue).is_err());
+        assert_eq!(word, 0, "no copy on a bogus queue");
+        assert!(device.record_event(event, bogus_queue).is_err());
+        assert!(device.wait_event(event, bogus_queue).is_err());
+        assert!(device.release_queue(bogus_queue).is_err());
+        assert!(device.release_queue(QueueHandle::SYNC).is_err());
+        for call in [
+            device.record_event(bogus_event, queue),
+            device.wait_event(bogus_event, QueueHandle::SYNC),
+            device.sync_event(bogus_event),
+            device.destroy_event(bogus_event),
+        ] {
+            let e = call.unwrap_err();
+            assert_eq!(e.code, ErrorCode::INVALID_ARGUMENT);
+            assert!(e.message.contains("no event with handle"), "{e}");
+        }
+        // The real ones still work; a destroyed event is gone.
+        device.copy_to_device(dst, src, 8, queue).unwrap();
+        assert_eq!(word, 42);
+        device.record_event(event, queue).unwrap();
+        device.wait_event(event, QueueHandle::SYNC).unwrap();
+        device.sync_event(event).unwrap();
+        device.destroy_event(event).unwrap();
+        assert!(device.sync_event(event).is_err());
+        assert!(device.destroy_event(event).is_err());
+        device.synchronize(queue).unwrap();
+        device.release_queue(queue).unwrap();
+    }
 }

@@ -157,6 +157,11 @@ impl MpiDevice {
         self.queues.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Refuses a queue handle that is not `QueueHandle::SYNC` nor one of ours in use.
+    fn check_queue(&self, queue: QueueHandle) -> Result<()> {
+        self.remote_queue(queue).map(drop)
+    }
+
     /// The device process's queue behind one of ours.
     fn remote_queue(&self, queue: QueueHandle) -> Result<QueueHandle> {
         if queue == QueueHandle::SYNC {
@@ -174,7 +179,11 @@ impl MpiDevice {
         if queue == QueueHandle::SYNC {
             return complete(&self.link, work);
         }
-        match self.slots().get_mut(queue.0.wrapping_sub(1) as usize) {
+        match self
+            .slots()
+            .get_mut(queue.0.wrapping_sub(1) as usize)
+            .filter(|s| s.in_use)
+        {
             Some(slot) => slot.pending.push(Pending::Request(work)),
             None => {
                 return Err(PluginError::invalid_argument(format!(
@@ -332,7 +341,11 @@ impl Device for MpiDevice {
 
     /// Kept for reuse; the device process releases its queues when it ends.
     fn release_queue(&self, queue: QueueHandle) -> Result<()> {
-        let left = match self.slots().get_mut(queue.0.wrapping_sub(1) as usize) {
+        let left = match self
+            .slots()
+            .get_mut(queue.0.wrapping_sub(1) as usize)
+            .filter(|s| s.in_use)
+        {
             Some(slot) => {
                 slot.in_use = false;
                 if slot.pending.is_empty() {
@@ -340,7 +353,12 @@ impl Device for MpiDevice {
                 }
                 std::mem::take(&mut slot.pending)
             }
-            None => return Ok(()),
+            None => {
+                return Err(PluginError::invalid_argument(format!(
+                    "unknown queue {}",
+                    queue.0
+                )))
+            }
         };
         // The core synchronised it; anything left is waited for so no reply stays unread.
         let _ = complete_all(&self.link, left);
@@ -490,6 +508,7 @@ impl Device for MpiDevice {
     }
 
     fn synchronize(&self, queue: QueueHandle) -> Result<()> {
+        self.check_queue(queue)?;
         complete_all(&self.link, self.take_queue(queue))
     }
 
@@ -498,8 +517,14 @@ impl Device for MpiDevice {
             return Ok(true);
         }
         let mut slots = self.slots();
-        let Some(slot) = slots.get_mut(queue.0.wrapping_sub(1) as usize) else {
-            return Ok(true);
+        let Some(slot) = slots
+            .get_mut(queue.0.wrapping_sub(1) as usize)
+            .filter(|s| s.in_use)
+        else {
+            return Err(PluginError::invalid_argument(format!(
+                "unknown queue {}",
+                queue.0
+            )));
         };
         for piece in slot.pending.iter_mut() {
             let done = match piece {
@@ -534,6 +559,9 @@ impl Device for MpiDevice {
     /// The queue's work so far becomes the event's, and the queue waits for it through the
     /// event (so it is waited for once).
     fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        // Both handles are checked before the queue's work moves to the event.
+        self.event(event)?;
+        self.check_queue(queue)?;
         let batch = Arc::new(Batch::default());
         *batch.work.lock().unwrap_or_else(|e| e.into_inner()) = self.take_queue(queue);
         if queue != QueueHandle::SYNC {
@@ -557,7 +585,8 @@ impl Device for MpiDevice {
     /// A device process runs requests in arrival order, so later work on any queue already
     /// follows the event's requests there; but the event's copies between processes, and its
     /// data in flight, finish on their own: waited for here.
-    fn wait_event(&self, event: EventHandle, _queue: QueueHandle) -> Result<()> {
+    fn wait_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.check_queue(queue)?;
         self.event(event)?.complete(&self.link)
     }
 

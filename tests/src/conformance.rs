@@ -72,15 +72,33 @@ pub const MPI_HOST_DEVICES_EACH: u32 = 2;
 /// with `device_processes` device processes. Open MPI refuses root unless told, and this
 /// machine has fewer cores than processes: both allowed.
 pub fn mpirun(program: &[&std::ffi::OsStr], device_processes: u32) -> Command {
-    let mut cmd = Command::new("mpirun");
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .args(["-np", "1"])
+    let mut cmd = mpirun_command();
+    cmd.args(["-np", "1"])
         .args(program)
         .arg(":")
         .args(["-np", &device_processes.to_string()])
         .arg(crate::dist().join("bin/omptarget-mpi-device"));
+    cmd
+}
+
+/// `mpirun`, allowed to run as root and to place more processes than this machine has cores,
+/// with a session directory of its own: Open MPI 4.1 creates the shared one
+/// (`/tmp/ompi.<host>.<uid>`) racily, and jobs started at the same moment by parallel tests
+/// failed with "mkdir /tmp/ompi.vm.0: File exists".
+pub fn mpirun_command() -> Command {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = std::env::temp_dir().join(format!(
+        "omptarget-mpirun-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::create_dir_all(&base);
+    let mut cmd = Command::new("mpirun");
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_orte_tmpdir_base", base);
     cmd
 }
 
@@ -300,7 +318,10 @@ pub fn compile_for(
         return if out.exists() {
             Ok(out)
         } else {
-            Err(format!("OMPTARGET_CONFORMANCE_PREBUILT: no {}", out.display()))
+            Err(format!(
+                "OMPTARGET_CONFORMANCE_PREBUILT: no {}",
+                out.display()
+            ))
         };
     }
     let fresh = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();

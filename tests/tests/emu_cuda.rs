@@ -190,6 +190,12 @@ fn plugin_checker_passes_on_the_emulator_and_sees_allocations_overlap_kernels() 
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("0 failed, 0 skipped"), "{stdout}");
+    // Queue and event handles the plugin never gave out are refused before the driver sees
+    // them (they were cast to a CUstream and a CUevent).
+    assert!(
+        stdout.contains("PASS  error: bogus queue and event handles"),
+        "{stdout}"
+    );
     for device in 0..2 {
         let line = stdout
             .lines()

@@ -44,6 +44,43 @@ fn a_failing_runtime_call_never_crashes_hangs_or_gives_a_wrong_result() {
     );
 }
 
+/// The plugin checker passes every check on our AMDGPU plugin through the emulator, with
+/// check_program.c's gfx90a image and its twin: among them, queue and event handles the plugin
+/// never gave out are refused with an error on every call that takes one. Two devices: the
+/// second GPU reads the image's global, which lives in the twin that both GPUs' executables
+/// share (the emulator once granted it to the first GPU only).
+#[test]
+fn plugin_checker_passes_on_the_emulator() {
+    let twin = tests::compile_amdgpu_twin("../../plugin-check/check_program.c");
+    let output = std::process::Command::new("timeout")
+        .arg("300")
+        .arg(tests::dist().join("bin/omptarget-plugin-check"))
+        .arg(tests::lib_dir().join("libomptarget.rtl.amdgpu.so"))
+        .arg("--image")
+        .arg(&twin)
+        .env("LD_LIBRARY_PATH", tests::dist().join("emu"))
+        .env(
+            "HSA_RUNTIME_LIB",
+            tests::dist().join("emu/libhsa-runtime64.so.1"),
+        )
+        .env("OMPTARGET_EMU_TWINS", &twin)
+        .env("OMPTARGET_EMU_DEVICES", "2")
+        .output()
+        .expect("run omptarget-plugin-check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains(" 0 failed, 0 skipped"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for line in [
+        "PASS  device 0: launch kernel (on a queue)",
+        "PASS  error: bogus queue and event handles",
+    ] {
+        assert!(stdout.contains(line), "missing '{line}' in:\n{stdout}");
+    }
+}
+
 /// (queue, index) → (line of launch, line of completion) of each kernel dispatch in a trace.
 fn dispatch_spans(trace: &str) -> Vec<(usize, usize)> {
     let mut launched: HashMap<(String, String), usize> = HashMap::new();

@@ -123,6 +123,73 @@ fn two_remote_devices_work_at_once_and_copy_directly_between_their_processes() {
     );
 }
 
+/// Open MPI applies `mpirun -x VAR` to the first application context of an MPMD command only:
+/// `mpirun -x LD_LIBRARY_PATH=dist/lib -np 1 ./prog : -np 2 omptarget-mpi-device` gives the
+/// program the loader path and the device processes nothing. Their images still load (their
+/// `libomptarget.so.19.1` / `.22.1` is met from the device process's own install tree), so the
+/// program's kernels run, with either compiler. Every image failed with "the dynamic loader
+/// refused the image: libomptarget.so.19.1: cannot open shared object file" before.
+#[test]
+fn images_load_in_device_processes_whose_environment_lacks_the_loader_path() {
+    let exported = format!("LD_LIBRARY_PATH={}", tests::lib_dir().display());
+    // The job as a user starts it: LD_LIBRARY_PATH only through -x, for the first context;
+    // mpirun's own environment (which local processes inherit) has none.
+    let job = |program: &[&std::ffi::OsStr], device: &[&std::ffi::OsStr]| {
+        let mut cmd = conformance::mpirun_command();
+        cmd.env("LIBOMPTARGET_PLUGINS_TO_LOAD", "mpi")
+            .env("OMP_TARGET_OFFLOAD", "mandatory")
+            .env("LIBOMPTARGET_HOST_NUM_DEVICES", "2")
+            .env_remove("LIBOMPTARGET_DEBUG")
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("LIBOMPTARGET_PLUGIN_PATH")
+            .env_remove("OMPI_MCA_mca_base_env_list")
+            .args(["-x", &exported, "-np", "1"])
+            .args(program)
+            .arg(":")
+            .args(["-np", "2"])
+            .args(device)
+            .stdin(Stdio::null());
+        cmd
+    };
+    // The premise: the device processes' environment has no loader path to dist/lib.
+    let sh = std::ffi::OsStr::new("sh");
+    let c = std::ffi::OsStr::new("-c");
+    let probe = output(with_timeout(
+        job(
+            &[sh, c, "echo program:$LD_LIBRARY_PATH".as_ref()],
+            &[sh, c, "echo device:$LD_LIBRARY_PATH".as_ref()],
+        ),
+        60,
+    ));
+    let seen = text(&probe.stdout);
+    let lib = tests::lib_dir().display().to_string();
+    assert!(
+        probe.status.success()
+            && seen.lines().any(|l| l == format!("program:{lib}"))
+            && seen.lines().filter(|l| *l == "device:").count() == 2,
+        "this mpirun no longer gives -x to the first context only; the test's premise is \
+         gone:\n{seen}\n{}",
+        text(&probe.stderr)
+    );
+
+    let device = tests::dist().join("bin/omptarget-mpi-device");
+    for compiler in tests::COMPILERS {
+        let exe = compile(compiler, &["mpi_two_devices.c"], &[]);
+        let out = output(with_timeout(
+            job(&[exe.as_os_str()], &[device.as_os_str()]),
+            120,
+        ));
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(
+            out.status.success()
+                && stdout.contains("two remote devices: correct")
+                && !stderr.contains("cannot open shared object file"),
+            "{compiler:?}: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status
+        );
+    }
+}
+
 /// Processes whose parent is `parent`, with their command names.
 fn children(parent: u32) -> Vec<(u32, String)> {
     let mut found = Vec::new();
@@ -382,10 +449,8 @@ fn without_device_processes_the_plugin_has_no_devices_and_says_why() {
         "{listing}"
     );
 
-    let mut alone = Command::new("mpirun");
+    let mut alone = conformance::mpirun_command();
     alone
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .args(["-np", "1"])
         .arg(tests::dist().join("bin/omptarget-info"))
         .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD");

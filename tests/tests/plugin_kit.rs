@@ -52,6 +52,7 @@ fn checker_passes_on_the_host_plugin_with_a_kernel() {
         "PASS  error: invalid pointer",
         "PASS  error: foreign image",
         "PASS  error: unknown names and handles",
+        "PASS  error: bogus queue and event handles",
         "PASS  device 0: concurrent use",
     ] {
         assert!(stdout.contains(line), "missing '{line}' in:\n{stdout}");
@@ -230,10 +231,12 @@ fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
 
     // And every call of the ABI answers as the checker expects.
     let stdout = assert_passes(&plugin_check(&[&plugin]));
-    assert!(
-        stdout.contains("PASS  device 0: event orders two queues"),
-        "{stdout}"
-    );
+    for line in [
+        "PASS  device 0: event orders two queues",
+        "PASS  error: bogus queue and event handles",
+    ] {
+        assert!(stdout.contains(line), "missing '{line}' in:\n{stdout}");
+    }
     assert!(
         stdout.contains("SKIP  device 0: pin and unpin host memory"),
         "{stdout}"
@@ -282,6 +285,7 @@ fn the_example_plugin_passes_the_checker() {
         "PASS  device 1: launch kernel (on a queue)",
         "PASS  device 0: concurrent use",
         "PASS  error: invalid pointer",
+        "PASS  error: bogus queue and event handles",
     ] {
         assert!(stdout.contains(line), "missing '{line}' in:\n{stdout}");
     }

@@ -143,7 +143,10 @@ fn main() {
     }
     let program = root.join("target/mpi-bench-offload");
     // Built aside and renamed: another run may be running the old binary.
-    let part = root.join(format!("target/.mpi-bench-offload.{}.part", std::process::id()));
+    let part = root.join(format!(
+        "target/.mpi-bench-offload.{}.part",
+        std::process::id()
+    ));
     let status = Command::new("clang-19")
         .args([
             "-O2",

@@ -14,6 +14,7 @@ use plugin_api::{
 };
 use plugin_api::{PluginError, QueueHandle};
 use std::sync::{Arc, Mutex};
+use sync_util::lock;
 
 impl AmdgpuDevice {
     // ---- images ----
@@ -37,12 +38,7 @@ impl AmdgpuDevice {
             self.run_init_kernel(&image, "amdgcn.device.init")
         };
         if let Err(e) = setup() {
-            if let Some(executable) = image
-                .executable
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take()
-            {
+            if let Some(executable) = lock(&image.executable).take() {
                 let _ = executable.destroy();
             }
             return Err(e);
@@ -56,22 +52,14 @@ impl AmdgpuDevice {
             .remove(handle.0)
             .ok_or_else(|| invalid_handle("image", handle.0))?;
         let destructors = self.run_init_kernel(&image, "amdgcn.device.fini");
-        let executable = image
-            .executable
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let executable = lock(&image.executable).take();
         let destroyed = match executable {
             Some(e) => e
                 .destroy()
                 .map_err(|e| failed("destroying the executable", e)),
             None => Ok(()),
         };
-        let table = image
-            .indirect_calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let table = lock(&image.indirect_calls).take();
         let freed = match table {
             Some(table) => self.free(table, AllocKind::DEVICE),
             None => Ok(()),
@@ -88,10 +76,7 @@ impl AmdgpuDevice {
         calls: &[IndirectCall],
     ) -> Result<()> {
         let image = self.image(handle)?;
-        let mut slot = image
-            .indirect_calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut slot = lock(&image.indirect_calls);
         if slot.is_some() {
             return Err(PluginError::invalid_argument(
                 "the image's indirect calls were set already",
@@ -121,7 +106,7 @@ impl AmdgpuDevice {
 
     /// The device address and size of a global of `image`.
     fn variable(&self, image: &LoadedImage, name: &str) -> Result<(usize, u64)> {
-        let executable = image.executable.lock().unwrap_or_else(|e| e.into_inner());
+        let executable = lock(&image.executable);
         let executable = executable
             .as_ref()
             .ok_or_else(|| PluginError::invalid_argument("the image was unloaded"))?;
@@ -176,7 +161,7 @@ impl AmdgpuDevice {
             return Ok(());
         }
         let (ptr, size) = {
-            let mut slot = self.malloc_pool.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slot = lock(&self.malloc_pool);
             match *slot {
                 Some(pool) => pool,
                 None => {
@@ -237,7 +222,7 @@ impl AmdgpuDevice {
             )
         })?;
         let symbol = {
-            let executable = image.executable.lock().unwrap_or_else(|e| e.into_inner());
+            let executable = lock(&image.executable);
             let executable = executable
                 .as_ref()
                 .ok_or_else(|| PluginError::invalid_argument("the image was unloaded"))?;

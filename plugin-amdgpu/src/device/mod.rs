@@ -22,6 +22,7 @@ use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHand
 use plugin_api::{GlobalInfo, ImageHandle, ImageRef, IndirectCall, KernelHandle, LaunchConfig};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
+use sync_util::{lock, read, write};
 
 type Result<T> = std::result::Result<T, PluginError>;
 
@@ -37,11 +38,6 @@ pub fn failed(what: impl std::fmt::Display, e: HsaError) -> PluginError {
 
 /// LLVM's default device stack: 16 KiB per work-item for kernels with a dynamic call stack.
 const DEFAULT_STACK_SIZE: u64 = 16 * 1024;
-/// Locks `mutex`, also after a panic elsewhere poisoned it (the tables stay consistent: each
-/// change is one insert or remove).
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The LDS of a work-group on every GCN and CDNA GPU, for a runtime that lists no group
 /// segment pool.
@@ -210,11 +206,7 @@ impl AmdgpuDevice {
     // ---- streams ----
 
     fn take_stream(&self) -> Result<Stream<RealHsa>> {
-        let idle = self
-            .idle_streams
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop();
+        let idle = lock(&self.idle_streams).pop();
         match idle {
             Some(s) => Ok(s),
             None => self
@@ -225,10 +217,7 @@ impl AmdgpuDevice {
     }
 
     fn give_back_stream(&self, stream: Stream<RealHsa>) {
-        self.idle_streams
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(stream);
+        lock(&self.idle_streams).push(stream);
     }
 
     /// Runs `op` on the queue's stream, or, for `QueueHandle::SYNC`, on an idle stream that is
@@ -270,7 +259,7 @@ impl AmdgpuDevice {
     /// reaches as it is: pinned by the user, or allocated for the program as host memory.
     fn pinned_address(&self, host: usize, size: u64) -> Option<usize> {
         let end = (host as u64).checked_add(size)?;
-        let pinned = self.pinned.read().unwrap_or_else(|e| e.into_inner());
+        let pinned = read(&self.pinned);
         if let Some(device) = pinned.device_address(host, size) {
             return Some(device as usize);
         }
@@ -297,7 +286,7 @@ impl Device for AmdgpuDevice {
     }
 
     fn release_queue(&self, queue: QueueHandle) -> Result<()> {
-        self.interop_queues.lock().unwrap().remove(&queue.0);
+        lock(&self.interop_queues).remove(&queue.0);
         let stream = self
             .queues
             .remove(queue.0)
@@ -319,7 +308,7 @@ impl Device for AmdgpuDevice {
             .queues
             .get(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
-        if self.interop_queues.lock().unwrap().contains(&queue.0) {
+        if lock(&self.interop_queues).contains(&queue.0) {
             stream
                 .fence_queue()
                 .map_err(|e| failed("fencing the program's work on an interop queue", e))?;
@@ -340,7 +329,7 @@ impl Device for AmdgpuDevice {
                 .queues
                 .get(queue.0)
                 .ok_or_else(|| invalid_handle("queue", queue.0))?;
-            self.interop_queues.lock().unwrap().insert(queue.0);
+            lock(&self.interop_queues).insert(queue.0);
             stream.hsa_queue().0 as usize
         };
         Ok(InteropInfo {
@@ -496,7 +485,7 @@ impl Device for AmdgpuDevice {
 
     /// A range inside one already pinned counts on it, as in LLVM's plugins.
     fn pin_memory(&self, host: usize, size: u64) -> Result<usize> {
-        let mut table = self.pinned.write().unwrap_or_else(|e| e.into_inner());
+        let mut table = write(&self.pinned);
         let device = table.pin(host, size, || {
             self.hsa
                 .lock_host_memory(host, size as usize, &self.host.gpu_agents)
@@ -508,11 +497,7 @@ impl Device for AmdgpuDevice {
 
     /// Undoes a pin made with `host`; the range is unlocked with its last pin.
     fn unpin_memory(&self, host: usize) -> Result<()> {
-        let last = self
-            .pinned
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .unpin(host)?;
+        let last = write(&self.pinned).unpin(host)?;
         let Some(range) = last else {
             return Ok(());
         };
@@ -628,29 +613,17 @@ impl AmdgpuDevice {
     pub fn deinit(&self) -> Result<()> {
         self.queues.drain();
         self.events.drain();
-        self.idle_streams
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        lock(&self.idle_streams).clear();
         let mut result = Ok(());
         for image in self.images.drain() {
-            let executable = image
-                .executable
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
+            let executable = lock(&image.executable).take();
             if let Some(e) = executable {
                 if let Err(e) = e.destroy() {
                     result = Err(failed("destroying an executable", e));
                 }
             }
         }
-        if let Some((ptr, _)) = self
-            .malloc_pool
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+        if let Some((ptr, _)) = lock(&self.malloc_pool).take() {
             if ptr != 0 {
                 let _ = self.hsa.free(ptr);
             }
@@ -662,11 +635,7 @@ impl AmdgpuDevice {
             result = Err(failed("shutting down the device's streams", e));
         }
         // Ranges the program left locked are unlocked once no copy can use them.
-        let pinned = self
-            .pinned
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain_ours();
+        let pinned = write(&self.pinned).drain_ours();
         for range in pinned {
             if let Err(e) = self.hsa.unlock_host_memory(range.start) {
                 result = Err(failed(

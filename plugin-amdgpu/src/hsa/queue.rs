@@ -18,6 +18,7 @@ use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use sync_util::lock;
 
 /// Where the first error the runtime reports for a queue is kept.
 type ErrorSlot = OnceLock<HsaError>;
@@ -203,9 +204,7 @@ impl HsaQueue {
 
     fn lock(&self) -> MutexGuard<'_, bool> {
         // A panic elsewhere while holding the lock leaves the flag itself consistent.
-        self.destroyed
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.destroyed)
     }
 
     /// `hsa_queue_destroy`. Later submissions fail with `HSA_STATUS_ERROR_INVALID_QUEUE`.

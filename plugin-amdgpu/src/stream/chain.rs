@@ -2,7 +2,6 @@
 
 use super::event::{Event, Recorded};
 use super::host_copy::host_memcpy;
-use super::lock;
 use super::manager::Shared;
 use super::queue_pool::QueueHealth;
 use super::signal_pool::SignalRef;
@@ -15,6 +14,7 @@ use crate::hsa_interface::{
 };
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use sync_util::lock;
 
 /// Work the caller wants done once a kernel completed.
 type Callback = Box<dyn FnOnce() + Send>;

@@ -1,12 +1,12 @@
 //! Events: a snapshot of where a stream's work stood when it was recorded.
 
-use super::lock;
 use super::signal_pool::SignalRef;
 use super::slot::QueueSet;
 use super::wait::wait_zero;
 use crate::hsa_interface::{HsaInterface, HsaResult};
 use std::sync::Mutex;
 use std::time::Duration;
+use sync_util::lock;
 
 /// What an event recorded: the signal of the stream's last slot then, the queues that work
 /// went through, and the stream (waiting on one's own event needs nothing).

@@ -2,7 +2,6 @@
 
 use super::chain::Stream;
 use super::event::Event;
-use super::lock;
 use super::queue_pool::QueuePool;
 use super::signal_pool::SignalPool;
 use super::slot::{finish_slots, Slot};
@@ -12,6 +11,7 @@ use super::StreamConfig;
 use crate::hsa_interface::{HsaError, HsaInterface, HsaResult};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use sync_util::lock;
 
 /// What streams of one device share.
 pub(crate) struct Shared<H: HsaInterface> {

@@ -82,7 +82,6 @@ pub(crate) use timing::monotonic_ns;
 pub use timing::WorkSpan;
 
 use crate::hsa_interface::{Agent, MemoryPool};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use crate::settings::{
@@ -125,10 +124,4 @@ impl StreamConfig {
             busy_wait: Duration::from_nanos(DEFAULT_STREAM_BUSY_WAIT_NS.into()),
         }
     }
-}
-
-/// Locks `mutex`, going on with the data if a panicking thread poisoned it: every critical
-/// section here leaves its data consistent, and library paths must not panic.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -6,12 +6,12 @@
 //! The second is invisible to HSA, yet it blocks every later packet of every stream sharing the
 //! queue; [`QueueHealth::failure`] reports both.
 
-use super::lock;
 use super::signal_pool::{SignalRef, WeakSignalRef};
 use super::slot::QueueSet;
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, HsaResult, Queue};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use sync_util::lock;
 
 pub(crate) struct QueuePool<H: HsaInterface> {
     hsa: Arc<H>,

@@ -5,10 +5,10 @@
 //! It is safe to reset and reuse only when all of them are done, which is exactly when the last
 //! reference drops.
 
-use super::lock;
 use crate::hsa_interface::{HsaError, HsaInterface, HsaResult, Signal};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use sync_util::lock;
 
 pub(crate) struct SignalPool<H: HsaInterface> {
     inner: Arc<PoolInner<H>>,

@@ -1,12 +1,14 @@
 //! Pinned staging buffers for two-step copies, kept for reuse instead of allocated per copy.
 //!
 //! Buffers come from the fine-grained host pool, made accessible to the GPU, and are bucketed
-//! by power-of-two capacity; free buffers are kept up to a byte budget.
+//! by power-of-two capacity; free buffers are kept up to a byte budget. Under valgrind a kept
+//! buffer is no-access, so a use after release is reported; it is addressable again when
+//! reused, or before it goes back to HSA.
 
-use super::lock;
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, HsaResult, MemoryPool};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use sync_util::lock;
 
 /// The smallest buffer handed out: small copies share one bucket.
 const MIN_CAPACITY: usize = 4096;
@@ -68,6 +70,7 @@ impl<H: HsaInterface> StagingPool<H> {
             if let Some(ptr) = state.free.get_mut(&capacity).and_then(Vec::pop) {
                 state.cached_bytes -= capacity;
                 state.outstanding += 1;
+                valgrind_requests::undefined_under_memcheck(ptr, capacity);
                 return Ok(StagingBuffer { ptr, capacity });
             }
         }
@@ -87,6 +90,7 @@ impl<H: HsaInterface> StagingPool<H> {
             state.outstanding = state.outstanding.saturating_sub(1);
             if !state.closed && state.cached_bytes + buffer.capacity <= MAX_CACHED_BYTES {
                 state.cached_bytes += buffer.capacity;
+                valgrind_requests::noaccess_under_memcheck(buffer.ptr, buffer.capacity);
                 state
                     .free
                     .entry(buffer.capacity)
@@ -110,9 +114,12 @@ impl<H: HsaInterface> StagingPool<H> {
             log::warn!("{outstanding} staging buffers still in use at shutdown; not freed");
         }
         let mut first_err = None;
-        for ptr in free.into_values().flatten() {
-            if let Err(err) = self.hsa.free(ptr) {
-                first_err.get_or_insert(err);
+        for (capacity, list) in free {
+            for ptr in list {
+                valgrind_requests::undefined_under_memcheck(ptr, capacity);
+                if let Err(err) = self.hsa.free(ptr) {
+                    first_err.get_or_insert(err);
+                }
             }
         }
         first_err.map_or(Ok(()), Err)

@@ -7,7 +7,7 @@
 //! synchronised; only then is it given back, so two launches never share one.
 
 use super::KernelLaunchEnvironment;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Where the reduction buffer starts in a pooled allocation: after the launch environment,
 /// at the alignment `cuMemAlloc` guarantees (HSA's pools align to pages).
@@ -52,6 +52,13 @@ pub struct LaunchBufferPool {
 }
 
 impl LaunchBufferPool {
+    /// The idle buffers, also after a panic elsewhere poisoned the lock (each change is one
+    /// push or pop). plugin-api ships on its own to vendors, so it has no dependency for this
+    /// one line (the workspace's crates use `sync_util::lock`).
+    fn idle(&self) -> MutexGuard<'_, Vec<LaunchBuffer>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The smallest idle buffer with room for `bytes` of reduction data, or a new one from
     /// `allocate` (called with the allocation's size in bytes). New buffers are rounded up
     /// to a power of two so that kernels of similar needs share them.
@@ -69,7 +76,7 @@ impl LaunchBufferPool {
     }
 
     fn take_idle(&self, bytes: u64) -> Option<LaunchBuffer> {
-        let mut idle = self.idle.lock().unwrap();
+        let mut idle = self.idle();
         let best = idle
             .iter()
             .enumerate()
@@ -81,17 +88,17 @@ impl LaunchBufferPool {
 
     /// Returns a buffer once the launch that took it has completed.
     pub fn give_back(&self, buffer: LaunchBuffer) {
-        self.idle.lock().unwrap().push(buffer);
+        self.idle().push(buffer);
     }
 
     /// Removes every idle buffer and returns their device addresses, to be freed.
     pub fn drain(&self) -> Vec<u64> {
-        let idle = std::mem::take(&mut *self.idle.lock().unwrap());
+        let idle = std::mem::take(&mut *self.idle());
         idle.into_iter().map(|b| b.address).collect()
     }
 
     pub fn idle_count(&self) -> usize {
-        self.idle.lock().unwrap().len()
+        self.idle().len()
     }
 }
 

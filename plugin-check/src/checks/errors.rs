@@ -1,10 +1,12 @@
 //! Bad input must give an error, never a crash: devices that do not exist, addresses the plugin
-//! never handed out, images for other machines, names and handles that do not exist.
+//! never handed out, images for other machines, names and handles that do not exist, queue and
+//! event handles the plugin never gave out.
 
+use super::DeviceBuffer;
 use crate::program_image::{foreign_elf, DeviceImage};
 use crate::report::Report;
 use omptarget_core::plugins::PluginLibrary;
-use plugin_api::{AllocKind, ErrorCode, ImageHandle, PluginError, QueueHandle};
+use plugin_api::{AllocKind, ErrorCode, EventHandle, ImageHandle, PluginError, QueueHandle};
 
 /// `Ok` when the call failed with `code` (any code if `None`), as it should.
 fn refused<T: std::fmt::Debug>(
@@ -18,6 +20,10 @@ fn refused<T: std::fmt::Debug>(
             "{what} failed with code {} instead of {}: {e}",
             e.code.0,
             code.unwrap().0
+        )),
+        Err(e) if e.message.is_empty() => Err(format!(
+            "{what} failed with code {} but no message",
+            e.code.0
         )),
         Err(e) => Ok(format!("{what}: \"{}\"", e.message)),
     }
@@ -109,6 +115,11 @@ pub fn run(report: &mut Report, plugin: &PluginLibrary, image: Option<&DeviceIma
         ]),
     );
 
+    report.check(
+        "error: bogus queue and event handles",
+        bogus_queues_and_events(plugin),
+    );
+
     let bad_handle = ImageHandle(u64::MAX - 7);
     let mut checks = vec![refused(
         "get_kernel on an image handle never returned",
@@ -138,4 +149,129 @@ pub fn run(report: &mut Report, plugin: &PluginLibrary, image: Option<&DeviceIma
         }
     }
     report.check("error: unknown names and handles", all(checks));
+}
+
+/// Queue and event handles the plugin never gave out must be refused with an error, on every
+/// call that takes one, and never reach the device's driver (where a plugin that turns handles
+/// into driver pointers would pass a wild pointer): one that no plugin gives out, and one that
+/// looks like a driver object (the address of a host variable, as a `CUstream` or an HSA
+/// signal is). The real queue and event used alongside still work afterwards.
+fn bogus_queues_and_events(plugin: &PluginLibrary) -> Result<String, String> {
+    let buffer =
+        DeviceBuffer::new(plugin, 0, 64, AllocKind::DEVICE).map_err(|e| format!("alloc: {e}"))?;
+    let queue = plugin
+        .create_queue(0)
+        .map_err(|e| format!("create_queue: {e}"))?;
+    let event = match plugin.create_event(0) {
+        Ok(event) => event,
+        Err(e) => {
+            let _ = plugin.release_queue(0, queue);
+            return Err(format!("create_event: {e}"));
+        }
+    };
+    let result = refuse_bogus_handles(plugin, buffer.address, queue, event);
+    let destroyed = plugin.destroy_event(0, event);
+    let released = plugin.release_queue(0, queue);
+    let freed = buffer.free();
+    let count = result?;
+    destroyed.map_err(|e| format!("destroy_event of the real event: {e}"))?;
+    released.map_err(|e| format!("release_queue of the real queue: {e}"))?;
+    freed.map_err(|e| format!("free: {e}"))?;
+    Ok(format!(
+        "{count} calls with a bogus queue or event refused; the real ones still work"
+    ))
+}
+
+/// The calls of [`bogus_queues_and_events`] on a live queue, event and buffer: how many were
+/// refused, or the first that was not.
+fn refuse_bogus_handles(
+    plugin: &PluginLibrary,
+    buffer: usize,
+    queue: QueueHandle,
+    event: EventHandle,
+) -> Result<usize, String> {
+    let source = [7u8; 8];
+    let src = source.as_ptr() as usize;
+    // Recorded once, so that a wait on it has something to wait for on the bogus queue.
+    plugin
+        .record_event(0, event, QueueHandle::SYNC)
+        .map_err(|e| format!("record_event on the synchronous queue: {e}"))?;
+    let stack_word = 0u64;
+    let pointer_like = &stack_word as *const u64 as u64;
+    let mut refusals = Vec::new();
+    for bogus in [u64::MAX - 7, pointer_like] {
+        let (q, e) = (QueueHandle(bogus), EventHandle(bogus));
+        let name = format!("{bogus:#x}");
+        refusals.extend([
+            refused(
+                &format!("synchronize({name})"),
+                plugin.synchronize(0, q),
+                None,
+            ),
+            refused(
+                &format!("query_queue({name})"),
+                plugin.query_queue(0, q),
+                None,
+            ),
+            refused(
+                &format!("copy_to_device on queue {name}"),
+                plugin.copy_to_device(0, buffer, src, 8, q),
+                None,
+            ),
+            refused(
+                &format!("record_event on queue {name}"),
+                plugin.record_event(0, event, q),
+                None,
+            ),
+            refused(
+                &format!("wait_event on queue {name}"),
+                plugin.wait_event(0, event, q),
+                None,
+            ),
+            refused(
+                &format!("release_queue({name})"),
+                plugin.release_queue(0, q),
+                None,
+            ),
+            refused(
+                &format!("record_event({name})"),
+                plugin.record_event(0, e, queue),
+                None,
+            ),
+            refused(
+                &format!("wait_event({name})"),
+                plugin.wait_event(0, e, QueueHandle::SYNC),
+                None,
+            ),
+            refused(
+                &format!("sync_event({name})"),
+                plugin.sync_event(0, e),
+                None,
+            ),
+            refused(
+                &format!("destroy_event({name})"),
+                plugin.destroy_event(0, e),
+                None,
+            ),
+        ]);
+    }
+    let count = refusals.len();
+    all(refusals)?;
+    // The plugin still serves the handles it gave out.
+    plugin
+        .copy_to_device(0, buffer, src, 8, queue)
+        .map_err(|e| format!("copy_to_device on the real queue: {e}"))?;
+    plugin
+        .record_event(0, event, queue)
+        .map_err(|e| format!("record_event of the real event: {e}"))?;
+    plugin
+        .wait_event(0, event, QueueHandle::SYNC)
+        .map_err(|e| format!("wait_event of the real event: {e}"))?;
+    plugin
+        .sync_event(0, event)
+        .map_err(|e| format!("sync_event of the real event: {e}"))?;
+    plugin
+        .synchronize(0, queue)
+        .map_err(|e| format!("synchronize of the real queue: {e}"))?;
+    Ok(count)
 }

@@ -8,6 +8,10 @@ use std::sync::Mutex;
 
 type Result<T> = std::result::Result<T, PluginError>;
 
+/// Everything completes before returning, so one queue handle and one event handle serve all.
+const ONLY_QUEUE: QueueHandle = QueueHandle(1);
+const ONLY_EVENT: EventHandle = EventHandle(1);
+
 pub struct FrozenV1Plugin {
     /// Start address -> the buffer behind it.
     memory: Mutex<BTreeMap<usize, Box<[u8]>>>,
@@ -22,6 +26,32 @@ impl FrozenV1Plugin {
                 ErrorCode::INVALID_DEVICE,
                 format!("frozen-v1 device {device} does not exist (there is 1)"),
             ))
+        }
+    }
+
+    /// Checks a queue handle: the synchronous queue, or the one queue `create_queue` gives out.
+    fn check_queue(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        self.check_device(device)?;
+        if queue == QueueHandle::SYNC || queue == ONLY_QUEUE {
+            Ok(())
+        } else {
+            Err(PluginError::invalid_argument(format!(
+                "queue {} is not a queue of the frozen-v1 device",
+                queue.0
+            )))
+        }
+    }
+
+    /// Checks an event handle: the one event `create_event` gives out.
+    fn check_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        self.check_device(device)?;
+        if event == ONLY_EVENT {
+            Ok(())
+        } else {
+            Err(PluginError::invalid_argument(format!(
+                "event {} is not an event of the frozen-v1 device",
+                event.0
+            )))
         }
     }
 
@@ -187,12 +217,11 @@ impl Plugin for FrozenV1Plugin {
     }
 
     fn create_queue(&self, device: i32) -> Result<QueueHandle> {
-        // Everything completes before returning, so one queue handle serves all.
-        self.check_device(device).map(|_| QueueHandle(1))
+        self.check_device(device).map(|_| ONLY_QUEUE)
     }
 
-    fn release_queue(&self, device: i32, _queue: QueueHandle) -> Result<()> {
-        self.check_device(device)
+    fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        self.check_queue(device, queue)
     }
 
     fn copy_to_device(
@@ -201,8 +230,9 @@ impl Plugin for FrozenV1Plugin {
         dst: usize,
         src: usize,
         size: u64,
-        _queue: QueueHandle,
+        queue: QueueHandle,
     ) -> Result<()> {
+        self.check_queue(device, queue)?;
         self.copy(device, dst, src, size, dst)
     }
 
@@ -212,8 +242,9 @@ impl Plugin for FrozenV1Plugin {
         dst: usize,
         src: usize,
         size: u64,
-        _queue: QueueHandle,
+        queue: QueueHandle,
     ) -> Result<()> {
+        self.check_queue(device, queue)?;
         self.copy(device, dst, src, size, src)
     }
 
@@ -224,8 +255,9 @@ impl Plugin for FrozenV1Plugin {
         dst_device: i32,
         dst: usize,
         size: u64,
-        _queue: QueueHandle,
+        queue: QueueHandle,
     ) -> Result<()> {
+        self.check_queue(src_device, queue)?;
         self.check_device(dst_device)?;
         self.check_range(dst, size)?;
         self.copy(src_device, dst, src, size, src)
@@ -246,32 +278,34 @@ impl Plugin for FrozenV1Plugin {
         ))
     }
 
-    fn synchronize(&self, device: i32, _queue: QueueHandle) -> Result<()> {
-        self.check_device(device)
+    fn synchronize(&self, device: i32, queue: QueueHandle) -> Result<()> {
+        self.check_queue(device, queue)
     }
 
-    fn query_queue(&self, device: i32, _queue: QueueHandle) -> Result<bool> {
-        self.check_device(device).map(|_| true)
+    fn query_queue(&self, device: i32, queue: QueueHandle) -> Result<bool> {
+        self.check_queue(device, queue).map(|_| true)
     }
 
     fn create_event(&self, device: i32) -> Result<EventHandle> {
-        self.check_device(device).map(|_| EventHandle(1))
+        self.check_device(device).map(|_| ONLY_EVENT)
     }
 
-    fn record_event(&self, device: i32, _event: EventHandle, _queue: QueueHandle) -> Result<()> {
-        self.check_device(device)
+    fn record_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.check_queue(device, queue)?;
+        self.check_event(device, event)
     }
 
-    fn wait_event(&self, device: i32, _event: EventHandle, _queue: QueueHandle) -> Result<()> {
-        self.check_device(device)
+    fn wait_event(&self, device: i32, event: EventHandle, queue: QueueHandle) -> Result<()> {
+        self.check_queue(device, queue)?;
+        self.check_event(device, event)
     }
 
-    fn sync_event(&self, device: i32, _event: EventHandle) -> Result<()> {
-        self.check_device(device)
+    fn sync_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        self.check_event(device, event)
     }
 
-    fn destroy_event(&self, device: i32, _event: EventHandle) -> Result<()> {
-        self.check_device(device)
+    fn destroy_event(&self, device: i32, event: EventHandle) -> Result<()> {
+        self.check_event(device, event)
     }
 
     fn pin_memory(&self, device: i32, _host_ptr: usize, _size: u64) -> Result<usize> {
