@@ -3,6 +3,7 @@
 
 use once_cell::sync::OnceCell;
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 extern "C" {
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
@@ -58,6 +59,7 @@ type TaskWithDeps = unsafe extern "C" fn(
 type WaitDependences =
     unsafe extern "C" fn(*const c_void, i32, i32, *const c_void, i32, *const c_void);
 type HasTaskTeam = unsafe extern "C" fn(gtid: i32) -> bool;
+type TaskWait = unsafe extern "C" fn(loc: *const c_void, gtid: i32) -> i32;
 type AsyncHandleSlot = unsafe extern "C" fn(gtid: i32) -> *mut *mut c_void;
 
 /// The libomp functions this runtime calls, each `None` where the process has no libomp (or
@@ -70,6 +72,7 @@ struct Libomp {
     wait_deps: Option<WaitDependences>,
     has_task_team: Option<HasTaskTeam>,
     handle_slot: Option<AsyncHandleSlot>,
+    taskwait: Option<TaskWait>,
 }
 
 fn symbol(name: &std::ffi::CStr) -> Option<*mut c_void> {
@@ -95,6 +98,7 @@ fn libomp() -> &'static Libomp {
                 has_task_team: symbol(c"__kmpc_omp_has_task_team").map(|a| std::mem::transmute(a)),
                 handle_slot: symbol(c"__kmpc_omp_get_target_async_handle_ptr")
                     .map(|a| std::mem::transmute(a)),
+                taskwait: symbol(c"__kmpc_omp_taskwait").map(|a| std::mem::transmute(a)),
             }
         }
     })
@@ -188,6 +192,42 @@ pub unsafe fn wait_for_dependences(
         if ndeps > 0 || ndeps_noalias > 0 {
             // SAFETY: the caller's promise about the arrays and the thread number.
             unsafe { wait(loc, gtid, ndeps, deps, ndeps_noalias, noalias) };
+        }
+    }
+}
+
+/// Set once a `nowait` construct has run: see [`wait_for_child_tasks`].
+static NOWAIT_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// A `nowait` construct runs (in its target task): from now on the program may have target
+/// tasks still queued or running when it unregisters its last offloading library.
+#[inline]
+pub fn note_nowait_construct() {
+    if !NOWAIT_SEEN.load(Ordering::Relaxed) {
+        NOWAIT_SEEN.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Waits, as `#pragma omp taskwait` does, for the calling thread's child tasks, once any
+/// `nowait` construct has run. A program may return from `main` with `nowait` target regions
+/// still queued or running (HeCBench's burger-omp does): it unregisters its offloading library
+/// from an exit handler, while libomp finishes the remaining target tasks only in its own
+/// destructor, which runs after every exit handler. Releasing the mappings and shutting the
+/// plugins down first would leave those tasks a device that is gone (LLVM's runtime crashes
+/// there). Called as a library is unregistered, before any of its kernels or mappings go.
+pub fn wait_for_child_tasks() {
+    if !NOWAIT_SEEN.load(Ordering::Relaxed) {
+        return;
+    }
+    let omp = libomp();
+    let (Some(global_thread_num), Some(taskwait)) = (omp.global_thread_num, omp.taskwait) else {
+        return;
+    };
+    // SAFETY: libomp's calls take a null location and the calling thread's number.
+    unsafe {
+        let gtid = global_thread_num(std::ptr::null());
+        if gtid >= 0 {
+            taskwait(std::ptr::null(), gtid);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! One host device: its loaded images and its allocations, and the per-device calls of the
 //! plugin ABI ([`Device`]).
 
-use crate::{elf_check, sys};
+use crate::{elf_check, helper_threads, sys};
 use log::debug;
 use plugin_api::address_map::AddressMap;
 use plugin_api::*;
@@ -311,8 +311,9 @@ impl Device for HostDevice {
             &on_heap
         };
         // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel), and
-        // clang's x86-64 kernels take one pointer-sized value per argument.
-        unsafe { sys::call_with_args(kernel.0 as usize, full_args) };
+        // clang's x86-64 kernels take one pointer-sized value per argument. A `nowait` region's
+        // kernel launched on a libomp hidden helper thread runs on a partner thread instead.
+        unsafe { helper_threads::call_kernel(kernel.0 as usize, full_args, config.flags) };
         Ok(())
     }
 

@@ -2,12 +2,15 @@
 //!
 //! Device images are x86-64 ELF shared objects produced by clang for
 //! `-fopenmp-targets=x86_64-pc-linux-gnu`. Each device loads its own copy of an image (so
-//! `declare target` globals are per device, as on a GPU) and runs kernels on the calling thread;
-//! the OpenMP parallelism inside a kernel comes from libomp, which the image calls into.
+//! `declare target` globals are per device, as on a GPU) and runs kernels on the calling thread
+//! (a `nowait` region's kernel launched on one of libomp's hidden helper threads on a partner
+//! thread instead: `helper_threads`); the OpenMP parallelism inside a kernel comes from libomp,
+//! which the image calls into.
 //! All work completes before a call returns, so queues and events are trivially ordered.
 
 mod device;
 pub mod elf_check;
+mod helper_threads;
 mod plugin;
 mod sys;
 

@@ -45,6 +45,13 @@ impl DevicePlugin for HostPlugin {
         })
     }
 
+    /// The plugin shuts down as the process exits: the partner threads of `nowait` kernels
+    /// end their parallel region before libomp ends itself.
+    fn deinit(&self) -> Result<()> {
+        crate::helper_threads::close();
+        Ok(())
+    }
+
     fn describe(&self) -> PluginDescription {
         PluginDescription {
             name: "host".into(),

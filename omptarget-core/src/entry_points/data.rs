@@ -92,6 +92,9 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
         device.id,
         crate::abi::map_args::describe(&map_args)
     );
+    if nowait {
+        crate::host_openmp::note_nowait_construct();
+    }
     // A `nowait` construct runs in its own task (the compiler makes one); as for target
     // regions, work still running at its end is left to the task's queries, so that the
     // helper thread runs other tasks meanwhile (LLVM's `TaskAsyncInfoWrapperTy`). Not with a

@@ -121,6 +121,9 @@ fn warn_about_unusable_images(runtime: &Runtime, images: &[ProgramImage], runnab
 #[no_mangle]
 pub extern "C" fn __tgt_unregister_lib(desc: *const TgtBinDesc) {
     guard("__tgt_unregister_lib", (), || {
+        // Target tasks the program left queued or running finish before its kernels and
+        // mappings go.
+        crate::host_openmp::wait_for_child_tasks();
         let runtime = Runtime::get();
         let (removed, now_empty) =
             runtime.change_registry(|r| (r.remove(desc as usize), r.is_empty()));

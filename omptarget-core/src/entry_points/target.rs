@@ -132,9 +132,12 @@ fn target_kernel(
             // events fall between its begin and end on its thread (LLVM's deferred ends report
             // the last data operations after the construct's end, on another thread).
             // A device whose queues complete on submission has nothing left to poll for.
-            let deferrable = (nowait || request.flags & NOWAIT_FLAG != 0)
-                && !device.queues_complete_on_submission()
-                && ompt::tool().is_none();
+            let nowait = nowait || request.flags & NOWAIT_FLAG != 0;
+            if nowait {
+                crate::host_openmp::note_nowait_construct();
+            }
+            let deferrable =
+                nowait && !device.queues_complete_on_submission() && ompt::tool().is_none();
             let defer = if deferrable {
                 crate::host_openmp::target_task_handle_slot()
             } else {
