@@ -688,6 +688,21 @@ pub struct Soaked {
     pub failures: Vec<String>,
 }
 
+impl Soaked {
+    /// A program that could not be read or built: no runs, the reason as its failure.
+    fn not_run(name: String, compiler: Compiler, runtime: Runtime, why: String) -> Soaked {
+        Soaked {
+            name,
+            compiler,
+            runtime,
+            runs: 0,
+            passed: 0,
+            hung: 0,
+            failures: vec![why],
+        }
+    }
+}
+
 /// Runs each of `paths` that applies, built by `compiler`, `runs` times against `runtime` on
 /// `jobs` threads, each run limited to `limit` (a run past it is a hang: its report holds the
 /// stacks of every thread of every process of the run).
@@ -705,15 +720,12 @@ pub fn soak(
         let spec = match Spec::parse(path) {
             Ok(spec) => spec,
             Err(e) => {
-                results.push(Soaked {
-                    name: path.display().to_string(),
+                results.push(Soaked::not_run(
+                    path.display().to_string(),
                     compiler,
                     runtime,
-                    runs: 0,
-                    passed: 0,
-                    hung: 0,
-                    failures: vec![e],
-                });
+                    e,
+                ));
                 continue;
             }
         };
@@ -722,15 +734,7 @@ pub fn soak(
         }
         match compile_for(&spec, compiler, runtime.emulator()) {
             Ok(exe) => built.push((spec, exe)),
-            Err(e) => results.push(Soaked {
-                name: spec.name(),
-                compiler,
-                runtime,
-                runs: 0,
-                passed: 0,
-                hung: 0,
-                failures: vec![e],
-            }),
+            Err(e) => results.push(Soaked::not_run(spec.name(), compiler, runtime, e)),
         }
     }
     let tallies: Vec<std::sync::Mutex<(usize, usize, Vec<String>)>> =
