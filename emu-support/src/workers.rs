@@ -105,10 +105,15 @@ mod tests {
         let first: Vec<_> = (0..4)
             .map(|_| finished.recv_timeout(Duration::from_secs(10)).unwrap())
             .collect();
-        let idle_again = || {
-            while waiting().idle < 4 {
-                std::thread::sleep(Duration::from_millis(1));
+        // Idle and nothing queued: a queued job (the panicking one) still counts on a worker
+        // that was woken for it but has not taken it yet.
+        let idle_again = || loop {
+            let w = waiting();
+            if w.idle >= 4 && w.jobs.is_empty() {
+                break;
             }
+            drop(w);
+            std::thread::sleep(Duration::from_millis(1));
         };
         // Once they are idle again, later jobs (no more at a time than idle workers) run on
         // the same threads, also after a job panicked on one of them.

@@ -529,11 +529,33 @@ fn run_with_timeout(
     let mut child = crate::retry_while_busy(|| cmd.spawn())
         .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
     let start = Instant::now();
+    // Past the limit, a run that still uses CPU is given more time, up to four limits (a
+    // loaded machine slows every run; emulated driver delays slow some a lot): a hang is a
+    // run that used no CPU time for a while, or one still busy at the last limit (spinning).
+    let (grace, hard_limit) = (Duration::from_secs(3), limit * 4);
+    let mut deadline = limit;
+    let mut ticks_at_deadline = None;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             break status;
         }
-        if start.elapsed() > limit {
+        let elapsed = start.elapsed();
+        if elapsed > deadline {
+            let ticks = crate::hang_report::cpu_ticks(child.id());
+            let working = match ticks_at_deadline {
+                None => true,
+                Some(before) => ticks > before + 1,
+            };
+            if working && elapsed < hard_limit {
+                ticks_at_deadline = Some(ticks);
+                deadline = elapsed + grace;
+                continue;
+            }
+            let why = if working {
+                format!("still running after {elapsed:.0?} (four times the limit of {limit:?}), using CPU: spinning, or far too slow")
+            } else {
+                format!("hung: past the limit of {limit:?}, and no CPU time used in the last {grace:?} ({elapsed:.0?} in all)")
+            };
             // Where every thread waits, before the kill ends them.
             let stacks = crate::hang_report::stacks(child.id());
             let _ = child.kill();
@@ -542,7 +564,7 @@ fn run_with_timeout(
             let (stdout, stderr) = (read(&out_path), read(&err_path));
             let _ = std::fs::remove_dir_all(&dir);
             return Err(format!(
-                "timed out after {limit:?}\n--- stdout:\n{}--- stderr:\n{}--- stacks:\n{stacks}",
+                "timed out: {why}\n--- stdout:\n{}--- stderr:\n{}--- stacks:\n{stacks}",
                 tail(&stdout),
                 tail(&stderr)
             ));
@@ -799,4 +821,49 @@ pub fn soak_failures(soaked: &[Soaked]) -> Option<String> {
         })
         .collect();
     (!failed.is_empty()).then(|| failed.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(script);
+        cmd
+    }
+
+    #[test]
+    fn a_run_that_sleeps_past_its_limit_is_reported_as_hung() {
+        let start = Instant::now();
+        let e = run_with_timeout(shell("sleep 60"), Duration::from_secs(1)).unwrap_err();
+        assert!(e.starts_with("timed out: hung"), "{e}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_run_that_spins_is_reported_at_four_limits() {
+        let start = Instant::now();
+        let e = run_with_timeout(shell("while :; do :; done"), Duration::from_secs(1)).unwrap_err();
+        assert!(e.starts_with("timed out: still running"), "{e}");
+        assert!(
+            start.elapsed() >= Duration::from_secs(4),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_run_still_working_past_its_limit_may_finish() {
+        // Busy for two to three seconds, with a limit of one: it uses CPU throughout, so it
+        // finishes.
+        let script =
+            "end=$(( $(date +%s) + 3 )); while [ $(date +%s) -lt $end ]; do :; done; echo done";
+        let (status, stdout, _) = run_with_timeout(shell(script), Duration::from_secs(1)).unwrap();
+        assert_eq!((status, stdout.trim()), (Some(0), "done"));
+    }
 }

@@ -46,6 +46,43 @@ pub fn run(
     )
 }
 
+/// `omptarget-plugin-check` on `gpu`'s plugin over its emulator, with `image` as the checker's
+/// program image, the kernels' x86-64 twins from the program `twins` and more environment
+/// variables, under `timeout 300`: it passed (every check, none skipped), its stdout and stderr.
+pub fn plugin_check(
+    gpu: EmulatedGpu,
+    image: &Path,
+    twins: &Path,
+    env: &[(&str, String)],
+) -> (bool, String, String) {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("300")
+        .arg(crate::dist().join("bin/omptarget-plugin-check"))
+        .arg(crate::lib_dir().join(format!("libomptarget.rtl.{}.so", gpu.plugin())))
+        .arg("--image")
+        .arg(image)
+        .env("LD_LIBRARY_PATH", crate::dist().join("emu"))
+        .env("OMPTARGET_EMU_TWINS", twins)
+        .env_remove("HSA_RUNTIME_LIB");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if gpu == EmulatedGpu::Amdgpu {
+        cmd.env(
+            "HSA_RUNTIME_LIB",
+            crate::dist().join("emu/libhsa-runtime64.so.1"),
+        );
+    }
+    let output = cmd.output().expect("run omptarget-plugin-check");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let passed = output.status.success() && stdout.contains(" 0 failed, 0 skipped");
+    (
+        passed,
+        stdout,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 /// Runs a program on our runtime with offloading mandatory, tracing the driver calls, with
 /// more environment variables: exit code, stdout, stderr and the trace ("" when none was
 /// written).
@@ -516,12 +553,12 @@ pub fn cuda_image_and_kernel(exe: &Path) -> (Vec<u8>, String) {
         .unwrap()
         .data()
         .unwrap();
-    let image = plugin_api::offload_binary::containers(data)
+    let image = offload_image::offload_binary::containers(data)
         .into_iter()
-        .map(|c| plugin_api::offload_binary::unwrap(c).unwrap())
+        .map(|c| offload_image::offload_binary::unwrap(c).unwrap())
         .find(|u| u.triple.starts_with("nvptx64"))
         .expect("an nvptx64 image");
-    let symbols = plugin_api::gpu::cuda_image::SymbolTable::read(image.bytes).unwrap();
+    let symbols = offload_image::cuda_image::SymbolTable::read(image.bytes).unwrap();
     let kernel = symbols
         .functions()
         .map(|f| f.name.clone())

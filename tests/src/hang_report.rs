@@ -46,6 +46,22 @@ fn parent_of(pid: u32) -> Option<u32> {
     after_name.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The CPU time, in clock ticks, that `root`'s tree has used so far (user and system, from
+/// `/proc/<pid>/stat`): a run that still uses CPU is working, however slowly; a hung one
+/// sleeps.
+pub fn cpu_ticks(root: u32) -> u64 {
+    process_tree(root)
+        .into_iter()
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+            // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
+            let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+            Some(ticks(11)? + ticks(12)?)
+        })
+        .sum()
+}
+
 fn name_of(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
         .map(|c| c.replace('\0', " ").trim().to_string())

@@ -172,24 +172,10 @@ fn indirect_calls_get_the_device_runtime_table_llvm_19_writes() {
 #[test]
 fn plugin_checker_passes_on_the_emulator_and_sees_allocations_overlap_kernels() {
     let twin = tests::compile_cuda_twin("../../plugin-check/check_program.c");
-    let output = Command::new("timeout")
-        .arg("300")
-        .arg(tests::dist().join("bin/omptarget-plugin-check"))
-        .arg(tests::lib_dir().join("libomptarget.rtl.cuda.so"))
-        .arg("--image")
-        .arg(&twin)
-        .env("LD_LIBRARY_PATH", tests::dist().join("emu"))
-        .env("OMPTARGET_EMU_TWINS", &twin)
-        .env("OMPTARGET_EMU_DEVICES", "2")
-        .output()
-        .expect("run omptarget-plugin-check");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(stdout.contains("0 failed, 0 skipped"), "{stdout}");
+    let two_gpus = [("OMPTARGET_EMU_DEVICES", "2".to_string())];
+    let (passed, stdout, stderr) =
+        emulated::plugin_check(EmulatedGpu::Cuda, &twin, &twin, &two_gpus);
+    assert!(passed, "{stdout}{stderr}");
     // Queue and event handles the plugin never gave out are refused before the driver sees
     // them (they were cast to a CUstream and a CUevent).
     assert!(
@@ -245,23 +231,10 @@ fn a_ptx_image_loads_and_runs_through_the_plugin() {
         "{text}"
     );
     let trace = dir.join("trace.txt");
-    let output = Command::new("timeout")
-        .arg("300")
-        .arg(tests::dist().join("bin/omptarget-plugin-check"))
-        .arg(tests::lib_dir().join("libomptarget.rtl.cuda.so"))
-        .arg("--image")
-        .arg(&ptx)
-        .env("LD_LIBRARY_PATH", tests::dist().join("emu"))
-        .env("OMPTARGET_EMU_TWINS", &program)
-        .env("OMPTARGET_EMU_TRACE", &trace)
-        .output()
-        .expect("run omptarget-plugin-check");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("0 failed, 0 skipped"),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let traced = [("OMPTARGET_EMU_TRACE", trace.display().to_string())];
+    let (passed, stdout, stderr) =
+        emulated::plugin_check(EmulatedGpu::Cuda, &ptx, &program, &traced);
+    assert!(passed, "{stdout}{stderr}");
     assert!(
         stdout.contains("holds its initial value 42"),
         "the PTX global's initialiser: {stdout}"

@@ -52,27 +52,10 @@ fn a_failing_runtime_call_never_crashes_hangs_or_gives_a_wrong_result() {
 #[test]
 fn plugin_checker_passes_on_the_emulator() {
     let twin = tests::compile_amdgpu_twin("../../plugin-check/check_program.c");
-    let output = std::process::Command::new("timeout")
-        .arg("300")
-        .arg(tests::dist().join("bin/omptarget-plugin-check"))
-        .arg(tests::lib_dir().join("libomptarget.rtl.amdgpu.so"))
-        .arg("--image")
-        .arg(&twin)
-        .env("LD_LIBRARY_PATH", tests::dist().join("emu"))
-        .env(
-            "HSA_RUNTIME_LIB",
-            tests::dist().join("emu/libhsa-runtime64.so.1"),
-        )
-        .env("OMPTARGET_EMU_TWINS", &twin)
-        .env("OMPTARGET_EMU_DEVICES", "2")
-        .output()
-        .expect("run omptarget-plugin-check");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains(" 0 failed, 0 skipped"),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let two_gpus = [("OMPTARGET_EMU_DEVICES", "2".to_string())];
+    let (passed, stdout, stderr) =
+        emulated::plugin_check(EmulatedGpu::Amdgpu, &twin, &twin, &two_gpus);
+    assert!(passed, "{stdout}{stderr}");
     for line in [
         "PASS  device 0: launch kernel (on a queue)",
         "PASS  error: bogus queue and event handles",
