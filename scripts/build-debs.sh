@@ -154,8 +154,6 @@ sed -e "s/^edition.workspace = true/edition = \"$edition\"/" \
     -e 's/^license.workspace = true/license = "Apache-2.0 WITH LLVM-exception"/' \
     -e "s/^abi_stable.workspace = true/abi_stable = { version = \"0.11\", default-features = false }/" \
     -e 's/^log.workspace = true/log = { version = "0.4", features = ["std"] }/' \
-    -e 's/^libloading.workspace = true/libloading = "0.8"/' \
-    -e 's/^object.workspace = true/object = { version = "0.36", default-features = false, features = ["read_core", "elf", "std"] }/' \
     plugin-api/Cargo.toml >"$share/plugin-api/Cargo.toml"
 if grep -q 'workspace = true' "$share/plugin-api/Cargo.toml"; then
     echo "build-debs: plugin-api/Cargo.toml inherits a field this script does not resolve" >&2

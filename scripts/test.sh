@@ -13,6 +13,8 @@ scripts/fetch-llvm-offload-tests.sh 19 >/dev/null
 scripts/fetch-llvm-offload-tests.sh 22 >/dev/null
 scripts/build-llvm22-device-runtime.sh >/dev/null
 cargo test --release --workspace --no-fail-fast
+# The workspace's lints (Cargo.toml): every unsafe block has its SAFETY line, also in an unsafe fn.
+cargo clippy --workspace --all-targets --quiet
 # The fuzz targets, instrumented and fuzzed briefly from their saved inputs (FUZZING.md).
 scripts/fuzz.sh smoke
 # The example plugin is its own workspace, as a vendor's copy would be: its unit tests and a

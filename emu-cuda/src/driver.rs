@@ -7,7 +7,7 @@ use crate::image::{Kernel, ModuleImage};
 use crate::memory::{AddressBook, DeviceMemory, Kind, Region};
 use crate::status::{self, Result};
 use crate::streams::{Event, Stream};
-use plugin_api::twin::Twin;
+use offload_image::twin::Twin;
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};

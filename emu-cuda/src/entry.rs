@@ -18,7 +18,7 @@ use crate::profile;
 use crate::status::{self, CuResult, Result};
 use crate::streams::{Event, Stream, Untimed};
 use crate::trace::{call, Call};
-use plugin_api::twin;
+use offload_image::twin;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -1110,7 +1110,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
         in_order(driver, d, queue, move || {
             // SAFETY: `entry` is the twin's kernel of this name, which takes one
             // pointer-sized value per parameter; `keep` holds its image loaded.
-            unsafe { plugin_api::native_code::call_with_args(entry, &arguments) };
+            unsafe { offload_image::native_code::call_with_args(entry, &arguments) };
             drop(keep);
         });
         Ok(())

@@ -7,7 +7,7 @@ use crate::status;
 use object::elf;
 use object::read::elf::{ElfFile64, FileHeader, SectionHeader, Sym};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
-use plugin_api::gpu::cuda_image::{self, ImageKind, SmVersion};
+use offload_image::cuda_image::{self, ImageKind, SmVersion};
 use std::collections::HashMap;
 
 /// NVIDIA's symbol type for variables in `.nv.global*`/`.nv.constant*` sections.

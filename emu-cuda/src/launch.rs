@@ -77,8 +77,8 @@ pub unsafe fn parameters(
                     PARAM_END => break,
                     // SAFETY: each key is followed by its value.
                     PARAM_BUFFER_POINTER => pointer = Some(unsafe { *extra.add(at + 1) }),
-                    // SAFETY: as above; the value points to a size_t.
                     PARAM_BUFFER_SIZE => {
+                        // SAFETY: as above; the value points to a size_t.
                         size = Some(unsafe { *(*extra.add(at + 1) as *const usize) })
                     }
                     _ => return Err(status::INVALID_VALUE),

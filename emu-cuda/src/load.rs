@@ -6,8 +6,8 @@ use crate::image::{self, ModuleImage};
 use crate::memory::{Kind, Region};
 use crate::profile;
 use crate::status::{self, Result};
-use plugin_api::gpu::cuda_image::SmVersion;
-use plugin_api::twin;
+use offload_image::cuda_image::SmVersion;
+use offload_image::twin;
 use std::collections::HashMap;
 use std::sync::Mutex;
 

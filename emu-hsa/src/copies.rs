@@ -64,7 +64,7 @@ fn run(runtime: &Runtime, copy: Copy) {
     for address in [copy.src, copy.dst] {
         if let Err(fault) = runtime.memory.check(copy.engine, address, copy.size) {
             // The copy never completes, as on hardware.
-            runtime.memory_fault(fault, None);
+            runtime.memory_fault(fault);
             return;
         }
     }

@@ -5,8 +5,7 @@
 //! thread of its own), called once with the explicit arguments read from the kernarg segment
 //! at the offsets the kernel's metadata gives.
 
-use crate::agents::{GROUP_MEMORY, WORKGROUP_MAX_DIM, WORKGROUP_MAX_SIZE};
-use crate::queues::Queue;
+use crate::agents::{AgentIndex, GROUP_MEMORY, WORKGROUP_MAX_DIM, WORKGROUP_MAX_SIZE};
 use crate::runtime::Runtime;
 use crate::status::{self, Error, Result};
 use hsa_sys::*;
@@ -23,13 +22,13 @@ impl Launch {
     pub fn run(self) {
         // SAFETY: `entry` is the twin's kernel of this name, which takes one pointer-sized
         // value per explicit argument; `_kernel` keeps the twin loaded.
-        unsafe { plugin_api::native_code::call_with_args(self.entry, &self.arguments) };
+        unsafe { offload_image::native_code::call_with_args(self.entry, &self.arguments) };
     }
 }
 
 pub fn launch(
     runtime: &Runtime,
-    queue: &Queue,
+    agent: AgentIndex,
     packet: &hsa_kernel_dispatch_packet_t,
 ) -> Result<Launch> {
     check_geometry(packet)?;
@@ -49,11 +48,11 @@ pub fn launch(
         );
         return Err(Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT));
     };
-    if kernel.agent != queue.agent {
+    if kernel.agent != agent {
         eprintln!(
             "omptarget-emu (HSA): kernel {} was loaded for agent {} but dispatched on a queue \
              of agent {}",
-            kernel.name, kernel.agent, queue.agent
+            kernel.name, kernel.agent, agent
         );
         return Err(Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT));
     }
@@ -75,9 +74,9 @@ pub fn launch(
         }
         if let Err(fault) = runtime
             .memory
-            .check(queue.agent, kernarg, kernel.kernarg_size as usize)
+            .check(agent, kernarg, kernel.kernarg_size as usize)
         {
-            runtime.memory_fault(fault, Some(queue));
+            runtime.memory_fault(fault);
             return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
         }
     }
@@ -89,13 +88,13 @@ pub fn launch(
         let pointer =
             unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) };
         if let Some(block) = runtime.memory.find(pointer) {
-            if !block.reachable_by(queue.agent) {
+            if !block.reachable_by(agent) {
                 let fault = crate::memory::Fault {
-                    agent: queue.agent,
+                    agent,
                     address: pointer,
                     unmapped: false,
                 };
-                runtime.memory_fault(fault, Some(queue));
+                runtime.memory_fault(fault);
                 return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
             }
         }
@@ -104,7 +103,7 @@ pub fn launch(
         eprintln!(
             "omptarget-emu (HSA): kernel {} has no x86-64 twin to run on the CPU; {}",
             kernel.name,
-            plugin_api::twin::how_to_build("amdgcn-amd-amdhsa", crate::agents::GPU_PROCESSOR)
+            offload_image::twin::how_to_build("amdgcn-amd-amdhsa", crate::agents::GPU_PROCESSOR)
         );
         return Err(Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT));
     };

@@ -8,6 +8,7 @@
 
 use crate::agents::{self, AgentIndex, PoolKind, System};
 use crate::copies;
+use crate::queues::{Queue, QUEUES};
 use crate::runtime::{self, Runtime};
 use crate::signals::{self, handlers};
 use crate::status::{self, Result};
@@ -917,10 +918,7 @@ pub extern "C" fn hsa_queue_create(
         if kind > HSA_QUEUE_TYPE_SINGLE || private_size != u32::MAX || group_size != u32::MAX {
             return Err(status::INVALID_ARGUMENT);
         }
-        let created =
-            runtime
-                .queues
-                .create(runtime, index, size, callback.map(|f| (f, data as usize)))?;
+        let created = QUEUES.create(runtime, index, size, callback.map(|f| (f, data as usize)))?;
         c.note(|| format!("queue={created:p}"));
         // SAFETY: a valid out-pointer (checked not null).
         unsafe { *queue = created };
@@ -933,7 +931,7 @@ pub extern "C" fn hsa_queue_destroy(queue: *mut hsa_queue_t) -> hsa_status_t {
     call("hsa_queue_destroy", |c| {
         c.note(|| format!("queue={queue:p}"));
         let runtime = runtime::get()?;
-        runtime.queues.destroy(runtime, queue)
+        QUEUES.destroy(runtime, queue)
     })
 }
 
@@ -953,16 +951,12 @@ pub extern "C" fn hsa_queue_add_write_index_relaxed(queue: *const hsa_queue_t, c
     })
 }
 
-fn expect_queue(queue: *const hsa_queue_t, function: &str) -> std::sync::Arc<crate::queues::Queue> {
-    runtime::expect(function)
-        .queues
-        .get(queue)
-        .unwrap_or_else(|_| {
-            eprintln!(
-                "omptarget-emu (HSA): {function} was given {queue:p}, which is not a live queue"
-            );
-            std::process::abort()
-        })
+fn expect_queue(queue: *const hsa_queue_t, function: &str) -> std::sync::Arc<Queue> {
+    runtime::expect(function);
+    QUEUES.get(queue).unwrap_or_else(|_| {
+        eprintln!("omptarget-emu (HSA): {function} was given {queue:p}, which is not a live queue");
+        std::process::abort()
+    })
 }
 
 // --- Profiling --------------------------------------------------------------------------------
@@ -977,9 +971,9 @@ pub extern "C" fn hsa_amd_profiling_set_profiler_enabled(
 ) -> hsa_status_t {
     call("hsa_amd_profiling_set_profiler_enabled", |c| {
         c.note(|| format!("queue={queue:p} enable={enable}"));
-        let runtime = runtime::get()?;
+        runtime::get()?;
         // ROCr: `IS_VALID(queue)`, a null queue included, is HSA_STATUS_ERROR_INVALID_QUEUE.
-        runtime.queues.get(queue)?.set_profiling(enable != 0);
+        QUEUES.get(queue)?.set_profiling(enable != 0);
         Ok(())
     })
 }

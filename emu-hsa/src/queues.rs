@@ -17,7 +17,7 @@ use hsa_sys::*;
 use omptarget_emu_support::calls::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, LazyLock, Mutex};
 use std::time::Duration;
 
 type ErrorCallback = unsafe extern "C" fn(hsa_status_t, *mut hsa_queue_t, *mut std::ffi::c_void);
@@ -83,6 +83,10 @@ pub struct Queues {
     live: Mutex<HashMap<usize, LiveQueue>>,
     next_id: AtomicU64,
 }
+
+/// The process's live queues. Kept here rather than in the `Runtime`, which their packet
+/// processors run on, so that the runtime's state does not depend on its queues.
+pub static QUEUES: LazyLock<Queues> = LazyLock::new(Queues::default);
 
 impl Queues {
     /// `hsa_queue_create`.
@@ -295,7 +299,7 @@ impl Queue {
             if packet.barrier() {
                 self.settle();
             }
-            runtime.trace_packet(&self, next, &packet);
+            self.trace_packet(next, &packet);
             match packet.kind() {
                 HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR => {
                     self.release_slot(slot, next);
@@ -307,7 +311,7 @@ impl Queue {
                     if self.stopping() {
                         break;
                     }
-                    runtime.trace_packet_done(&self, next);
+                    self.trace_packet_done(next);
                     if result.is_ok() {
                         self.stamp(runtime, &packet, start);
                     }
@@ -315,7 +319,7 @@ impl Queue {
                 }
                 HSA_PACKET_TYPE_KERNEL_DISPATCH => {
                     self.release_slot(slot, next);
-                    let launch = match dispatch::launch(runtime, &self, &packet.dispatch()) {
+                    let launch = match dispatch::launch(runtime, self.agent, &packet.dispatch()) {
                         Ok(launch) => launch,
                         Err(status::Error(code)) => {
                             self.fail(code);
@@ -330,7 +334,7 @@ impl Queue {
                         omptarget_emu_support::workers::run("emu-hsa-dispatch", move || {
                             queue.delay();
                             launch.run();
-                            runtime.trace_packet_done(&queue, next);
+                            queue.trace_packet_done(next);
                             queue.stamp(runtime, &packet, start);
                             queue.complete(runtime, &packet, Ok(()));
                             let mut state = lock(&queue.state);
@@ -389,6 +393,69 @@ impl Queue {
             }
             Err(status::Error(code)) => self.fail(code),
         }
+    }
+
+    /// One trace line per completed packet (after its work, before its completion signal).
+    fn trace_packet_done(&self, index: u64) {
+        crate::trace::calls().trace_line(|| {
+            format!(
+                "packet-done queue={:#x} index={index}",
+                self.public() as usize
+            )
+        });
+    }
+
+    /// One trace line per processed packet: type, barrier bit, signals, geometry.
+    fn trace_packet(&self, index: u64, packet: &Packet) {
+        let calls = crate::trace::calls();
+        if !calls.tracing() {
+            return;
+        }
+        calls.trace_line(|| {
+            let head = format!(
+                "packet queue={:#x} index={index} barrier={}",
+                self.public() as usize,
+                packet.barrier() as u8
+            );
+            match packet.kind() {
+                HSA_PACKET_TYPE_KERNEL_DISPATCH => {
+                    let d = packet.dispatch();
+                    format!(
+                        "{head} type=dispatch kernel={:#x} grid={}x{}x{} group={}x{}x{} \
+                         group_memory={} completion={:#x}",
+                        d.kernel_object,
+                        d.grid_size_x,
+                        d.grid_size_y,
+                        d.grid_size_z,
+                        d.workgroup_size_x,
+                        d.workgroup_size_y,
+                        d.workgroup_size_z,
+                        d.group_segment_size,
+                        d.completion_signal.handle
+                    )
+                }
+                kind @ (HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR) => {
+                    let b = packet.barrier_packet();
+                    let deps: Vec<String> = b
+                        .dep_signal
+                        .iter()
+                        .filter(|s| s.handle != 0)
+                        .map(|s| format!("{:#x}", s.handle))
+                        .collect();
+                    format!(
+                        "{head} type={} deps=[{}] completion={:#x}",
+                        if kind == HSA_PACKET_TYPE_BARRIER_AND {
+                            "barrier-and"
+                        } else {
+                            "barrier-or"
+                        },
+                        deps.join(","),
+                        b.completion_signal.handle
+                    )
+                }
+                other => format!("{head} type={other}"),
+            }
+        });
     }
 
     /// Puts the queue in the error state and tells the program (once).

@@ -4,7 +4,6 @@
 use crate::agents::System;
 use crate::code::Code;
 use crate::memory::{Fault, Memory};
-use crate::queues::{Packet, Queue, Queues};
 use crate::signals::Signals;
 use crate::status::{self, Result};
 use hsa_sys::*;
@@ -20,7 +19,6 @@ pub struct Runtime {
     pub memory: Memory,
     pub signals: Signals,
     pub code: Code,
-    pub queues: Queues,
     /// `hsa_amd_register_system_event_handler`'s handlers and their data.
     pub event_handlers: Mutex<Vec<(EventCallback, usize)>>,
     /// `hsa_amd_profiling_async_copy_enable`: ROCr sets it on every agent at once, so one
@@ -67,7 +65,6 @@ pub fn init() -> Result<()> {
             memory: Memory::default(),
             signals: Signals::default(),
             code: Code::default(),
-            queues: Queues::default(),
             event_handlers: Mutex::new(Vec::new()),
             copy_profiling: AtomicBool::new(false),
         }
@@ -102,9 +99,10 @@ pub fn expect(function: &str) -> &'static Runtime {
 
 impl Runtime {
     /// A GPU touched memory it may not: the system event handlers are told (they decide what
-    /// happens, as on ROCm), then the queue's error callback; with no handler the process stops
-    /// with ROCm's message.
-    pub fn memory_fault(&self, fault: Fault, queue: Option<&Queue>) {
+    /// happens, as on ROCm); with no handler the process stops with ROCm's message. A queue
+    /// whose packet faulted is failed by its processor afterwards, so its error callback comes
+    /// after the handlers.
+    pub fn memory_fault(&self, fault: Fault) {
         let event = hsa_amd_event_t {
             event_type: HSA_AMD_GPU_MEMORY_FAULT_EVENT,
             memory_fault: hsa_amd_gpu_memory_fault_info_t {
@@ -150,71 +148,5 @@ impl Runtime {
             // a runtime thread with an event that lives for the call.
             unsafe { handler(&event, data as *mut std::ffi::c_void) };
         }
-        if let Some(queue) = queue {
-            queue.fail(HSA_STATUS_ERROR_MEMORY_FAULT);
-        }
-    }
-
-    /// One trace line per completed packet (after its work, before its completion signal).
-    pub fn trace_packet_done(&self, queue: &Queue, index: u64) {
-        crate::trace::calls().trace_line(|| {
-            format!(
-                "packet-done queue={:#x} index={index}",
-                queue.public() as usize
-            )
-        });
-    }
-
-    /// One trace line per processed packet: type, barrier bit, signals, geometry.
-    pub fn trace_packet(&self, queue: &Queue, index: u64, packet: &Packet) {
-        let calls = crate::trace::calls();
-        if !calls.tracing() {
-            return;
-        }
-        calls.trace_line(|| {
-            let head = format!(
-                "packet queue={:#x} index={index} barrier={}",
-                queue.public() as usize,
-                packet.barrier() as u8
-            );
-            match packet.kind() {
-                HSA_PACKET_TYPE_KERNEL_DISPATCH => {
-                    let d = packet.dispatch();
-                    format!(
-                        "{head} type=dispatch kernel={:#x} grid={}x{}x{} group={}x{}x{} \
-                         group_memory={} completion={:#x}",
-                        d.kernel_object,
-                        d.grid_size_x,
-                        d.grid_size_y,
-                        d.grid_size_z,
-                        d.workgroup_size_x,
-                        d.workgroup_size_y,
-                        d.workgroup_size_z,
-                        d.group_segment_size,
-                        d.completion_signal.handle
-                    )
-                }
-                kind @ (HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR) => {
-                    let b = packet.barrier_packet();
-                    let deps: Vec<String> = b
-                        .dep_signal
-                        .iter()
-                        .filter(|s| s.handle != 0)
-                        .map(|s| format!("{:#x}", s.handle))
-                        .collect();
-                    format!(
-                        "{head} type={} deps=[{}] completion={:#x}",
-                        if kind == HSA_PACKET_TYPE_BARRIER_AND {
-                            "barrier-and"
-                        } else {
-                            "barrier-or"
-                        },
-                        deps.join(","),
-                        b.completion_signal.handle
-                    )
-                }
-                other => format!("{head} type={other}"),
-            }
-        });
     }
 }

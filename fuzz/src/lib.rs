@@ -6,8 +6,8 @@
 //! `scripts/fuzz.sh` runs them under libFuzzer (`src/bin/fuzz.rs`); `tests/replay.rs` runs
 //! every saved corpus input and crash reproducer through them as an ordinary test.
 
+use offload_image::cuda_image::SmVersion;
 use plugin_api::abi_stable::std_types::{RSlice, RStr};
-use plugin_api::gpu::cuda_image::SmVersion;
 
 /// A fuzz target: its name (the directory of its corpus) and the function that takes one input.
 pub struct Target {
@@ -68,10 +68,10 @@ pub fn target(name: &str) -> Option<&'static Target> {
 
 /// What the core does with each device image of a registered program.
 pub fn offload_binary(data: &[u8]) {
-    for container in plugin_api::offload_binary::containers(data) {
-        let _ = plugin_api::offload_binary::unwrap(container);
+    for container in offload_image::offload_binary::containers(data) {
+        let _ = offload_image::offload_binary::unwrap(container);
     }
-    let _ = plugin_api::offload_binary::unwrap(data);
+    let _ = offload_image::offload_binary::unwrap(data);
 }
 
 /// The address the fuzzer's entry tables see their own input at: a name field holding

@@ -4,7 +4,7 @@
 
 use object::read::elf::{ElfFile64, ProgramHeader, SectionHeader, Sym};
 use object::{elf, Endianness};
-use plugin_api::elf_layout::{check, Addresses};
+use offload_image::elf_layout::{check, Addresses};
 use std::path::Path;
 
 /// A host image of clang-19 from the seed corpus.

@@ -101,8 +101,8 @@ fn every_corpus_holds_seeds_from_clang_19_and_clang_22() {
 /// passes its plugin's checks, and each entry table reads with its names.
 #[test]
 fn every_seed_is_accepted_by_the_code_it_seeds() {
+    use offload_image::cuda_image::SmVersion;
     use plugin_api::abi_stable::std_types::{RSlice, RStr};
-    use plugin_api::gpu::cuda_image::SmVersion;
     let seeds = |target: &str| {
         inputs(&root().join("corpus").join(target))
             .into_iter()
@@ -148,10 +148,10 @@ fn every_seed_is_accepted_by_the_code_it_seeds() {
         assert!(answer.is_ok(), "{path}: {answer:?}");
     }
     for (path, data) in seeds("offload_binary") {
-        let containers = plugin_api::offload_binary::containers(&data);
+        let containers = offload_image::offload_binary::containers(&data);
         assert!(!containers.is_empty(), "{path}");
         for container in containers {
-            let image = plugin_api::offload_binary::unwrap(container).unwrap();
+            let image = offload_image::offload_binary::unwrap(container).unwrap();
             assert!(
                 !image.triple.is_empty() && !image.bytes.is_empty(),
                 "{path}"

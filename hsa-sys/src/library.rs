@@ -262,7 +262,7 @@ impl HsaLibrary {
                 library: name.clone(),
                 missing,
             })?;
-        let path = plugin_api::loaded_file(functions.hsa_init as usize)
+        let path = host_os::loaded_file(functions.hsa_init as usize)
             .map(|file| file.to_string_lossy().into_owned())
             .unwrap_or(name);
         Ok(HsaLibrary {

@@ -229,7 +229,7 @@ impl Mpi {
 
     /// The file of the MPI library opened (its soname resolved by the loader).
     pub fn library_file(&self) -> Option<std::path::PathBuf> {
-        plugin_api::loaded_file(*self.initialized as usize)
+        host_os::loaded_file(*self.initialized as usize)
     }
 
     /// Whether MPI_Init has been called (by anyone in this process).

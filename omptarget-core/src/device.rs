@@ -9,8 +9,9 @@ use crate::mapping::{Mapping, MappingTable};
 use crate::memory_pool::{self, MemoryPool};
 use crate::ompt::{self, DataOp, DataOpKind};
 use crate::plugins::PluginLibrary;
-use crate::record_replay::RecordReplay;
+use crate::record_replay::block::RecordReplay;
 use crate::registry::{RegisteredLibrary, Registry};
+use crate::requires::RequiresFlags;
 use plugin_api::{AllocKind, DeviceTraits, ImageHandle, QueueHandle};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
@@ -51,6 +52,8 @@ pub struct Device {
     pub plugin: Arc<PluginLibrary>,
     /// The device number inside its plugin.
     pub local: i32,
+    /// The program's `requires` clauses (the runtime's, which later libraries may set).
+    requires: Arc<RequiresFlags>,
     state: Mutex<DeviceState>,
     /// Registry generation whose libraries are all loaded here (u64::MAX: none yet).
     synced_generation: AtomicU64,
@@ -78,11 +81,17 @@ pub struct Device {
 }
 
 impl Device {
-    pub fn new(id: i32, plugin: Arc<PluginLibrary>, local: i32) -> Self {
+    pub fn new(
+        id: i32,
+        plugin: Arc<PluginLibrary>,
+        local: i32,
+        requires: Arc<RequiresFlags>,
+    ) -> Self {
         Device {
             id,
             plugin,
             local,
+            requires,
             state: Mutex::new(DeviceState::default()),
             synced_generation: AtomicU64::new(u64::MAX),
             kernels: KernelTable::default(),
@@ -95,6 +104,11 @@ impl Device {
             memory_in_process: AtomicBool::new(false),
             work_timed: AtomicBool::new(false),
         }
+    }
+
+    /// The program's `requires` clauses.
+    pub fn requires(&self) -> &RequiresFlags {
+        &self.requires
     }
 
     /// Whether work on this device's queues is complete once submitted (plugin ABI 1.4), so
@@ -170,8 +184,15 @@ impl Device {
                 self.id
             )));
         }
-        let (state, offset) =
-            RecordReplay::reserve(self, replaying, save_output, wanted, required)?;
+        let (state, offset) = RecordReplay::reserve(
+            &self.plugin,
+            self.local,
+            self.id,
+            replaying,
+            save_output,
+            wanted,
+            required,
+        )?;
         if let Err(state) = self.record_replay.set(state) {
             let _ = self
                 .plugin
@@ -291,7 +312,7 @@ impl Device {
     /// that cannot reach pageable host memory faults on them (CUDA_ERROR_ILLEGAL_ADDRESS), so
     /// say why up front, as LLVM's AMDGPU plugin does when XNACK is off.
     fn warn_if_host_memory_is_out_of_reach(&self) {
-        if !crate::runtime::Runtime::get().unified_shared_memory()
+        if !self.requires.unified_shared_memory()
             || self
                 .info_value(plugin_api::PAGEABLE_MEMORY_ACCESS)
                 .as_deref()
@@ -428,9 +449,7 @@ impl Device {
                     .get_global(self.local, handle, &entry.name, entry.size)
                 {
                     Ok(global) => {
-                        if crate::runtime::Runtime::get().unified_shared_memory()
-                            && !entry.is_indirect()
-                        {
+                        if self.requires.unified_shared_memory() && !entry.is_indirect() {
                             // Under unified shared memory the device global is a reference
                             // to the host's: give it the host's value (as LLVM does; not for
                             // indirect functions, whose global holds a device address).

@@ -140,6 +140,7 @@ pub unsafe fn spawn_with_dependences(work: Work, count: c_int, deps: *const *con
         .filter_map(|i| {
             // SAFETY: caller's promise: `count` depend objects, each pointing at a kmp_depend_info_t.
             let object = unsafe { *deps.add(i) } as *const DependInfo;
+            // SAFETY: a non-null depend object points at a kmp_depend_info_t (as above).
             (!object.is_null()).then(|| unsafe { *object })
         })
         .collect();

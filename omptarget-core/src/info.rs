@@ -5,7 +5,7 @@
 use crate::abi::map_args::MapArg;
 use crate::abi::map_type::*;
 use crate::abi::source_location::{self, Ident};
-use crate::logging::{stderr_line, write_line};
+use crate::line_output::{stderr_line, write_line};
 use crate::mapping::Mapping;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -5,7 +5,7 @@
 //! program, so little is kept).
 
 use crate::abi::offload_entry::LlvmRelease;
-use plugin_api::address_map::AddressMap;
+use host_os::address_map::AddressMap;
 use plugin_api::KernelHandle;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;

@@ -9,6 +9,11 @@
 //! - `info`: `LIBOMPTARGET_INFO` lines in LLVM's wording.
 //! - `ompt`: events for OMPT tools.
 //! - `inventory`: what `omptarget-info` prints.
+//!
+//! Modules use only those below them (`scripts/module-cycles.py` checks): at the bottom
+//! `panic_boundary`, `json`, `line_output`, `requires`, `info`, `logging` and `profile`, then
+//! `plugins`, then `device`, `queue`, `host_openmp`, `interop` and `record_replay::block`, then
+//! `device_list`, `runtime`, and on top `entry_points`, the C surface.
 
 pub mod abi;
 mod cache_hint;
@@ -22,8 +27,10 @@ pub mod host_openmp;
 pub mod info;
 pub mod interop;
 pub mod inventory;
+mod json;
 pub mod kernel_language;
 pub mod kernel_table;
+mod line_output;
 pub mod llvm_release;
 pub mod lock;
 pub mod logging;
@@ -31,12 +38,14 @@ pub mod mapper;
 pub mod mapping;
 pub mod memory_pool;
 pub mod nowait;
-pub use plugin_api::offload_binary;
+pub use offload_image::offload_binary;
 pub mod ompt;
 mod os_memory;
+mod panic_boundary;
 pub mod plugins;
 pub mod profile;
 pub mod queue;
 pub mod record_replay;
 pub mod registry;
+pub mod requires;
 pub mod runtime;

@@ -103,6 +103,7 @@ pub unsafe fn query(slot: *mut *mut c_void) {
     PENDING_POLLS.with(|p| p.set(polls / 2));
     // SAFETY: as above; the slot is emptied so libomp stops polling it.
     let deferred = unsafe { Box::from_raw(*slot as *mut Deferred) };
+    // SAFETY: the slot is libomp's, live for this call.
     unsafe { *slot = std::ptr::null_mut() };
     let loc = deferred.loc as *const Ident;
     let _span = crate::profile::enabled()

@@ -17,7 +17,7 @@
 //! not kept). The file is written at exit and before a fatal error aborts the program; a child
 //! process made by `fork` starts with empty buffers and writes `FILE.<pid>`.
 
-use crate::inventory::json_string;
+use crate::json::json_string;
 use crate::lock::lock;
 use std::cell::RefCell;
 use std::ffi::c_int;
@@ -125,7 +125,7 @@ pub fn init() {
         file,
         granularity_ns: granularity_us.saturating_mul(1000),
         start: Instant::now(),
-        start_monotonic_ns: plugin_api::clock::host_clock_ns(),
+        start_monotonic_ns: host_os::clock::host_clock_ns(),
     };
     if SETTINGS.set(settings).is_err() {
         return;

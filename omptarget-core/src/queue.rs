@@ -53,7 +53,7 @@ impl<'d> ConstructQueue<'d> {
     pub fn new(device: &'d Device) -> Self {
         ConstructQueue {
             device,
-            unified_shared_memory: crate::runtime::Runtime::get().unified_shared_memory(),
+            unified_shared_memory: device.requires().unified_shared_memory(),
             handle: None,
             work_done: false,
             staged: Vec::new(),

@@ -107,7 +107,7 @@ fn elf_architecture(bytes: &[u8]) -> Option<String> {
             Some(format!("sm_{sm}"))
         }
         EM_AMDGPU => {
-            let processor = plugin_api::gpu::amdgpu_processors::processor_by_mach(flags & 0xff);
+            let processor = offload_image::amdgpu_processors::processor_by_mach(flags & 0xff);
             Some(processor.map_or("unknown", |p| p.name).to_string())
         }
         _ => None,

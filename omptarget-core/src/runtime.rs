@@ -12,10 +12,11 @@ use crate::plugins::{
     discovery, loader, open_plugins, OpenedPlugin, PluginLibrary, PluginReport, PluginStatus,
 };
 use crate::registry::{ProgramImage, Registry};
+use crate::requires::RequiresFlags;
 use once_cell::sync::OnceCell;
 use plugin_api::TargetClaim;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// An opened plugin and, once a registered image may run on it, the started plugin (`None` if
@@ -43,8 +44,8 @@ pub struct Runtime {
     pub policy: OffloadPolicySetting,
     /// `registry.generation`, readable without the lock (updated under the write lock).
     pub registry_generation: AtomicU64,
-    /// The program's `requires` clauses (LLVM's OMP_REQ_* bits).
-    requirements: AtomicI64,
+    /// The program's `requires` clauses, which its devices share.
+    requirements: Arc<RequiresFlags>,
     /// Some started plugin may still find devices: see [`Runtime::find_late_devices`].
     late_devices: AtomicBool,
     /// The process is exiting: the runtime's exit handler ran (see [`Runtime::exiting`]).
@@ -53,11 +54,10 @@ pub struct Runtime {
     shut_down: AtomicBool,
     /// The process the runtime started in: a child forked from it inherits the exit handler,
     /// but not the drivers' state or the MPI device processes to shut down.
-    started_in: plugin_api::process::SetUpIn,
+    started_in: host_os::process::SetUpIn,
 }
 
-/// `requires unified_shared_memory`.
-pub const REQUIRES_UNIFIED_SHARED_MEMORY: i64 = 0x008;
+pub use crate::requires::REQUIRES_UNIFIED_SHARED_MEMORY;
 
 static RUNTIME: OnceCell<Runtime> = OnceCell::new();
 
@@ -109,11 +109,11 @@ impl Runtime {
             registry: RwLock::new(Registry::default()),
             policy,
             registry_generation: AtomicU64::new(0),
-            requirements: AtomicI64::new(0),
+            requirements: Arc::default(),
             late_devices: AtomicBool::new(false),
             exiting: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
-            started_in: plugin_api::process::SetUpIn::this_process(),
+            started_in: host_os::process::SetUpIn::this_process(),
         }
     }
 
@@ -275,7 +275,7 @@ impl Runtime {
             }
             let added = self
                 .devices
-                .push(|id| Device::new(id, plugin.clone(), local));
+                .push(|id| Device::new(id, plugin.clone(), local, self.requirements.clone()));
             match added {
                 Some(device) => {
                     log::debug!("device {} is {} device {local}", device.id, plugin.name);
@@ -308,14 +308,9 @@ impl Runtime {
     /// later one must agree on the clauses that change how memory is shared; a mismatch is a
     /// fatal error, since the libraries' code would disagree about addresses.
     pub fn add_requirements(&self, flags: i64) {
-        const NONE: i64 = 0x001;
-        const AUTO_ZERO_COPY: i64 = 0x020;
-        let update = self
-            .requirements
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |set| {
-                (set == 0 || (set == NONE && flags == AUTO_ZERO_COPY)).then_some(flags)
-            });
-        let Err(set) = update else { return };
+        let Err(set) = self.requirements.record(flags) else {
+            return;
+        };
         for (bit, clause) in [
             (0x002, "reverse_offload"),
             (0x004, "unified_address"),
@@ -323,7 +318,7 @@ impl Runtime {
             (0x010, "dynamic_allocators"),
         ] {
             if set & bit != flags & bit {
-                logging::fatal(
+                fatal(
                     2,
                     &format!("'#pragma omp requires {clause}' not used consistently!"),
                 );
@@ -332,7 +327,7 @@ impl Runtime {
     }
 
     pub fn unified_shared_memory(&self) -> bool {
-        self.requirements.load(Ordering::Relaxed) & REQUIRES_UNIFIED_SHARED_MEMORY != 0
+        self.requirements.unified_shared_memory()
     }
 
     /// `omp_get_num_devices`: no devices exist while offloading is disabled.
@@ -423,7 +418,7 @@ impl Runtime {
         }
         match self.device(id) {
             Ok(device) => Target::Device(device),
-            Err(e) => logging::fatal(id, &e.message),
+            Err(e) => fatal(id, &e.message),
         }
     }
 
@@ -486,7 +481,7 @@ impl Runtime {
                 "Source location information not present. Compile with -g or -gline-tables-only.",
             ),
         }
-        logging::fatal(
+        fatal(
             1,
             "failure of target construct while offloading is mandatory",
         )
@@ -567,7 +562,7 @@ impl Runtime {
     /// Unloads everything at the last unregistration.
     pub fn shut_down_devices(&self) {
         // The runtime's own interop objects first: their queues belong to the devices.
-        crate::interop::release_implicit_objects();
+        crate::interop::release_implicit_objects(self);
         for device in self.devices.iter() {
             device.release_mappings();
             device.finalize_for_tool();
@@ -575,10 +570,24 @@ impl Runtime {
     }
 }
 
+impl crate::interop::Devices for Runtime {
+    fn device(&self, id: i64) -> Result<&Device> {
+        Runtime::device(self, id)
+    }
+}
+
+/// `omptarget fatal error N: ...` then abort, LLVM's FATAL_MESSAGE.
+pub fn fatal(code: i64, text: &str) -> ! {
+    // The profile of a program that dies here is what its user wants most.
+    crate::profile::flush();
+    logging::stderr_line(format_args!("omptarget fatal error {code}: {text}"));
+    std::process::abort()
+}
+
 /// Registered with `atexit` when the runtime starts and again after each plugin starts: see
 /// [`Runtime::exiting`]. Whichever registration runs first does the work; the rest find it done.
 extern "C" fn runtime_exit_handler() {
-    crate::entry_points::guard("the runtime's exit handler", (), || {
+    crate::panic_boundary::guard("the runtime's exit handler", (), || {
         if let Some(runtime) = RUNTIME.get() {
             runtime.process_exits();
         }

@@ -101,7 +101,7 @@ fn put(segment: &mut [u8], offset: u32, size: u32, value: u64, kernel: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code_object::tests::{images, kernel_named};
+    use offload_image::amdgpu_code_object::test_images::{images, kernel_named};
 
     fn word<const N: usize>(segment: &[u8], at: u32) -> [u8; N] {
         segment[at as usize..at as usize + N].try_into().unwrap()

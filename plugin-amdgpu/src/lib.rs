@@ -19,7 +19,6 @@
 
 pub mod code_object;
 pub mod device;
-mod handles;
 pub mod hsa;
 pub mod hsa_interface;
 pub mod hsa_real;

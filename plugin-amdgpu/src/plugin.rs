@@ -8,17 +8,24 @@ use crate::hsa::{AgentInfo, HsaRuntime};
 use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargPool;
 use crate::settings::AmdgpuSettings;
-use plugin_api::gpu::Settings;
+use gpu_plugin::device_slots::{DeviceSlot, DeviceSlots, StartedDevice};
+use gpu_plugin::Settings;
 use plugin_api::*;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, PluginError>;
 
-struct DeviceSlot {
+/// What is known of a GPU agent before its device starts (enough to check images).
+struct Identity {
     agent: AgentInfo,
     /// The agent's ISA names as target IDs, read once.
     targets: Vec<TargetId>,
-    device: OnceLock<AmdgpuDevice>,
+}
+
+impl StartedDevice for AmdgpuDevice {
+    fn deinit(&self) -> Result<()> {
+        AmdgpuDevice::deinit(self)
+    }
 }
 
 /// What exists once the runtime opened and has GPUs.
@@ -30,7 +37,7 @@ struct Runtime {
 
 pub struct AmdgpuPlugin {
     runtime: Option<Runtime>,
-    devices: Vec<DeviceSlot>,
+    devices: DeviceSlots<Identity, AmdgpuDevice>,
     /// Why there are no devices, or the runtime's version and location.
     note: String,
     settings: Settings,
@@ -43,15 +50,15 @@ impl AmdgpuPlugin {
         log::debug!("amdgpu plugin: 0 devices: {why}");
         AmdgpuPlugin {
             runtime: None,
-            devices: Vec::new(),
+            devices: DeviceSlots::new("amdgpu", Vec::new()),
             note: why,
             settings: Settings::from_env(),
             amd_settings: AmdgpuSettings::from_env(),
         }
     }
 
-    fn slot(&self, device: i32) -> Result<&DeviceSlot> {
-        device_at("amdgpu", &self.devices, device)
+    fn slot(&self, device: i32) -> Result<&DeviceSlot<Identity, AmdgpuDevice>> {
+        self.devices.slot(device)
     }
 
     /// The host agent's pools every GPU uses: fine-grained memory for staging buffers and
@@ -140,18 +147,19 @@ impl DevicePlugin for AmdgpuPlugin {
                 hsa,
                 host,
             }),
-            devices: gpus
-                .into_iter()
-                .map(|agent| DeviceSlot {
-                    targets: agent
-                        .isa_names
-                        .iter()
-                        .filter_map(|isa| TargetId::parse(isa))
-                        .collect(),
-                    agent,
-                    device: OnceLock::new(),
-                })
-                .collect(),
+            devices: DeviceSlots::new(
+                "amdgpu",
+                gpus.into_iter()
+                    .map(|agent| Identity {
+                        targets: agent
+                            .isa_names
+                            .iter()
+                            .filter_map(|isa| TargetId::parse(isa))
+                            .collect(),
+                        agent,
+                    })
+                    .collect(),
+            ),
             note,
             settings: Settings::from_env(),
             amd_settings: AmdgpuSettings::from_env(),
@@ -159,16 +167,7 @@ impl DevicePlugin for AmdgpuPlugin {
     }
 
     fn deinit(&self) -> Result<()> {
-        let mut first_error = Ok(());
-        for (i, slot) in self.devices.iter().enumerate() {
-            if slot.device.get().is_some() {
-                if let Err(e) = DevicePlugin::deinit_device(self, i as i32) {
-                    if first_error.is_ok() {
-                        first_error = Err(e);
-                    }
-                }
-            }
-        }
+        let mut first_error = self.devices.deinit_all();
         if let Some(runtime) = &self.runtime {
             runtime.host.kernargs.release_idle();
             if let Err(e) = runtime.hsa_runtime.shut_down() {
@@ -207,40 +206,33 @@ impl DevicePlugin for AmdgpuPlugin {
         }
         match self.slot(d) {
             Err(e) => ImageCompatibility::no(e.message.to_string()),
-            Ok(slot) => match code_object::check_compatibility(&target, &slot.targets) {
+            Ok(slot) => match code_object::check_compatibility(&target, &slot.identity.targets) {
                 Ok(()) => ImageCompatibility::yes(),
                 Err(why) => ImageCompatibility::no(format!(
                     "amdgpu device {d} ({}): {why}",
-                    slot.agent.product_name
+                    slot.identity.agent.product_name
                 )),
             },
         }
     }
 
     fn init_device(&self, device: i32) -> Result<()> {
-        let slot = self.slot(device)?;
-        if slot.device.get().is_some() {
-            return Ok(());
-        }
-        let runtime = self.runtime.as_ref().ok_or_else(|| {
-            PluginError::new(ErrorCode::NOT_INITIALIZED, "the HSA runtime is not loaded")
-        })?;
-        let ready = AmdgpuDevice::initialize(
-            runtime.hsa_runtime.clone(),
-            runtime.hsa.clone(),
-            device,
-            slot.agent.clone(),
-            slot.targets.clone(),
-            runtime.host.clone(),
-            self.devices.len() as u32,
-            self.settings.clone(),
-            &self.amd_settings,
-        )?;
-        if let Err(lost) = slot.device.set(ready) {
-            // Another thread initialised it first; release this one's queues and signals.
-            let _ = lost.deinit();
-        }
-        Ok(())
+        self.devices.init(device, |identity| {
+            let runtime = self.runtime.as_ref().ok_or_else(|| {
+                PluginError::new(ErrorCode::NOT_INITIALIZED, "the HSA runtime is not loaded")
+            })?;
+            AmdgpuDevice::initialize(
+                runtime.hsa_runtime.clone(),
+                runtime.hsa.clone(),
+                device,
+                identity.agent.clone(),
+                identity.targets.clone(),
+                runtime.host.clone(),
+                self.devices.len() as u32,
+                self.settings.clone(),
+                &self.amd_settings,
+            )
+        })
     }
 
     fn deinit_device(&self, device: i32) -> Result<()> {
@@ -249,7 +241,7 @@ impl DevicePlugin for AmdgpuPlugin {
 
     fn device_info(&self, device: i32) -> Result<Vec<InfoEntry>> {
         let slot = self.slot(device)?;
-        let a = &slot.agent;
+        let a = &slot.identity.agent;
         let mut info = vec![
             InfoEntry::new("name", &a.product_name),
             InfoEntry::new("kind", "gpu"),
@@ -291,18 +283,13 @@ impl DevicePlugin for AmdgpuPlugin {
                 ));
             }
         }
-        if let Some(device) = slot.device.get() {
+        if let Some(device) = slot.device() {
             info.extend(device.info());
         }
         Ok(info)
     }
 
     fn device(&self, device: i32) -> Result<&AmdgpuDevice> {
-        self.slot(device)?.device.get().ok_or_else(|| {
-            PluginError::new(
-                ErrorCode::NOT_INITIALIZED,
-                format!("amdgpu device {device} is used before it was initialised"),
-            )
-        })
+        self.devices.device(device)
     }
 }

@@ -1,6 +1,6 @@
 //! The environment variables that tune the AMDGPU plugin, with LLVM's names and defaults
 //! (`AMDGPUDeviceTy`), read once when the plugin starts. The ones every GPU plugin reads are in
-//! [`plugin_api::gpu::Settings`].
+//! [`gpu_plugin::Settings`].
 
 /// LLVM's default of `LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES`.
 pub const DEFAULT_NUM_QUEUES: u32 = 4;

@@ -46,27 +46,16 @@
 //! rules, is `docs/plugin-abi.md` in the omptarget-rs repository. The example plugin is
 //! `examples/plugin-example/`, and the conformance checker is `omptarget-plugin-check`.
 
-pub mod address_map;
-pub mod clock;
 mod devices;
-pub mod elf_layout;
-pub mod gpu;
-mod loaded_file;
 mod logging;
 mod module;
-pub mod native_code;
-pub mod offload_binary;
-pub mod pinning;
 mod plugin;
-pub mod process;
 mod shims;
-pub mod twin;
 mod types;
 mod version;
 
 pub use abi_stable;
 pub use devices::{device_at, no_such_device, Device, DevicePlugin};
-pub use loaded_file::{loaded_file, object_base};
 pub use logging::{info, HostServices, LogLevel};
 pub use module::{PluginModule, PluginModuleRef};
 pub use plugin::{may_run_target_of, Plugin, PluginSlot, SlottedPlugin};

@@ -1,7 +1,7 @@
 //! What a device image is, read without the driver: shared with the CUDA driver emulator, so
 //! it lives in plugin-api (`gpu::cuda_image`).
 
-pub use plugin_api::gpu::cuda_image::*;
+pub use offload_image::cuda_image::*;
 use plugin_api::PluginError;
 
 /// An image as the plugin reads it before the driver sees it.
@@ -16,7 +16,7 @@ pub struct CheckedImage {
 pub fn check(bytes: &[u8], device: SmVersion) -> Result<CheckedImage, PluginError> {
     let kind = classify(bytes).map_err(PluginError::invalid_argument)?;
     if let ImageKind::Cubin { .. } = kind {
-        plugin_api::elf_layout::check(bytes, plugin_api::elf_layout::Addresses::Unused)
+        offload_image::elf_layout::check(bytes, offload_image::elf_layout::Addresses::Unused)
             .map_err(|e| PluginError::invalid_argument(format!("the cubin is damaged: {e}")))?;
     }
     compatible(&kind, device).map_err(PluginError::unsupported)?;

@@ -1,6 +1,6 @@
 //! Launch decisions that need no driver: whether a kernel must be opted in to more dynamic
 //! shared memory before it. (The grid and block of a launch are both GPU plugins' rules:
-//! `plugin_api::gpu::KernelLimits::dimensions`.)
+//! `gpu_plugin::KernelLimits::dimensions`.)
 
 use std::sync::Mutex;
 use sync_util::lock;

@@ -5,13 +5,12 @@
 //! without the driver), `resources` (stream and event pools), `handles` (the queue and event handles given to the core, checked before they reach the driver), `work_timing` (the device's timing of queued work, for
 //! profiles), `device` (one GPU), `plugin` (the plugin ABI). LLVM's rules for grid and block
 //! sizes, the layouts its device runtime reads and the pool of launch environments and
-//! reduction buffers are shared with the other GPU plugins in `plugin_api::gpu`, the pinned
-//! host ranges in `plugin_api::pinning`. Without a
+//! reduction buffers are shared with the other GPU plugins in `gpu_plugin`, the pinned
+//! host ranges in `gpu_plugin::pinning`. Without a
 //! driver or a GPU the plugin loads and reports zero devices with the reason.
 
 pub mod device;
 pub mod driver;
-pub mod handles;
 pub mod image;
 pub mod launch;
 pub mod plugin;

@@ -5,22 +5,24 @@
 use crate::device::{CudaDevice, DeviceIdentity};
 use crate::driver::{sys, Driver};
 use crate::image;
-use plugin_api::gpu::Settings;
-use plugin_api::pinning::PinTable;
+use gpu_plugin::device_slots::{DeviceSlot, DeviceSlots, StartedDevice};
+use gpu_plugin::pinning::PinTable;
+use gpu_plugin::Settings;
 use plugin_api::*;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use sync_util::lock;
 
 type Result<T> = std::result::Result<T, PluginError>;
 
-struct DeviceSlot {
-    identity: DeviceIdentity,
-    device: OnceLock<CudaDevice>,
+impl StartedDevice for CudaDevice {
+    fn deinit(&self) -> Result<()> {
+        CudaDevice::deinit(self)
+    }
 }
 
 pub struct CudaPlugin {
     driver: Option<Arc<Driver>>,
-    devices: Vec<DeviceSlot>,
+    devices: DeviceSlots<DeviceIdentity, CudaDevice>,
     /// Host ranges page-locked through any device, with their pin counts: registration is
     /// the process's (`CU_MEMHOSTREGISTER_PORTABLE`), not a device's, so a range two devices
     /// pin stays locked until both unpin it. The table stays locked across the driver calls so
@@ -37,15 +39,15 @@ impl CudaPlugin {
         log::debug!("cuda plugin: 0 devices: {why}");
         CudaPlugin {
             driver: None,
-            devices: Vec::new(),
+            devices: DeviceSlots::new("cuda", Vec::new()),
             pinned: Mutex::default(),
             note: why,
             settings: Settings::from_env(),
         }
     }
 
-    fn slot(&self, device: i32) -> Result<&DeviceSlot> {
-        device_at("cuda", &self.devices, device)
+    fn slot(&self, device: i32) -> Result<&DeviceSlot<DeviceIdentity, CudaDevice>> {
+        self.devices.slot(device)
     }
 }
 
@@ -68,10 +70,7 @@ impl DevicePlugin for CudaPlugin {
         let mut devices = Vec::new();
         for ordinal in 0..count {
             match DeviceIdentity::query(&driver, ordinal) {
-                Ok(identity) => devices.push(DeviceSlot {
-                    identity,
-                    device: OnceLock::new(),
-                }),
+                Ok(identity) => devices.push(identity),
                 Err(e) => log::warn!("cuda device {ordinal} is skipped: {e}"),
             }
         }
@@ -92,7 +91,7 @@ impl DevicePlugin for CudaPlugin {
         log::debug!("cuda plugin: {} devices; {note}", devices.len());
         Ok(CudaPlugin {
             driver: Some(driver),
-            devices,
+            devices: DeviceSlots::new("cuda", devices),
             pinned: Mutex::default(),
             note,
             settings: Settings::from_env(),
@@ -106,17 +105,7 @@ impl DevicePlugin for CudaPlugin {
                 let _ = driver.unregister_host(range.start);
             }
         }
-        let mut first_error = Ok(());
-        for (i, slot) in self.devices.iter().enumerate() {
-            if slot.device.get().is_some() {
-                if let Err(e) = DevicePlugin::deinit_device(self, i as i32) {
-                    if first_error.is_ok() {
-                        first_error = Err(e);
-                    }
-                }
-            }
-        }
-        first_error
+        self.devices.deinit_all()
     }
 
     fn describe(&self) -> PluginDescription {
@@ -155,24 +144,17 @@ impl DevicePlugin for CudaPlugin {
     }
 
     fn init_device(&self, device: i32) -> Result<()> {
-        let slot = self.slot(device)?;
-        if slot.device.get().is_some() {
-            return Ok(());
-        }
-        let driver = self.driver.clone().ok_or_else(|| {
-            PluginError::new(ErrorCode::NOT_INITIALIZED, "the CUDA driver is not loaded")
-        })?;
-        let ready = CudaDevice::initialize(
-            driver,
-            slot.identity.clone(),
-            self.devices.len() as u32,
-            self.settings.clone(),
-        )?;
-        if let Err(lost) = slot.device.set(ready) {
-            // Another thread initialised it first; give back what this one retained.
-            let _ = lost.deinit();
-        }
-        Ok(())
+        self.devices.init(device, |identity| {
+            let driver = self.driver.clone().ok_or_else(|| {
+                PluginError::new(ErrorCode::NOT_INITIALIZED, "the CUDA driver is not loaded")
+            })?;
+            CudaDevice::initialize(
+                driver,
+                identity.clone(),
+                self.devices.len() as u32,
+                self.settings.clone(),
+            )
+        })
     }
 
     fn deinit_device(&self, device: i32) -> Result<()> {
@@ -273,19 +255,14 @@ impl DevicePlugin for CudaPlugin {
                 format!("{}.{}", v / 1000, v % 1000 / 10),
             ));
         }
-        if let Some(device) = slot.device.get() {
+        if let Some(device) = slot.device() {
             info.extend(device.info());
         }
         Ok(info)
     }
 
     fn device(&self, device: i32) -> Result<&CudaDevice> {
-        self.slot(device)?.device.get().ok_or_else(|| {
-            PluginError::new(
-                ErrorCode::NOT_INITIALIZED,
-                format!("cuda device {device} is used before it was initialised"),
-            )
-        })
+        self.devices.device(device)
     }
 
     /// A range inside one already pinned (through any device) counts on it.

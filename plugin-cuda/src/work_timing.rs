@@ -7,7 +7,7 @@
 //! record and wait on); this timer has events of its own, created only once profiling asks.
 
 use crate::driver::{self, Event, Stream};
-use plugin_api::clock::{host_clock_ns, ClockMapping};
+use host_os::clock::{host_clock_ns, ClockMapping};
 use plugin_api::WorkTime;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

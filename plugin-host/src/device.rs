@@ -2,8 +2,8 @@
 //! plugin ABI ([`Device`]).
 
 use crate::{elf_check, helper_threads, sys};
+use host_os::address_map::AddressMap;
 use log::debug;
-use plugin_api::address_map::AddressMap;
 use plugin_api::*;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;

@@ -72,7 +72,8 @@ pub fn check(image: &ImageRef<'_>) -> ImageCompatibility {
         ));
     }
     // The dynamic loader trusts the image's layout: a damaged one must not reach it.
-    if let Err(e) = plugin_api::elf_layout::check(bytes, plugin_api::elf_layout::Addresses::Mapped)
+    if let Err(e) =
+        offload_image::elf_layout::check(bytes, offload_image::elf_layout::Addresses::Mapped)
     {
         return ImageCompatibility::no(format!("image is damaged: {e}"));
     }

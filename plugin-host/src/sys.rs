@@ -1,7 +1,7 @@
 //! The operating-system calls the host plugin needs, each in one small function. Loading
-//! images and calling kernels are shared with the driver emulators: plugin_api::native_code.
+//! images and calling kernels are shared with the driver emulators: offload_image::native_code.
 
-pub use plugin_api::native_code::{
+pub use offload_image::native_code::{
     call_with_args, fd_path, memory_file, open_library, symbol_address,
 };
 use std::ffi::c_void;

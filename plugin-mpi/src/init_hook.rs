@@ -16,6 +16,7 @@
 use mpi_wire::mpi::Mpi;
 use std::ffi::{c_char, c_int, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The directory, beside the plugin, that holds the link `mca_hook_omptarget.so`.
 pub const COMPONENT_DIR: &str = "openmpi-components";
@@ -103,6 +104,9 @@ pub static mca_hook_omptarget_component: HookComponent = HookComponent {
     later: [0; 3],
 };
 
+/// What runs at the bottom of the program's MPI_Init: the plugin's join, given to [`install`].
+static AT_INIT: OnceLock<fn()> = OnceLock::new();
+
 /// The bottom of the program's MPI_Init, on the thread that called it.
 unsafe extern "C" fn at_mpi_init_bottom(
     _argc: c_int,
@@ -110,14 +114,18 @@ unsafe extern "C" fn at_mpi_init_bottom(
     _requested: c_int,
     _provided: *mut c_int,
 ) {
-    // No unwinding into Open MPI.
-    let _ = std::panic::catch_unwind(crate::plugin::join_late);
+    if let Some(&at_init) = AT_INIT.get() {
+        // No unwinding into Open MPI.
+        let _ = std::panic::catch_unwind(at_init);
+    }
 }
 
-/// Makes the program's MPI_Init load this library as a hook component: `Ok` with the
-/// directory added to Open MPI's component path, or why not.
-pub fn install(mpi: &Mpi) -> Result<PathBuf, String> {
-    let ours = plugin_api::loaded_file(&mca_hook_omptarget_component as *const _ as usize)
+/// Makes the program's MPI_Init load this library as a hook component that calls `at_init` at
+/// its bottom: `Ok` with the directory added to Open MPI's component path, or why not.
+pub fn install(mpi: &Mpi, at_init: fn()) -> Result<PathBuf, String> {
+    // Set even when the path cannot be: a component path the user set may hold the directory.
+    let _ = AT_INIT.set(at_init);
+    let ours = host_os::loaded_file(&mca_hook_omptarget_component as *const _ as usize)
         .ok_or("the plugin's own file is unknown")?;
     let dir = ours
         .parent()

@@ -35,7 +35,7 @@ pub struct Link {
     pub watched: bool,
     /// The process that joined the job: a child forked from it inherits the link (and the
     /// exit handler that shuts it down), not the device processes.
-    joined_in: plugin_api::process::SetUpIn,
+    joined_in: host_os::process::SetUpIn,
 }
 
 pub fn mpi_error(e: String) -> PluginError {
@@ -169,10 +169,11 @@ impl Link {
             closed: AtomicBool::new(false),
             dead: (0..roles.len()).map(|_| AtomicBool::new(false)).collect(),
             watched: mpi_wire::launcher_recovers(),
-            joined_in: plugin_api::process::SetUpIn::this_process(),
+            joined_in: host_os::process::SetUpIn::this_process(),
         };
         if let Some(why) = refusal {
-            link.shut_down();
+            // Nothing watches a link that never joined.
+            link.shut_down(|| {});
             return Err(why);
         }
         Ok(link)
@@ -419,7 +420,9 @@ impl Link {
 
     /// Tells every device process to finish, then finalises MPI if we initialised it. Later
     /// calls fail with a clear error (the runtime may still unload images after this).
-    pub fn shut_down(&self) {
+    /// `stop_watching` runs first, when this call is the one that shuts the link down: it ends
+    /// the watchdog's thread, whose questions to the device processes use MPI on the link.
+    pub fn shut_down(&self, stop_watching: impl FnOnce()) {
         if self.joined_in.is_forked_child() {
             // A forked child exits: the device processes are its parent's.
             return;
@@ -427,7 +430,7 @@ impl Link {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        crate::watchdog::stop();
+        stop_watching();
         for &rank in self.servers.iter().filter(|&&r| !self.is_dead(r)) {
             let tag = self.tag();
             let request = Writer::request(Op::Shutdown, tag, 0);

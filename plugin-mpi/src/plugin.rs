@@ -10,6 +10,7 @@
 
 use crate::device::MpiDevice;
 use crate::link::{Late, Link, Start};
+use crate::{init_hook, watchdog};
 use mpi_wire::mpi::Mpi;
 use mpi_wire::protocol::{Op, Reader, Writer};
 use plugin_api::*;
@@ -44,7 +45,7 @@ const WAITING_NOTE: &str = "the program uses MPI itself and has not initialised 
 
 /// Joins the job if the program has initialised MPI and this thread may call MPI; otherwise
 /// does nothing (see [`Link::can_join_late`]).
-pub(crate) fn join_late() {
+fn join_late() {
     let mut waiting = WAITING.lock().unwrap_or_else(|e| e.into_inner());
     let Some(mpi) = waiting.as_ref() else {
         return;
@@ -92,7 +93,7 @@ static LINK: OnceLock<Arc<Link>> = OnceLock::new();
 
 extern "C" fn shut_down_at_exit() {
     if let Some(link) = LINK.get() {
-        link.shut_down();
+        link.shut_down(watchdog::stop);
     }
 }
 
@@ -163,7 +164,7 @@ impl MpiPlugin {
                 ))
             }
         };
-        crate::watchdog::start(Arc::clone(&link));
+        watchdog::start(Arc::clone(&link));
         let note = format!(
             "{} device process{} (ranks {}): {}",
             link.servers.len(),
@@ -212,7 +213,7 @@ impl DevicePlugin for MpiPlugin {
             Ok(Start::Joined(link)) => MpiPlugin::connect(Arc::new(link)),
             Ok(Start::WaitForProgram(mpi)) => {
                 log::debug!("mpi plugin: 0 devices for now: {WAITING_NOTE}");
-                let hook = crate::init_hook::install(&mpi);
+                let hook = init_hook::install(&mpi, join_late);
                 *WAITING.lock().unwrap_or_else(|e| e.into_inner()) = Some(mpi);
                 match hook {
                     Ok(dir) => log::debug!(
@@ -243,7 +244,7 @@ impl DevicePlugin for MpiPlugin {
 
     fn deinit(&self) -> Result<()> {
         if let Some(link) = LINK.get() {
-            link.shut_down();
+            link.shut_down(watchdog::stop);
         }
         Ok(())
     }

@@ -2,8 +2,8 @@
 //! no driver (or a driver that fails), programs with sm_90 images fall back or fail as
 //! OMP_TARGET_OFFLOAD says, and real cubins built here are read correctly.
 
+use gpu_plugin::{ExecMode, KernelEnvironment};
 use omptarget_rtl_cuda::image::{self, ImageKind, SmVersion, SymbolTable};
-use plugin_api::gpu::{ExecMode, KernelEnvironment};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tests::*;
@@ -153,7 +153,7 @@ fn real_cubins_are_recognised_checked_and_read() {
     assert_eq!(kind, ImageKind::Cubin { sm: SmVersion(90) });
     // A real cubin passes the layout check the plugin makes before the driver sees it.
     assert_eq!(
-        plugin_api::elf_layout::check(&cubin, plugin_api::elf_layout::Addresses::Unused),
+        offload_image::elf_layout::check(&cubin, offload_image::elf_layout::Addresses::Unused),
         Ok(())
     );
     // Same architecture, or a newer minor of the same major: runs.

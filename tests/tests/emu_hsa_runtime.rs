@@ -787,9 +787,9 @@ fn code_objects(archs: &str) -> Vec<Vec<u8>> {
     let section = file
         .section_by_name(".llvm.offloading")
         .expect("an offload section");
-    plugin_api::offload_binary::containers(section.data().unwrap())
+    offload_image::offload_binary::containers(section.data().unwrap())
         .into_iter()
-        .filter_map(|c| plugin_api::offload_binary::unwrap(c).ok())
+        .filter_map(|c| offload_image::offload_binary::unwrap(c).ok())
         .filter(|u| u.triple.starts_with("amdgcn"))
         .map(|u| u.bytes.to_vec())
         .collect()
@@ -1030,7 +1030,7 @@ fn a_kernel_given_memory_its_gpu_may_not_reach_faults() {
     let code = &code_objects("gfx90a")[0];
     let (status, executable) = load(code, gpus[0]);
     assert_eq!(status, 0);
-    let metadata = plugin_api::gpu::amdgpu_code_object::check(code).unwrap();
+    let metadata = offload_image::amdgpu_code_object::check(code).unwrap();
     let kernel = metadata
         .kernels()
         .iter()
@@ -1246,16 +1246,16 @@ fn profiled_packets_and_copies_carry_their_times() {
         let bytes = std::fs::read(&exe).unwrap();
         let file = object::File::parse(&*bytes).unwrap();
         let section = file.section_by_name(".llvm.offloading").unwrap();
-        plugin_api::offload_binary::containers(section.data().unwrap())
+        offload_image::offload_binary::containers(section.data().unwrap())
             .into_iter()
-            .filter_map(|c| plugin_api::offload_binary::unwrap(c).ok())
+            .filter_map(|c| offload_image::offload_binary::unwrap(c).ok())
             .find(|u| u.triple.starts_with("amdgcn"))
             .map(|u| u.bytes.to_vec())
             .unwrap()
     };
     let (status, executable) = load(&code, gpus[0]);
     assert_eq!(status, 0);
-    let metadata = plugin_api::gpu::amdgpu_code_object::check(&code).unwrap();
+    let metadata = offload_image::amdgpu_code_object::check(&code).unwrap();
     let kernel = &metadata.kernels()[0];
     let info = kernel_symbol_info(executable, gpus[0], &kernel.symbol);
     let object = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT);

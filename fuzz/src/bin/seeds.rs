@@ -120,8 +120,8 @@ fn seed_program(corpus: &Path, label: &str, bytes: &[u8]) {
     let section = file.section_by_name(".llvm.offloading").unwrap();
     let data = section.data().unwrap();
     save(corpus, "offload_binary", label, "section", data);
-    for container in plugin_api::offload_binary::containers(data) {
-        let image = plugin_api::offload_binary::unwrap(container).unwrap();
+    for container in offload_image::offload_binary::containers(data) {
+        let image = offload_image::offload_binary::unwrap(container).unwrap();
         let triple = image.triple.as_str();
         if triple.starts_with("x86_64") {
             save(corpus, "host_image", label, "x86_64", image.bytes);

@@ -145,13 +145,16 @@ mod tests {
             thread_limit: [0; 3],
             dyn_cgroup_mem: 0,
         };
+        // SAFETY: the arguments are a live struct of the version they name (or null).
         let r =
             unsafe { read_kernel_args(&args as *const _ as *const KernelArgsV1, -1, 0) }.unwrap();
         assert_eq!(r.num_teams, [1, 0, 0]);
         let legacy = v1(1);
+        // SAFETY: the arguments are a live struct of the version they name.
         let r = unsafe { read_kernel_args(&legacy, -1, 0) }.unwrap();
         assert_eq!(r.num_teams, [1, 0, 0]);
         args.num_teams = [7, 0, 0];
+        // SAFETY: the arguments are a live struct of the version they name (or null).
         let r =
             unsafe { read_kernel_args(&args as *const _ as *const KernelArgsV1, 7, 0) }.unwrap();
         assert_eq!(r.num_teams, [7, 0, 0]);
@@ -160,6 +163,7 @@ mod tests {
     #[test]
     fn old_versions_take_teams_from_the_call() {
         let args = v1(1);
+        // SAFETY: the arguments are a live struct of the version they name.
         let r = unsafe { read_kernel_args(&args, 8, 64) }.unwrap();
         assert_eq!(
             (r.version, r.num_teams, r.thread_limit, r.tripcount),
@@ -175,12 +179,14 @@ mod tests {
             thread_limit: [32, 1, 1],
             dyn_cgroup_mem: 16,
         };
+        // SAFETY: the arguments are a live struct of the version they name.
         let r = unsafe { read_kernel_args(&args.v1, 99, 99) }.unwrap();
         assert_eq!(
             (r.num_teams, r.thread_limit, r.dyn_cgroup_mem),
             ([4, 2, 1], [32, 1, 1], 16)
         );
         assert_eq!(
+            // SAFETY: a null pointer is refused before it is read.
             unsafe { read_kernel_args(std::ptr::null(), 0, 0) }.unwrap_err(),
             KernelArgsError::Null
         );

@@ -43,12 +43,19 @@ pub unsafe fn read_map_args(
         // Regions without captures are common; collecting nothing still costs a reservation.
         return;
     }
-    // SAFETY (all reads): index < count and the arrays hold `count` elements (caller's promise).
-    let at = |p: *const i64, i: usize| if p.is_null() { 0 } else { unsafe { *p.add(i) } };
+    let at = |p: *const i64, i: usize| {
+        if p.is_null() {
+            0
+        } else {
+            // SAFETY: index < count and the arrays hold `count` elements (caller's promise).
+            unsafe { *p.add(i) }
+        }
+    };
     let ptr_at = |p: *const *mut c_void, i: usize| {
         if p.is_null() {
             0
         } else {
+            // SAFETY: as above.
             unsafe { *p.add(i) as usize }
         }
     };

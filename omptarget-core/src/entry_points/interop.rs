@@ -186,7 +186,7 @@ pub extern "C" fn __tgt_target_sync(
     _event: *mut c_void,
 ) {
     guard("__tgt_target_sync", (), || {
-        if let Err(e) = interop::sync_thread(gtid) {
+        if let Err(e) = interop::sync_thread(gtid, Runtime::get()) {
             report("__tgt_target_sync", &e);
         }
     })
@@ -331,7 +331,7 @@ fn get(
         preferences,
         implicit_owner,
     };
-    match interop::create(&request) {
+    match interop::create(&request, Runtime::get()) {
         Ok(Some(object)) => interop::handle_of(&object),
         Ok(None) => std::ptr::null_mut(),
         Err(e) => {
@@ -358,7 +358,7 @@ fn use_object(
     if object.kind == InteropKind::TargetSync {
         wait_for(loc, gtid, deps);
     }
-    match interop::use_object(&object, nowait) {
+    match interop::use_object(&object, nowait, Runtime::get()) {
         Ok(()) => OFFLOAD_SUCCESS,
         Err(e) => {
             report("interop use", &e);
@@ -373,7 +373,7 @@ fn release(loc: *const Ident, gtid: i32, handle: *mut c_void, deps: &DependenceP
             wait_for(loc, gtid, deps);
         }
     }
-    match interop::release(handle) {
+    match interop::release(handle, Runtime::get()) {
         Ok(()) => OFFLOAD_SUCCESS,
         Err(e) => {
             report("interop destroy", &e);

@@ -17,7 +17,7 @@ pub mod record_replay;
 pub mod registration;
 pub mod target;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+pub(crate) use crate::panic_boundary::guard;
 
 /// `OFFLOAD_SUCCESS` / `OFFLOAD_FAIL` of LLVM's `omptarget.h`.
 pub const OFFLOAD_SUCCESS: i32 = 0;
@@ -74,36 +74,8 @@ pub(crate) unsafe fn prefetch_mappings(
     }
 }
 
-/// Runs an entry point's body; a panic is reported and turned into `fallback`.
-pub(crate) fn guard<T>(entry_point: &str, fallback: T, body: impl FnOnce() -> T) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(value) => value,
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            crate::logging::failure_message(&format!("internal error in {entry_point}: {what}"));
-            fallback
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn a_panic_becomes_the_fallback_value() {
-        let value = guard("test_entry", OFFLOAD_FAIL, || -> i32 { panic!("boom") });
-        assert_eq!(value, OFFLOAD_FAIL);
-        assert_eq!(
-            guard("test_entry", OFFLOAD_FAIL, || OFFLOAD_SUCCESS),
-            OFFLOAD_SUCCESS
-        );
-    }
-
     /// Every `#[no_mangle]` entry point must be in exports.map, or the linked library hides it.
     #[test]
     fn exports_map_lists_every_entry_point() {

@@ -14,7 +14,7 @@ use crate::runtime::Runtime;
 pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
     guard("__tgt_register_lib", (), || {
         let runtime = Runtime::get();
-        crate::ompt::connect();
+        crate::ompt::connect(host_device);
         // SAFETY: clang passes its static descriptor, valid until __tgt_unregister_lib.
         let description = match unsafe { read_descriptor(desc) } {
             Ok(d) => d,
@@ -152,7 +152,7 @@ pub extern "C" fn __tgt_init_all_rtls() {
         // LLVM 19 starts every plugin here but numbers no device (so its llvm-omp-device-info
         // lists none); we number them all, which is what the call is for.
         Runtime::get().number_every_device();
-        crate::ompt::connect();
+        crate::ompt::connect(host_device);
     })
 }
 
@@ -160,7 +160,7 @@ pub extern "C" fn __tgt_init_all_rtls() {
 pub extern "C" fn __tgt_rtl_init() {
     guard("__tgt_rtl_init", (), || {
         Runtime::get();
-        crate::ompt::connect();
+        crate::ompt::connect(host_device);
     })
 }
 
@@ -174,4 +174,9 @@ pub extern "C" fn __tgt_register_requires(flags: i64) {
         Runtime::get().add_requirements(flags);
         log::debug!("requires flags {flags:#x} registered");
     })
+}
+
+/// The host's device number for OMPT events (`omp_get_initial_device`).
+fn host_device() -> i32 {
+    Runtime::get().initial_device()
 }

@@ -15,9 +15,9 @@
 
 pub mod properties;
 
+use crate::device::Device;
 use crate::error::{OffloadError, Result};
 use crate::lock::lock;
-use crate::runtime::Runtime;
 use once_cell::sync::Lazy;
 use plugin_api::{ForeignRuntime, InteropInfo, QueueHandle, Vendor};
 use properties::{rc, Property, Value};
@@ -79,6 +79,12 @@ pub fn lookup(handle: *const c_void) -> Option<Arc<Interop>> {
     lock(&LIVE).get(&(handle as usize)).cloned()
 }
 
+/// The devices by OpenMP device number, as the runtime offers them: objects keep their
+/// device's number, and a device is no longer offered once the runtime shut its plugins down.
+pub trait Devices {
+    fn device(&self, id: i64) -> Result<&Device>;
+}
+
 /// What `__tgt_interop_get` and `__tgt_interop_init` are asked for.
 pub struct Request<'a> {
     /// An OpenMP device number; -1 (`omp_get_default_device`'s device) allowed.
@@ -91,13 +97,12 @@ pub struct Request<'a> {
 
 /// Creates an object (or, for an implicit request, reuses the owner's compatible one).
 /// `Ok(None)` is `omp_interop_none`: offloading is disabled or the device does not exist.
-pub fn create(request: &Request<'_>) -> Result<Option<Arc<Interop>>> {
-    let runtime = Runtime::get();
+pub fn create(request: &Request<'_>, devices: &dyn Devices) -> Result<Option<Arc<Interop>>> {
     let device_id = match request.device {
         -1 => crate::host_openmp::default_device() as i64,
         id => id,
     };
-    let Ok(device) = runtime.device(device_id) else {
+    let Ok(device) = devices.device(device_id) else {
         log::debug!("no interop object: device {device_id} is not an offload device");
         return Ok(None);
     };
@@ -196,9 +201,9 @@ fn reusable(
 impl Interop {
     /// Waits for the work queued on the object's `targetsync` handle, then runs the completion
     /// callbacks registered so far.
-    pub fn wait(&self) -> Result<()> {
+    pub fn wait(&self, devices: &dyn Devices) -> Result<()> {
         if let Some(queue) = self.queue {
-            let device = Runtime::get().device(self.device_id as i64)?;
+            let device = devices.device(self.device_id as i64)?;
             device
                 .plugin
                 .synchronize(device.local, queue)
@@ -256,23 +261,23 @@ impl Interop {
 /// `use`: waits for the construct's dependences (the caller did), then, unless `nowait`, for
 /// the object's queue. With `nowait` nothing is left to order: the program's later native work
 /// on an in-order queue runs after its earlier work anyway.
-pub fn use_object(object: &Interop, nowait: bool) -> Result<()> {
+pub fn use_object(object: &Interop, nowait: bool, devices: &dyn Devices) -> Result<()> {
     if nowait {
         lock(&object.state).dirty = true;
         return Ok(());
     }
-    object.wait()
+    object.wait(devices)
 }
 
 /// `destroy`/`__tgt_interop_release`: waits for the object's queue, runs the callbacks, gives
 /// the queue back and forgets the object. Fails for an object we do not know.
-pub fn release(handle: *const c_void) -> Result<()> {
+pub fn release(handle: *const c_void, devices: &dyn Devices) -> Result<()> {
     let object = lock(&LIVE)
         .remove(&(handle as usize))
         .ok_or_else(|| unknown_object(handle))?;
-    let waited = object.wait();
+    let waited = object.wait(devices);
     if let Some(queue) = object.queue {
-        let device = Runtime::get().device(object.device_id as i64)?;
+        let device = devices.device(object.device_id as i64)?;
         if let Err(e) = device.plugin.release_queue(device.local, queue) {
             log::warn!("releasing an interop object's queue failed: {e}");
         }
@@ -282,25 +287,25 @@ pub fn release(handle: *const c_void) -> Result<()> {
 
 /// `__tgt_target_sync`: at a synchronisation point of host thread `gtid` (taskwait, barrier),
 /// waits for the implicit objects it used since their last wait.
-pub fn sync_thread(gtid: i32) -> Result<()> {
+pub fn sync_thread(gtid: i32, devices: &dyn Devices) -> Result<()> {
     let owned: Vec<Arc<Interop>> = lock(&LIVE)
         .values()
         .filter(|o| o.owner == Some(gtid) && lock(&o.state).dirty)
         .cloned()
         .collect();
-    owned.iter().try_for_each(|o| o.wait())
+    owned.iter().try_for_each(|o| o.wait(devices))
 }
 
 /// At shutdown: waits for and releases the implicit objects, which belong to the runtime (as
 /// LLVM does; the program's own objects are its to destroy).
-pub fn release_implicit_objects() {
+pub fn release_implicit_objects(devices: &dyn Devices) {
     let implicit: Vec<usize> = lock(&LIVE)
         .iter()
         .filter(|(_, o)| o.is_implicit())
         .map(|(&handle, _)| handle)
         .collect();
     for handle in implicit {
-        if let Err(e) = release(handle as *const c_void) {
+        if let Err(e) = release(handle as *const c_void, devices) {
             log::warn!("releasing an implicit interop object at shutdown: {e}");
         }
     }

@@ -5,6 +5,7 @@
 //! entries; [`table::MappingTable`] is the device's table, split by host address so that host
 //! threads mapping their own data do not wait for each other.
 
+mod extent;
 mod sorted;
 mod start_hash;
 mod start_index;

@@ -1,28 +1,8 @@
 //! Range lookups over a set of non-overlapping mappings ordered by host start address.
 
+use super::extent::Extent;
 use super::start_hash::{ProbeHint, StartHash};
 use super::start_index::StartIndex;
-use super::Mapping;
-
-/// The host range an entry covers, and the base of its list item (zero-length sections
-/// between base and begin find the entry too). Fixed for the entry's life.
-pub trait Extent {
-    fn base(&self) -> usize;
-    fn begin(&self) -> usize;
-    fn end(&self) -> usize;
-}
-
-impl Extent for Mapping {
-    fn base(&self) -> usize {
-        self.host_base()
-    }
-    fn begin(&self) -> usize {
-        self.host_begin
-    }
-    fn end(&self) -> usize {
-        self.host_end
-    }
-}
 
 /// The answer to "is [begin, begin+size) mapped?", naming mappings by `K`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,6 +200,7 @@ impl<V: Extent> SortedMappings<V> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::mapping::Mapping;
 
     pub fn mapping(begin: usize, size: usize) -> Mapping {
         let mut m = Mapping::new(begin, begin, begin + size, 0x10_0000 + begin);

@@ -12,7 +12,7 @@
 //! table has every page of its double size faulted in (each zeroed by the kernel) and the old
 //! one freed. At ten thousand mappings those faults were most of an enter's first-time cost.
 
-use super::sorted::Extent;
+use super::extent::Extent;
 use crate::cache_hint::prefetch_line;
 use crate::os_memory;
 use std::alloc::Layout;

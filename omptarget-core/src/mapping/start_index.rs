@@ -15,7 +15,7 @@
 //! machines: together a tenth of the cost of an enter); the extent is read from the mapping
 //! itself, found by its start in the table's hash.
 
-use plugin_api::address_map::AddressMap;
+use host_os::address_map::AddressMap;
 use smallvec::SmallVec;
 use std::collections::hash_map::Entry;
 use std::collections::BTreeSet;

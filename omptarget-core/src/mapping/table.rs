@@ -18,7 +18,8 @@
 //! ([`MappingTable::end_move`]). Whoever needs that mapping's data meanwhile waits for the end
 //! of the move, also holding no lock ([`MappingTable::serving`]); everyone else goes on.
 
-use super::sorted::{Extent, Lookup, SortedMappings};
+use super::extent::Extent;
+use super::sorted::{Lookup, SortedMappings};
 use super::start_hash::ProbeHint;
 use super::Mapping;
 use crate::lock::{into_inner, lock};

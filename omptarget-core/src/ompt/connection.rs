@@ -6,7 +6,7 @@ use super::abi::*;
 use once_cell::sync::OnceCell;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, Once, OnceLock};
 
 /// The callbacks a tool registered, bound once. A tool registering target callbacks after
 /// the runtime started is not seen (as with LLVM).
@@ -33,6 +33,10 @@ static TOOL: OnceCell<Tool> = OnceCell::new();
 /// event makes when no tool is attached.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
+/// The host's device number (`omp_get_initial_device`), from the runtime that connected: it
+/// grows as devices are found, so it is asked at each event.
+static HOST_DEVICE: OnceLock<fn() -> i32> = OnceLock::new();
+
 /// What libomp handed to `initialize`, picked up by `connect` when the call returns.
 static HANDED: Mutex<Option<(LookupFn, Option<GetCallbackFn>)>> = Mutex::new(None);
 /// Finalizers of plugins that connected through `ompt_libomptarget_connect`.
@@ -48,10 +52,12 @@ pub fn tool() -> Option<&'static Tool> {
 }
 
 /// Connects with libomp once. Without a tool (libomp's OMPT disabled, or no libomp with OMPT)
-/// nothing is bound and every event stays a single atomic load.
-pub fn connect() {
+/// nothing is bound and every event stays a single atomic load. `host_device` gives the host's
+/// device number, which events report for host memory.
+pub fn connect(host_device: fn() -> i32) {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        let _ = HOST_DEVICE.set(host_device);
         let Some(libomp_connect) = find_libomp_connect() else {
             log::debug!("OMPT: libomp has no ompt_libomp_connect; no tool support");
             return;
@@ -74,6 +80,11 @@ pub fn connect() {
         ACTIVE.store(true, Ordering::Release);
         log::debug!("OMPT: connected with libomp; target callbacks bound");
     });
+}
+
+/// The host's device number; events happen only once a tool is connected, so `connect` gave it.
+pub(crate) fn host_device() -> i32 {
+    HOST_DEVICE.get().map_or(0, |number| number())
 }
 
 type LibompConnectFn = unsafe extern "C" fn(result: *mut StartToolResult);
@@ -130,7 +141,7 @@ fn bind(lookup: LookupFn, get_callback: Option<GetCallbackFn>) -> Tool {
         // SAFETY: libomp provides both task-data getters with this signature.
         Some(unsafe { std::mem::transmute::<AnyFn, GetDataFn>(f) })
     };
-    // SAFETY (each cast below): libomp stored the callback the tool registered under that
+    // SAFETY: (each cast below) libomp stored the callback the tool registered under that
     // code, and the OpenMP specification fixes each code's signature.
     unsafe {
         Tool {

@@ -6,7 +6,7 @@
 //! submission happen on that thread.
 
 use super::abi::*;
-use super::connection::{tool, Tool};
+use super::connection::{host_device, tool, Tool};
 use super::return_address;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void, CString};
@@ -241,7 +241,7 @@ impl ReportedDataOp {
         };
         for device in [&mut op.src_device, &mut op.dst_device] {
             if *device == HOST {
-                *device = crate::runtime::Runtime::get().initial_device();
+                *device = host_device();
             }
         }
         op.emit(SCOPE_BEGIN);

@@ -3,7 +3,7 @@
 //! the stack is walked (with the unwind tables Rust always emits) up to the first frame outside
 //! this library. It runs only while a tool is attached, once per construct.
 
-use plugin_api::object_base;
+use host_os::object_base;
 use std::ffi::{c_int, c_void};
 
 type TraceFn = extern "C" fn(context: *mut c_void, arg: *mut c_void) -> c_int;

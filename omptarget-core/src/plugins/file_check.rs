@@ -4,7 +4,7 @@
 //! defines the plugin ABI symbol is skipped, unopened, with the reason.
 
 use crate::os_memory::{mmap, munmap, MAP_FAILED, MAP_PRIVATE, PROT_READ};
-use plugin_api::elf_layout::{self, Addresses};
+use offload_image::elf_layout::{self, Addresses};
 use plugin_api::ABI_VERSION_SYMBOL;
 
 const ET_DYN: u16 = 3;

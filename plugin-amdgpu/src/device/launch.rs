@@ -8,8 +8,8 @@ use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargBuffer;
 use crate::kernel_args::{self, LaunchShape};
 use crate::stream::Stream;
-use plugin_api::gpu::launch_buffers::LaunchBuffer;
-use plugin_api::gpu::{KernelLimits, NO_LAUNCH_ENVIRONMENT};
+use gpu_plugin::launch_buffers::LaunchBuffer;
+use gpu_plugin::{KernelLimits, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::{KernelHandle, LaunchConfig, PluginError, QueueHandle};
 
 impl AmdgpuDevice {

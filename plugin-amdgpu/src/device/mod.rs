@@ -4,18 +4,19 @@
 mod images;
 mod launch;
 
-use crate::code_object::{CodeObject, KernelMetadata, TargetId};
-use crate::handles::HandleTable;
+use crate::code_object::{KernelMetadata, TargetId};
 use crate::hsa::pools::PoolSegment;
-use crate::hsa::{AgentInfo, Executable, HsaRuntime};
+use crate::hsa::{AgentInfo, HsaRuntime};
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, MemoryPool};
 use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargPool;
 use crate::settings::AmdgpuSettings;
 use crate::stream::{Event, Stream, StreamConfig, StreamManager};
-use plugin_api::gpu::launch_buffers::LaunchBufferPool;
-use plugin_api::gpu::{GridValues, KernelLimits, Settings};
-use plugin_api::pinning::PinTable;
+use gpu_plugin::images::Images;
+use gpu_plugin::launch_buffers::LaunchBufferPool;
+use gpu_plugin::pinning::PinTable;
+use gpu_plugin::HandleTable;
+use gpu_plugin::{GridValues, KernelLimits, Settings};
 use plugin_api::WorkTime;
 use plugin_api::{AllocKind, Device, ErrorCode, InfoEntry, PluginError};
 use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHandle, Vendor};
@@ -60,13 +61,6 @@ pub struct HostMemory {
     pub allocations: Mutex<BTreeMap<usize, usize>>,
 }
 
-struct LoadedImage {
-    executable: Mutex<Option<Executable>>,
-    code: CodeObject,
-    /// The device runtime's indirect-call table, freed with the image.
-    indirect_calls: Mutex<Option<usize>>,
-}
-
 struct Kernel {
     name: String,
     kernel_object: u64,
@@ -96,14 +90,12 @@ pub struct AmdgpuDevice {
     /// Queues whose HSA queue an OpenMP interop object handed to the program: waiting for them
     /// must also wait for the packets the program submitted there.
     interop_queues: Mutex<HashSet<u64>>,
-    queues: HandleTable<Stream<RealHsa>>,
-    events: HandleTable<Event<RealHsa>>,
-    images: HandleTable<LoadedImage>,
-    kernels: HandleTable<Kernel>,
+    queues: HandleTable<Arc<Stream<RealHsa>>>,
+    events: HandleTable<Arc<Event<RealHsa>>>,
+    images: Images<images::AmdgpuModule>,
+    kernels: HandleTable<Arc<Kernel>>,
     /// Host ranges the user pinned, with their pins (read by every copy, changed by pins).
     pinned: RwLock<PinTable>,
-    /// The device-side malloc pool (address, bytes), shared by the device's images.
-    malloc_pool: Mutex<Option<(usize, u64)>>,
     /// Launch environments with team-reduction buffers, reused across launches.
     launch_buffers: Arc<LaunchBufferPool>,
 }
@@ -195,10 +187,9 @@ impl AmdgpuDevice {
             interop_queues: Mutex::new(HashSet::new()),
             queues: HandleTable::new(),
             events: HandleTable::new(),
-            images: HandleTable::new(),
+            images: Images::default(),
             kernels: HandleTable::new(),
             pinned: RwLock::default(),
-            malloc_pool: Mutex::new(None),
             launch_buffers: Arc::default(),
         })
     }
@@ -282,7 +273,7 @@ impl Device for AmdgpuDevice {
         if self.streams.times_work() {
             stream.start_timing();
         }
-        Ok(QueueHandle(self.queues.insert(stream)))
+        Ok(QueueHandle(self.queues.insert(Arc::new(stream))))
     }
 
     fn release_queue(&self, queue: QueueHandle) -> Result<()> {
@@ -393,7 +384,9 @@ impl Device for AmdgpuDevice {
     // ---- events ----
 
     fn create_event(&self) -> Result<EventHandle> {
-        Ok(EventHandle(self.events.insert(self.streams.create_event())))
+        Ok(EventHandle(
+            self.events.insert(Arc::new(self.streams.create_event())),
+        ))
     }
 
     fn record_event(&self, event: EventHandle, queue: QueueHandle) -> Result<()> {
@@ -567,7 +560,7 @@ impl Device for AmdgpuDevice {
     }
 
     fn unload_image(&self, image: ImageHandle) -> Result<()> {
-        AmdgpuDevice::unload_image(self, image)
+        self.images.remove(self, image)
     }
 
     fn get_kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
@@ -575,11 +568,11 @@ impl Device for AmdgpuDevice {
     }
 
     fn get_global(&self, image: ImageHandle, name: &str, size: u64) -> Result<GlobalInfo> {
-        AmdgpuDevice::get_global(self, image, name, size)
+        self.images.global(self, image, name, size)
     }
 
     fn set_indirect_calls(&self, image: ImageHandle, calls: &[IndirectCall]) -> Result<()> {
-        AmdgpuDevice::set_indirect_calls(self, image, calls)
+        self.images.set_indirect_calls(self, image, calls)
     }
 
     fn launch_kernel(
@@ -611,23 +604,11 @@ impl AmdgpuDevice {
 
     /// Releases the device's streams, events, executables and memory (no call follows).
     pub fn deinit(&self) -> Result<()> {
+        // Images first: their destructors run on the device's streams.
+        let mut result = self.images.unload_all(self);
         self.queues.drain();
         self.events.drain();
         lock(&self.idle_streams).clear();
-        let mut result = Ok(());
-        for image in self.images.drain() {
-            let executable = lock(&image.executable).take();
-            if let Some(e) = executable {
-                if let Err(e) = e.destroy() {
-                    result = Err(failed("destroying an executable", e));
-                }
-            }
-        }
-        if let Some((ptr, _)) = lock(&self.malloc_pool).take() {
-            if ptr != 0 {
-                let _ = self.hsa.free(ptr);
-            }
-        }
         for buffer in self.launch_buffers.drain() {
             let _ = self.hsa.free(buffer as usize);
         }

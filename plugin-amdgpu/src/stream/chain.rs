@@ -2,10 +2,10 @@
 
 use super::event::{Event, Recorded};
 use super::host_copy::host_memcpy;
-use super::manager::Shared;
-use super::queue_pool::QueueHealth;
+use super::queue_pool::{QueueHealth, QueueSet};
+use super::shared::{finish_slots, run_release, Shared};
 use super::signal_pool::SignalRef;
-use super::slot::{finish_slots, run_release, QueueSet, Release, Slot};
+use super::slot::{Release, Slot};
 use super::timing::{monotonic_ns, HostStep, Step, StepClock, StreamTiming, WorkSpan};
 use super::wait::wait_zero;
 use crate::hsa_interface::{

@@ -1,7 +1,7 @@
 //! Events: a snapshot of where a stream's work stood when it was recorded.
 
+use super::queue_pool::QueueSet;
 use super::signal_pool::SignalRef;
-use super::slot::QueueSet;
 use super::wait::wait_zero;
 use crate::hsa_interface::{HsaInterface, HsaResult};
 use std::sync::Mutex;

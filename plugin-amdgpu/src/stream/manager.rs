@@ -3,8 +3,8 @@
 use super::chain::Stream;
 use super::event::Event;
 use super::queue_pool::QueuePool;
+use super::shared::Shared;
 use super::signal_pool::SignalPool;
-use super::slot::{finish_slots, Slot};
 use super::staging::StagingPool;
 use super::timing::Clock;
 use super::StreamConfig;
@@ -12,42 +12,6 @@ use crate::hsa_interface::{HsaError, HsaInterface, HsaResult};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use sync_util::lock;
-
-/// What streams of one device share.
-pub(crate) struct Shared<H: HsaInterface> {
-    pub(crate) hsa: Arc<H>,
-    pub(crate) config: StreamConfig,
-    pub(crate) signals: SignalPool<H>,
-    pub(crate) queues: QueuePool<H>,
-    pub(crate) staging: StagingPool<H>,
-    /// Slots of dropped streams whose work failed and never completed; kept so their signals and
-    /// buffers are not reused while a dead barrier or copy may still refer to them.
-    pub(crate) graveyard: Mutex<Vec<Slot<H>>>,
-    pub(crate) live_streams: AtomicUsize,
-    pub(crate) next_stream_id: AtomicU64,
-    pub(crate) closed: AtomicBool,
-    /// Set once the device times its work (queues and copies profiled): how the HSA system
-    /// clock maps onto the host's.
-    pub(crate) clock: OnceLock<Clock>,
-}
-
-impl<H: HsaInterface> Shared<H> {
-    /// Finishes the graveyard slots that completed after all.
-    pub(crate) fn reap_graveyard(&self) -> HsaResult<()> {
-        let done: Vec<Slot<H>> = {
-            let mut graveyard = lock(&self.graveyard);
-            if graveyard.is_empty() {
-                return Ok(());
-            }
-            let (done, stuck) = std::mem::take(&mut *graveyard)
-                .into_iter()
-                .partition(Slot::is_done);
-            *graveyard = stuck;
-            done
-        };
-        finish_slots(self, done)
-    }
-}
 
 /// Counts for diagnostics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -65,6 +65,7 @@ mod event;
 mod host_copy;
 mod manager;
 mod queue_pool;
+mod shared;
 mod signal_pool;
 mod slot;
 mod staging;

@@ -7,7 +7,6 @@
 //! queue; [`QueueHealth::failure`] reports both.
 
 use super::signal_pool::{SignalRef, WeakSignalRef};
-use super::slot::QueueSet;
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, HsaResult, Queue};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -224,5 +223,48 @@ impl<H: HsaInterface> CrossWait<H> {
     /// The awaited signal while the barrier may still wait on it.
     fn pending(&self) -> Option<SignalRef<H>> {
         self.signal.upgrade().filter(|signal| !signal.is_done())
+    }
+}
+
+/// The HSA queues a chain of work went through: if one of them stops, waiting on the chain
+/// may never end. Small, so a vector.
+pub(crate) struct QueueSet<H: HsaInterface>(Vec<Arc<QueueHealth<H>>>);
+
+impl<H: HsaInterface> Default for QueueSet<H> {
+    fn default() -> Self {
+        QueueSet(Vec::new())
+    }
+}
+
+impl<H: HsaInterface> Clone for QueueSet<H> {
+    fn clone(&self) -> Self {
+        QueueSet(self.0.clone())
+    }
+}
+
+impl<H: HsaInterface> QueueSet<H> {
+    pub(crate) fn insert(&mut self, queue: &Arc<QueueHealth<H>>) {
+        if !self.0.iter().any(|known| Arc::ptr_eq(known, queue)) {
+            self.0.push(Arc::clone(queue));
+        }
+    }
+
+    pub(crate) fn extend(&mut self, other: &QueueSet<H>) {
+        for queue in &other.0 {
+            self.insert(queue);
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<QueueHealth<H>>> + '_ {
+        self.0.iter()
+    }
+
+    /// Why one of the queues cannot make progress, if one cannot.
+    pub(crate) fn failure(&self) -> Option<HsaError> {
+        self.0.iter().find_map(QueueHealth::failure)
     }
 }

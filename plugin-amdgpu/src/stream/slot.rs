@@ -1,12 +1,9 @@
-//! One link of a stream's chain, what to do once it completed, and the queues it depends on.
+//! One link of a stream's chain and what to do once it completed.
 
-use super::manager::Shared;
-use super::queue_pool::QueueHealth;
 use super::signal_pool::SignalRef;
 use super::staging::StagingBuffer;
 use super::timing::Step;
-use crate::hsa_interface::{HsaError, HsaInterface, HsaResult, Queue};
-use std::sync::Arc;
+use crate::hsa_interface::{HsaInterface, Queue};
 
 /// Work the host does after an operation completed, when its stream is synchronized.
 pub(crate) enum Release {
@@ -64,77 +61,5 @@ impl<H: HsaInterface> Slot<H> {
 
     pub(crate) fn is_done(&self) -> bool {
         self.signal.is_done()
-    }
-}
-
-/// Runs the release actions of completed slots and lets go of their signals; returns the
-/// first error and still finishes the rest.
-pub(crate) fn finish_slots<H: HsaInterface>(
-    shared: &Shared<H>,
-    slots: impl IntoIterator<Item = Slot<H>>,
-) -> HsaResult<()> {
-    let mut first_err = None;
-    for slot in slots {
-        if let Some(release) = slot.release {
-            if let Err(err) = run_release(shared, release) {
-                first_err.get_or_insert(err);
-            }
-        }
-    }
-    first_err.map_or(Ok(()), Err)
-}
-
-/// Runs one release action (also used at once for work that was never submitted).
-pub(crate) fn run_release<H: HsaInterface>(shared: &Shared<H>, release: Release) -> HsaResult<()> {
-    match release {
-        Release::Staging(buffer) => shared.staging.release(buffer),
-        Release::Unlock(ptr) => shared.hsa.unlock_host_memory(ptr),
-        Release::Callback(action) => {
-            action();
-            Ok(())
-        }
-    }
-}
-
-/// The HSA queues a chain of work went through: if one of them stops, waiting on the chain
-/// may never end. Small, so a vector.
-pub(crate) struct QueueSet<H: HsaInterface>(Vec<Arc<QueueHealth<H>>>);
-
-impl<H: HsaInterface> Default for QueueSet<H> {
-    fn default() -> Self {
-        QueueSet(Vec::new())
-    }
-}
-
-impl<H: HsaInterface> Clone for QueueSet<H> {
-    fn clone(&self) -> Self {
-        QueueSet(self.0.clone())
-    }
-}
-
-impl<H: HsaInterface> QueueSet<H> {
-    pub(crate) fn insert(&mut self, queue: &Arc<QueueHealth<H>>) {
-        if !self.0.iter().any(|known| Arc::ptr_eq(known, queue)) {
-            self.0.push(Arc::clone(queue));
-        }
-    }
-
-    pub(crate) fn extend(&mut self, other: &QueueSet<H>) {
-        for queue in &other.0 {
-            self.insert(queue);
-        }
-    }
-
-    pub(crate) fn clear(&mut self) {
-        self.0.clear();
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<QueueHealth<H>>> + '_ {
-        self.0.iter()
-    }
-
-    /// Why one of the queues cannot make progress, if one cannot.
-    pub(crate) fn failure(&self) -> Option<HsaError> {
-        self.0.iter().find_map(QueueHealth::failure)
     }
 }

@@ -34,7 +34,7 @@
 //! off: a push then tests one `Option`.
 
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, HsaResult, Signal};
-use plugin_api::clock::ClockMapping;
+use host_os::clock::ClockMapping;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,7 +44,7 @@ const CALIBRATION_READS: usize = 5;
 
 /// `CLOCK_MONOTONIC` now, in nanoseconds: the clock the plugin ABI reports work times on.
 pub(crate) fn monotonic_ns() -> u64 {
-    plugin_api::clock::host_clock_ns()
+    host_os::clock::host_clock_ns()
 }
 
 /// How the HSA system clock maps onto the host's `CLOCK_MONOTONIC`: one system-clock reading
@@ -60,7 +60,7 @@ pub(crate) struct Clock {
 
 impl Clock {
     /// Calibrates from [`CALIBRATION_READS`] reads, keeping the narrowest
-    /// (`plugin_api::clock::ClockMapping`, as the CUDA plugin calibrates its events).
+    /// (`host_os::clock::ClockMapping`, as the CUDA plugin calibrates its events).
     pub(crate) fn calibrate<H: HsaInterface>(hsa: &H) -> HsaResult<Clock> {
         let frequency = hsa.timestamp_frequency()?;
         if frequency == 0 {

@@ -1,6 +1,6 @@
 //! Waiting on a signal without waiting forever.
 
-use super::slot::QueueSet;
+use super::queue_pool::QueueSet;
 use crate::hsa_interface::{HsaInterface, HsaResult, Signal, WaitMode};
 use std::time::Duration;
 

@@ -144,7 +144,7 @@ impl DriverLibrary {
             )
         })?;
         let functions = DriverFunctions::resolve(&library)?;
-        let path = plugin_api::loaded_file(functions.init as usize)
+        let path = host_os::loaded_file(functions.init as usize)
             .unwrap_or_else(|| PathBuf::from(DRIVER_LIBRARY));
         Ok(DriverLibrary {
             path,

@@ -45,7 +45,7 @@ impl DeviceEnvironment {
 /// (`std::pair<void *, void *>`), sorted by host address because the device's lookup
 /// (`__llvm_omp_indirect_call_lookup`) searches it by halves. Its address and entry count go
 /// into [`DeviceEnvironment::indirect_call_table`] and `indirect_call_table_size`.
-pub fn indirect_call_table(calls: &[crate::IndirectCall]) -> Vec<u8> {
+pub fn indirect_call_table(calls: &[plugin_api::IndirectCall]) -> Vec<u8> {
     let mut sorted = calls.to_vec();
     sorted.sort_by_key(|call| call.host);
     sorted
@@ -57,29 +57,6 @@ pub fn indirect_call_table(calls: &[crate::IndirectCall]) -> Vec<u8> {
                 .chain(call.device.to_le_bytes())
         })
         .collect()
-}
-
-/// A device's copy of the indirect-call table for `calls`, placed through the plugin's own
-/// calls: `alloc` device memory of the table's size, `copy` the table there, `point` the
-/// device environment at it (address, entry count). The memory is given back (`free`) when a
-/// later step fails. Returns the table's device address.
-pub fn place_indirect_call_table(
-    calls: &[crate::IndirectCall],
-    alloc: impl FnOnce(u64) -> crate::plugin::Result<usize>,
-    copy: impl FnOnce(usize, &[u8]) -> crate::plugin::Result<()>,
-    point: impl FnOnce(u64, u64) -> crate::plugin::Result<()>,
-    free: impl FnOnce(usize),
-) -> crate::plugin::Result<usize> {
-    let table = indirect_call_table(calls);
-    let address = alloc(table.len() as u64)?;
-    let placed = copy(address, &table).and_then(|()| point(address as u64, calls.len() as u64));
-    match placed {
-        Ok(()) => Ok(address),
-        Err(e) => {
-            free(address);
-            Err(e)
-        }
-    }
 }
 
 /// `KernelLaunchEnvironmentTy`: the implicit first argument of kernels compiled for kernel
@@ -115,49 +92,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_indirect_call_table_is_placed_or_given_back() {
-        use crate::{IndirectCall, PluginError};
-        let calls = [
-            IndirectCall {
-                host: 0x20,
-                device: 0x200,
-            },
-            IndirectCall {
-                host: 0x10,
-                device: 0x100,
-            },
-        ];
-        let mut pointed = None;
-        let address = place_indirect_call_table(
-            &calls,
-            |size| {
-                assert_eq!(size, 32);
-                Ok(0x9000)
-            },
-            |_, table| {
-                assert_eq!(table[..8], 0x10u64.to_le_bytes());
-                Ok(())
-            },
-            |table, count| {
-                pointed = Some((table, count));
-                Ok(())
-            },
-            |_| panic!("nothing to give back"),
-        );
-        assert_eq!((address.unwrap(), pointed), (0x9000, Some((0x9000, 2))));
-        let mut freed = None;
-        let failed = place_indirect_call_table(
-            &calls,
-            |_| Ok(0x9000),
-            |_, _| Err(PluginError::failed("copy")),
-            |_, _| panic!("not pointed at a table that was not copied"),
-            |address| freed = Some(address),
-        );
-        assert!(failed.is_err());
-        assert_eq!(freed, Some(0x9000));
-    }
-
-    #[test]
     fn layouts_match_the_c_structs() {
         let env = DeviceEnvironment {
             debug_kind: 1,
@@ -184,11 +118,11 @@ mod tests {
     #[test]
     fn indirect_call_table_is_sorted_pairs() {
         let calls = [
-            crate::IndirectCall {
+            plugin_api::IndirectCall {
                 host: 0x2000,
                 device: 0xb2,
             },
-            crate::IndirectCall {
+            plugin_api::IndirectCall {
                 host: 0x1000,
                 device: 0xb1,
             },

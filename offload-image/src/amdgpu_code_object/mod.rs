@@ -48,6 +48,11 @@ pub mod metadata;
 pub mod msgpack;
 pub mod symbols;
 pub mod target_id;
+#[cfg(any(test, feature = "test-images"))]
+pub mod test_images;
+
+#[cfg(test)]
+mod tests;
 
 pub use metadata::{KernelArgument, KernelMetadata};
 pub use symbols::SymbolInfo;

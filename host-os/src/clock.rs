@@ -1,4 +1,4 @@
-//! The host clock that device timings are reported on ([`WorkTime`](crate::WorkTime)):
+//! The host clock that device timings are reported on (the plugin ABI's `WorkTime`):
 //! `CLOCK_MONOTONIC`, the clock `std::time::Instant` reads on Linux.
 
 use std::ffi::c_int;

@@ -2,7 +2,7 @@
 //! `offload/plugins-nextgen/common/src/PluginInterface.cpp`), from the kernel environment the
 //! compiler emitted, the device's limits, the construct's clauses and the loop trip count.
 
-use crate::LaunchConfig;
+use plugin_api::LaunchConfig;
 
 /// A kernel's execution mode, from its kernel environment (`OMPTgtExecModeFlags`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -19,156 +19,15 @@
 //! `.json` holds the addresses of the argument slots rather than their values), this records
 //! on any device whose plugin reports its memory size (`memory_info`, ABI 1.1).
 
+pub mod block;
+
+pub use block::RecordReplay;
+
 use crate::device::Device;
 use crate::error::{OffloadError, Result};
-use crate::lock::lock;
 use crate::runtime::Runtime;
-use plugin_api::{AllocKind, LaunchConfig, QueueHandle};
+use plugin_api::{LaunchConfig, QueueHandle};
 use std::fmt::Write as _;
-use std::sync::Mutex;
-
-/// LLVM's allocation granularity in the block.
-const ALIGNMENT: u64 = 16;
-/// How much smaller each further attempt at reserving the block is, as in LLVM.
-const RESERVE_STEP: u64 = 1 << 30;
-
-pub struct RecordReplay {
-    replaying: bool,
-    save_output: bool,
-    /// The reserved block.
-    start: usize,
-    size: u64,
-    /// The first address handed out: `start`, or the recorded address a replay asked for.
-    base: usize,
-    /// Bytes of the block handed out, from `start`.
-    used: Mutex<u64>,
-}
-
-impl RecordReplay {
-    /// Reserves the block on `device`. `wanted` (replay) is the recorded start address, 0 for
-    /// none; `required` the bytes the replay needs from there. Returns the state and the
-    /// distance pointer arguments must move by (0 when the block could start at `wanted`).
-    pub fn reserve(
-        device: &Device,
-        replaying: bool,
-        save_output: bool,
-        wanted: usize,
-        required: u64,
-    ) -> Result<(RecordReplay, u64)> {
-        let total = match device.plugin.memory_info(device.local) {
-            Some(Ok(memory)) => memory.total,
-            _ => {
-                return Err(OffloadError::new(format!(
-                    "record/replay on device {}: the plugin does not report the device's memory \
-                     size",
-                    device.id
-                )))
-            }
-        };
-        let mut size = total;
-        let start = loop {
-            if size == 0 || size < required {
-                return Err(OffloadError::new(format!(
-                    "record/replay on device {}: no block of device memory could be reserved",
-                    device.id
-                )));
-            }
-            match device
-                .plugin
-                .alloc(device.local, size, 0, AllocKind::DEFAULT)
-            {
-                Ok(start) => break start,
-                Err(_) => size = size.saturating_sub(RESERVE_STEP),
-            }
-        };
-        let mut offset = (wanted as u64).wrapping_sub(start as u64);
-        let mut skipped = 0;
-        if wanted != 0 && wanted >= start && size >= required.saturating_add(offset) {
-            // The recorded address lies inside the block: start handing out memory there.
-            skipped = offset;
-            offset = 0;
-        } else if wanted == 0 {
-            offset = 0;
-        } else {
-            log::warn!(
-                "replay memory is at {start:#x}, not at the recorded {wanted:#x}: pointer \
-                 arguments move by {offset:#x}"
-            );
-        }
-        log::debug!(
-            "record/replay on device {}: {size} bytes reserved at {start:#x} for {}",
-            device.id,
-            if replaying { "replaying" } else { "recording" }
-        );
-        let state = RecordReplay {
-            replaying,
-            save_output,
-            start,
-            size,
-            base: start + skipped as usize,
-            used: Mutex::new(skipped),
-        };
-        Ok((state, offset))
-    }
-
-    pub fn is_recording(&self) -> bool {
-        !self.replaying
-    }
-
-    pub fn saves_output(&self) -> bool {
-        self.save_output
-    }
-
-    /// The next `size` bytes of the block, 16-byte aligned.
-    pub fn alloc(&self, size: u64) -> Result<usize> {
-        let aligned = size.div_ceil(ALIGNMENT) * ALIGNMENT;
-        let mut used = lock(&self.used);
-        if self.size - *used < aligned {
-            return Err(OffloadError::new(format!(
-                "record/replay: the reserved {} bytes of device memory are used up",
-                self.size
-            )));
-        }
-        let address = self.start + *used as usize;
-        *used += aligned;
-        Ok(address)
-    }
-
-    /// Whether `address` was handed out from the block (such memory is never freed).
-    pub fn contains(&self, address: usize) -> bool {
-        (self.start..self.start + self.size as usize).contains(&address)
-    }
-
-    /// The block's contents from its first handed-out address: what a kernel's inputs and
-    /// outputs are compared by.
-    pub fn contents(&self, device: &Device) -> Result<Vec<u8>> {
-        let end = self.start + *lock(&self.used) as usize;
-        let mut bytes = vec![0u8; end - self.base];
-        if !bytes.is_empty() {
-            device
-                .plugin
-                .copy_from_device(
-                    device.local,
-                    bytes.as_mut_ptr() as usize,
-                    self.base,
-                    bytes.len() as u64,
-                    QueueHandle::SYNC,
-                )
-                .map_err(|e| device.plugin_error("reading record/replay memory", e))?;
-        }
-        Ok(bytes)
-    }
-
-    /// The reserved block's address.
-    pub fn block_start(&self) -> usize {
-        self.start
-    }
-
-    /// The block's first handed-out address (`BumpAllocVAStart`).
-    pub fn base(&self) -> usize {
-        self.base
-    }
-}
 
 /// The name of kernel `region_id` in the registered libraries' offload entries.
 pub fn kernel_name(region_id: usize) -> Option<String> {
@@ -218,7 +77,7 @@ pub fn record_inputs(
         global_bytes.push((global.name, bytes));
     }
     write_file(&format!("{name}.globals"), &globals_file(&global_bytes))?;
-    let memory = recording.contents(device)?;
+    let memory = block_contents(recording, device)?;
     write_file(&format!("{name}.memory"), &memory)?;
     let description = launch_description(&Launch {
         kernel_name: &name,
@@ -254,7 +113,27 @@ pub fn record_output(
     } else {
         "replay.output"
     };
-    write_file(&format!("{name}.{suffix}"), &state.contents(device)?)
+    write_file(&format!("{name}.{suffix}"), &block_contents(state, device)?)
+}
+
+/// The record/replay block's contents from its first handed-out address: what a kernel's
+/// inputs and outputs are compared by.
+fn block_contents(state: &RecordReplay, device: &Device) -> Result<Vec<u8>> {
+    let used = state.handed_out();
+    let mut bytes = vec![0u8; used.len()];
+    if !bytes.is_empty() {
+        device
+            .plugin
+            .copy_from_device(
+                device.local,
+                bytes.as_mut_ptr() as usize,
+                used.start,
+                bytes.len() as u64,
+                QueueHandle::SYNC,
+            )
+            .map_err(|e| device.plugin_error("reading record/replay memory", e))?;
+    }
+    Ok(bytes)
 }
 
 /// What a recorded launch was.

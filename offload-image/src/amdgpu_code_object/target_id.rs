@@ -2,9 +2,7 @@
 //! object's ELF flags or from text (`gfx90a:xnack+`, an HSA ISA name), and the rule that
 //! says which device runs which image.
 
-pub use crate::gpu::amdgpu_processors::{
-    processor_by_mach, processor_by_name, Processor, PROCESSORS,
-};
+pub use crate::amdgpu_processors::{processor_by_mach, processor_by_name, Processor, PROCESSORS};
 use std::fmt;
 
 /// How a target feature (XNACK, SRAMECC) is set in an image or on a device.

@@ -71,9 +71,9 @@ impl std::fmt::Display for PinError {
 }
 
 /// A refused pin or unpin is the caller's mistake.
-impl From<PinError> for crate::PluginError {
+impl From<PinError> for plugin_api::PluginError {
     fn from(e: PinError) -> Self {
-        crate::PluginError::invalid_argument(e.to_string())
+        plugin_api::PluginError::invalid_argument(e.to_string())
     }
 }
 
@@ -109,8 +109,8 @@ impl PinTable {
         &mut self,
         host: usize,
         size: u64,
-        lock: impl FnOnce() -> Result<(u64, bool), crate::PluginError>,
-    ) -> Result<u64, crate::PluginError> {
+        lock: impl FnOnce() -> Result<(u64, bool), plugin_api::PluginError>,
+    ) -> Result<u64, plugin_api::PluginError> {
         if let Some(address) = self.pin_existing(host, size)? {
             return Ok(address);
         }

@@ -1,10 +1,10 @@
-//! The plugin ABI's queue and event handles, as tables of the streams and events behind them
-//! (as the AMDGPU plugin's `HandleTable`). The core passes handles back as opaque `u64`s; a
-//! handle this device never gave out, or gave out and took back, is found missing here and
-//! answered with an error, and never reaches the driver as a wild `CUstream` or `CUevent`.
+//! The plugin ABI's opaque handles (queues, events, images, kernels), as tables of the driver
+//! objects behind them. The core passes handles back as `u64`s; a handle this device never gave
+//! out, or gave out and took back, is found missing here and answered with an error, and never
+//! reaches the driver as a wild stream, signal or event pointer.
 //!
 //! A handle is `generation << 32 | (slot + 1)`: never 0 (the ABI's "none" and
-//! `QueueHandle::SYNC`), and a slot reused for a new stream gets a new generation, so a stale
+//! `QueueHandle::SYNC`), and a slot reused for a new object gets a new generation, so a stale
 //! handle (a queue released twice, an event destroyed twice) does not name the new one.
 
 use std::sync::Mutex;
@@ -35,7 +35,7 @@ fn join(slot: usize, generation: u32) -> u64 {
     (u64::from(generation) << 32) | (slot as u64 + 1)
 }
 
-impl<T: Copy> HandleTable<T> {
+impl<T: Clone> HandleTable<T> {
     pub fn new() -> Self {
         HandleTable {
             slots: Mutex::new(Slots {
@@ -69,7 +69,7 @@ impl<T: Copy> HandleTable<T> {
         if entry.generation != generation {
             return None;
         }
-        entry.value
+        entry.value.clone()
     }
 
     /// Takes back what `handle` names; the handle is dead from then on.
@@ -86,6 +86,21 @@ impl<T: Copy> HandleTable<T> {
         Some(value)
     }
 
+    /// Takes back every live object (at shutdown); every handle is dead from then on.
+    pub fn drain(&self) -> Vec<T> {
+        let mut slots = lock(&self.slots);
+        let Slots { entries, free } = &mut *slots;
+        let mut taken = Vec::new();
+        for (slot, entry) in entries.iter_mut().enumerate() {
+            if let Some(value) = entry.value.take() {
+                entry.generation = entry.generation.wrapping_add(1);
+                free.push(slot as u32);
+                taken.push(value);
+            }
+        }
+        taken
+    }
+
     /// How many handles are live.
     pub fn len(&self) -> usize {
         let slots = lock(&self.slots);
@@ -97,7 +112,7 @@ impl<T: Copy> HandleTable<T> {
     }
 }
 
-impl<T: Copy> Default for HandleTable<T> {
+impl<T: Clone> Default for HandleTable<T> {
     fn default() -> Self {
         Self::new()
     }
@@ -150,6 +165,22 @@ mod tests {
         assert_eq!(table.get(a), None);
         assert_eq!(table.remove(a), None);
         assert_eq!(table.get(b), Some("b"));
+        assert_eq!(table.len(), 1);
+    }
+
+    #[test]
+    fn drained_handles_are_dead_and_their_slots_reused() {
+        let table = HandleTable::new();
+        let a = table.insert(std::sync::Arc::new("a"));
+        let b = table.insert(std::sync::Arc::new("b"));
+        table.remove(a);
+        let drained = table.drain();
+        assert_eq!(drained.len(), 1);
+        assert_eq!(*drained[0], "b");
+        assert!(table.is_empty());
+        assert_eq!(table.get(b), None);
+        let c = table.insert(std::sync::Arc::new("c"));
+        assert_ne!(c, b);
         assert_eq!(table.len(), 1);
     }
 }

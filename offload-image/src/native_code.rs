@@ -133,11 +133,13 @@ mod tests {
     #[test]
     fn passes_register_and_stack_arguments_in_order() {
         let args: Vec<usize> = (1..=9).collect();
+        // SAFETY: `nine` takes nine usize arguments.
         unsafe { call_with_args(nine as *const () as usize, &args) };
         assert_eq!(
             SUM.load(Ordering::SeqCst),
             (1..=9).map(|i| i * i).sum::<usize>()
         );
+        // SAFETY: `two` takes two usize arguments.
         unsafe { call_with_args(two as *const () as usize, &[7, 3]) };
         assert_eq!(SUM.load(Ordering::SeqCst), 703);
     }

@@ -6,7 +6,7 @@
 //! A buffer is in one launch's hands from `take` until that launch's stream has been
 //! synchronised; only then is it given back, so two launches never share one.
 
-use super::KernelLaunchEnvironment;
+use crate::KernelLaunchEnvironment;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Where the reduction buffer starts in a pooled allocation: after the launch environment,
