@@ -34,9 +34,12 @@ use abi_stable::{declare_root_module_statics, StableAbi};
 /// anything else that uses device `d`, except `check_image`, `device_info` and `num_devices`,
 /// which must also work on a device that is not initialised. Then come `load_image`, followed by
 /// `get_kernel`/`get_global` for the image's entries. Then the memory, copy, queue and launch
-/// calls. `unload_image` comes when the program unregisters its library. Plugins are never
-/// unloaded. The current core never calls `deinit`, `deinit_device`, `query_queue` or the event
-/// functions; they must work anyway.
+/// calls: after queuing a copy of mapped data the core records an event, which constructs on
+/// other queues wait for, and it polls `query_queue` for `nowait` constructs. `unload_image`
+/// comes when the program unregisters its library, `deinit` once as the program exits (it must
+/// release the initialised devices itself; no call follows). Plugins are never unloaded. The
+/// current core never calls `deinit_device` or `sync_event`; they must work anyway (the
+/// conformance checker tests them).
 ///
 /// # Devices and errors
 ///

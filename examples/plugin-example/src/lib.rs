@@ -12,14 +12,21 @@
 //! - images are copied and loaded per device, kernels and globals are found by name ([`image`]);
 //! - kernels are called with one pointer-sized value per argument ([`launch`]).
 //!
+//! The plugin is written as plugin-api's two traits: [`plugin::ExamplePlugin`] implements
+//! `DevicePlugin` (the plugin-wide calls and the lookup of a device by number) and
+//! [`device::ExampleDevice`] implements `Device` (the calls that name a device, without its
+//! number). plugin-api turns the pair into the `Plugin` that `export_plugin!` exports: it checks
+//! device numbers and the argument rules every plugin shares, so neither file repeats them.
+//!
 //! Porting to a real device, a vendor **replaces** the driver calls: the allocator in
 //! `memory.rs` (`cuMemAlloc`-like), the loader and symbol lookup in `image.rs`
 //! (`cuModuleLoadData`, `cuModuleGetFunction`, `cuModuleGetGlobal`), the copies and launch in
-//! `plugin.rs`/`launch.rs` (`cuMemcpyAsync`, `cuLaunchKernel`), and the worker threads in
-//! `queue.rs` (driver streams and events). They **keep** the structure: the device-id checks,
-//! the handle tables that turn stale or foreign handles into errors, the queue pool, the
+//! `device.rs`/`launch.rs` (`cuMemcpyAsync`, `cuLaunchKernel`), and the worker threads in
+//! `queue.rs` (driver streams and events). They **keep** the structure: the two traits, the
+//! handle tables that turn stale or foreign handles into errors, the queue pool, the
 //! first-error-wins reporting at `synchronize`, and `export_plugin!` in this file.
 
+pub mod device;
 pub mod image;
 pub mod launch;
 pub mod memory;
