@@ -4,7 +4,7 @@
 
 /// Asks the processor to load the cache line holding `address`, which may be any address: a
 /// prefetch changes nothing the program can see and never faults.
-pub fn prefetch_line(address: usize) {
+pub(crate) fn prefetch_line(address: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch has no effect the program can observe and never faults, whatever the
     // address (a stale table's, an unmapped one).

@@ -4,7 +4,7 @@ use std::env;
 
 /// `OMP_TARGET_OFFLOAD`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum OffloadPolicySetting {
+pub(crate) enum OffloadPolicySetting {
     /// Offload when a device can run the construct; otherwise run on the host.
     Default,
     /// Offloading must succeed; a failure is a fatal error.
@@ -13,13 +13,13 @@ pub enum OffloadPolicySetting {
     Disabled,
 }
 
-pub const PLUGIN_PATH_VAR: &str = "LIBOMPTARGET_PLUGIN_PATH";
-pub const PLUGINS_TO_LOAD_VAR: &str = "LIBOMPTARGET_PLUGINS_TO_LOAD";
-pub const DEBUG_VAR: &str = "LIBOMPTARGET_DEBUG";
-pub const INFO_VAR: &str = "LIBOMPTARGET_INFO";
-pub const OFFLOAD_VAR: &str = "OMP_TARGET_OFFLOAD";
+pub(crate) const PLUGIN_PATH_VAR: &str = "LIBOMPTARGET_PLUGIN_PATH";
+pub(crate) const PLUGINS_TO_LOAD_VAR: &str = "LIBOMPTARGET_PLUGINS_TO_LOAD";
+pub(crate) const DEBUG_VAR: &str = "LIBOMPTARGET_DEBUG";
+pub(crate) const INFO_VAR: &str = "LIBOMPTARGET_INFO";
+pub(crate) const OFFLOAD_VAR: &str = "OMP_TARGET_OFFLOAD";
 
-pub fn offload_policy() -> OffloadPolicySetting {
+pub(crate) fn offload_policy() -> OffloadPolicySetting {
     match env::var(OFFLOAD_VAR).map(|v| v.trim().to_ascii_lowercase()) {
         Ok(v) if v == "mandatory" => OffloadPolicySetting::Mandatory,
         Ok(v) if v == "disabled" => OffloadPolicySetting::Disabled,
@@ -29,7 +29,7 @@ pub fn offload_policy() -> OffloadPolicySetting {
 
 /// `LIBOMPTARGET_MAP_FORCE_ATOMIC` (default true, as LLVM): data a construct transfers for a
 /// mapping is complete before another construct's work on another queue uses it.
-pub fn map_force_atomic() -> bool {
+pub(crate) fn map_force_atomic() -> bool {
     match env::var("LIBOMPTARGET_MAP_FORCE_ATOMIC") {
         Ok(v) => !matches!(
             v.trim().to_ascii_lowercase().as_str(),
@@ -40,7 +40,7 @@ pub fn map_force_atomic() -> bool {
 }
 
 /// Parses a number as LLVM's runtime does for these variables: decimal, or hex with `0x`.
-pub fn parse_number(text: &str) -> Option<i64> {
+pub(crate) fn parse_number(text: &str) -> Option<i64> {
     let t = text.trim();
     if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         i64::from_str_radix(hex, 16).ok()
@@ -50,7 +50,7 @@ pub fn parse_number(text: &str) -> Option<i64> {
 }
 
 /// `LIBOMPTARGET_DEBUG`: debug output level (0 = off).
-pub fn debug_level() -> i64 {
+pub(crate) fn debug_level() -> i64 {
     env::var(DEBUG_VAR)
         .ok()
         .and_then(|v| parse_number(&v))
@@ -59,7 +59,7 @@ pub fn debug_level() -> i64 {
 
 /// `LIBOMPTARGET_INFO`: bit flags of user-facing information. Read as LLVM does (`stoi`):
 /// the leading decimal digits, so "0x20" is 0 and "-1" sets every bit.
-pub fn info_flags() -> u32 {
+pub(crate) fn info_flags() -> u32 {
     env::var(INFO_VAR)
         .ok()
         .map(|v| parse_leading_decimal(&v) as u32)
@@ -67,7 +67,7 @@ pub fn info_flags() -> u32 {
 }
 
 /// C's `stoi` without the exception: optional sign, then the leading digits (0 if none).
-pub fn parse_leading_decimal(text: &str) -> i64 {
+pub(crate) fn parse_leading_decimal(text: &str) -> i64 {
     let t = text.trim_start();
     let (sign, digits) = match t.strip_prefix('-') {
         Some(rest) => (-1, rest),
@@ -80,7 +80,7 @@ pub fn parse_leading_decimal(text: &str) -> i64 {
 }
 
 /// `LIBOMPTARGET_PLUGINS_TO_LOAD`: plugin names (or files), in order; `None` means all found.
-pub fn plugins_to_load() -> Option<Vec<String>> {
+pub(crate) fn plugins_to_load() -> Option<Vec<String>> {
     let value = env::var(PLUGINS_TO_LOAD_VAR).ok()?;
     let names: Vec<String> = value
         .split([',', ';', ':'])
@@ -124,11 +124,11 @@ fn flag(name: &str) -> bool {
 }
 
 /// `LIBOMPTARGET_RECORD`: record each kernel's launch for `llvm-omp-kernel-replay`.
-pub fn record_kernels() -> bool {
+pub(crate) fn record_kernels() -> bool {
     flag("LIBOMPTARGET_RECORD")
 }
 
 /// `LIBOMPTARGET_RR_SAVE_OUTPUT`: also save the device memory after each recorded kernel.
-pub fn record_saves_output() -> bool {
+pub(crate) fn record_saves_output() -> bool {
     flag("LIBOMPTARGET_RR_SAVE_OUTPUT")
 }

@@ -5,18 +5,18 @@ use crate::abi::map_args::{non_contig_dims, MapArg, NonContigDim};
 use crate::abi::map_type::*;
 use crate::abi::offload_entry::LlvmRelease;
 use crate::error::{OffloadError, Result};
-use crate::info::{self, Ptr};
-use crate::logging;
 use crate::mapper;
 use crate::mapping::{Changed, Lookup, Mapping, MappingKey, ShadowPointer, TransferEvent};
+use crate::observe::info::{self, Ptr};
+use crate::observe::logging;
 use crate::queue::ConstructQueue;
 use plugin_api::AllocKind;
 use smallvec::SmallVec;
 
 /// Arguments (by index) whose device base address `target data` returns to the program.
-pub type DeviceBases = SmallVec<[(usize, usize); 4]>;
+pub(crate) type DeviceBases = SmallVec<[(usize, usize); 4]>;
 /// The values a kernel receives, one per kernel argument.
-pub type KernelValues = SmallVec<[usize; 8]>;
+pub(crate) type KernelValues = SmallVec<[usize; 8]>;
 
 const POINTER_SIZE: u64 = std::mem::size_of::<usize>() as u64;
 /// Struct pieces are padded on the device to keep up to this alignment (LLVM's MaxAlignment).
@@ -327,7 +327,7 @@ fn unmapped_device_base(host_base: usize, offset: usize) -> usize {
 /// Maps every argument on entry to a construct. Adds to `returned`, for `return_param`
 /// arguments (`use_device_ptr`), the device base address to hand back to the program (filled
 /// in place: returned by value, the list was copied at each level).
-pub fn begin(
+pub(crate) fn begin(
     q: &mut ConstructQueue<'_>,
     args: &[MapArg],
     returned: &mut DeviceBases,
@@ -567,7 +567,7 @@ fn restore_host_pointers(q: &mut ConstructQueue<'_>, shadows: &[ShadowPointer]) 
 /// already, unless another end of it is pending (a struct member's, another construct's): what
 /// follows a removal (its information line, the free) still waits for the construct's
 /// completion, in LLVM's order.
-pub fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
+pub(crate) fn end(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
     end_list(q, args, false)
 }
 
@@ -779,7 +779,7 @@ fn release(m: &mut Mapping, hold: bool, delete: bool, update_refs: bool) -> bool
 }
 
 /// `target update`: copies in the direction each argument names, for mapped data only.
-pub fn update(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
+pub(crate) fn update(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> {
     for arg in args {
         let t = arg.map_type;
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
@@ -890,7 +890,10 @@ struct PackedPrivate {
 /// The values a kernel receives for its arguments: by-value literals, private copies, and the
 /// device addresses of mapped data (translated from each argument's base), as LLVM's
 /// `processDataBefore`.
-pub fn kernel_arguments(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<KernelValues> {
+pub(crate) fn kernel_arguments(
+    q: &mut ConstructQueue<'_>,
+    args: &[MapArg],
+) -> Result<KernelValues> {
     if args.is_empty() {
         return Ok(KernelValues::new());
     }

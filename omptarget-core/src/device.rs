@@ -7,7 +7,7 @@ use crate::error::{OffloadError, Result};
 use crate::kernel_table::{Kernel, KernelTable};
 use crate::mapping::{Mapping, MappingTable};
 use crate::memory_pool::{self, MemoryPool};
-use crate::ompt::{self, DataOp, DataOpKind};
+use crate::observe::ompt::{self, DataOp, DataOpKind};
 use crate::plugins::PluginLibrary;
 use crate::record_replay::block::RecordReplay;
 use crate::registry::{RegisteredLibrary, Registry};
@@ -34,7 +34,7 @@ enum LibraryState {
 
 /// A global of a loaded image: its name, size and device address.
 #[derive(Clone, Debug)]
-pub struct LoadedGlobal {
+pub(crate) struct LoadedGlobal {
     pub name: String,
     pub size: u64,
     pub address: usize,
@@ -46,7 +46,7 @@ struct DeviceState {
     libraries: HashMap<u64, LibraryState>,
 }
 
-pub struct Device {
+pub(crate) struct Device {
     /// The OpenMP device number.
     pub id: i32,
     pub plugin: Arc<PluginLibrary>,
@@ -81,7 +81,7 @@ pub struct Device {
 }
 
 impl Device {
-    pub fn new(
+    pub(crate) fn new(
         id: i32,
         plugin: Arc<PluginLibrary>,
         local: i32,
@@ -107,13 +107,13 @@ impl Device {
     }
 
     /// The program's `requires` clauses.
-    pub fn requires(&self) -> &RequiresFlags {
+    pub(crate) fn requires(&self) -> &RequiresFlags {
         &self.requires
     }
 
     /// Whether work on this device's queues is complete once submitted (plugin ABI 1.4), so
     /// that no construct needs an event to wait for another's transfers.
-    pub fn queues_complete_on_submission(&self) -> bool {
+    pub(crate) fn queues_complete_on_submission(&self) -> bool {
         self.queues_complete_on_submission.load(Ordering::Relaxed)
     }
 
@@ -121,21 +121,21 @@ impl Device {
     /// device's memory is this process's (the host plugin), its first line starts loading now,
     /// while the construct sets the kernel up. Among many mappings that line is a miss the
     /// kernel would otherwise wait for.
-    pub fn prefetch_kernel_data(&self, device_address: usize) {
+    pub(crate) fn prefetch_kernel_data(&self, device_address: usize) {
         if self.memory_in_process.load(Ordering::Relaxed) {
             crate::cache_hint::prefetch_line(device_address);
         }
     }
 
     /// Whether the plugin times this device's queued work itself (plugin ABI 1.5).
-    pub fn work_timed(&self) -> bool {
+    pub(crate) fn work_timed(&self) -> bool {
         self.work_timed.load(Ordering::Relaxed)
     }
 
     /// With profiling on, asks the plugin to time the device's queued work (a device whose
     /// queues complete on submission needs not: its submissions are the device's timing).
     fn start_work_timing(&self) {
-        if !crate::profile::enabled() || self.queues_complete_on_submission() {
+        if !crate::observe::profile::enabled() || self.queues_complete_on_submission() {
             return;
         }
         match self.plugin.start_work_timing(self.local) {
@@ -157,7 +157,7 @@ impl Device {
     /// The device's unique identifier: the plugin's `uid` property (LLVM 22's form: CUDA and
     /// AMDGPU from the hardware's UUID, the host `x86_64-N`), else `<plugin>-<local number>`,
     /// the form LLVM gives devices without a vendor UUID.
-    pub fn uid(&self) -> &CStr {
+    pub(crate) fn uid(&self) -> &CStr {
         self.uid.get_or_init(|| {
             let from_plugin = self.plugin.device_info(self.local).ok().and_then(|info| {
                 info.into_iter()
@@ -171,7 +171,7 @@ impl Device {
 
     /// Starts recording (or, for a replay tool, replaying) kernels: see `record_replay`.
     /// Returns how far pointer arguments must move (replay). Refused once active.
-    pub fn activate_record_replay(
+    pub(crate) fn activate_record_replay(
         &self,
         replaying: bool,
         save_output: bool,
@@ -204,13 +204,16 @@ impl Device {
         Ok(offset)
     }
 
-    pub fn record_replay(&self) -> Option<&RecordReplay> {
+    pub(crate) fn record_replay(&self) -> Option<&RecordReplay> {
         self.record_replay.get()
     }
 
     /// The image loaded here that holds kernel `region_id`, and that image's globals (name,
     /// size, device address).
-    pub fn image_of_kernel(&self, region_id: usize) -> Option<(&'static [u8], Vec<LoadedGlobal>)> {
+    pub(crate) fn image_of_kernel(
+        &self,
+        region_id: usize,
+    ) -> Option<(&'static [u8], Vec<LoadedGlobal>)> {
         let state = self.state.lock().unwrap();
         state.libraries.values().find_map(|library| match library {
             LibraryState::Loaded {
@@ -224,12 +227,12 @@ impl Device {
     }
 
     /// Whether every library of registry generation `generation` is loaded here already.
-    pub fn is_ready_for(&self, generation: u64) -> bool {
+    pub(crate) fn is_ready_for(&self, generation: u64) -> bool {
         self.synced_generation.load(Ordering::Acquire) == generation
     }
 
     /// Initialises the device and loads the images of libraries registered since the last call.
-    pub fn ensure_ready(&self, registry: &Registry) -> Result<()> {
+    pub(crate) fn ensure_ready(&self, registry: &Registry) -> Result<()> {
         if self.synced_generation.load(Ordering::Acquire) == registry.generation {
             return Ok(());
         }
@@ -249,7 +252,7 @@ impl Device {
     /// Initialises the device without loading images. Devices normally initialise on first
     /// use; with an OMPT tool attached they initialise when a library that can run on them is
     /// registered, so that the tool sees `device_initialize` first, as with LLVM's runtime.
-    pub fn initialize(&self) -> Result<()> {
+    pub(crate) fn initialize(&self) -> Result<()> {
         let mut state = self.state.lock().unwrap();
         self.initialize_locked(&mut state)
     }
@@ -321,7 +324,7 @@ impl Device {
             return;
         }
         let name = self.info_value("name").unwrap_or_default();
-        crate::logging::message(&format!(
+        crate::observe::logging::message(&format!(
             "the program requires unified_shared_memory, but device {} ({} device {}, {name}) \
              cannot access pageable host memory: a kernel that uses host memory the program did \
              not map or allocate through OpenMP will fault (NVIDIA GPUs need HMM or ATS for it; \
@@ -339,7 +342,7 @@ impl Device {
     }
 
     /// OMPT `device_finalize`, at shutdown, for a device whose initialisation a tool saw.
-    pub fn finalize_for_tool(&self) {
+    pub(crate) fn finalize_for_tool(&self) {
         if self.announced_to_tool.swap(false, Ordering::AcqRel) {
             ompt::events::device_finalized(self.id);
         }
@@ -367,7 +370,7 @@ impl Device {
             log::debug!("{why}");
             return LibraryState::Unusable(why);
         };
-        let mut span = crate::profile::begin("image load");
+        let mut span = crate::observe::profile::begin("image load");
         if let Some(span) = &mut span {
             span.int("device", self.id as i64);
             span.int("bytes", image.bytes.len() as i64);
@@ -557,9 +560,9 @@ impl Device {
     /// One pointer-sized value of device memory (0 if it cannot be read).
     fn read_device_word(&self, address: usize) -> usize {
         let mut value = 0usize;
-        if crate::info::enabled(crate::info::DATA_TRANSFER) {
+        if crate::observe::info::enabled(crate::observe::info::DATA_TRANSFER) {
             let local = &value as *const usize as usize;
-            crate::info::copy(self.id, false, local, address, 8, 0);
+            crate::observe::info::copy(self.id, false, local, address, 8, 0);
         }
         let result = self.plugin.copy_from_device(
             self.local,
@@ -579,7 +582,7 @@ impl Device {
     }
 
     /// Forgets a library that the program unregistered, unloading its image.
-    pub fn unload_library(&self, library: &RegisteredLibrary) {
+    pub(crate) fn unload_library(&self, library: &RegisteredLibrary) {
         let removed = self.state.lock().unwrap().libraries.remove(&library.id);
         if let Some(LibraryState::Loaded {
             image,
@@ -608,12 +611,12 @@ impl Device {
         }
     }
 
-    pub fn kernel(&self, region_id: usize) -> Option<Kernel> {
+    pub(crate) fn kernel(&self, region_id: usize) -> Option<Kernel> {
         self.kernels.get(region_id)
     }
 
     /// Why no kernel exists here for the region, for the error message.
-    pub fn missing_kernel_reason(&self, registry: &Registry, region_id: usize) -> String {
+    pub(crate) fn missing_kernel_reason(&self, registry: &Registry, region_id: usize) -> String {
         let name = registry.kernel_name(region_id);
         let state = self.state.lock().unwrap();
         let unusable: Vec<&str> = state
@@ -637,12 +640,12 @@ impl Device {
     }
 
     /// Whether any registered library has an image this device can run (asks the plugin).
-    pub fn can_run_any(&self, registry: &Registry) -> bool {
+    pub(crate) fn can_run_any(&self, registry: &Registry) -> bool {
         registry.libraries().iter().any(|lib| self.can_run(lib))
     }
 
     /// Whether the library has an image this device can run (asks the plugin).
-    pub fn can_run(&self, library: &RegisteredLibrary) -> bool {
+    pub(crate) fn can_run(&self, library: &RegisteredLibrary) -> bool {
         library.images.iter().any(|i| {
             self.plugin
                 .check_image(self.local, i.bytes, &i.triple, &i.arch)
@@ -651,7 +654,7 @@ impl Device {
     }
 
     /// Allocates device memory (reported to a tool as LLVM reports `allocData`).
-    pub fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+    pub(crate) fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
         let mut op = DataOp::alloc(self.id, host_ptr, size);
         let block = self.alloc_quietly(size, host_ptr, kind)?;
         op.allocated(block);
@@ -702,7 +705,7 @@ impl Device {
     }
 
     /// Frees device memory (reported to a tool as LLVM reports `deleteData`).
-    pub fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+    pub(crate) fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
         let _op = DataOp::delete(self.id, ptr);
         self.free_quietly(ptr, kind, None)
     }
@@ -710,7 +713,7 @@ impl Device {
     /// Frees what [`Device::alloc`] returned for `size` bytes of the default kind: the size
     /// names the pool class of a pool block, so it goes back with no search.
     #[inline]
-    pub fn free_allocation(&self, ptr: usize, size: u64) -> Result<()> {
+    pub(crate) fn free_allocation(&self, ptr: usize, size: u64) -> Result<()> {
         let _op = DataOp::delete(self.id, ptr);
         self.free_quietly(ptr, AllocKind::DEFAULT, Some(size))
     }
@@ -744,7 +747,7 @@ impl Device {
     }
 
     /// Copies host memory to the device on `queue`, reported to a tool as a transfer.
-    pub fn copy_to_device(
+    pub(crate) fn copy_to_device(
         &self,
         device_dst: usize,
         host_src: usize,
@@ -763,7 +766,7 @@ impl Device {
     }
 
     /// Copies device memory to the host on `queue`, reported to a tool as a transfer.
-    pub fn copy_from_device(
+    pub(crate) fn copy_from_device(
         &self,
         host_dst: usize,
         device_src: usize,
@@ -782,7 +785,7 @@ impl Device {
     }
 
     /// A plugin call's failure, naming the operation and this device.
-    pub fn plugin_error(&self, what: &str, e: plugin_api::PluginError) -> OffloadError {
+    pub(crate) fn plugin_error(&self, what: &str, e: plugin_api::PluginError) -> OffloadError {
         OffloadError::new(format!(
             "{what} on device {} failed: {}",
             self.id, e.message
@@ -791,7 +794,7 @@ impl Device {
 
     /// Destroys the events of a mapping that was removed.
     #[inline]
-    pub fn discard_event(&self, m: &Mapping) {
+    pub(crate) fn discard_event(&self, m: &Mapping) {
         let Some(events) = m.events() else {
             return;
         };
@@ -807,7 +810,7 @@ impl Device {
     }
 
     /// Frees every mapping the runtime allocated (at shutdown).
-    pub fn release_mappings(&self) {
+    pub(crate) fn release_mappings(&self) {
         let drained = self.mapping.view_all().drain();
         drained.iter().for_each(|m| self.discard_event(m));
         for m in drained.into_iter().filter(|m| m.owns_device_memory) {

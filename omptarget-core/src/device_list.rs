@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// More devices than any node has; past it, devices are left unnumbered with a warning.
-pub const MAX_DEVICES: usize = 1024;
+pub(crate) const MAX_DEVICES: usize = 1024;
 
-pub struct DeviceList {
+pub(crate) struct DeviceList {
     slots: Box<[OnceLock<Box<Device>>]>,
     /// Devices published so far: slots below it are set.
     len: AtomicUsize,
@@ -27,27 +27,27 @@ impl Default for DeviceList {
 }
 
 impl DeviceList {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len.load(Ordering::Acquire)
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    pub fn get(&self, index: usize) -> Option<&Device> {
+    pub(crate) fn get(&self, index: usize) -> Option<&Device> {
         if index >= self.len() {
             return None;
         }
         self.slots[index].get().map(|d| &**d)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Device> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Device> + '_ {
         (0..self.len()).filter_map(|i| self.get(i))
     }
 
     /// Appends the device `make` builds from its number; `None` when the list is full.
-    pub fn push(&self, make: impl FnOnce(i32) -> Device) -> Option<&Device> {
+    pub(crate) fn push(&self, make: impl FnOnce(i32) -> Device) -> Option<&Device> {
         let _guard = self.append.lock().unwrap_or_else(|e| e.into_inner());
         let index = self.len.load(Ordering::Relaxed);
         if index >= MAX_DEVICES {

@@ -6,10 +6,10 @@ use std::fmt;
 /// Boxed, so that a `Result<()>` is one word: every fallible step of a construct returns one,
 /// and a 48-byte error made each return go through memory (some 50 instructions a construct).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffloadError(Box<ErrorLines>);
+pub(crate) struct OffloadError(Box<ErrorLines>);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ErrorLines {
+pub(crate) struct ErrorLines {
     /// The first error line; empty when the cause was already printed (LLVM's MESSAGE lines).
     pub message: String,
     /// The lines the layers above add, outermost last, as LLVM reports a failed construct
@@ -32,7 +32,7 @@ impl std::ops::DerefMut for OffloadError {
 
 impl OffloadError {
     #[cold]
-    pub fn new(message: impl Into<String>) -> Self {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
         OffloadError(Box::new(ErrorLines {
             message: message.into(),
             context: Vec::new(),
@@ -40,17 +40,17 @@ impl OffloadError {
     }
 
     /// An error whose explanation has already been printed.
-    pub fn already_reported() -> Self {
+    pub(crate) fn already_reported() -> Self {
         OffloadError::new("")
     }
 
-    pub fn with_context(mut self, line: impl Into<String>) -> Self {
+    pub(crate) fn with_context(mut self, line: impl Into<String>) -> Self {
         self.context.push(line.into());
         self
     }
 
     /// Every line to print, in order.
-    pub fn lines(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn lines(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.message.as_str())
             .chain(self.context.iter().map(String::as_str))
             .filter(|l| !l.is_empty())
@@ -70,4 +70,4 @@ impl From<PluginError> for OffloadError {
     }
 }
 
-pub type Result<T> = std::result::Result<T, OffloadError>;
+pub(crate) type Result<T> = std::result::Result<T, OffloadError>;

@@ -106,7 +106,7 @@ fn libomp() -> &'static Libomp {
 
 /// `omp_get_default_device()` of libomp (OMP_DEFAULT_DEVICE, `omp_set_default_device`); 0 when
 /// no host OpenMP runtime is loaded.
-pub fn default_device() -> i32 {
+pub(crate) fn default_device() -> i32 {
     libomp().default_device.map_or(0, |f| f())
 }
 
@@ -117,7 +117,9 @@ extern "C" fn run_work(_gtid: i32, task: *mut KmpTask) -> i32 {
     let work = unsafe { Box::from_raw((*task).shareds as *mut Work) };
     // A panic must not unwind into libomp.
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).is_err() {
-        crate::logging::failure_message("internal error in an asynchronous device-memory task");
+        crate::observe::logging::failure_message(
+            "internal error in an asynchronous device-memory task",
+        );
     }
     0
 }
@@ -128,7 +130,11 @@ extern "C" fn run_work(_gtid: i32, task: *mut KmpTask) -> i32 {
 ///
 /// # Safety
 /// `deps` must hold `count` valid `omp_depend_t` objects (or be null when `count` is 0).
-pub unsafe fn spawn_with_dependences(work: Work, count: c_int, deps: *const *const c_void) -> bool {
+pub(crate) unsafe fn spawn_with_dependences(
+    work: Work,
+    count: c_int,
+    deps: *const *const c_void,
+) -> bool {
     let omp = libomp();
     let (Some(global_thread_num), Some(task_alloc), Some(task_with_deps)) =
         (omp.global_thread_num, omp.task_alloc, omp.task_with_deps)
@@ -181,7 +187,7 @@ pub unsafe fn spawn_with_dependences(work: Work, count: c_int, deps: *const *con
 /// # Safety
 /// `deps` must hold `ndeps` and `noalias` `ndeps_noalias` `kmp_depend_info_t` records (null
 /// when the count is 0), and `gtid` must be the calling thread's libomp thread number.
-pub unsafe fn wait_for_dependences(
+pub(crate) unsafe fn wait_for_dependences(
     loc: *const c_void,
     gtid: i32,
     ndeps: i32,
@@ -203,7 +209,7 @@ static NOWAIT_SEEN: AtomicBool = AtomicBool::new(false);
 /// A `nowait` construct runs (in its target task): from now on the program may have target
 /// tasks still queued or running when it unregisters its last offloading library.
 #[inline]
-pub fn note_nowait_construct() {
+pub(crate) fn note_nowait_construct() {
     if !NOWAIT_SEEN.load(Ordering::Relaxed) {
         NOWAIT_SEEN.store(true, Ordering::Relaxed);
     }
@@ -216,7 +222,7 @@ pub fn note_nowait_construct() {
 /// destructor, which runs after every exit handler. Releasing the mappings and shutting the
 /// plugins down first would leave those tasks a device that is gone (LLVM's runtime crashes
 /// there). Called as a library is unregistered, before any of its kernels or mappings go.
-pub fn wait_for_child_tasks() {
+pub(crate) fn wait_for_child_tasks() {
     if !NOWAIT_SEEN.load(Ordering::Relaxed) {
         return;
     }
@@ -237,7 +243,7 @@ pub fn wait_for_child_tasks() {
 /// asks libomp: only a task with a task team can be run again later, to poll
 /// `__tgt_target_nowait_query`. `None` without libomp, outside such a task, or when the slot is
 /// already taken (the construct then completes before returning).
-pub fn target_task_handle_slot() -> Option<*mut *mut c_void> {
+pub(crate) fn target_task_handle_slot() -> Option<*mut *mut c_void> {
     let omp = libomp();
     let (global_thread_num, has_task_team, handle_slot) =
         (omp.global_thread_num?, omp.has_task_team?, omp.handle_slot?);

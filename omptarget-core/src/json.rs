@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 /// A JSON string literal.
-pub fn json_string(text: &str) -> String {
+pub(crate) fn json_string(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

@@ -14,7 +14,7 @@ use std::ffi::c_void;
 
 /// The configuration of the next launch on this thread (LLVM keeps it thread-private too).
 #[derive(Copy, Clone, Debug)]
-pub struct CallConfiguration {
+pub(crate) struct CallConfiguration {
     pub grid: Dim3,
     pub block: Dim3,
     pub shared_memory: usize,
@@ -37,12 +37,12 @@ thread_local! {
 }
 
 /// `__llvmPushCallConfiguration`.
-pub fn push(configuration: CallConfiguration) {
+pub(crate) fn push(configuration: CallConfiguration) {
     CURRENT.with(|c| c.set(configuration));
 }
 
 /// `__llvmPopCallConfiguration`: the last configuration pushed on this thread.
-pub fn pop() -> CallConfiguration {
+pub(crate) fn pop() -> CallConfiguration {
     CURRENT.with(Cell::get)
 }
 
@@ -51,7 +51,7 @@ const LAUNCH_DEVICE: i64 = 0;
 
 /// Launches the kernel whose host stub is `stub` with `params`, its parameter buffer, on a
 /// `grid` of `block`s with `shared_memory` bytes of dynamic shared memory, and waits for it.
-pub fn launch(
+pub(crate) fn launch(
     stub: usize,
     grid: Dim3,
     block: Dim3,

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 /// A loaded kernel: the plugin's handle, and the LLVM release its program expects.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Kernel {
+pub(crate) struct Kernel {
     pub handle: KernelHandle,
     pub release: LlvmRelease,
 }
@@ -20,7 +20,7 @@ pub struct Kernel {
 impl Kernel {
     /// The launch's flags word: the compiler's, with the core's mark for a program that
     /// expects LLVM 22's behaviour.
-    pub fn launch_flags(self, compiler_flags: u64) -> u64 {
+    pub(crate) fn launch_flags(self, compiler_flags: u64) -> u64 {
         match self.release {
             LlvmRelease::Llvm22 => compiler_flags | plugin_api::LaunchConfig::LLVM22_PROGRAM,
             LlvmRelease::Llvm19 => compiler_flags,
@@ -30,7 +30,7 @@ impl Kernel {
 
 type Table = AddressMap<usize, Kernel>;
 
-pub struct KernelTable {
+pub(crate) struct KernelTable {
     current: AtomicPtr<Table>,
     /// Every table ever published (the current one last), owned here; changes lock it. Boxed:
     /// `current` points into them, so they must not move when the vector grows.
@@ -49,7 +49,7 @@ impl Default for KernelTable {
 }
 
 impl KernelTable {
-    pub fn get(&self, region_id: usize) -> Option<Kernel> {
+    pub(crate) fn get(&self, region_id: usize) -> Option<Kernel> {
         let table = self.current.load(Ordering::Acquire);
         // SAFETY: `current` always points at a table boxed in `published`, which never drops or
         // changes a table while `self` lives; the Acquire load pairs with the Release store
@@ -58,7 +58,7 @@ impl KernelTable {
     }
 
     /// Publishes a copy of the current table with `change` applied.
-    pub fn change(&self, change: impl FnOnce(&mut Table)) {
+    pub(crate) fn change(&self, change: impl FnOnce(&mut Table)) {
         let mut published = crate::lock::lock(&self.published);
         let mut next = Box::new(published.last().map(|t| (**t).clone()).unwrap_or_default());
         change(&mut next);

@@ -7,7 +7,7 @@ use std::io::Write;
 /// (an MPI job's program and its device processes, whose output `mpirun` forwards) then
 /// interleave whole lines, as LLVM's `fprintf` lines do; `writeln!` on unbuffered stderr
 /// writes each formatted piece on its own.
-pub fn write_line(out: &mut dyn Write, line: std::fmt::Arguments<'_>) {
+pub(crate) fn write_line(out: &mut dyn Write, line: std::fmt::Arguments<'_>) {
     let mut text = String::with_capacity(128);
     let _ = std::fmt::Write::write_fmt(&mut text, line);
     text.push('\n');

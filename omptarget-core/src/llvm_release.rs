@@ -12,7 +12,7 @@
 use object::{Object, ObjectSection};
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub enum LlvmRelease {
+pub(crate) enum LlvmRelease {
     Llvm19,
     /// Also what a program is taken for when nothing tells.
     #[default]
@@ -21,7 +21,7 @@ pub enum LlvmRelease {
 
 impl LlvmRelease {
     /// The release of a compiler of major version `major`: 19 and older behave as LLVM 19.
-    pub fn of_clang(major: u32) -> LlvmRelease {
+    pub(crate) fn of_clang(major: u32) -> LlvmRelease {
         match major {
             0..=19 => LlvmRelease::Llvm19,
             _ => LlvmRelease::Llvm22,
@@ -30,7 +30,7 @@ impl LlvmRelease {
 
     /// The release of the clang that built an ELF device image, from its `.comment` section
     /// (`Debian clang version 19.1.7 (...)`); `None` for other images or none named.
-    pub fn of_image(bytes: &[u8]) -> Option<LlvmRelease> {
+    pub(crate) fn of_image(bytes: &[u8]) -> Option<LlvmRelease> {
         let file = object::File::parse(bytes).ok()?;
         let comment = file.section_by_name(".comment")?.data().ok()?;
         comment
@@ -42,7 +42,7 @@ impl LlvmRelease {
 
     /// LLVM 19 when this process has loaded `libomptarget.so.19.1` (our stub, which needs this
     /// library): some program or library in it was linked by clang 19. `None` otherwise.
-    pub fn of_loaded_names() -> Option<LlvmRelease> {
+    pub(crate) fn of_loaded_names() -> Option<LlvmRelease> {
         // glibc's RTLD_NOLOAD: only look for a loaded library, never load one.
         const RTLD_NOLOAD: std::ffi::c_int = 4;
         let flags = RTLD_NOLOAD | libloading::os::unix::RTLD_LAZY;

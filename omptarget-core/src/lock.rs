@@ -3,4 +3,4 @@
 //! program's other threads (a poisoned lock would turn one failure into a failure of every
 //! later construct). The helpers are the workspace's one copy, in the sync-util crate.
 
-pub use sync_util::{into_inner, lock};
+pub(crate) use sync_util::{into_inner, lock};

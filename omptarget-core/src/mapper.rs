@@ -32,7 +32,7 @@ struct Component {
 /// capacity pointers over malloc'd storage), because programs and LLVM's own tests pass such
 /// a vector as the handle and destroy it themselves.
 #[repr(C)]
-pub struct MapperComponents {
+pub(crate) struct MapperComponents {
     begin: *mut Component,
     end: *mut Component,
     capacity_end: *mut Component,
@@ -54,7 +54,7 @@ impl Default for MapperComponents {
 }
 
 impl MapperComponents {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         if self.begin.is_null() {
             return 0;
         }
@@ -62,11 +62,20 @@ impl MapperComponents {
         unsafe { self.end.offset_from(self.begin) as usize }
     }
 
-    pub fn is_empty(&self) -> bool {
+    // Only the tests ask; the runtime reads `len`.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    pub fn push(&mut self, base: usize, begin: usize, size: i64, map_type: i64, name: usize) {
+    pub(crate) fn push(
+        &mut self,
+        base: usize,
+        begin: usize,
+        size: i64,
+        map_type: i64,
+        name: usize,
+    ) {
         if self.end == self.capacity_end {
             self.grow();
         }
@@ -104,7 +113,7 @@ impl MapperComponents {
     }
 
     /// The pieces as map arguments.
-    pub fn to_args(&self) -> Vec<MapArg> {
+    pub(crate) fn to_args(&self) -> Vec<MapArg> {
         if self.begin.is_null() {
             return Vec::new();
         }
@@ -135,7 +144,7 @@ impl Drop for MapperComponents {
 
 /// Runs the mapper of `arg` and returns the pieces to map instead of it. Nested mappers are
 /// called by the generated function itself, so the pieces carry no mappers.
-pub fn expand(arg: &MapArg) -> Vec<MapArg> {
+pub(crate) fn expand(arg: &MapArg) -> Vec<MapArg> {
     let mut components = MapperComponents::default();
     // SAFETY: `arg.mapper` is the address of a compiler-generated mapper function (the
     // program's map arguments say so); the handle lives for the call.

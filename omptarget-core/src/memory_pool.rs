@@ -20,26 +20,26 @@ use std::sync::Mutex;
 use valgrind_requests as valgrind;
 
 /// LLVM's default threshold: 8 KiB.
-pub const DEFAULT_THRESHOLD: u64 = 1 << 13;
+pub(crate) const DEFAULT_THRESHOLD: u64 = 1 << 13;
 /// The smallest size class.
 const MIN_CLASS: u64 = 32;
 /// The size of the slabs small classes are carved from; a class this size or larger takes one
 /// block per slab.
-pub const SLAB_BYTES: u64 = 64 << 10;
+pub(crate) const SLAB_BYTES: u64 = 64 << 10;
 
 /// Under memcheck, the no-access bytes every size class keeps after its blocks (as many as
 /// valgrind's own `malloc` keeps), so that an overrun of a block that would fill its class
 /// lands in no-access memory rather than in the next block.
-pub const RED_ZONE: u64 = 16;
+pub(crate) const RED_ZONE: u64 = 16;
 
 /// The bytes to take from the plugin for a new slab of `class`.
-pub fn slab_bytes(class: u64) -> u64 {
+pub(crate) fn slab_bytes(class: u64) -> u64 {
     class.max(SLAB_BYTES)
 }
 
 /// The threshold from `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`: unset means the default,
 /// 0 turns the pool off.
-pub fn threshold_from_env() -> u64 {
+pub(crate) fn threshold_from_env() -> u64 {
     match std::env::var("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD")
         .ok()
         .and_then(|v| crate::config::parse_number(&v))
@@ -128,7 +128,7 @@ impl Stripe {
     }
 }
 
-pub struct MemoryPool {
+pub(crate) struct MemoryPool {
     threshold: u64,
     /// [`RED_ZONE`] once memcheck is told about the pool's blocks
     /// ([`MemoryPool::watch_under_memcheck`]), else 0: added to every size as it is.
@@ -137,7 +137,7 @@ pub struct MemoryPool {
 }
 
 impl MemoryPool {
-    pub fn new(threshold: u64) -> Self {
+    pub(crate) fn new(threshold: u64) -> Self {
         MemoryPool {
             threshold,
             red_zone: AtomicU64::new(0),
@@ -150,7 +150,7 @@ impl MemoryPool {
     /// so the pool must not move afterwards; and since it changes the size classes (red
     /// zones), it does nothing once a slab was taken. Not under memcheck (natively, or under
     /// another tool such as callgrind) it does nothing, and the pool is as it always was.
-    pub fn watch_under_memcheck(&self) {
+    pub(crate) fn watch_under_memcheck(&self) {
         if self.watched() || !valgrind::running_on_memcheck() {
             return;
         }
@@ -198,7 +198,7 @@ impl MemoryPool {
 
     /// The size class a request of `size` bytes is served from, if the pool serves it.
     #[inline]
-    pub fn class_of(&self, size: u64) -> Option<u64> {
+    pub(crate) fn class_of(&self, size: u64) -> Option<u64> {
         (self.threshold > 0 && size <= self.threshold)
             .then(|| (size + self.red_zone()).max(MIN_CLASS).next_power_of_two())
     }
@@ -206,7 +206,7 @@ impl MemoryPool {
     /// A block of the class for `size` bytes from this thread's stripe: a freed one, else the
     /// next of its newest slab; `None` when a new slab is needed ([`MemoryPool::add_slab`]).
     #[inline]
-    pub fn take(&self, class: u64, size: u64) -> Option<usize> {
+    pub(crate) fn take(&self, class: u64, size: u64) -> Option<usize> {
         let block = self.take_unwatched(class)?;
         Some(self.lend(block, size))
     }
@@ -229,7 +229,7 @@ impl MemoryPool {
 
     /// Records a slab of `bytes` fresh from the plugin as the pool's, for blocks of `class`,
     /// and hands out its first block, for `size` bytes.
-    pub fn add_slab(&self, slab: usize, bytes: u64, class: u64, size: u64) -> usize {
+    pub(crate) fn add_slab(&self, slab: usize, bytes: u64, class: u64, size: u64) -> usize {
         if self.watched() {
             // Before other threads of the stripe can take its blocks.
             valgrind::make_mem_noaccess(slab, bytes as usize);
@@ -252,7 +252,7 @@ impl MemoryPool {
 
     /// Takes a block back into the stripe that handed it out (this thread's, usually); false
     /// when it is not the pool's (the plugin must free it).
-    pub fn give_back(&self, block: usize) -> bool {
+    pub(crate) fn give_back(&self, block: usize) -> bool {
         let mine = my_stripe();
         let order = std::iter::once(mine).chain((0..STRIPES).filter(|&s| s != mine));
         for stripe in order {
@@ -270,14 +270,14 @@ impl MemoryPool {
     /// for), into this thread's stripe: no search for its slab. A block may so move to
     /// another stripe's free list; any stripe may hand out any block of the class.
     #[inline]
-    pub fn give_back_block(&self, block: usize, class: u64) {
+    pub(crate) fn give_back_block(&self, block: usize, class: u64) {
         self.take_back(block);
         self.stripes[my_stripe()].lock().free[class_index(class)].push(block);
     }
 
     /// Every slab the pool holds, for freeing at shutdown; the pool is empty afterwards.
     /// For valgrind the slabs are addressable again, as the plugin handed them out.
-    pub fn drain(&self) -> Vec<usize> {
+    pub(crate) fn drain(&self) -> Vec<usize> {
         let mut all = Vec::new();
         for stripe in &self.stripes {
             let mut state = stripe.lock();

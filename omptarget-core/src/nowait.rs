@@ -40,7 +40,7 @@ thread_local! {
 /// [`crate::host_openmp::target_task_handle_slot`]).
 /// The queue is borrowed, and moved out only when it is deferred: a construct's queue is a few
 /// hundred bytes, and every construct would otherwise copy it.
-pub unsafe fn finish_or_defer(
+pub(crate) unsafe fn finish_or_defer(
     queue: &mut ConstructQueue<'static>,
     slot: Option<*mut *mut c_void>,
     loc: *const Ident,
@@ -75,7 +75,7 @@ unsafe fn defer(queue: ConstructQueue<'static>, slot: *mut *mut c_void, loc: *co
     let deferred = Box::new(Deferred {
         queue,
         loc: loc as usize,
-        construct: crate::profile::current_construct(),
+        construct: crate::observe::profile::current_construct(),
     });
     // SAFETY: the caller's slot, empty (checked when it was taken); libomp hands it back to
     // `__tgt_target_nowait_query`.
@@ -88,7 +88,7 @@ unsafe fn defer(queue: ConstructQueue<'static>, slot: *mut *mut c_void, loc: *co
 ///
 /// # Safety
 /// `slot` is null or a handle slot filled by [`finish_or_defer`] (or empty).
-pub unsafe fn query(slot: *mut *mut c_void) {
+pub(crate) unsafe fn query(slot: *mut *mut c_void) {
     // SAFETY: the caller's promise.
     if slot.is_null() || unsafe { (*slot).is_null() } {
         return;
@@ -106,7 +106,7 @@ pub unsafe fn query(slot: *mut *mut c_void) {
     // SAFETY: the slot is libomp's, live for this call.
     unsafe { *slot = std::ptr::null_mut() };
     let loc = deferred.loc as *const Ident;
-    let _span = crate::profile::enabled()
+    let _span = crate::observe::profile::enabled()
         .then(|| completion_span(&deferred))
         .flatten();
     if let Err(e) = deferred.queue.finish() {
@@ -117,8 +117,8 @@ pub unsafe fn query(slot: *mut *mut c_void) {
 /// The profile span of a deferred construct's completion: it carries the construct's number,
 /// since the construct's own span ended when its task returned, before its device work did.
 #[cold]
-fn completion_span(deferred: &Deferred) -> Option<crate::profile::Span> {
-    let mut span = crate::profile::begin("nowait completion")?;
+fn completion_span(deferred: &Deferred) -> Option<crate::observe::profile::Span> {
+    let mut span = crate::observe::profile::begin("nowait completion")?;
     // SAFETY: `loc` is the compiler's ident_t of the construct, or null.
     span.text("location", unsafe {
         crate::abi::source_location::describe_or_unknown(deferred.loc as *const Ident)

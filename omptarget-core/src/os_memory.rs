@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 
 extern "C" {
-    pub fn mmap(
+    pub(crate) fn mmap(
         addr: *mut c_void,
         len: usize,
         prot: i32,
@@ -13,20 +13,25 @@ extern "C" {
         fd: i32,
         offset: i64,
     ) -> *mut c_void;
-    pub fn mremap(old: *mut c_void, old_len: usize, new_len: usize, flags: i32, ...)
-        -> *mut c_void;
-    pub fn munmap(addr: *mut c_void, len: usize) -> i32;
-    pub fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
+    pub(crate) fn mremap(
+        old: *mut c_void,
+        old_len: usize,
+        new_len: usize,
+        flags: i32,
+        ...
+    ) -> *mut c_void;
+    pub(crate) fn munmap(addr: *mut c_void, len: usize) -> i32;
+    pub(crate) fn madvise(addr: *mut c_void, len: usize, advice: i32) -> i32;
 }
 
-pub const PROT_READ: i32 = 1;
-pub const PROT_WRITE: i32 = 2;
-pub const MAP_PRIVATE: i32 = 2;
-pub const MAP_ANONYMOUS: i32 = 0x20;
-pub const MREMAP_MAYMOVE: i32 = 1;
+pub(crate) const PROT_READ: i32 = 1;
+pub(crate) const PROT_WRITE: i32 = 2;
+pub(crate) const MAP_PRIVATE: i32 = 2;
+pub(crate) const MAP_ANONYMOUS: i32 = 0x20;
+pub(crate) const MREMAP_MAYMOVE: i32 = 1;
 /// Fault the range in now, writable (Linux 5.14; older kernels refuse it).
 const MADV_POPULATE_WRITE: i32 = 23;
-pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
+pub(crate) const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
 
 const PAGE: usize = 4096;
 
@@ -36,7 +41,7 @@ const PAGE: usize = 4096;
 ///
 /// # Safety
 /// The range must be memory mapped in this process.
-pub unsafe fn populate_for_writing(start: usize, len: usize) {
+pub(crate) unsafe fn populate_for_writing(start: usize, len: usize) {
     let first = start.next_multiple_of(PAGE);
     let end = (start + len) / PAGE * PAGE;
     if end > first {

@@ -13,7 +13,9 @@ pub(crate) fn guard<T>(entry_point: &str, fallback: T, body: impl FnOnce() -> T)
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            crate::logging::failure_message(&format!("internal error in {entry_point}: {what}"));
+            crate::observe::logging::failure_message(&format!(
+                "internal error in {entry_point}: {what}"
+            ));
             fallback
         }
     }

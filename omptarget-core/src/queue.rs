@@ -7,8 +7,8 @@
 
 use crate::device::Device;
 use crate::error::Result;
-use crate::info;
 use crate::mapping::{Changed, Mapping, MappingKey, TransferEvent};
+use crate::observe::info;
 use plugin_api::QueueHandle;
 use smallvec::SmallVec;
 use std::sync::LazyLock;
@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 /// below: constructs touch a few mappings, and the hot path allocates nothing.
 type Ended = SmallVec<[(MappingKey, bool); 4]>;
 
-pub struct ConstructQueue<'d> {
+pub(crate) struct ConstructQueue<'d> {
     pub device: &'d Device,
     /// `requires unified_shared_memory`: unmapped data is used in place.
     pub unified_shared_memory: bool,
@@ -50,7 +50,7 @@ pub struct ConstructQueue<'d> {
 }
 
 impl<'d> ConstructQueue<'d> {
-    pub fn new(device: &'d Device) -> Self {
+    pub(crate) fn new(device: &'d Device) -> Self {
         ConstructQueue {
             device,
             unified_shared_memory: device.requires().unified_shared_memory(),
@@ -74,7 +74,7 @@ impl<'d> ConstructQueue<'d> {
     /// A device whose queues complete work on submission gets `QueueHandle::SYNC`, which
     /// every plugin runs synchronously: the same promise, without creating and releasing a
     /// queue per construct (two plugin calls).
-    pub fn handle(&mut self) -> Result<QueueHandle> {
+    pub(crate) fn handle(&mut self) -> Result<QueueHandle> {
         if let Some(handle) = self.handle {
             return Ok(handle);
         }
@@ -87,13 +87,18 @@ impl<'d> ConstructQueue<'d> {
         Ok(handle)
     }
 
-    pub fn copy_to_device(&mut self, device_dst: usize, host_src: usize, size: u64) -> Result<()> {
+    pub(crate) fn copy_to_device(
+        &mut self,
+        device_dst: usize,
+        host_src: usize,
+        size: u64,
+    ) -> Result<()> {
         self.copy_to_device_named(device_dst, host_src, size, None)
     }
 
     /// As `copy_to_device`, naming the variable for `LIBOMPTARGET_INFO` when the source is a
     /// staging buffer rather than the mapped host data.
-    pub fn copy_to_device_named(
+    pub(crate) fn copy_to_device_named(
         &mut self,
         device_dst: usize,
         host_src: usize,
@@ -111,7 +116,7 @@ impl<'d> ConstructQueue<'d> {
         })
     }
 
-    pub fn copy_from_device(
+    pub(crate) fn copy_from_device(
         &mut self,
         host_dst: usize,
         device_src: usize,
@@ -122,7 +127,7 @@ impl<'d> ConstructQueue<'d> {
 
     /// With `name` given the mapping table is not consulted, so callers holding its lock may
     /// use it.
-    pub fn copy_from_device_named(
+    pub(crate) fn copy_from_device_named(
         &mut self,
         host_dst: usize,
         device_src: usize,
@@ -157,7 +162,7 @@ impl<'d> ConstructQueue<'d> {
     }
 
     /// Sends a buffer the runtime built (packed firstprivates); it lives until synchronisation.
-    pub fn copy_bytes_to_device(&mut self, device_dst: usize, bytes: Vec<u8>) -> Result<()> {
+    pub(crate) fn copy_bytes_to_device(&mut self, device_dst: usize, bytes: Vec<u8>) -> Result<()> {
         let staged = bytes.into_boxed_slice();
         let (src, len) = (staged.as_ptr() as usize, staged.len() as u64);
         self.staged_bytes.push(staged);
@@ -166,7 +171,7 @@ impl<'d> ConstructQueue<'d> {
 
     /// Writes one pointer-sized value to device memory; `name` is the variable it belongs to
     /// (a `map_var_info_t`, 0 when unknown), for `LIBOMPTARGET_INFO`.
-    pub fn write_device_word(
+    pub(crate) fn write_device_word(
         &mut self,
         device_dst: usize,
         value: usize,
@@ -184,12 +189,12 @@ impl<'d> ConstructQueue<'d> {
     }
 
     /// Writes a pointer-sized value to host memory once the queue has completed.
-    pub fn write_host_word_after_sync(&mut self, host_dst: usize, value: usize) {
+    pub(crate) fn write_host_word_after_sync(&mut self, host_dst: usize, value: usize) {
         self.host_writes.push((host_dst, value));
     }
 
     #[inline]
-    pub fn note_created(&mut self, host_begin: usize) {
+    pub(crate) fn note_created(&mut self, host_begin: usize) {
         self.created.push(host_begin);
     }
 
@@ -200,7 +205,7 @@ impl<'d> ConstructQueue<'d> {
     /// a driver call too, and the answer is mostly "not yet" on a GPU. `current` is the
     /// mapping's event, recorded again rather than replaced.
     #[inline]
-    pub fn transfer_event(
+    pub(crate) fn transfer_event(
         &mut self,
         current: Option<TransferEvent>,
     ) -> Result<Option<TransferEvent>> {
@@ -240,7 +245,7 @@ impl<'d> ConstructQueue<'d> {
     /// Later work on this queue waits for a mapping's last transfer (see `transfer_event`),
     /// unless that transfer was queued on this same queue, which runs in order.
     #[inline]
-    pub fn wait_for_transfer(&mut self, event: Option<TransferEvent>) -> Result<()> {
+    pub(crate) fn wait_for_transfer(&mut self, event: Option<TransferEvent>) -> Result<()> {
         match event {
             None => Ok(()),
             Some(event) => self.wait_for_event(event),
@@ -261,31 +266,31 @@ impl<'d> ConstructQueue<'d> {
             })
     }
 
-    pub fn note_placed(&mut self, arg_index: usize, device_begin: usize) {
+    pub(crate) fn note_placed(&mut self, arg_index: usize, device_begin: usize) {
         self.placed.push((arg_index, device_begin));
     }
 
     /// Where argument `arg_index` was placed on entry, if it was.
-    pub fn placed_at(&self, arg_index: usize) -> Option<usize> {
+    pub(crate) fn placed_at(&self, arg_index: usize) -> Option<usize> {
         self.placed
             .iter()
             .find(|&&(i, _)| i == arg_index)
             .map(|&(_, address)| address)
     }
 
-    pub fn created_here(&self, host_begin: usize) -> bool {
+    pub(crate) fn created_here(&self, host_begin: usize) -> bool {
         self.created.contains(&host_begin)
     }
 
     /// Counts off an end of the mapping once the construct's work has completed, removing it
     /// if `may_remove` and nothing uses it any more.
-    pub fn release_after_sync(&mut self, key: MappingKey, may_remove: bool) {
+    pub(crate) fn release_after_sync(&mut self, key: MappingKey, may_remove: bool) {
         self.ended.push((key, may_remove));
     }
 
     /// Reports the removal of a mapping (removed from the table already) and frees its memory
     /// once the construct's work has completed, after the mappings it released.
-    pub fn report_removal_after_sync(&mut self, m: Mapping) {
+    pub(crate) fn report_removal_after_sync(&mut self, m: Mapping) {
         // Where the work is done already and no info line is written, the order of reports
         // is not seen (the memory is freed at the construct's end either way): reported now,
         // the mapping is not moved into the queue and out again.
@@ -368,7 +373,7 @@ impl<'d> ConstructQueue<'d> {
         op: impl FnOnce(&'d Device, QueueHandle) -> Result<()>,
     ) -> Result<()> {
         let queue = self.handle()?;
-        let _span = match crate::profile::enabled() {
+        let _span = match crate::observe::profile::enabled() {
             true => self.work_span(name, bytes, queue),
             false => None,
         };
@@ -389,8 +394,8 @@ impl<'d> ConstructQueue<'d> {
         name: &'static str,
         bytes: Option<u64>,
         queue: QueueHandle,
-    ) -> Option<crate::profile::Span> {
-        let mut span = crate::profile::begin(name)?;
+    ) -> Option<crate::observe::profile::Span> {
+        let mut span = crate::observe::profile::begin(name)?;
         span.int("device", self.device.id as i64);
         if let Some(bytes) = bytes {
             span.int("bytes", bytes as i64);
@@ -398,7 +403,7 @@ impl<'d> ConstructQueue<'d> {
         if self.device.queues_complete_on_submission() {
             span.on_device_queue(self.device.id, queue.0);
         } else if self.device.work_timed() {
-            crate::profile::submitted(self.device.id, queue.0, name, bytes);
+            crate::observe::profile::submitted(self.device.id, queue.0, name, bytes);
         }
         Some(span)
     }
@@ -408,14 +413,14 @@ impl<'d> ConstructQueue<'d> {
     #[cold]
     fn record_device_times(&self, completed: bool) {
         let Some(queue) = self.handle else { return };
-        let submissions = crate::profile::take_submissions(self.device.id, queue.0);
+        let submissions = crate::observe::profile::take_submissions(self.device.id, queue.0);
         if !completed || submissions.is_empty() {
             return;
         }
         match self.device.plugin.work_times(self.device.local, queue) {
             Ok(times) if times.len() == submissions.len() => {
                 for (work, time) in submissions.into_iter().zip(times) {
-                    crate::profile::device_work(work, self.device.id, queue.0, time);
+                    crate::observe::profile::device_work(work, self.device.id, queue.0, time);
                 }
             }
             Ok(times) => log::debug!(
@@ -435,11 +440,11 @@ impl<'d> ConstructQueue<'d> {
 
     /// Frees `device_ptr`, allocated for `size` bytes of the default kind, once the
     /// construct's work has completed.
-    pub fn free_after_sync(&mut self, device_ptr: usize, size: u64) {
+    pub(crate) fn free_after_sync(&mut self, device_ptr: usize, size: u64) {
         self.frees.push((device_ptr, size));
     }
 
-    pub fn launch(
+    pub(crate) fn launch(
         &mut self,
         kernel: plugin_api::KernelHandle,
         args: &[usize],
@@ -454,7 +459,7 @@ impl<'d> ConstructQueue<'d> {
     }
 
     /// Launches a kernel-language (CUDA/HIP) kernel with its parameter buffer.
-    pub fn launch_params(
+    pub(crate) fn launch_params(
         &mut self,
         kernel: plugin_api::KernelHandle,
         params: &[u8],
@@ -480,25 +485,25 @@ impl<'d> ConstructQueue<'d> {
     #[cold]
     fn submission_failed(&self) {
         if let (true, Some(queue)) = (self.device.work_timed(), self.handle) {
-            crate::profile::forget_last_submission(self.device.id, queue.0);
+            crate::observe::profile::forget_last_submission(self.device.id, queue.0);
         }
     }
 
     /// Waits for everything queued, then runs the deferred work.
     #[inline]
-    pub fn finish(mut self) -> Result<()> {
+    pub(crate) fn finish(mut self) -> Result<()> {
         self.complete()
     }
 
     /// As `finish`, for a queue the caller keeps (it is then finished: dropping it does
     /// nothing more).
-    pub fn finish_in_place(&mut self) -> Result<()> {
+    pub(crate) fn finish_in_place(&mut self) -> Result<()> {
         self.complete()
     }
 
     /// Whether the construct's queued work has completed (a device whose queues complete on
     /// submission, or no queue, always has).
-    pub fn is_done(&mut self) -> Result<bool> {
+    pub(crate) fn is_done(&mut self) -> Result<bool> {
         let done = match self.handle {
             Some(queue) if !self.device.queues_complete_on_submission() => self
                 .device

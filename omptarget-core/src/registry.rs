@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One device image of a registered library, unwrapped from its container.
-pub struct ProgramImage {
+pub(crate) struct ProgramImage {
     pub bytes: &'static [u8],
     pub triple: String,
     pub arch: String,
 }
 
-pub struct RegisteredLibrary {
+pub(crate) struct RegisteredLibrary {
     pub id: u64,
     /// Address of the program's `__tgt_bin_desc`, which identifies it at unregistration.
     pub descriptor: usize,
@@ -23,7 +23,7 @@ pub struct RegisteredLibrary {
 
 impl RegisteredLibrary {
     /// Short text naming the images' targets, for diagnostics.
-    pub fn targets(&self) -> Vec<String> {
+    pub(crate) fn targets(&self) -> Vec<String> {
         self.images
             .iter()
             .map(|i| {
@@ -39,7 +39,7 @@ impl RegisteredLibrary {
     }
 
     /// The images' GPU architectures, as LLVM lists them when no device can run the program.
-    pub fn architectures(&self) -> Vec<String> {
+    pub(crate) fn architectures(&self) -> Vec<String> {
         self.images
             .iter()
             .filter_map(|i| i.architecture())
@@ -50,7 +50,7 @@ impl RegisteredLibrary {
 impl ProgramImage {
     /// The architecture from the container, else from a GPU image's ELF header (clang
     /// registers bare images, without the container's strings).
-    pub fn architecture(&self) -> Option<String> {
+    pub(crate) fn architecture(&self) -> Option<String> {
         if !self.arch.is_empty() {
             return Some(self.arch.clone());
         }
@@ -62,7 +62,7 @@ impl ProgramImage {
     /// The target triple from the container, else the one an ELF image's machine implies (LLVM
     /// 19's programs register bare ELF images): what plugins are asked about before they start.
     /// Empty when neither tells.
-    pub fn target_triple(&self) -> &str {
+    pub(crate) fn target_triple(&self) -> &str {
         if !self.triple.is_empty() {
             return &self.triple;
         }
@@ -115,7 +115,7 @@ fn elf_architecture(bytes: &[u8]) -> Option<String> {
 }
 
 #[derive(Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     libraries: Vec<Arc<RegisteredLibrary>>,
     /// Kernel region ids (host addresses) to the entry name, over all libraries.
     kernel_names: HashMap<usize, (u64, String)>,
@@ -127,7 +127,7 @@ pub struct Registry {
 impl Registry {
     /// The LLVM release the program's data constructs follow (they name no library): LLVM 19
     /// when every registered library is a clang-19 one, else LLVM 22.
-    pub fn release(&self) -> LlvmRelease {
+    pub(crate) fn release(&self) -> LlvmRelease {
         let all_19 = !self.libraries.is_empty()
             && self
                 .libraries
@@ -139,7 +139,7 @@ impl Registry {
         }
     }
 
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         descriptor: usize,
         images: Vec<ProgramImage>,
@@ -162,7 +162,7 @@ impl Registry {
         library
     }
 
-    pub fn remove(&mut self, descriptor: usize) -> Option<Arc<RegisteredLibrary>> {
+    pub(crate) fn remove(&mut self, descriptor: usize) -> Option<Arc<RegisteredLibrary>> {
         let index = self
             .libraries
             .iter()
@@ -173,17 +173,17 @@ impl Registry {
         Some(library)
     }
 
-    pub fn libraries(&self) -> &[Arc<RegisteredLibrary>] {
+    pub(crate) fn libraries(&self) -> &[Arc<RegisteredLibrary>] {
         &self.libraries
     }
 
-    pub fn kernel_name(&self, region_id: usize) -> Option<&str> {
+    pub(crate) fn kernel_name(&self, region_id: usize) -> Option<&str> {
         self.kernel_names
             .get(&region_id)
             .map(|(_, name)| name.as_str())
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.libraries.is_empty()
     }
 }

@@ -5,16 +5,16 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// `requires unified_shared_memory`.
-pub const REQUIRES_UNIFIED_SHARED_MEMORY: i64 = 0x008;
+pub(crate) const REQUIRES_UNIFIED_SHARED_MEMORY: i64 = 0x008;
 
 #[derive(Default)]
-pub struct RequiresFlags(AtomicI64);
+pub(crate) struct RequiresFlags(AtomicI64);
 
 impl RequiresFlags {
     /// Records a library's flags. As in LLVM, the first library sets them (a library asking
     /// only for automatic zero-copy may replace a first one that asked for nothing); the error
     /// holds the flags set, for the caller to compare with `flags`.
-    pub fn record(&self, flags: i64) -> Result<(), i64> {
+    pub(crate) fn record(&self, flags: i64) -> Result<(), i64> {
         const NONE: i64 = 0x001;
         const AUTO_ZERO_COPY: i64 = 0x020;
         self.0
@@ -24,7 +24,7 @@ impl RequiresFlags {
             .map(|_| ())
     }
 
-    pub fn unified_shared_memory(&self) -> bool {
+    pub(crate) fn unified_shared_memory(&self) -> bool {
         self.0.load(Ordering::Relaxed) & REQUIRES_UNIFIED_SHARED_MEMORY != 0
     }
 }

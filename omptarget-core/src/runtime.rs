@@ -6,7 +6,7 @@ use crate::config::{self, OffloadPolicySetting};
 use crate::device::Device;
 use crate::device_list::{DeviceList, MAX_DEVICES};
 use crate::error::{OffloadError, Result};
-use crate::logging;
+use crate::observe::logging;
 use crate::plugins::loader::log_skipped;
 use crate::plugins::{
     discovery, loader, open_plugins, OpenedPlugin, PluginLibrary, PluginReport, PluginStatus,
@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// An opened plugin and, once a registered image may run on it, the started plugin (`None` if
 /// starting failed).
-pub struct PluginEntry {
-    pub opened: OpenedPlugin,
+pub(crate) struct PluginEntry {
+    pub(crate) opened: OpenedPlugin,
     started: OnceLock<Option<Arc<PluginLibrary>>>,
     /// Which of its devices have an OpenMP device number.
     numbered: Mutex<Vec<bool>>,
@@ -31,19 +31,19 @@ pub struct PluginEntry {
 }
 
 pub struct Runtime {
-    pub search_path: Vec<String>,
+    pub(crate) search_path: Vec<String>,
     /// What became of each plugin candidate, for `omptarget-info`; a plugin's entry changes
     /// when it starts.
-    pub reports: Mutex<Vec<PluginReport>>,
+    pub(crate) reports: Mutex<Vec<PluginReport>>,
     /// The opened plugins, in load order.
-    pub plugins: Vec<PluginEntry>,
+    pub(crate) plugins: Vec<PluginEntry>,
     /// The OpenMP devices, numbered as registered images start plugins (LLVM's order: image by
     /// image, each plugin in load order, each of its devices that can run the image).
-    pub devices: DeviceList,
-    pub registry: RwLock<Registry>,
-    pub policy: OffloadPolicySetting,
+    pub(crate) devices: DeviceList,
+    pub(crate) registry: RwLock<Registry>,
+    pub(crate) policy: OffloadPolicySetting,
     /// `registry.generation`, readable without the lock (updated under the write lock).
-    pub registry_generation: AtomicU64,
+    pub(crate) registry_generation: AtomicU64,
     /// The program's `requires` clauses, which its devices share.
     requirements: Arc<RequiresFlags>,
     /// Some started plugin may still find devices: see [`Runtime::find_late_devices`].
@@ -57,12 +57,12 @@ pub struct Runtime {
     started_in: host_os::process::SetUpIn,
 }
 
-pub use crate::requires::REQUIRES_UNIFIED_SHARED_MEMORY;
+pub(crate) use crate::requires::REQUIRES_UNIFIED_SHARED_MEMORY;
 
 static RUNTIME: OnceCell<Runtime> = OnceCell::new();
 
 /// Where a construct runs.
-pub enum Target<'r> {
+pub(crate) enum Target<'r> {
     Host,
     Device(&'r Device),
 }
@@ -78,8 +78,8 @@ impl Runtime {
 
     fn discover() -> Runtime {
         logging::init();
-        crate::profile::init();
-        crate::info::init();
+        crate::observe::profile::init();
+        crate::observe::info::init();
         let plugin_path = config::plugin_path();
         let runtime_dir = loader::runtime_directory();
         let search_path = discovery::search_path(&plugin_path, &runtime_dir);
@@ -119,11 +119,11 @@ impl Runtime {
 
     /// Starts a plugin (once; later calls return the first outcome), recording the outcome
     /// in its report.
-    pub fn start_plugin(&self, entry: &PluginEntry) -> Option<Arc<PluginLibrary>> {
+    pub(crate) fn start_plugin(&self, entry: &PluginEntry) -> Option<Arc<PluginLibrary>> {
         entry
             .started
             .get_or_init(|| {
-                let mut span = crate::profile::begin("plugin start-up");
+                let mut span = crate::observe::profile::begin("plugin start-up");
                 if let Some(span) = &mut span {
                     span.text("plugin", entry.opened.candidate.name.clone());
                 }
@@ -159,7 +159,7 @@ impl Runtime {
     }
 
     /// The plugins started so far, in load order.
-    pub fn started_plugins(&self) -> Vec<Arc<PluginLibrary>> {
+    pub(crate) fn started_plugins(&self) -> Vec<Arc<PluginLibrary>> {
         self.plugins
             .iter()
             .filter_map(|e| e.started.get().cloned().flatten())
@@ -171,7 +171,7 @@ impl Runtime {
     /// started then, and only then), each of its devices that can run the image and has no
     /// number yet. The answer says, image by image, whether a device was found that can run it:
     /// where none was, either those that can were numbered already (and not asked) or none can.
-    pub fn number_devices_for(&self, images: &[ProgramImage]) -> Vec<bool> {
+    pub(crate) fn number_devices_for(&self, images: &[ProgramImage]) -> Vec<bool> {
         images
             .iter()
             .map(|image| {
@@ -210,7 +210,7 @@ impl Runtime {
     /// appear once the program has initialised MPI), after every device numbered so far. One
     /// relaxed load unless some plugin said that devices may still appear.
     #[inline]
-    pub fn find_late_devices(&self) {
+    pub(crate) fn find_late_devices(&self) {
         if self.late_devices.load(Ordering::Relaxed) {
             self.number_late_devices();
         }
@@ -279,7 +279,7 @@ impl Runtime {
             match added {
                 Some(device) => {
                     log::debug!("device {} is {} device {local}", device.id, plugin.name);
-                    if crate::profile::enabled() {
+                    if crate::observe::profile::enabled() {
                         let name = plugin
                             .device_info(local)
                             .ok()
@@ -289,7 +289,7 @@ impl Runtime {
                                     .map(|e| e.value.to_string())
                             })
                             .unwrap_or_default();
-                        crate::profile::note_device(device.id, &plugin.name, &name);
+                        crate::observe::profile::note_device(device.id, &plugin.name, &name);
                     }
                 }
                 None => {
@@ -307,7 +307,7 @@ impl Runtime {
     /// Records a library's `requires` flags. As in LLVM, the first library sets them and every
     /// later one must agree on the clauses that change how memory is shared; a mismatch is a
     /// fatal error, since the libraries' code would disagree about addresses.
-    pub fn add_requirements(&self, flags: i64) {
+    pub(crate) fn add_requirements(&self, flags: i64) {
         let Err(set) = self.requirements.record(flags) else {
             return;
         };
@@ -326,12 +326,8 @@ impl Runtime {
         }
     }
 
-    pub fn unified_shared_memory(&self) -> bool {
-        self.requirements.unified_shared_memory()
-    }
-
     /// `omp_get_num_devices`: no devices exist while offloading is disabled.
-    pub fn num_devices(&self) -> i32 {
+    pub(crate) fn num_devices(&self) -> i32 {
         match self.policy {
             OffloadPolicySetting::Disabled => 0,
             _ => self.devices.len() as i32,
@@ -339,11 +335,11 @@ impl Runtime {
     }
 
     /// The host's device number (`omp_get_initial_device`), one past the last device.
-    pub fn initial_device(&self) -> i32 {
+    pub(crate) fn initial_device(&self) -> i32 {
         self.num_devices()
     }
 
-    pub fn device(&self, id: i64) -> Result<&Device> {
+    pub(crate) fn device(&self, id: i64) -> Result<&Device> {
         match self.numbered_device(id) {
             Some(device) => Ok(device),
             None => self.late_device(id),
@@ -378,7 +374,7 @@ impl Runtime {
 
     /// Whether a failed construct is fatal. As in LLVM: always under `mandatory`; under the
     /// default policy when the program has a device it could have run on.
-    pub fn failure_is_fatal(&self) -> bool {
+    pub(crate) fn failure_is_fatal(&self) -> bool {
         match self.policy {
             OffloadPolicySetting::Mandatory => true,
             OffloadPolicySetting::Disabled => false,
@@ -392,7 +388,7 @@ impl Runtime {
     /// Chooses where a construct with a `device` clause value runs, as LLVM's `checkDevice`:
     /// with no devices at all, `mandatory` is a fatal error; an invalid device number is a fatal
     /// error whatever the policy.
-    pub fn target(&self, device_id: i64, loc: *const Ident) -> Target<'_> {
+    pub(crate) fn target(&self, device_id: i64, loc: *const Ident) -> Target<'_> {
         if self.policy == OffloadPolicySetting::Disabled {
             return Target::Host;
         }
@@ -423,7 +419,7 @@ impl Runtime {
     }
 
     /// Changes the registry, publishing its new generation for `prepare`'s lock-free check.
-    pub fn change_registry<R>(&self, change: impl FnOnce(&mut Registry) -> R) -> R {
+    pub(crate) fn change_registry<R>(&self, change: impl FnOnce(&mut Registry) -> R) -> R {
         let mut registry = self.registry.write().unwrap();
         let result = change(&mut registry);
         self.registry_generation
@@ -432,7 +428,7 @@ impl Runtime {
     }
 
     /// Initialises a device and loads pending images onto it.
-    pub fn prepare(&self, device: &Device) -> Result<()> {
+    pub(crate) fn prepare(&self, device: &Device) -> Result<()> {
         // Nothing registered since the device last loaded: no lock on the hot path.
         if device.is_ready_for(self.registry_generation.load(Ordering::Acquire)) {
             return Ok(());
@@ -445,14 +441,14 @@ impl Runtime {
     /// else an error line; the caller then lets the program fall back to the host.
     // `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn report_failure(&self, error: &OffloadError, loc: *const Ident) {
+    pub(crate) fn report_failure(&self, error: &OffloadError, loc: *const Ident) {
         for line in error.lines() {
             logging::failure_message(line);
         }
         if !self.failure_is_fatal() {
             return;
         }
-        if crate::info::enabled(crate::info::DUMP_TABLE) {
+        if crate::observe::info::enabled(crate::observe::info::DUMP_TABLE) {
             self.dump_tables(loc);
         } else {
             logging::failure_message(
@@ -490,8 +486,8 @@ impl Runtime {
     /// After a successful construct: LLVM's mapping-table dump when `LIBOMPTARGET_INFO` asks.
     // `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn construct_succeeded(&self, loc: *const Ident) {
-        if crate::info::enabled(crate::info::DUMP_TABLE) {
+    pub(crate) fn construct_succeeded(&self, loc: *const Ident) {
+        if crate::observe::info::enabled(crate::observe::info::DUMP_TABLE) {
             self.dump_tables(loc);
         }
     }
@@ -503,7 +499,7 @@ impl Runtime {
         let at = unsafe { source_location::describe_or_unknown(loc) };
         for device in self.devices.iter() {
             let mappings = device.mapping.view_all().snapshot();
-            crate::info::dump_table(device.id, &at, &mappings, false);
+            crate::observe::info::dump_table(device.id, &at, &mappings, false);
         }
     }
 
@@ -511,7 +507,7 @@ impl Runtime {
     /// registers when the runtime starts and [`Runtime::start_plugin`] after each plugin
     /// starts (normally inside the first `__tgt_register_lib`, so that the program's own
     /// handlers, the unregistrations among them, run before it).
-    pub fn exiting(&self) -> bool {
+    pub(crate) fn exiting(&self) -> bool {
         self.exiting.load(Ordering::SeqCst)
     }
 
@@ -538,7 +534,7 @@ impl Runtime {
     /// This process was forked from the one the runtime started in: its devices' state is a
     /// copy of its parent's, which a remote device (MPI) shares, so it must not change them as
     /// it exits.
-    pub fn in_forked_child(&self) -> bool {
+    pub(crate) fn in_forked_child(&self) -> bool {
         self.started_in.is_forked_child()
     }
 
@@ -547,7 +543,7 @@ impl Runtime {
     /// them end. Only as the process exits, not at every last unregistration (a program may
     /// `dlclose` its only offloading library and open another, and a plugin cannot start
     /// again). Devices are no longer offered afterwards.
-    pub fn shut_down_plugins(&self) {
+    pub(crate) fn shut_down_plugins(&self) {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -560,7 +556,7 @@ impl Runtime {
     }
 
     /// Unloads everything at the last unregistration.
-    pub fn shut_down_devices(&self) {
+    pub(crate) fn shut_down_devices(&self) {
         // The runtime's own interop objects first: their queues belong to the devices.
         crate::interop::release_implicit_objects(self);
         for device in self.devices.iter() {
@@ -577,9 +573,9 @@ impl crate::interop::Devices for Runtime {
 }
 
 /// `omptarget fatal error N: ...` then abort, LLVM's FATAL_MESSAGE.
-pub fn fatal(code: i64, text: &str) -> ! {
+pub(crate) fn fatal(code: i64, text: &str) -> ! {
     // The profile of a program that dies here is what its user wants most.
-    crate::profile::flush();
+    crate::observe::profile::flush();
     logging::stderr_line(format_args!("omptarget fatal error {code}: {text}"));
     std::process::abort()
 }

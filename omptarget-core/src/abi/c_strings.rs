@@ -9,7 +9,7 @@ const MAX_LEN: usize = 1 << 16;
 const PAGE: usize = 4096;
 
 /// The readable loaded segments of every object in the process, where names normally are.
-pub struct LoadedMemory {
+pub(crate) struct LoadedMemory {
     ranges: Vec<Range<usize>>,
 }
 
@@ -74,7 +74,7 @@ extern "C" fn add_object(info: *mut ObjectInfo, _size: usize, data: *mut c_void)
 }
 
 impl LoadedMemory {
-    pub fn snapshot() -> LoadedMemory {
+    pub(crate) fn snapshot() -> LoadedMemory {
         let mut ranges: Vec<Range<usize>> = Vec::new();
         // SAFETY: the callback only reads the descriptions glibc passes and pushes to `ranges`.
         unsafe { dl_iterate_phdr(add_object, (&mut ranges as *mut Vec<Range<usize>>).cast()) };
@@ -84,7 +84,7 @@ impl LoadedMemory {
     /// The string at `address`, or `None` where no string can be read there: read within the
     /// loaded segment that holds it; elsewhere (heap, stack) through the kernel, which reports
     /// an unmapped address instead of faulting.
-    pub fn c_string(&self, address: usize) -> Option<String> {
+    pub(crate) fn c_string(&self, address: usize) -> Option<String> {
         if let Some(range) = self.ranges.iter().find(|r| r.contains(&address)) {
             let len = (range.end - address).min(MAX_LEN);
             // SAFETY: the bytes lie in a readable segment of a loaded object, which stays

@@ -4,7 +4,7 @@ use super::offload_entry::{read_entry_table, EntryTable, EntryTableError};
 use std::ffi::c_void;
 
 #[repr(C)]
-pub struct TgtDeviceImage {
+pub(crate) struct TgtDeviceImage {
     pub image_start: *const c_void,
     pub image_end: *const c_void,
     pub entries_begin: *const c_void,
@@ -12,7 +12,7 @@ pub struct TgtDeviceImage {
 }
 
 #[repr(C)]
-pub struct TgtBinDesc {
+pub(crate) struct TgtBinDesc {
     pub num_device_images: i32,
     pub device_images: *const TgtDeviceImage,
     pub host_entries_begin: *const c_void,
@@ -20,18 +20,18 @@ pub struct TgtBinDesc {
 }
 
 /// A device image as registered: bytes inside the program (valid until it unregisters).
-pub struct RawImage {
+pub(crate) struct RawImage {
     pub bytes: &'static [u8],
 }
 
 /// What a `__tgt_bin_desc` holds, read into Rust values.
-pub struct BinaryDescription {
+pub(crate) struct BinaryDescription {
     pub images: Vec<RawImage>,
     pub host_entries: EntryTable,
 }
 
 #[derive(Debug)]
-pub enum DescriptorError {
+pub(crate) enum DescriptorError {
     Null,
     BadImageCount(i32),
     BadImageBounds(usize),
@@ -54,7 +54,7 @@ impl std::fmt::Display for DescriptorError {
 /// # Safety
 /// `desc` must be null or point to a descriptor laid out as clang emits it, whose images and
 /// entry tables stay valid for as long as the returned slices are used (until unregistration).
-pub unsafe fn read_descriptor(
+pub(crate) unsafe fn read_descriptor(
     desc: *const TgtBinDesc,
 ) -> Result<BinaryDescription, DescriptorError> {
     if desc.is_null() {

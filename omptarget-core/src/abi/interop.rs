@@ -4,16 +4,16 @@
 use std::ffi::c_void;
 
 /// LLVM 22's `kmp_interop_type_t`: what `__tgt_interop_get` is asked for.
-pub const INTEROP_TYPE_TARGET: i32 = 0;
-pub const INTEROP_TYPE_TARGETSYNC: i32 = 1;
+pub(crate) const INTEROP_TYPE_TARGET: i32 = 0;
+pub(crate) const INTEROP_TYPE_TARGETSYNC: i32 = 1;
 /// What clang passes to `__tgt_interop_init` for `targetsync` (LLVM 19's `tasksync`); `target`
 /// is 1 there.
-pub const LEGACY_INTEROP_TYPE_TARGETSYNC: i32 = 2;
+pub(crate) const LEGACY_INTEROP_TYPE_TARGETSYNC: i32 = 2;
 
 /// `interop_spec_t`: one `prefer_type` entry.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct InteropSpec {
+pub(crate) struct InteropSpec {
     /// A foreign runtime id (`omp_ifr_*`, LLVM's `tgt_fr_*`).
     pub fr_id: i32,
     /// `interop_attrs_t`: bit 0 `inorder`.
@@ -23,7 +23,7 @@ pub struct InteropSpec {
 }
 
 impl InteropSpec {
-    pub fn inorder(&self) -> bool {
+    pub(crate) fn inorder(&self) -> bool {
         self.attrs & 1 != 0
     }
 }
@@ -31,7 +31,7 @@ impl InteropSpec {
 /// `interop_ctx_t`.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
-pub struct InteropContext {
+pub(crate) struct InteropContext {
     /// Version of this structure; 0 is the only one.
     pub version: u32,
     /// `interop_flags_t`: bit 0 `implicit` (made for a `dispatch` construct, owned by the
@@ -42,10 +42,10 @@ pub struct InteropContext {
 }
 
 impl InteropContext {
-    pub fn implicit(&self) -> bool {
+    pub(crate) fn implicit(&self) -> bool {
         self.flags & 1 != 0
     }
-    pub fn nowait(&self) -> bool {
+    pub(crate) fn nowait(&self) -> bool {
         self.flags & 2 != 0
     }
 }
@@ -53,7 +53,7 @@ impl InteropContext {
 /// `dep_pack_t`: the construct's `depend` clauses as `kmp_depend_info_t` arrays.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
-pub struct DependencePack {
+pub(crate) struct DependencePack {
     pub ndeps: i32,
     pub ndeps_noalias: i32,
     pub deps: *const c_void,
@@ -62,7 +62,7 @@ pub struct DependencePack {
 
 impl DependencePack {
     /// The pack the LLVM 19 entry points describe with a count and one array.
-    pub fn from_list(ndeps: i32, deps: *const c_void) -> Self {
+    pub(crate) fn from_list(ndeps: i32, deps: *const c_void) -> Self {
         DependencePack {
             ndeps,
             ndeps_noalias: 0,
@@ -71,7 +71,7 @@ impl DependencePack {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ndeps <= 0 && self.ndeps_noalias <= 0
     }
 }

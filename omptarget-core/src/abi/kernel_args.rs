@@ -7,12 +7,12 @@
 use std::ffi::c_void;
 
 /// The first version whose kernels take the launch environment pointer.
-pub const FIRST_VERSION_WITH_LAUNCH_ENVIRONMENT: u32 = 3;
+pub(crate) const FIRST_VERSION_WITH_LAUNCH_ENVIRONMENT: u32 = 3;
 /// The newest version we know; newer blocks are read as this one (fields are only appended).
-pub const NEWEST_KNOWN_VERSION: u32 = 3;
+pub(crate) const NEWEST_KNOWN_VERSION: u32 = 3;
 
 #[repr(C)]
-pub struct KernelArgsV1 {
+pub(crate) struct KernelArgsV1 {
     pub version: u32,
     pub num_args: u32,
     pub arg_base_ptrs: *mut *mut c_void,
@@ -26,7 +26,7 @@ pub struct KernelArgsV1 {
 }
 
 #[repr(C)]
-pub struct KernelArgsV3 {
+pub(crate) struct KernelArgsV3 {
     pub v1: KernelArgsV1,
     pub num_teams: [u32; 3],
     pub thread_limit: [u32; 3],
@@ -35,7 +35,7 @@ pub struct KernelArgsV3 {
 
 /// A kernel launch request in Rust terms.
 #[derive(Clone, Debug)]
-pub struct KernelRequest {
+pub(crate) struct KernelRequest {
     pub version: u32,
     pub num_args: usize,
     pub arg_base_ptrs: *mut *mut c_void,
@@ -52,7 +52,7 @@ pub struct KernelRequest {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub enum KernelArgsError {
+pub(crate) enum KernelArgsError {
     Null,
     UnknownVersion(u32),
 }
@@ -72,7 +72,7 @@ impl std::fmt::Display for KernelArgsError {
 ///
 /// # Safety
 /// `args` must be null or point to a `KernelArgsTy` of the version its first field states.
-pub unsafe fn read_kernel_args(
+pub(crate) unsafe fn read_kernel_args(
     args: *const KernelArgsV1,
     num_teams: i32,
     thread_limit: i32,

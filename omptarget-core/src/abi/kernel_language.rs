@@ -7,14 +7,14 @@ use std::ffi::c_void;
 /// CUDA's `dim3`, passed by value.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Dim3 {
+pub(crate) struct Dim3 {
     pub x: u32,
     pub y: u32,
     pub z: u32,
 }
 
 impl Dim3 {
-    pub fn to_array(self) -> [u32; 3] {
+    pub(crate) fn to_array(self) -> [u32; 3] {
         [self.x, self.y, self.z]
     }
 }
@@ -23,7 +23,7 @@ impl Dim3 {
 /// bytes), and a pointer to each of them (`ptrs`, which only LLVM's host plugin uses).
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
-pub struct KernelLaunchParams {
+pub(crate) struct KernelLaunchParams {
     pub size: usize,
     pub data: *const c_void,
     pub ptrs: *const *const c_void,

@@ -5,7 +5,7 @@ use super::map_type::MapType;
 use std::ffi::c_void;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MapArg {
+pub(crate) struct MapArg {
     /// Base address (the variable, or the pointer for array sections).
     pub base: usize,
     /// First byte mapped.
@@ -20,7 +20,7 @@ pub struct MapArg {
 }
 
 /// A construct's map arguments; most constructs have a few, kept inline (no allocation).
-pub type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
+pub(crate) type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
 
 /// Reads `count` mapping arguments into `args`; null arrays read as zeros. Filled in place:
 /// returned, the inline arguments (some 200 bytes) were copied.
@@ -28,7 +28,7 @@ pub type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
 /// # Safety
 /// Each non-null array must hold `count` elements.
 #[allow(clippy::too_many_arguments)] // the compiler's six arrays, their count, and the output
-pub unsafe fn read_map_args(
+pub(crate) unsafe fn read_map_args(
     args: &mut MapArgs,
     count: i32,
     bases: *const *mut c_void,
@@ -80,7 +80,7 @@ pub unsafe fn read_map_args(
 /// `offset..offset+count`, each `stride` bytes apart.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct NonContigDim {
+pub(crate) struct NonContigDim {
     pub offset: u64,
     pub count: u64,
     pub stride: u64,
@@ -91,7 +91,7 @@ pub struct NonContigDim {
 ///
 /// # Safety
 /// `arg.begin` must point to `arg.size` descriptors.
-pub unsafe fn non_contig_dims(arg: &MapArg) -> Vec<NonContigDim> {
+pub(crate) unsafe fn non_contig_dims(arg: &MapArg) -> Vec<NonContigDim> {
     if arg.begin == 0 {
         return Vec::new();
     }
@@ -101,7 +101,7 @@ pub unsafe fn non_contig_dims(arg: &MapArg) -> Vec<NonContigDim> {
 }
 
 /// One line per argument for debug output: `begin (size bytes, type 0x..)`.
-pub fn describe(args: &[MapArg]) -> String {
+pub(crate) fn describe(args: &[MapArg]) -> String {
     let parts: Vec<String> = args
         .iter()
         .map(|a| {

@@ -8,19 +8,22 @@
 //! runtime's behaviour the program expects ([`LlvmRelease`]).
 
 use super::c_strings::LoadedMemory;
-pub use crate::llvm_release::LlvmRelease;
+pub(crate) use crate::llvm_release::LlvmRelease;
 use std::ffi::c_void;
 
 /// The flags LLVM defines for entries (`OpenMPOffloadingDeclareTargetFlags`).
-pub mod flags {
-    pub const LINK: u32 = 0x01;
-    pub const CTOR: u32 = 0x02;
-    pub const DTOR: u32 = 0x04;
-    pub const INDIRECT: u32 = 0x08;
-    pub const REGISTER_REQUIRES: u32 = 0x10;
+pub(crate) mod flags {
+    pub(crate) const LINK: u32 = 0x01;
+    // The whole set, as LLVM lists it: the plugins run constructors, the core reads neither.
+    #[allow(dead_code)]
+    pub(crate) const CTOR: u32 = 0x02;
+    #[allow(dead_code)]
+    pub(crate) const DTOR: u32 = 0x04;
+    pub(crate) const INDIRECT: u32 = 0x08;
+    pub(crate) const REGISTER_REQUIRES: u32 = 0x10;
     /// A C++ virtual table of `declare target indirect` functions (LLVM 22): `size` is the
     /// table's, the device global is one pointer to the device's copy.
-    pub const INDIRECT_VTABLE: u32 = 0x20;
+    pub(crate) const INDIRECT_VTABLE: u32 = 0x20;
 }
 
 /// The `kind` of a new-layout entry that belongs to OpenMP.
@@ -33,23 +36,23 @@ const NEW_SIZE: usize = 56;
 /// tells nothing and says LLVM 22).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EntryTable {
-    pub release: LlvmRelease,
+    pub(crate) release: LlvmRelease,
     pub entries: Vec<OffloadEntry>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffloadEntry {
     /// Host address: a kernel's region id or a global variable.
-    pub address: usize,
+    pub(crate) address: usize,
     pub name: String,
     /// Address of the name's C string in the program, which LLVM uses as the variable's
     /// name in diagnostics.
-    pub name_address: usize,
+    pub(crate) name_address: usize,
     /// 0 for kernels, the variable's size for globals.
-    pub size: u64,
-    pub flags: u32,
+    pub(crate) size: u64,
+    pub(crate) flags: u32,
     /// The `data` field of new-layout entries (requires flags live there for REGISTER_REQUIRES).
-    pub data: u64,
+    pub(crate) data: u64,
 }
 
 impl OffloadEntry {
@@ -98,7 +101,7 @@ impl std::fmt::Display for EntryTableError {
 ///
 /// # Safety
 /// `[begin, end)` must be null/empty or readable memory (names are read without trusting them).
-pub unsafe fn read_entry_table(
+pub(crate) unsafe fn read_entry_table(
     begin: *const c_void,
     end: *const c_void,
 ) -> Result<EntryTable, EntryTableError> {

@@ -3,7 +3,7 @@
 use std::ffi::{c_char, CStr};
 
 #[repr(C)]
-pub struct Ident {
+pub(crate) struct Ident {
     pub reserved_1: i32,
     pub flags: i32,
     pub reserved_2: i32,
@@ -15,7 +15,7 @@ pub struct Ident {
 ///
 /// # Safety
 /// `loc` must be null or point to an `ident_t` whose `psource` is null or a C string.
-pub unsafe fn describe(loc: *const Ident) -> Option<String> {
+pub(crate) unsafe fn describe(loc: *const Ident) -> Option<String> {
     if loc.is_null() {
         return None;
     }
@@ -33,7 +33,7 @@ pub unsafe fn describe(loc: *const Ident) -> Option<String> {
 ///
 /// # Safety
 /// As [`describe`].
-pub unsafe fn describe_or_unknown(loc: *const Ident) -> String {
+pub(crate) unsafe fn describe_or_unknown(loc: *const Ident) -> String {
     // SAFETY: caller's promise.
     unsafe { describe(loc) }.unwrap_or_else(|| "unknown:0:0".into())
 }
@@ -42,7 +42,7 @@ pub unsafe fn describe_or_unknown(loc: *const Ident) -> String {
 ///
 /// # Safety
 /// `info` must be 0 or the address of a C string.
-pub unsafe fn variable_name(info: usize) -> String {
+pub(crate) unsafe fn variable_name(info: usize) -> String {
     if info == 0 {
         return "unknown".into();
     }
@@ -56,7 +56,7 @@ pub unsafe fn variable_name(info: usize) -> String {
 }
 
 /// Parses clang's ";file;function;line;column;;" form.
-pub fn parse(psource: &str) -> Option<String> {
+pub(crate) fn parse(psource: &str) -> Option<String> {
     let parts: Vec<&str> = psource.split(';').collect();
     if parts.len() < 5 || parts[1] == "unknown" || parts[1].is_empty() {
         return None;
@@ -65,7 +65,7 @@ pub fn parse(psource: &str) -> Option<String> {
 }
 
 /// LLVM prints file names without their directories.
-pub fn base_name(path: &str) -> &str {
+pub(crate) fn base_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 

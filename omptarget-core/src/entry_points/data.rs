@@ -6,7 +6,7 @@ use crate::abi::map_args::{read_map_args, MapArgs};
 use crate::abi::source_location::Ident;
 use crate::data_ops;
 use crate::error::Result;
-use crate::ompt::{self, TargetKind};
+use crate::observe::ompt::{self, TargetKind};
 use crate::queue::ConstructQueue;
 use crate::runtime::{Runtime, Target};
 use std::ffi::c_void;
@@ -84,8 +84,8 @@ fn data_construct(op: DataOp, nowait: bool, loc: *const Ident, device_id: i64, a
             a.mappers,
         )
     };
-    if crate::info::enabled(crate::info::KERNEL_ARGS) {
-        crate::info::kernel_arguments(device.id, loc, op.region(nowait), &map_args);
+    if crate::observe::info::enabled(crate::observe::info::KERNEL_ARGS) {
+        crate::observe::info::kernel_arguments(device.id, loc, op.region(nowait), &map_args);
     }
     log::debug!(
         "{op:?} on device {}: {}",

@@ -5,9 +5,9 @@
 use super::guard;
 use crate::device::Device;
 use crate::error::{OffloadError, Result};
-use crate::logging;
 use crate::mapping::{Lookup, Mapping};
-use crate::ompt::{self, DataOp, DataOpKind};
+use crate::observe::logging;
+use crate::observe::ompt::{self, DataOp, DataOpKind};
 use crate::runtime::Runtime;
 use plugin_api::{AllocKind, QueueHandle};
 use std::ffi::{c_int, c_void};
@@ -591,7 +591,7 @@ pub extern "C" fn ompx_dump_mapping_tables() {
     guard("ompx_dump_mapping_tables", (), || {
         for device in Runtime::get().devices.iter() {
             let mappings = device.mapping.view_all().snapshot();
-            crate::info::dump_table(device.id, "libomptarget:0:0", &mappings, true);
+            crate::observe::info::dump_table(device.id, "libomptarget:0:0", &mappings, true);
         }
     })
 }

@@ -2,7 +2,7 @@
 //! process, where device numbers depend on the plugins and environment.
 
 use super::guard;
-use crate::logging;
+use crate::observe::logging;
 use crate::runtime::Runtime;
 use std::ffi::{c_char, c_int, CStr};
 

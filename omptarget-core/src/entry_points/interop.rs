@@ -15,7 +15,7 @@ use crate::error::OffloadError;
 use crate::host_openmp;
 use crate::interop::properties::{rc, Property, PropertyType, Value};
 use crate::interop::{self, InteropKind, Preference, Request};
-use crate::logging;
+use crate::observe::logging;
 use crate::runtime::Runtime;
 use plugin_api::ForeignRuntime;
 use std::ffi::{c_char, c_void};

@@ -5,7 +5,7 @@
 use super::{guard, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use crate::abi::kernel_language::{Dim3, KernelLaunchParams};
 use crate::kernel_language::{self, CallConfiguration};
-use crate::logging;
+use crate::observe::logging;
 use std::ffi::{c_uint, c_void};
 
 /// Records the configuration of the launch that follows on this thread; returns 0.

@@ -29,7 +29,7 @@ pub extern "C" fn __tgt_push_mapper_component(
 ) {
     guard("__tgt_push_mapper_component", (), || {
         if handle.is_null() {
-            return crate::logging::failure_message(
+            return crate::observe::logging::failure_message(
                 "__tgt_push_mapper_component called without a mapper handle",
             );
         }

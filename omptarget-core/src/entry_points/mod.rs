@@ -5,23 +5,23 @@
 //! them `unsafe` in Rust would add nothing.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-pub mod data;
-pub mod device_api;
-pub mod device_uid;
-pub mod interop;
-pub mod kernel_language;
-pub mod mappers;
-pub mod ompt;
-pub mod queries;
-pub mod record_replay;
-pub mod registration;
-pub mod target;
+pub(crate) mod data;
+pub(crate) mod device_api;
+pub(crate) mod device_uid;
+pub(crate) mod interop;
+pub(crate) mod kernel_language;
+pub(crate) mod mappers;
+pub(crate) mod ompt;
+pub(crate) mod queries;
+pub(crate) mod record_replay;
+pub(crate) mod registration;
+pub(crate) mod target;
 
 pub(crate) use crate::panic_boundary::guard;
 
 /// `OFFLOAD_SUCCESS` / `OFFLOAD_FAIL` of LLVM's `omptarget.h`.
-pub const OFFLOAD_SUCCESS: i32 = 0;
-pub const OFFLOAD_FAIL: i32 = !0;
+pub(crate) const OFFLOAD_SUCCESS: i32 = 0;
+pub(crate) const OFFLOAD_FAIL: i32 = !0;
 
 /// The profile span of a construct (`LIBOMPTARGET_PROFILE`): its kind, the program's source
 /// location and the device asked for. Nothing (one branch) when profiling is off.
@@ -30,8 +30,8 @@ pub(crate) fn construct_span(
     kind: &'static str,
     loc: *const crate::abi::source_location::Ident,
     device_id: i64,
-) -> Option<crate::profile::Span> {
-    if !crate::profile::enabled() {
+) -> Option<crate::observe::profile::Span> {
+    if !crate::observe::profile::enabled() {
         return None;
     }
     construct_span_on(kind, loc, device_id)
@@ -42,8 +42,8 @@ fn construct_span_on(
     kind: &'static str,
     loc: *const crate::abi::source_location::Ident,
     device_id: i64,
-) -> Option<crate::profile::Span> {
-    let mut span = crate::profile::begin(kind)?;
+) -> Option<crate::observe::profile::Span> {
+    let mut span = crate::observe::profile::begin(kind)?;
     // SAFETY: `loc` is the compiler's ident_t or null.
     span.text("location", unsafe {
         crate::abi::source_location::describe_or_unknown(loc)

@@ -45,5 +45,5 @@ pub extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
 /// LLVM's programmatic form of `LIBOMPTARGET_INFO`.
 #[no_mangle]
 pub extern "C" fn __tgt_set_info_flag(flag: u32) {
-    crate::info::set(flag);
+    crate::observe::info::set(flag);
 }

@@ -3,7 +3,7 @@
 
 use super::guard;
 use crate::abi::source_location::Ident;
-use crate::logging;
+use crate::observe::logging;
 use crate::record_replay::{self, Replay};
 use crate::runtime::Runtime;
 use std::ffi::c_void;

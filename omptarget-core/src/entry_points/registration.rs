@@ -3,7 +3,7 @@
 use super::guard;
 use crate::abi::descriptors::{read_descriptor, TgtBinDesc};
 use crate::llvm_release::LlvmRelease;
-use crate::logging;
+use crate::observe::logging;
 use crate::offload_binary;
 use crate::registry::ProgramImage;
 use crate::runtime::Runtime;
@@ -14,7 +14,7 @@ use crate::runtime::Runtime;
 pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
     guard("__tgt_register_lib", (), || {
         let runtime = Runtime::get();
-        crate::ompt::connect(host_device);
+        crate::observe::ompt::connect(host_device);
         // SAFETY: clang passes its static descriptor, valid until __tgt_unregister_lib.
         let description = match unsafe { read_descriptor(desc) } {
             Ok(d) => d,
@@ -58,7 +58,7 @@ pub extern "C" fn __tgt_register_lib(desc: *const TgtBinDesc) {
             table.release = release.unwrap_or(table.release);
         }
         let library = runtime.change_registry(|r| r.add(desc as usize, images, table));
-        if crate::ompt::tool().is_some() {
+        if crate::observe::ompt::tool().is_some() {
             for device in runtime.devices.iter().filter(|d| d.can_run(&library)) {
                 if let Err(e) = device.initialize() {
                     log::warn!("{e}");
@@ -152,7 +152,7 @@ pub extern "C" fn __tgt_init_all_rtls() {
         // LLVM 19 starts every plugin here but numbers no device (so its llvm-omp-device-info
         // lists none); we number them all, which is what the call is for.
         Runtime::get().number_every_device();
-        crate::ompt::connect(host_device);
+        crate::observe::ompt::connect(host_device);
     })
 }
 
@@ -160,7 +160,7 @@ pub extern "C" fn __tgt_init_all_rtls() {
 pub extern "C" fn __tgt_rtl_init() {
     guard("__tgt_rtl_init", (), || {
         Runtime::get();
-        crate::ompt::connect(host_device);
+        crate::observe::ompt::connect(host_device);
     })
 }
 

@@ -6,7 +6,7 @@ use crate::abi::map_args::{read_map_args, MapArgs};
 use crate::abi::source_location::Ident;
 use crate::data_ops;
 use crate::error::{OffloadError, Result};
-use crate::ompt::{self, TargetKind};
+use crate::observe::ompt::{self, TargetKind};
 use crate::queue::ConstructQueue;
 use crate::record_replay;
 use crate::runtime::{Runtime, Target};
@@ -52,8 +52,8 @@ fn launch(
             request.arg_mappers,
         )
     };
-    if crate::info::enabled(crate::info::KERNEL_ARGS) {
-        crate::info::kernel_arguments(device.id, loc, "Entering OpenMP kernel", &args);
+    if crate::observe::info::enabled(crate::observe::info::KERNEL_ARGS) {
+        crate::observe::info::kernel_arguments(device.id, loc, "Entering OpenMP kernel", &args);
     }
     log::debug!(
         "launching kernel {region_id:#x} on device {} (KernelArgs v{}, teams {:?}, threads {:?}): {}",

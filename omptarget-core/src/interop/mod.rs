@@ -13,7 +13,7 @@
 //! Objects made implicitly (for a `dispatch` construct: LLVM 22's `implicit` flag) belong to
 //! the runtime and to one host thread; `__tgt_target_sync` waits for that thread's ones.
 
-pub mod properties;
+pub(crate) mod properties;
 
 use crate::device::Device;
 use crate::error::{OffloadError, Result};
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 /// What the object was made for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum InteropKind {
+pub(crate) enum InteropKind {
     /// `init(target: obj)`: the device and its context.
     Target,
     /// `init(targetsync: obj)`: also a queue the program can put work on.
@@ -36,7 +36,7 @@ pub enum InteropKind {
 
 /// A `prefer_type` entry, or what was chosen from them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub struct Preference {
+pub(crate) struct Preference {
     pub foreign_runtime: ForeignRuntime,
     pub inorder: bool,
     pub impl_attrs: i64,
@@ -44,7 +44,7 @@ pub struct Preference {
 
 /// `ompx_interop_cb_t`: called with the object and the registered data once the object's
 /// work has completed.
-pub type CompletionCallback = extern "C" fn(interop: *mut c_void, data: *mut c_void);
+pub(crate) type CompletionCallback = extern "C" fn(interop: *mut c_void, data: *mut c_void);
 
 #[derive(Default)]
 struct InteropState {
@@ -53,7 +53,7 @@ struct InteropState {
     callbacks: Vec<(CompletionCallback, usize)>,
 }
 
-pub struct Interop {
+pub(crate) struct Interop {
     pub device_id: i32,
     pub kind: InteropKind,
     pub info: InteropInfo,
@@ -70,23 +70,23 @@ pub struct Interop {
 static LIVE: Lazy<Mutex<HashMap<usize, Arc<Interop>>>> = Lazy::new(Default::default);
 
 /// An `omp_interop_t` value: the object's address.
-pub fn handle_of(object: &Arc<Interop>) -> *mut c_void {
+pub(crate) fn handle_of(object: &Arc<Interop>) -> *mut c_void {
     Arc::as_ptr(object) as *mut c_void
 }
 
 /// The live object behind `handle`; `None` for a value we never handed out (or destroyed).
-pub fn lookup(handle: *const c_void) -> Option<Arc<Interop>> {
+pub(crate) fn lookup(handle: *const c_void) -> Option<Arc<Interop>> {
     lock(&LIVE).get(&(handle as usize)).cloned()
 }
 
 /// The devices by OpenMP device number, as the runtime offers them: objects keep their
 /// device's number, and a device is no longer offered once the runtime shut its plugins down.
-pub trait Devices {
+pub(crate) trait Devices {
     fn device(&self, id: i64) -> Result<&Device>;
 }
 
 /// What `__tgt_interop_get` and `__tgt_interop_init` are asked for.
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     /// An OpenMP device number; -1 (`omp_get_default_device`'s device) allowed.
     pub device: i64,
     pub kind: InteropKind,
@@ -97,7 +97,7 @@ pub struct Request<'a> {
 
 /// Creates an object (or, for an implicit request, reuses the owner's compatible one).
 /// `Ok(None)` is `omp_interop_none`: offloading is disabled or the device does not exist.
-pub fn create(request: &Request<'_>, devices: &dyn Devices) -> Result<Option<Arc<Interop>>> {
+pub(crate) fn create(request: &Request<'_>, devices: &dyn Devices) -> Result<Option<Arc<Interop>>> {
     let device_id = match request.device {
         -1 => crate::host_openmp::default_device() as i64,
         id => id,
@@ -201,7 +201,7 @@ fn reusable(
 impl Interop {
     /// Waits for the work queued on the object's `targetsync` handle, then runs the completion
     /// callbacks registered so far.
-    pub fn wait(&self, devices: &dyn Devices) -> Result<()> {
+    pub(crate) fn wait(&self, devices: &dyn Devices) -> Result<()> {
         if let Some(queue) = self.queue {
             let device = devices.device(self.device_id as i64)?;
             device
@@ -224,16 +224,16 @@ impl Interop {
     /// `ompx_interop_add_completion_callback`: `callback` runs when the object is next waited
     /// for (a `use` without `nowait`, its destruction, or `__tgt_target_sync` for an implicit
     /// object).
-    pub fn add_completion_callback(&self, callback: CompletionCallback, data: *mut c_void) {
+    pub(crate) fn add_completion_callback(&self, callback: CompletionCallback, data: *mut c_void) {
         lock(&self.state).callbacks.push((callback, data as usize));
     }
 
-    pub fn is_implicit(&self) -> bool {
+    pub(crate) fn is_implicit(&self) -> bool {
         self.owner.is_some()
     }
 
     /// A property's value, or the return code saying why there is none.
-    pub fn property(&self, property: Property) -> std::result::Result<Value, i32> {
+    pub(crate) fn property(&self, property: Property) -> std::result::Result<Value, i32> {
         let pointer = |p: usize| {
             if p == 0 {
                 Err(rc::NO_VALUE)
@@ -261,7 +261,7 @@ impl Interop {
 /// `use`: waits for the construct's dependences (the caller did), then, unless `nowait`, for
 /// the object's queue. With `nowait` nothing is left to order: the program's later native work
 /// on an in-order queue runs after its earlier work anyway.
-pub fn use_object(object: &Interop, nowait: bool, devices: &dyn Devices) -> Result<()> {
+pub(crate) fn use_object(object: &Interop, nowait: bool, devices: &dyn Devices) -> Result<()> {
     if nowait {
         lock(&object.state).dirty = true;
         return Ok(());
@@ -271,7 +271,7 @@ pub fn use_object(object: &Interop, nowait: bool, devices: &dyn Devices) -> Resu
 
 /// `destroy`/`__tgt_interop_release`: waits for the object's queue, runs the callbacks, gives
 /// the queue back and forgets the object. Fails for an object we do not know.
-pub fn release(handle: *const c_void, devices: &dyn Devices) -> Result<()> {
+pub(crate) fn release(handle: *const c_void, devices: &dyn Devices) -> Result<()> {
     let object = lock(&LIVE)
         .remove(&(handle as usize))
         .ok_or_else(|| unknown_object(handle))?;
@@ -287,7 +287,7 @@ pub fn release(handle: *const c_void, devices: &dyn Devices) -> Result<()> {
 
 /// `__tgt_target_sync`: at a synchronisation point of host thread `gtid` (taskwait, barrier),
 /// waits for the implicit objects it used since their last wait.
-pub fn sync_thread(gtid: i32, devices: &dyn Devices) -> Result<()> {
+pub(crate) fn sync_thread(gtid: i32, devices: &dyn Devices) -> Result<()> {
     let owned: Vec<Arc<Interop>> = lock(&LIVE)
         .values()
         .filter(|o| o.owner == Some(gtid) && lock(&o.state).dirty)
@@ -298,7 +298,7 @@ pub fn sync_thread(gtid: i32, devices: &dyn Devices) -> Result<()> {
 
 /// At shutdown: waits for and releases the implicit objects, which belong to the runtime (as
 /// LLVM does; the program's own objects are its to destroy).
-pub fn release_implicit_objects(devices: &dyn Devices) {
+pub(crate) fn release_implicit_objects(devices: &dyn Devices) {
     let implicit: Vec<usize> = lock(&LIVE)
         .iter()
         .filter(|(_, o)| o.is_implicit())
@@ -311,7 +311,7 @@ pub fn release_implicit_objects(devices: &dyn Devices) {
     }
 }
 
-pub fn unknown_object(handle: *const c_void) -> OffloadError {
+pub(crate) fn unknown_object(handle: *const c_void) -> OffloadError {
     OffloadError::new(format!(
         "{handle:p} is not an interop object of this runtime (never created, or destroyed)"
     ))

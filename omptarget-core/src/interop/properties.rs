@@ -5,21 +5,21 @@ use plugin_api::ForeignRuntime;
 use std::ffi::CStr;
 
 /// `omp_interop_rc_t`.
-pub mod rc {
-    pub const NO_VALUE: i32 = 1;
-    pub const SUCCESS: i32 = 0;
-    pub const EMPTY: i32 = -1;
-    pub const OUT_OF_RANGE: i32 = -2;
-    pub const TYPE_INT: i32 = -3;
-    pub const TYPE_PTR: i32 = -4;
-    pub const TYPE_STR: i32 = -5;
-    pub const OTHER: i32 = -6;
+pub(crate) mod rc {
+    pub(crate) const NO_VALUE: i32 = 1;
+    pub(crate) const SUCCESS: i32 = 0;
+    pub(crate) const EMPTY: i32 = -1;
+    pub(crate) const OUT_OF_RANGE: i32 = -2;
+    pub(crate) const TYPE_INT: i32 = -3;
+    pub(crate) const TYPE_PTR: i32 = -4;
+    pub(crate) const TYPE_STR: i32 = -5;
+    pub(crate) const OTHER: i32 = -6;
 }
 
 /// The spec's properties, `omp_ipr_fr_id` (-1) to `omp_ipr_targetsync` (-9). We define no
 /// implementation-specific ones (ids 0 and up), so `omp_get_num_interop_properties` is 0.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Property {
+pub(crate) enum Property {
     FrId,
     FrName,
     Vendor,
@@ -33,7 +33,7 @@ pub enum Property {
 
 /// The C type a property has, which picks the routine that reads it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum PropertyType {
+pub(crate) enum PropertyType {
     Int,
     Ptr,
     Str,
@@ -41,7 +41,7 @@ pub enum PropertyType {
 
 /// A property's value.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Value {
+pub(crate) enum Value {
     Int(isize),
     Ptr(usize),
     Str(&'static CStr),
@@ -61,12 +61,12 @@ impl Property {
     ];
 
     /// The property of an `omp_interop_property_t` value; `None` is `omp_irc_out_of_range`.
-    pub fn from_id(id: i32) -> Option<Property> {
+    pub(crate) fn from_id(id: i32) -> Option<Property> {
         let index = usize::try_from(-(id as i64) - 1).ok()?;
         Self::ALL.get(index).copied()
     }
 
-    pub fn value_type(self) -> PropertyType {
+    pub(crate) fn value_type(self) -> PropertyType {
         match self {
             Property::FrId | Property::Vendor | Property::DeviceNum => PropertyType::Int,
             Property::FrName | Property::VendorName => PropertyType::Str,
@@ -78,7 +78,7 @@ impl Property {
     }
 
     /// The return code that tells a caller which routine reads this property.
-    pub fn type_mismatch_code(self) -> i32 {
+    pub(crate) fn type_mismatch_code(self) -> i32 {
         match self.value_type() {
             PropertyType::Int => rc::TYPE_INT,
             PropertyType::Ptr => rc::TYPE_PTR,
@@ -87,7 +87,7 @@ impl Property {
     }
 
     /// `omp_get_interop_name`: the spec's name of the property.
-    pub fn name(self) -> &'static CStr {
+    pub(crate) fn name(self) -> &'static CStr {
         match self {
             Property::FrId => c"fr_id",
             Property::FrName => c"fr_name",
@@ -103,7 +103,7 @@ impl Property {
 
     /// `omp_get_interop_type_desc`: the C type of the value, naming the foreign runtime's type
     /// for the native handles.
-    pub fn type_desc(self, runtime: ForeignRuntime) -> &'static CStr {
+    pub(crate) fn type_desc(self, runtime: ForeignRuntime) -> &'static CStr {
         let cuda = runtime == ForeignRuntime::CUDA || runtime == ForeignRuntime::CUDA_DRIVER;
         match self {
             Property::FrId | Property::Vendor | Property::DeviceNum => c"intptr_t",

@@ -5,7 +5,7 @@ use super::Mapping;
 
 /// The host range an entry covers, and the base of its list item (zero-length sections
 /// between base and begin find the entry too). Fixed for the entry's life.
-pub trait Extent {
+pub(super) trait Extent {
     fn base(&self) -> usize;
     fn begin(&self) -> usize;
     fn end(&self) -> usize;

@@ -13,16 +13,16 @@ mod table;
 
 use plugin_api::{EventHandle, QueueHandle};
 
-pub use sorted::Lookup;
-pub use table::{Changed, EntryMut, MappingKey, MappingTable, MoveTicket, TableView};
+pub(crate) use sorted::Lookup;
+pub(crate) use table::{Changed, MappingKey, MappingTable};
 
 /// Reference count of data that is never unmapped (`declare target` globals).
-pub const INFINITE: u64 = u64::MAX;
+pub(crate) const INFINITE: u64 = u64::MAX;
 
 /// A pointer inside mapped data that was rewritten on the device to point at device memory
 /// (`ptr_and_obj`), with both values, so either side can be restored after a copy.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShadowPointer {
+pub(crate) struct ShadowPointer {
     pub host_address: usize,
     pub host_value: usize,
     pub device_address: usize,
@@ -32,14 +32,14 @@ pub struct ShadowPointer {
 /// An event marking the end of work queued on mapped data, with the queue it was recorded on:
 /// later work on that same queue runs after it anyway and need not wait for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TransferEvent {
+pub(crate) struct TransferEvent {
     pub handle: EventHandle,
     pub queue: QueueHandle,
 }
 
 /// The events of a mapping whose data moves on queues that run asynchronously.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MappingEvents {
+pub(crate) struct MappingEvents {
     /// Marks the end of the last transfer of this data still running on some construct's
     /// queue: constructs on other queues that use the data wait for it (LLVM's per-entry
     /// event, `LIBOMPTARGET_MAP_FORCE_ATOMIC`).
@@ -69,7 +69,7 @@ const FAR_BASE: u32 = u32::MAX;
 /// One mapped host range. Kept in 64 bytes, one cache line in the table's hash: a lookup of
 /// a random mapping among a million then misses the cache once at the entry, not twice.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mapping {
+pub(crate) struct Mapping {
     pub host_begin: usize,
     pub host_end: usize,
     pub device_begin: usize,
@@ -100,7 +100,12 @@ pub struct Mapping {
 impl Mapping {
     /// A mapping of [host_begin, host_end) at `device_begin`, with no references yet.
     #[inline]
-    pub fn new(host_base: usize, host_begin: usize, host_end: usize, device_begin: usize) -> Self {
+    pub(crate) fn new(
+        host_base: usize,
+        host_begin: usize,
+        host_end: usize,
+        device_begin: usize,
+    ) -> Self {
         let mut m = Mapping {
             host_begin,
             host_end,
@@ -120,7 +125,7 @@ impl Mapping {
     }
 
     /// The base of the mapped list item (at or below `host_begin`).
-    pub fn host_base(&self) -> usize {
+    pub(crate) fn host_base(&self) -> usize {
         if self.base_offset == FAR_BASE {
             if let Some(base) = self.uncommon.as_ref().and_then(|u| u.far_base) {
                 return base;
@@ -129,7 +134,7 @@ impl Mapping {
         self.host_begin.wrapping_sub(self.base_offset as usize)
     }
 
-    pub fn set_host_base(&mut self, base: usize) {
+    pub(crate) fn set_host_base(&mut self, base: usize) {
         match u32::try_from(self.host_begin.wrapping_sub(base)) {
             Ok(offset) if offset != FAR_BASE => {
                 self.base_offset = offset;
@@ -149,44 +154,44 @@ impl Mapping {
     }
 
     /// The attached pointers stored inside this mapping's data (`ptr_and_obj`).
-    pub fn shadow_pointers(&self) -> &[ShadowPointer] {
+    pub(crate) fn shadow_pointers(&self) -> &[ShadowPointer] {
         self.uncommon
             .as_deref()
             .map_or(&[], |u| u.shadow_pointers.as_slice())
     }
 
-    pub fn shadow_pointers_mut(&mut self) -> &mut Vec<ShadowPointer> {
+    pub(crate) fn shadow_pointers_mut(&mut self) -> &mut Vec<ShadowPointer> {
         &mut self.uncommon_mut().shadow_pointers
     }
 
     /// The mapping's events, on a device that runs queues asynchronously (none on most).
-    pub fn events(&self) -> Option<&MappingEvents> {
+    pub(crate) fn events(&self) -> Option<&MappingEvents> {
         self.uncommon.as_deref().map(|u| &u.events)
     }
 
     /// The last transfer's event (see [`MappingEvents::transfer`]).
-    pub fn event(&self) -> Option<TransferEvent> {
+    pub(crate) fn event(&self) -> Option<TransferEvent> {
         self.uncommon.as_ref().and_then(|u| u.events.transfer)
     }
 
     /// The released constructs' event (see [`MappingEvents::released`]).
-    pub fn released(&self) -> Option<TransferEvent> {
+    pub(crate) fn released(&self) -> Option<TransferEvent> {
         self.uncommon.as_ref().and_then(|u| u.events.released)
     }
 
-    pub fn set_event(&mut self, event: Option<TransferEvent>) {
+    pub(crate) fn set_event(&mut self, event: Option<TransferEvent>) {
         if event.is_some() || self.uncommon.is_some() {
             self.uncommon_mut().events.transfer = event;
         }
     }
 
-    pub fn set_released(&mut self, event: TransferEvent) {
+    pub(crate) fn set_released(&mut self, event: TransferEvent) {
         self.uncommon_mut().events.released = Some(event);
     }
 
     /// A mapping of memory the runtime does not own (globals, associated pointers), never
     /// unmapped by reference counting.
-    pub fn permanent(host_begin: usize, size: u64, device_begin: usize) -> Mapping {
+    pub(crate) fn permanent(host_begin: usize, size: u64, device_begin: usize) -> Mapping {
         let mut m = Mapping::new(
             host_begin,
             host_begin,
@@ -198,34 +203,34 @@ impl Mapping {
     }
 
     /// Start of the device allocation (what is freed).
-    pub fn device_alloc(&self) -> usize {
+    pub(crate) fn device_alloc(&self) -> usize {
         self.device_begin - self.device_padding as usize
     }
 
     /// Bytes of its device allocation: the data and the padding before it.
-    pub fn device_bytes(&self) -> u64 {
+    pub(crate) fn device_bytes(&self) -> u64 {
         self.size() + u64::from(self.device_padding)
     }
 
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         (self.host_end - self.host_begin) as u64
     }
     /// Device address of a host address inside this mapping.
     /// Also for addresses just outside it, which implicit maps that extend a mapping use.
-    pub fn device_address(&self, host: usize) -> usize {
+    pub(crate) fn device_address(&self, host: usize) -> usize {
         self.device_begin
             .wrapping_add(host.wrapping_sub(self.host_begin))
     }
-    pub fn total_refs(&self) -> u64 {
+    pub(crate) fn total_refs(&self) -> u64 {
         self.dynamic_refs.saturating_add(u64::from(self.hold_refs))
     }
-    pub fn is_infinite(&self) -> bool {
+    pub(crate) fn is_infinite(&self) -> bool {
         self.dynamic_refs == INFINITE
     }
     /// The attached pointers stored inside [begin, begin+size): those a copy of that range
     /// overwrites and must restore.
     #[inline]
-    pub fn shadows_within(&self, begin: usize, size: u64) -> Vec<ShadowPointer> {
+    pub(crate) fn shadows_within(&self, begin: usize, size: u64) -> Vec<ShadowPointer> {
         // Most mappings have none: skip the collecting loop (some 25 instructions).
         let all = self.shadow_pointers();
         if all.is_empty() {

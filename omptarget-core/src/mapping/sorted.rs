@@ -6,7 +6,7 @@ use super::start_index::StartIndex;
 
 /// The answer to "is [begin, begin+size) mapped?", naming mappings by `K`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lookup<K = usize> {
+pub(crate) enum Lookup<K = usize> {
     /// Entirely inside this mapping.
     Contained(K),
     /// Overlaps this mapping without being inside it (an "explicit extension").
@@ -17,7 +17,7 @@ pub enum Lookup<K = usize> {
 impl<K> Lookup<K> {
     /// The mapping that serves the range: the one containing it, or with `allow_extension`
     /// (implicit maps, kernel arguments) also one it overlaps.
-    pub fn serving(self, allow_extension: bool) -> Option<K> {
+    pub(crate) fn serving(self, allow_extension: bool) -> Option<K> {
         match self {
             Lookup::Contained(k) => Some(k),
             Lookup::Extends(k) if allow_extension => Some(k),
@@ -25,7 +25,7 @@ impl<K> Lookup<K> {
         }
     }
 
-    pub fn map<L>(self, f: impl FnOnce(K) -> L) -> Lookup<L> {
+    pub(crate) fn map<L>(self, f: impl FnOnce(K) -> L) -> Lookup<L> {
         match self {
             Lookup::Contained(k) => Lookup::Contained(f(k)),
             Lookup::Extends(k) => Lookup::Extends(f(k)),
@@ -41,7 +41,7 @@ impl<K> Lookup<K> {
 /// [`StartIndex`]) and a probe of the start it finds answer the rest. Both change together,
 /// under the caller's lock.
 #[derive(Debug)]
-pub struct SortedMappings<V> {
+pub(super) struct SortedMappings<V> {
     starts: StartIndex,
     entries: StartHash<V>,
 }
@@ -56,11 +56,11 @@ impl<V> Default for SortedMappings<V> {
 }
 
 impl<V: Extent> SortedMappings<V> {
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    pub fn lookup(&self, begin: usize, size: u64) -> Lookup {
+    pub(super) fn lookup(&self, begin: usize, size: u64) -> Lookup {
         // A mapping starting at `begin` that holds `begin` is the answer whatever the size:
         // inside it, or overlapping it (any other mapping the range reaches starts at its end
         // or later, and the mapping holding `begin` names an overlap). A zero-length one holds
@@ -128,7 +128,7 @@ impl<V: Extent> SortedMappings<V> {
     }
 
     /// A mapping overlapping [begin, end), if any.
-    pub fn first_overlapping(&self, begin: usize, end: usize) -> Option<usize> {
+    pub(super) fn first_overlapping(&self, begin: usize, end: usize) -> Option<usize> {
         if let Some((start, m)) = self.found(self.starts.at_or_before(begin)) {
             if begin < m.end() {
                 return Some(start);
@@ -143,28 +143,28 @@ impl<V: Extent> SortedMappings<V> {
         Some((start, self.entries.get(start)?))
     }
 
-    pub fn get(&self, host_begin: usize) -> Option<&V> {
+    pub(super) fn get(&self, host_begin: usize) -> Option<&V> {
         self.entries.get(host_begin)
     }
 
-    pub fn get_mut(&mut self, host_begin: usize) -> Option<&mut V> {
+    pub(super) fn get_mut(&mut self, host_begin: usize) -> Option<&mut V> {
         self.entries.get_mut(host_begin)
     }
 
     /// Adds an entry; true when the hash moved (see [`Self::publish`]).
-    pub fn insert(&mut self, entry: V) -> bool {
+    pub(super) fn insert(&mut self, entry: V) -> bool {
         self.starts.insert(entry.begin());
         self.entries.insert(entry)
     }
 
     /// Tells `hint` where the hash lies now.
-    pub fn publish(&self, hint: &ProbeHint<V>) {
+    pub(super) fn publish(&self, hint: &ProbeHint<V>) {
         hint.publish(&self.entries);
     }
 
     /// Changes the entry starting at `host_begin`, removing it when `change` returns true:
     /// `None` when there is no such entry, else the removed entry if any.
-    pub fn change_or_remove(
+    pub(super) fn change_or_remove(
         &mut self,
         host_begin: usize,
         change: impl FnOnce(&mut V) -> bool,
@@ -176,19 +176,19 @@ impl<V: Extent> SortedMappings<V> {
         Some(removed)
     }
 
-    pub fn remove(&mut self, host_begin: usize) -> Option<V> {
+    pub(super) fn remove(&mut self, host_begin: usize) -> Option<V> {
         let entry = self.entries.remove(host_begin)?;
         self.starts.remove(host_begin);
         Some(entry)
     }
 
     /// The entries in host address order.
-    pub fn values(&self) -> impl Iterator<Item = &V> {
+    pub(super) fn values(&self) -> impl Iterator<Item = &V> {
         self.starts.in_order().filter_map(|start| self.get(start))
     }
 
     /// Removes and returns every entry, in host address order.
-    pub fn drain(&mut self) -> impl Iterator<Item = V> {
+    pub(super) fn drain(&mut self) -> impl Iterator<Item = V> {
         let mut entries = std::mem::take(&mut self.entries);
         let starts: Vec<usize> = std::mem::take(&mut self.starts).in_order().collect();
         starts
@@ -202,7 +202,7 @@ pub(super) mod tests {
     use super::*;
     use crate::mapping::Mapping;
 
-    pub fn mapping(begin: usize, size: usize) -> Mapping {
+    pub(crate) fn mapping(begin: usize, size: usize) -> Mapping {
         let mut m = Mapping::new(begin, begin, begin + size, 0x10_0000 + begin);
         m.dynamic_refs = 1;
         m.owns_device_memory = true;

@@ -60,7 +60,7 @@ fn bytes<V>(capacity: usize) -> usize {
         .expect("mapping table size")
 }
 
-pub struct StartHash<V> {
+pub(super) struct StartHash<V> {
     /// `tags.len()` slots in a private anonymous mapping; dangling while that is 0.
     slots: NonNull<Slot<V>>,
     /// A tag per slot: the capacity, a power of two, or 0 before the first entry.
@@ -114,7 +114,7 @@ impl<V> Drop for StartHash<V> {
 }
 
 impl<V> StartHash<V> {
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.items == 0
     }
 
@@ -166,19 +166,19 @@ impl<V: Extent> StartHash<V> {
         Some(i)
     }
 
-    pub fn get(&self, start: usize) -> Option<&V> {
+    pub(super) fn get(&self, start: usize) -> Option<&V> {
         let i = self.find(start)?;
         Some(self.entry(i))
     }
 
-    pub fn get_mut(&mut self, start: usize) -> Option<&mut V> {
+    pub(super) fn get_mut(&mut self, start: usize) -> Option<&mut V> {
         let i = self.find(start)?;
         Some(self.entry_mut(i))
     }
 
     /// Adds `entry`, replacing the entry with the same start if there is one; true when the
     /// table moved to make room (see [`ProbeHint::publish`]).
-    pub fn insert(&mut self, entry: V) -> bool {
+    pub(super) fn insert(&mut self, entry: V) -> bool {
         let start = entry.begin();
         let (h, tag) = hash_of(start);
         // One probe: for the entry to replace, and meanwhile for the first free slot.
@@ -220,14 +220,14 @@ impl<V: Extent> StartHash<V> {
     }
 
     /// Removes and returns the entry starting at `start`.
-    pub fn remove(&mut self, start: usize) -> Option<V> {
+    pub(super) fn remove(&mut self, start: usize) -> Option<V> {
         let i = self.find(start)?;
         Some(self.remove_at(i))
     }
 
     /// Changes the entry starting at `start`, then removes it if `change` returned true, with
     /// one probe: `None` when there is no such entry, else the removed entry if any.
-    pub fn change_or_remove(
+    pub(super) fn change_or_remove(
         &mut self,
         start: usize,
         change: impl FnOnce(&mut V) -> bool,
@@ -326,7 +326,7 @@ impl<V: Extent> StartHash<V> {
 /// Where a table's tags and slots lie, published by whoever holds the table's lock each time it
 /// moves, so that a construct can start loading the lines its lookups will read before it takes
 /// the lock (and while it sets itself up). Only a hint: a stale one loads a line for nothing.
-pub struct ProbeHint<V> {
+pub(super) struct ProbeHint<V> {
     tags: AtomicUsize,
     slots: AtomicUsize,
     /// Capacity less one; `usize::MAX` before the table has slots.
@@ -346,7 +346,7 @@ impl<V> Default for ProbeHint<V> {
 }
 
 impl<V> ProbeHint<V> {
-    pub fn publish(&self, table: &StartHash<V>) {
+    pub(super) fn publish(&self, table: &StartHash<V>) {
         // Relaxed: nothing is read through these but prefetches.
         self.tags.store(table.tags.as_ptr() as usize, Relaxed);
         self.slots.store(table.slots.as_ptr() as usize, Relaxed);
@@ -355,7 +355,7 @@ impl<V> ProbeHint<V> {
 
     /// Starts loading the tag and the slot where a probe for `start` begins (the entry's
     /// slot, unless an earlier entry took it).
-    pub fn prefetch(&self, start: usize) {
+    pub(super) fn prefetch(&self, start: usize) {
         let mask = self.mask.load(Relaxed);
         if mask == usize::MAX {
             return;

@@ -38,7 +38,7 @@ fn start_at(page: usize, offset: u16) -> usize {
 type Page = SmallVec<[u16; 16]>;
 
 #[derive(Debug, Default)]
-pub struct StartIndex {
+pub(super) struct StartIndex {
     pages: AddressMap<usize, Page>,
     /// The pages in `pages`, in order.
     order: BTreeSet<usize>,
@@ -50,7 +50,7 @@ pub struct StartIndex {
 
 impl StartIndex {
     /// Adds `start` (nothing changes if it is there already).
-    pub fn insert(&mut self, start: usize) {
+    pub(super) fn insert(&mut self, start: usize) {
         match self.lone() {
             None if self.first.is_none() => return self.set_lone(start),
             Some(only) if only == start => return,
@@ -102,7 +102,7 @@ impl StartIndex {
     }
 
     /// Removes `start`; false when it was not there.
-    pub fn remove(&mut self, start: usize) -> bool {
+    pub(super) fn remove(&mut self, start: usize) -> bool {
         if self.pages.is_empty() {
             if self.first != Some(start) {
                 return false;
@@ -168,7 +168,7 @@ impl StartIndex {
     }
 
     /// The greatest start at or before `x`.
-    pub fn at_or_before(&self, x: usize) -> Option<usize> {
+    pub(super) fn at_or_before(&self, x: usize) -> Option<usize> {
         let last = self.last?;
         if x >= last {
             return Some(last);
@@ -187,7 +187,7 @@ impl StartIndex {
     }
 
     /// The least start at or after `x`.
-    pub fn at_or_after(&self, x: usize) -> Option<usize> {
+    pub(super) fn at_or_after(&self, x: usize) -> Option<usize> {
         let first = self.first?;
         if x <= first {
             return Some(first);
@@ -206,7 +206,7 @@ impl StartIndex {
     }
 
     /// The starts, in order.
-    pub fn in_order(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(super) fn in_order(&self) -> impl Iterator<Item = usize> + '_ {
         let lone = self.lone();
         self.order
             .iter()

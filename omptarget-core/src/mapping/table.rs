@@ -31,7 +31,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 const BLOCK_SHIFT: u32 = 21;
 const SHARD_BITS: u32 = 5;
 /// Number of independently locked parts of the table.
-pub const SHARDS: usize = 1 << SHARD_BITS;
+pub(super) const SHARDS: usize = 1 << SHARD_BITS;
 
 fn block(address: usize) -> usize {
     address >> BLOCK_SHIFT
@@ -96,7 +96,7 @@ impl Extent for WideEntry {
 
 /// Names one mapping of the table: its host start, and which part of the table holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MappingKey {
+pub(crate) struct MappingKey {
     pub start: usize,
     wide: bool,
 }
@@ -110,7 +110,7 @@ impl MappingKey {
     }
 }
 
-pub struct MappingTable {
+pub(crate) struct MappingTable {
     shards: [Shard; SHARDS],
     /// Changed only through a view holding every shard; read through any view.
     wide: UnsafeCell<SortedMappings<WideEntry>>,
@@ -126,7 +126,7 @@ pub struct MappingTable {
 /// What a thread that found a moving mapping waits for: the count of ended moves to pass the
 /// one it read while the mapping was seen moving.
 #[derive(Clone, Copy, Debug)]
-pub struct MoveTicket(u64);
+pub(crate) struct MoveTicket(u64);
 
 // SAFETY: the shards are mutexes; `wide` is reached only through a `TableView`, which reads it
 // while holding at least one shard lock and changes it only while holding all of them, so no
@@ -146,20 +146,20 @@ impl Default for MappingTable {
 }
 
 impl MappingTable {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Starts loading, with no lock, the lines of the table that a lookup of the mapping
     /// starting at `start` reads first: issued as a construct begins, the loads run while it
     /// sets itself up. A lookup among a million mappings misses the cache there otherwise.
-    pub fn prefetch(&self, start: usize) {
+    pub(crate) fn prefetch(&self, start: usize) {
         self.shards[shard_of(start)].hint.prefetch(start);
     }
 
     /// A view for looking up [begin, begin+size) and for creating a mapping of it whose list
     /// item starts at `base` (pass `begin` when only looking up).
-    pub fn view(&self, begin: usize, size: u64, base: usize) -> TableView<'_> {
+    pub(crate) fn view(&self, begin: usize, size: u64, base: usize) -> TableView<'_> {
         let shard = shard_of(begin);
         let view = TableView {
             table: self,
@@ -185,7 +185,7 @@ impl MappingTable {
 
     /// A view of one known mapping (enough to change its counts; removing a wide one needs
     /// [`MappingTable::view_all`]).
-    pub fn view_of(&self, key: MappingKey) -> TableView<'_> {
+    pub(crate) fn view_of(&self, key: MappingKey) -> TableView<'_> {
         let shard = shard_of(key.start);
         TableView {
             table: self,
@@ -194,7 +194,7 @@ impl MappingTable {
     }
 
     /// A view of the whole table (every shard locked, in order).
-    pub fn view_all(&self) -> TableView<'_> {
+    pub(crate) fn view_all(&self) -> TableView<'_> {
         TableView {
             table: self,
             locks: Locks::All(self.shards.iter().map(|s| lock(&s.mappings)).collect()),
@@ -204,7 +204,7 @@ impl MappingTable {
     /// A view for [begin, begin+size) (see [`MappingTable::view`]) with the mapping that
     /// serves it (see [`TableView::serving`]), which no other construct is moving: a moving
     /// one is waited for with no lock held, then looked up again (it may be gone by then).
-    pub fn serving(
+    pub(crate) fn serving(
         &self,
         begin: usize,
         size: u64,
@@ -217,7 +217,7 @@ impl MappingTable {
 
     /// As [`MappingTable::serving`], with the whole answer of the lookup (one search for
     /// callers that go on to create a mapping when none serves).
-    pub fn lookup(
+    pub(crate) fn lookup(
         &self,
         begin: usize,
         size: u64,
@@ -239,7 +239,7 @@ impl MappingTable {
     }
 
     /// Sleeps until some move has ended after the ticket was taken.
-    pub fn wait_for_move(&self, ticket: MoveTicket) {
+    pub(crate) fn wait_for_move(&self, ticket: MoveTicket) {
         let mut ended = lock(&self.moves_ended);
         while *ended == ticket.0 {
             ended = self
@@ -251,7 +251,7 @@ impl MappingTable {
 
     /// Ends the move of a mapping marked [`Mapping::moving`], changing it on the way (its
     /// transfer's event), and wakes whoever waits for it.
-    pub fn end_move(&self, key: MappingKey, change: impl FnOnce(&mut Mapping)) {
+    pub(crate) fn end_move(&self, key: MappingKey, change: impl FnOnce(&mut Mapping)) {
         if let Some(mut m) = self.view_of(key).get_mut(key) {
             m.moving = false;
             change(&mut m);
@@ -268,13 +268,13 @@ enum Locks<'t> {
 }
 
 /// Access to the part of a [`MappingTable`] whose locks it holds.
-pub struct TableView<'t> {
+pub(crate) struct TableView<'t> {
     table: &'t MappingTable,
     locks: Locks<'t>,
 }
 
 /// What [`TableView::change_or_remove`] did.
-pub enum Changed {
+pub(crate) enum Changed {
     Missing,
     Kept,
     Removed(Mapping),
@@ -283,7 +283,7 @@ pub enum Changed {
 }
 
 /// One mapping, changeable while the view that found it is held.
-pub enum EntryMut<'v> {
+pub(crate) enum EntryMut<'v> {
     Narrow(&'v mut Mapping),
     Wide(MutexGuard<'v, Mapping>),
 }
@@ -345,7 +345,7 @@ impl<'t> TableView<'t> {
     }
 
     /// Is [begin, begin+size) mapped? (`size` 0: OpenMP's zero-length section rules.)
-    pub fn lookup(&self, begin: usize, size: u64) -> Lookup<MappingKey> {
+    pub(crate) fn lookup(&self, begin: usize, size: u64) -> Lookup<MappingKey> {
         let wide = self.wide();
         let end = begin.saturating_add(size as usize);
         let one_block = size == 0 || block(begin) == block(end - 1);
@@ -462,14 +462,19 @@ impl<'t> TableView<'t> {
 
     /// The mapping that serves the range: the one containing it, or with `allow_extension`
     /// (implicit maps, kernel arguments) also one it overlaps.
-    pub fn serving(&self, begin: usize, size: u64, allow_extension: bool) -> Option<MappingKey> {
+    pub(crate) fn serving(
+        &self,
+        begin: usize,
+        size: u64,
+        allow_extension: bool,
+    ) -> Option<MappingKey> {
         self.lookup(begin, size).serving(allow_extension)
     }
 
     /// When another construct is moving the mapping's data, what to wait for once this view
     /// is let go (taken while the mapping is seen moving, so the end of its move cannot be
     /// missed: ending a move needs the lock this view holds on the mapping).
-    pub fn move_ticket(&mut self, key: MappingKey) -> Option<MoveTicket> {
+    pub(crate) fn move_ticket(&mut self, key: MappingKey) -> Option<MoveTicket> {
         let table = self.table;
         let m = self.get_mut(key)?;
         m.moving.then(|| MoveTicket(*lock(&table.moves_ended)))
@@ -477,11 +482,11 @@ impl<'t> TableView<'t> {
 
     /// Counts a mapping this view marked [`Mapping::moving`] (before the view is let go);
     /// [`MappingTable::end_move`] counts it off.
-    pub fn count_move(&self) {
+    pub(crate) fn count_move(&self) {
         self.table.moves_in_progress.fetch_add(1, Ordering::SeqCst);
     }
 
-    pub fn get_mut(&mut self, key: MappingKey) -> Option<EntryMut<'_>> {
+    pub(crate) fn get_mut(&mut self, key: MappingKey) -> Option<EntryMut<'_>> {
         if key.wide {
             let entry = self.wide().get(key.start)?;
             Some(EntryMut::Wide(lock(&entry.mapping)))
@@ -493,7 +498,7 @@ impl<'t> TableView<'t> {
     }
 
     /// The mapping starting exactly at `start`, if any.
-    pub fn key_at(&self, start: usize) -> Option<MappingKey> {
+    pub(crate) fn key_at(&self, start: usize) -> Option<MappingKey> {
         if self.wide().get(start).is_some() {
             Some(MappingKey::wide(start))
         } else {
@@ -503,13 +508,13 @@ impl<'t> TableView<'t> {
     }
 
     /// The mapping starting exactly at `start`.
-    pub fn get_at(&mut self, start: usize) -> Option<EntryMut<'_>> {
+    pub(crate) fn get_at(&mut self, start: usize) -> Option<EntryMut<'_>> {
         let key = self.key_at(start)?;
         self.get_mut(key)
     }
 
     /// The mapping containing the range, if any.
-    pub fn find(&mut self, begin: usize, size: u64) -> Option<EntryMut<'_>> {
+    pub(crate) fn find(&mut self, begin: usize, size: u64) -> Option<EntryMut<'_>> {
         match self.lookup(begin, size) {
             Lookup::Contained(key) => self.get_mut(key),
             _ => None,
@@ -518,14 +523,14 @@ impl<'t> TableView<'t> {
 
     /// The mapping containing or overlapping the range (LLVM's lookup without "must
     /// contain"), as kernel arguments and implicit maps use it.
-    pub fn find_overlapping(&mut self, begin: usize, size: u64) -> Option<EntryMut<'_>> {
+    pub(crate) fn find_overlapping(&mut self, begin: usize, size: u64) -> Option<EntryMut<'_>> {
         let key = self.serving(begin, size, true)?;
         self.get_mut(key)
     }
 
     /// Adds a mapping the view was made for (see [`MappingTable::view`]); it must not overlap
     /// any other.
-    pub fn insert(&mut self, mapping: Mapping) -> MappingKey {
+    pub(crate) fn insert(&mut self, mapping: Mapping) -> MappingKey {
         if mapping.moving {
             self.count_move();
         }
@@ -558,7 +563,7 @@ impl<'t> TableView<'t> {
     /// Changes a mapping and removes it when `change` returns true, as one step for a narrow
     /// mapping. A wide one cannot be removed through a view of one shard: the answer says so
     /// and the caller retries with [`MappingTable::view_all`].
-    pub fn change_or_remove(
+    pub(crate) fn change_or_remove(
         &mut self,
         key: MappingKey,
         change: impl FnOnce(&mut Mapping) -> bool,
@@ -587,11 +592,11 @@ impl<'t> TableView<'t> {
     }
 
     /// Whether this view may remove the mapping (a wide one needs the whole table).
-    pub fn can_remove(&self, key: MappingKey) -> bool {
+    pub(crate) fn can_remove(&self, key: MappingKey) -> bool {
         !key.wide || matches!(self.locks, Locks::All(_))
     }
 
-    pub fn remove(&mut self, key: MappingKey) -> Option<Mapping> {
+    pub(crate) fn remove(&mut self, key: MappingKey) -> Option<Mapping> {
         if key.wide {
             let wide = self
                 .wide_mut()
@@ -603,7 +608,7 @@ impl<'t> TableView<'t> {
     }
 
     /// Every mapping, by host address (a view of the whole table).
-    pub fn snapshot(&self) -> Vec<Mapping> {
+    pub(crate) fn snapshot(&self) -> Vec<Mapping> {
         let Locks::All(guards) = &self.locks else {
             not_locked(SHARDS)
         };
@@ -617,7 +622,7 @@ impl<'t> TableView<'t> {
     }
 
     /// Removes and returns every mapping (a view of the whole table; device teardown).
-    pub fn drain(&mut self) -> Vec<Mapping> {
+    pub(crate) fn drain(&mut self) -> Vec<Mapping> {
         let mut all: Vec<Mapping> = match &mut self.locks {
             Locks::All(guards) => guards.iter_mut().flat_map(|g| g.drain()).collect(),
             Locks::One(..) => not_locked(SHARDS),

@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-pub const FILE_PREFIX: &str = "libomptarget.rtl.";
-pub const FILE_SUFFIX: &str = ".so";
+pub(crate) const FILE_PREFIX: &str = "libomptarget.rtl.";
+pub(crate) const FILE_SUFFIX: &str = ".so";
 
 /// Plugins this project ships, in default order: GPUs first, so device 0 is a GPU when one exists.
-pub const KNOWN_PLUGINS: [&str; 4] = ["cuda", "amdgpu", "host", "mpi"];
+pub(crate) const KNOWN_PLUGINS: [&str; 4] = ["cuda", "amdgpu", "host", "mpi"];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -21,7 +21,7 @@ pub enum Origin {
 }
 
 impl Origin {
-    pub fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &'static str {
         match self {
             Origin::PluginPathVariable => "LIBOMPTARGET_PLUGIN_PATH",
             Origin::RuntimeDirectory => "runtime directory",
@@ -47,12 +47,12 @@ pub fn plugin_name(file_name: &str) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
-pub fn file_name(plugin: &str) -> String {
+pub(crate) fn file_name(plugin: &str) -> String {
     format!("{FILE_PREFIX}{plugin}{FILE_SUFFIX}")
 }
 
 /// Names users may give in `LIBOMPTARGET_PLUGINS_TO_LOAD` for our plugins (LLVM's spellings).
-pub fn canonical_name(requested: &str) -> String {
+pub(crate) fn canonical_name(requested: &str) -> String {
     let base = Path::new(requested)
         .file_name()
         .and_then(|f| f.to_str())
@@ -88,7 +88,7 @@ fn scan_directory(dir: &Path, origin: Origin, out: &mut Vec<Candidate>) {
 }
 
 /// The search path in the order it is used, for display.
-pub fn search_path(
+pub(crate) fn search_path(
     plugin_path: &Option<Vec<String>>,
     runtime_dir: &Option<PathBuf>,
 ) -> Vec<String> {
@@ -148,7 +148,7 @@ pub fn find_candidates(
 
 /// Orders the wanted candidates: by `LIBOMPTARGET_PLUGINS_TO_LOAD` if given, else known plugins
 /// first in their default order, then others by name.
-pub fn order_key(name: &str, requested: &Option<Vec<String>>) -> Option<usize> {
+pub(crate) fn order_key(name: &str, requested: &Option<Vec<String>>) -> Option<usize> {
     match requested {
         Some(list) => list.iter().position(|r| canonical_name(r) == name),
         None => Some(

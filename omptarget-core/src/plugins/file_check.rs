@@ -76,14 +76,14 @@ pub fn check(bytes: &[u8]) -> Result<(), Refusal> {
 
 /// A file's bytes, mapped read-only for as long as this lives: only the pages the check reads
 /// are read from disk.
-pub struct MappedFile {
+pub(crate) struct MappedFile {
     address: *mut std::ffi::c_void,
     len: usize,
 }
 
 impl MappedFile {
     /// `None` where the file cannot be opened or mapped (the loader then says why).
-    pub fn open(path: &str) -> Option<MappedFile> {
+    pub(crate) fn open(path: &str) -> Option<MappedFile> {
         use std::os::fd::AsRawFd;
         let file = std::fs::File::open(path).ok()?;
         let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
@@ -108,7 +108,7 @@ impl MappedFile {
         (address != MAP_FAILED).then_some(MappedFile { address, len })
     }
 
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         if self.len == 0 {
             return &[];
         }

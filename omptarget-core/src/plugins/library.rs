@@ -202,7 +202,7 @@ impl PluginLibrary {
 
     /// Launches a kernel-language kernel with its parameter buffer; `None` for a plugin older
     /// than ABI 1.2, which lacks the call.
-    pub fn launch_kernel_params(
+    pub(crate) fn launch_kernel_params(
         &self,
         device: i32,
         kernel: KernelHandle,
@@ -216,7 +216,7 @@ impl PluginLibrary {
 
     /// Gives the plugin an image's `declare target indirect` functions; `None` for a plugin
     /// older than ABI 1.3, which lacks the call.
-    pub fn set_indirect_calls(
+    pub(crate) fn set_indirect_calls(
         &self,
         device: i32,
         image: ImageHandle,
@@ -237,14 +237,14 @@ impl PluginLibrary {
 
     /// Starts the device's own timing of queued work; `None` for a plugin older than ABI 1.5,
     /// which lacks the call.
-    pub fn start_work_timing(&self, device: i32) -> Option<Result<()>> {
+    pub(crate) fn start_work_timing(&self, device: i32) -> Option<Result<()>> {
         let call = self.module.start_work_timing()?;
         Some(call(device).into_result())
     }
 
     /// The device's timing of the work on `queue` since the last call; nothing for a plugin
     /// older than ABI 1.5.
-    pub fn work_times(&self, device: i32, queue: QueueHandle) -> Result<Vec<WorkTime>> {
+    pub(crate) fn work_times(&self, device: i32, queue: QueueHandle) -> Result<Vec<WorkTime>> {
         let Some(call) = self.module.work_times() else {
             return Ok(Vec::new());
         };
@@ -252,7 +252,7 @@ impl PluginLibrary {
     }
 
     /// Whether the plugin may still find devices (plugin ABI 1.5); no for an older plugin.
-    pub fn devices_may_appear(&self) -> bool {
+    pub(crate) fn devices_may_appear(&self) -> bool {
         self.module.devices_may_appear().is_some_and(|call| call())
     }
 

@@ -28,8 +28,8 @@ pub enum PluginStatus {
 pub struct PluginReport {
     pub candidate: Candidate,
     /// The file the system loader actually opened, when known.
-    pub resolved_path: Option<String>,
-    pub abi_version: Option<AbiVersion>,
+    pub(crate) resolved_path: Option<String>,
+    pub(crate) abi_version: Option<AbiVersion>,
     pub status: PluginStatus,
 }
 
@@ -246,15 +246,15 @@ fn load_header(path: &Path) -> Result<&'static plugin_api::abi_stable::library::
 /// starts a plugin only when a registered image may run on it, as LLVM's runtime does.
 pub struct OpenedPlugin {
     pub candidate: Candidate,
-    pub path: String,
-    pub abi_version: AbiVersion,
+    pub(crate) path: String,
+    pub(crate) abi_version: AbiVersion,
     may_run_target: Option<MayRunTarget>,
 }
 
 impl OpenedPlugin {
     /// Whether images built for `triple` may run on the plugin, asked before it starts; plugins
     /// older than ABI 1.4 cannot tell.
-    pub fn may_run_target(&self, triple: &str) -> TargetClaim {
+    pub(crate) fn may_run_target(&self, triple: &str) -> TargetClaim {
         match self.may_run_target {
             // SAFETY: the plugin's C function reads `len` bytes at the pointer, which `triple`
             // holds for the call.
@@ -267,7 +267,7 @@ impl OpenedPlugin {
     /// is skipped.
     pub fn start(&self) -> Result<PluginLibrary, String> {
         let module = check_module(&self.path, self.abi_version)?;
-        let services = crate::logging::host_services();
+        let services = crate::observe::logging::host_services();
         let description = (module.init())(&services)
             .into_result()
             .map_err(|e| format!("initialisation failed: {e}"))?;
@@ -290,7 +290,7 @@ impl OpenedPlugin {
 }
 
 /// Logs why a plugin is skipped: quietly for a bundled plugin that is simply not installed.
-pub fn log_skipped(candidate: &Candidate, reason: &str) {
+pub(crate) fn log_skipped(candidate: &Candidate, reason: &str) {
     if candidate.origin == discovery::Origin::SystemLoader && reason.starts_with("cannot be opened")
     {
         log::debug!("plugin '{}' not installed: {reason}", candidate.name);

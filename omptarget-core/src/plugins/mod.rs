@@ -2,9 +2,10 @@
 
 pub mod discovery;
 pub mod file_check;
-pub mod library;
+pub(crate) mod library;
 pub mod loader;
 
 pub use discovery::{Candidate, Origin};
 pub use library::PluginLibrary;
-pub use loader::{load_plugins, open_plugins, OpenedPlugin, PluginReport, PluginStatus};
+pub use loader::{load_plugins, open_plugins, PluginStatus};
+pub(crate) use loader::{OpenedPlugin, PluginReport};

@@ -13,7 +13,7 @@ const ALIGNMENT: u64 = 16;
 /// How much smaller each further attempt at reserving the block is, as in LLVM.
 const RESERVE_STEP: u64 = 1 << 30;
 
-pub struct RecordReplay {
+pub(crate) struct RecordReplay {
     replaying: bool,
     save_output: bool,
     /// The reserved block.
@@ -30,7 +30,7 @@ impl RecordReplay {
     /// is the recorded start address, 0 for none; `required` the bytes the replay needs from
     /// there. Returns the state and the distance pointer arguments must move by (0 when the
     /// block could start at `wanted`).
-    pub fn reserve(
+    pub(crate) fn reserve(
         plugin: &PluginLibrary,
         local: i32,
         device_id: i32,
@@ -92,16 +92,16 @@ impl RecordReplay {
         Ok((state, offset))
     }
 
-    pub fn is_recording(&self) -> bool {
+    pub(crate) fn is_recording(&self) -> bool {
         !self.replaying
     }
 
-    pub fn saves_output(&self) -> bool {
+    pub(crate) fn saves_output(&self) -> bool {
         self.save_output
     }
 
     /// The next `size` bytes of the block, 16-byte aligned.
-    pub fn alloc(&self, size: u64) -> Result<usize> {
+    pub(crate) fn alloc(&self, size: u64) -> Result<usize> {
         let aligned = size.div_ceil(ALIGNMENT) * ALIGNMENT;
         let mut used = lock(&self.used);
         if self.size - *used < aligned {
@@ -116,22 +116,22 @@ impl RecordReplay {
     }
 
     /// Whether `address` was handed out from the block (such memory is never freed).
-    pub fn contains(&self, address: usize) -> bool {
+    pub(crate) fn contains(&self, address: usize) -> bool {
         (self.start..self.start + self.size as usize).contains(&address)
     }
 
     /// The addresses handed out so far, from the first.
-    pub fn handed_out(&self) -> Range<usize> {
+    pub(crate) fn handed_out(&self) -> Range<usize> {
         self.base..self.start + *lock(&self.used) as usize
     }
 
     /// The reserved block's address.
-    pub fn block_start(&self) -> usize {
+    pub(crate) fn block_start(&self) -> usize {
         self.start
     }
 
     /// The block's first handed-out address (`BumpAllocVAStart`).
-    pub fn base(&self) -> usize {
+    pub(crate) fn base(&self) -> usize {
         self.base
     }
 }

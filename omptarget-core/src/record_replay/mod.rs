@@ -19,9 +19,9 @@
 //! `.json` holds the addresses of the argument slots rather than their values), this records
 //! on any device whose plugin reports its memory size (`memory_info`, ABI 1.1).
 
-pub mod block;
+pub(crate) mod block;
 
-pub use block::RecordReplay;
+pub(crate) use block::RecordReplay;
 
 use crate::device::Device;
 use crate::error::{OffloadError, Result};
@@ -30,7 +30,7 @@ use plugin_api::{LaunchConfig, QueueHandle};
 use std::fmt::Write as _;
 
 /// The name of kernel `region_id` in the registered libraries' offload entries.
-pub fn kernel_name(region_id: usize) -> Option<String> {
+pub(crate) fn kernel_name(region_id: usize) -> Option<String> {
     let registry = Runtime::get().registry.read().unwrap();
     registry.libraries().iter().find_map(|library| {
         library
@@ -43,7 +43,7 @@ pub fn kernel_name(region_id: usize) -> Option<String> {
 
 /// Before a recorded launch of `region_id` with `args`: waits for `queue` (the inputs must be
 /// on the device) and writes the image, globals, memory and description files.
-pub fn record_inputs(
+pub(crate) fn record_inputs(
     recording: &RecordReplay,
     device: &Device,
     queue: QueueHandle,
@@ -95,7 +95,7 @@ pub fn record_inputs(
 
 /// After a recorded (or replayed) launch, with output saving on: waits for `queue` and
 /// writes the memory to `<kernel>.original.output` (`.replay.output` when replaying).
-pub fn record_output(
+pub(crate) fn record_output(
     state: &RecordReplay,
     device: &Device,
     queue: QueueHandle,
@@ -137,7 +137,7 @@ fn block_contents(state: &RecordReplay, device: &Device) -> Result<Vec<u8>> {
 }
 
 /// What a recorded launch was.
-pub struct Launch<'a> {
+pub(crate) struct Launch<'a> {
     pub kernel_name: &'a str,
     pub device_id: i32,
     pub args: &'a [usize],
@@ -149,7 +149,7 @@ pub struct Launch<'a> {
 }
 
 /// The `<kernel>.json` LLVM's `llvm-omp-kernel-replay` reads.
-pub fn launch_description(launch: &Launch<'_>) -> String {
+pub(crate) fn launch_description(launch: &Launch<'_>) -> String {
     let list = |values: &mut dyn Iterator<Item = i64>| {
         values.map(|v| v.to_string()).collect::<Vec<_>>().join(",")
     };
@@ -180,7 +180,7 @@ pub fn launch_description(launch: &Launch<'_>) -> String {
 
 /// The `<kernel>.globals` layout: for each global its name, a NUL, its size as a 32-bit
 /// number and its bytes.
-pub fn globals_file(globals: &[(String, Vec<u8>)]) -> Vec<u8> {
+pub(crate) fn globals_file(globals: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::new();
     for (name, bytes) in globals {
         out.extend_from_slice(name.as_bytes());
@@ -192,13 +192,13 @@ pub fn globals_file(globals: &[(String, Vec<u8>)]) -> Vec<u8> {
 }
 
 /// Writes one record file in the current directory (where LLVM writes them).
-pub fn write_file(name: &str, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_file(name: &str, bytes: &[u8]) -> Result<()> {
     std::fs::write(name, bytes)
         .map_err(|e| OffloadError::new(format!("record/replay: cannot write {name}: {e}")))
 }
 
 /// A recorded launch to replay (`__tgt_target_kernel_replay`).
-pub struct Replay<'a> {
+pub(crate) struct Replay<'a> {
     pub region_id: usize,
     /// The recorded device memory, copied to where it was recorded.
     pub memory: &'a [u8],
@@ -210,7 +210,7 @@ pub struct Replay<'a> {
 }
 
 /// Replays a recorded kernel on `device`, whose record/replay state must be replaying.
-pub fn replay(device: &Device, replay: &Replay<'_>) -> Result<()> {
+pub(crate) fn replay(device: &Device, replay: &Replay<'_>) -> Result<()> {
     let runtime = Runtime::get();
     runtime.prepare(device)?;
     let state = device

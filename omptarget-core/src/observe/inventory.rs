@@ -5,33 +5,33 @@ use crate::plugins::PluginStatus;
 use crate::runtime::Runtime;
 use std::fmt::Write;
 
-pub struct PluginRow {
-    pub name: String,
-    pub file: String,
-    pub origin: String,
-    pub abi_version: Option<String>,
-    pub status: String,
-    pub reason: Option<String>,
-    pub num_devices: Option<i32>,
+pub(crate) struct PluginRow {
+    pub(crate) name: String,
+    pub(crate) file: String,
+    pub(crate) origin: String,
+    pub(crate) abi_version: Option<String>,
+    pub(crate) status: String,
+    pub(crate) reason: Option<String>,
+    pub(crate) num_devices: Option<i32>,
     /// The OpenMP device numbers its devices got (first, last), if it has any.
-    pub device_numbers: Option<(i32, i32)>,
-    pub note: Option<String>,
+    pub(crate) device_numbers: Option<(i32, i32)>,
+    pub(crate) note: Option<String>,
 }
 
-pub struct DeviceRow {
-    pub id: i32,
-    pub plugin: String,
-    pub local: i32,
-    pub properties: Vec<(String, String)>,
+pub(crate) struct DeviceRow {
+    pub(crate) id: i32,
+    pub(crate) plugin: String,
+    pub(crate) local: i32,
+    pub(crate) properties: Vec<(String, String)>,
 }
 
 pub struct Inventory {
-    pub runtime_version: String,
-    pub plugin_abi: String,
-    pub offload_policy: String,
-    pub search_path: Vec<String>,
-    pub plugins: Vec<PluginRow>,
-    pub devices: Vec<DeviceRow>,
+    pub(crate) runtime_version: String,
+    pub(crate) plugin_abi: String,
+    pub(crate) offload_policy: String,
+    pub(crate) search_path: Vec<String>,
+    pub(crate) plugins: Vec<PluginRow>,
+    pub(crate) devices: Vec<DeviceRow>,
 }
 
 impl Inventory {

@@ -37,7 +37,7 @@ extern "C" fn visit(context: *mut c_void, arg: *mut c_void) -> c_int {
 }
 
 /// The address in the program that called into this runtime; 0 when it cannot be found.
-pub fn caller_address() -> usize {
+pub(crate) fn caller_address() -> usize {
     static OWN_BASE: once_cell::sync::OnceCell<Option<usize>> = once_cell::sync::OnceCell::new();
     let Some(own_base) =
         *OWN_BASE.get_or_init(|| object_base(caller_address as *const () as usize))

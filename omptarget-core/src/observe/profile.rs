@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// Spans a thread keeps; beyond, spans are counted as dropped.
-pub const MAX_EVENTS_PER_THREAD: usize = 1 << 20;
+pub(crate) const MAX_EVENTS_PER_THREAD: usize = 1 << 20;
 
 /// LLVM's default granularity, in microseconds.
 const DEFAULT_GRANULARITY_US: u64 = 500;
@@ -52,7 +52,7 @@ static NEXT_TID: AtomicU64 = AtomicU64::new(1);
 static DEVICES: Mutex<Vec<(i32, String, String)>> = Mutex::new(Vec::new());
 
 /// Records a device the runtime numbered, for the trace's `devices` list.
-pub fn note_device(id: i32, plugin: &str, name: &str) {
+pub(crate) fn note_device(id: i32, plugin: &str, name: &str) {
     lock(&DEVICES).push((id, plugin.to_owned(), name.to_owned()));
 }
 
@@ -84,7 +84,7 @@ impl DeviceTrack {
 }
 
 /// A span's argument: a number or a text.
-pub enum Arg {
+pub(crate) enum Arg {
     Int(i64),
     Text(String),
 }
@@ -105,12 +105,12 @@ thread_local! {
 static NEXT_CONSTRUCT: AtomicU64 = AtomicU64::new(1);
 
 /// The number of the construct the calling thread is in (0: none, or profiling is off).
-pub fn current_construct() -> u64 {
+pub(crate) fn current_construct() -> u64 {
     CONSTRUCT.with(std::cell::Cell::get)
 }
 
 /// Reads the variables once, when the runtime starts; registers the exit and fork handlers.
-pub fn init() {
+pub(crate) fn init() {
     let Some(file) = std::env::var("LIBOMPTARGET_PROFILE")
         .ok()
         .filter(|f| !f.is_empty())
@@ -170,13 +170,13 @@ static CHILD: AtomicBool = AtomicBool::new(false);
 
 /// Whether spans are recorded.
 #[inline]
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
 /// A span being timed; recorded when dropped. One pointer, so that an `Option<Span>` that is
 /// `None` (profiling off) costs a construct nothing but a test.
-pub struct Span(Box<SpanData>);
+pub(crate) struct Span(Box<SpanData>);
 
 struct SpanData {
     name: &'static str,
@@ -189,7 +189,7 @@ struct SpanData {
 
 /// Starts a span named `name` (a construct kind, "H2D", ...), or nothing when profiling is off.
 #[inline]
-pub fn begin(name: &'static str) -> Option<Span> {
+pub(crate) fn begin(name: &'static str) -> Option<Span> {
     if !enabled() {
         return None;
     }
@@ -208,30 +208,30 @@ fn start(name: &'static str) -> Span {
 }
 
 impl Span {
-    pub fn arg(&mut self, key: &'static str, value: Arg) {
+    pub(crate) fn arg(&mut self, key: &'static str, value: Arg) {
         self.0.args.push((key, value));
     }
 
     /// Shows the span on the track of `device`'s `queue` too: for work the device has done
     /// when its submission returns.
-    pub fn on_device_queue(&mut self, device: i32, queue: u64) {
+    pub(crate) fn on_device_queue(&mut self, device: i32, queue: u64) {
         self.0.device = Some(DeviceTrack { device, queue });
     }
 
     /// Marks the span as a construct: it gets a number (argument `construct`), which the
     /// device's spans of its work and its deferred completion carry too.
-    pub fn construct(&mut self) {
+    pub(crate) fn construct(&mut self) {
         let id = NEXT_CONSTRUCT.fetch_add(1, Ordering::Relaxed);
         CONSTRUCT.with(|c| c.set(id));
         self.0.is_construct = true;
         self.int("construct", id as i64);
     }
 
-    pub fn int(&mut self, key: &'static str, value: i64) {
+    pub(crate) fn int(&mut self, key: &'static str, value: i64) {
         self.arg(key, Arg::Int(value));
     }
 
-    pub fn text(&mut self, key: &'static str, value: impl Into<String>) {
+    pub(crate) fn text(&mut self, key: &'static str, value: impl Into<String>) {
         self.arg(key, Arg::Text(value.into()));
     }
 }
@@ -304,7 +304,7 @@ fn current_tid() -> u64 {
 
 /// Work submitted to a device that times it itself (plugin ABI 1.5): what the host knew at
 /// submission, until the device's timing arrives.
-pub struct Submission {
+pub(crate) struct Submission {
     name: &'static str,
     bytes: Option<u64>,
     construct: u64,
@@ -322,7 +322,7 @@ static SUBMITTED: Mutex<Option<std::collections::HashMap<(i32, u64), Vec<Submiss
 /// Notes work submitted now on the calling thread to `device`'s `queue` (`bytes` for a
 /// transfer), until the device's timing of it arrives.
 #[cold]
-pub fn submitted(device: i32, queue: u64, name: &'static str, bytes: Option<u64>) {
+pub(crate) fn submitted(device: i32, queue: u64, name: &'static str, bytes: Option<u64>) {
     let Some(settings) = SETTINGS.get() else {
         return;
     };
@@ -342,7 +342,7 @@ pub fn submitted(device: i32, queue: u64, name: &'static str, bytes: Option<u64>
 
 /// Forgets the last work noted for `device`'s `queue`: its submission failed.
 #[cold]
-pub fn forget_last_submission(device: i32, queue: u64) {
+pub(crate) fn forget_last_submission(device: i32, queue: u64) {
     if let Some(list) = lock(&SUBMITTED)
         .as_mut()
         .and_then(|map| map.get_mut(&(device, queue)))
@@ -353,7 +353,7 @@ pub fn forget_last_submission(device: i32, queue: u64) {
 
 /// The work noted for `device`'s `queue` since the last call, in submission order.
 #[cold]
-pub fn take_submissions(device: i32, queue: u64) -> Vec<Submission> {
+pub(crate) fn take_submissions(device: i32, queue: u64) -> Vec<Submission> {
     lock(&SUBMITTED)
         .as_mut()
         .and_then(|map| map.remove(&(device, queue)))
@@ -363,7 +363,7 @@ pub fn take_submissions(device: i32, queue: u64) -> Vec<Submission> {
 /// Records the device's own span of `work`, on the track of `device`'s `queue`, linked by a
 /// flow from its submission.
 #[cold]
-pub fn device_work(work: Submission, device: i32, queue: u64, time: plugin_api::WorkTime) {
+pub(crate) fn device_work(work: Submission, device: i32, queue: u64, time: plugin_api::WorkTime) {
     let Some(settings) = SETTINGS.get() else {
         return;
     };
@@ -409,7 +409,7 @@ fn register_thread() -> Arc<Mutex<ThreadLog>> {
 }
 
 /// Writes the trace file now (at exit, or before a fatal error aborts the program).
-pub fn flush() {
+pub(crate) fn flush() {
     let Some(settings) = SETTINGS.get() else {
         return;
     };
@@ -536,7 +536,7 @@ pub fn flush() {
     ));
     match std::fs::File::create(&path).and_then(|mut f| f.write_all(out.as_bytes())) {
         Ok(()) => {}
-        Err(e) => crate::logging::message(&format!(
+        Err(e) => crate::observe::logging::message(&format!(
             "cannot write the LIBOMPTARGET_PROFILE trace to {path}: {e}"
         )),
     }

@@ -11,7 +11,7 @@ use std::sync::{Mutex, Once, OnceLock};
 /// The callbacks a tool registered, bound once. A tool registering target callbacks after
 /// the runtime started is not seen (as with LLVM).
 #[derive(Default)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub target: Option<TargetCb>,
     pub target_emi: Option<TargetEmiCb>,
     pub data_op: Option<DataOpCb>,
@@ -44,7 +44,7 @@ static PLUGIN_FINALIZERS: Mutex<Vec<FinalizeFn>> = Mutex::new(Vec::new());
 
 /// The attached tool, if any (None also once it was finalized).
 #[inline]
-pub fn tool() -> Option<&'static Tool> {
+pub(crate) fn tool() -> Option<&'static Tool> {
     if !ACTIVE.load(Ordering::Acquire) {
         return None;
     }
@@ -54,7 +54,7 @@ pub fn tool() -> Option<&'static Tool> {
 /// Connects with libomp once. Without a tool (libomp's OMPT disabled, or no libomp with OMPT)
 /// nothing is bound and every event stays a single atomic load. `host_device` gives the host's
 /// device number, which events report for host memory.
-pub fn connect(host_device: fn() -> i32) {
+pub(crate) fn connect(host_device: fn() -> i32) {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = HOST_DEVICE.set(host_device);
@@ -173,7 +173,7 @@ fn bind(lookup: LookupFn, get_callback: Option<GetCallbackFn>) -> Tool {
 
 /// `ompt_libomptarget_connect`: a plugin built on LLVM's OMPT connector asks for the tool's
 /// callbacks. As LLVM: its initializer gets libomp's lookup, its finalizer runs at shutdown.
-pub fn connect_plugin(result: &StartToolResult) {
+pub(crate) fn connect_plugin(result: &StartToolResult) {
     let Some(tool) = tool() else { return };
     if let Some(f) = result.finalize {
         PLUGIN_FINALIZERS.lock().unwrap().push(f);

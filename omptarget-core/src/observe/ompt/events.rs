@@ -63,7 +63,7 @@ fn task_data(getter: Option<GetDataFn>) -> *mut OmptData {
 
 /// A target construct (`target`, `target data`, `enter/exit data`, `update`) as the tool sees
 /// it: the begin event now, the end event when dropped (whether or not it succeeded).
-pub struct ConstructScope {
+pub(crate) struct ConstructScope {
     kind: TargetKind,
     device_num: i32,
     tool: Option<&'static Tool>,
@@ -71,7 +71,7 @@ pub struct ConstructScope {
 
 impl ConstructScope {
     #[inline]
-    pub fn begin(kind: TargetKind, device_num: i32) -> ConstructScope {
+    pub(crate) fn begin(kind: TargetKind, device_num: i32) -> ConstructScope {
         let scope = ConstructScope {
             kind,
             device_num,
@@ -160,12 +160,12 @@ impl Drop for ConstructScope {
 }
 
 /// Stands for the host (`omp_get_initial_device()`) in a data operation's device numbers.
-pub const HOST: i32 = i32::MIN;
+pub(crate) const HOST: i32 = i32::MIN;
 
 /// One data operation: the begin event now (the only one for non-EMI tools), the EMI end
 /// event when dropped. Without a tool listening for data operations it is empty: nothing is
 /// built, moved or dropped but a tag, on the path of every transfer and allocation.
-pub struct DataOp(Option<ReportedDataOp>);
+pub(crate) struct DataOp(Option<ReportedDataOp>);
 
 /// A data operation a tool is told about.
 struct ReportedDataOp {
@@ -181,7 +181,12 @@ struct ReportedDataOp {
 
 impl DataOp {
     #[inline]
-    pub fn begin(kind: DataOpKind, src: (usize, i32), dst: (usize, i32), bytes: u64) -> DataOp {
+    pub(crate) fn begin(
+        kind: DataOpKind,
+        src: (usize, i32),
+        dst: (usize, i32),
+        bytes: u64,
+    ) -> DataOp {
         match tool() {
             Some(tool) if tool.data_op_emi.is_some() || tool.data_op.is_some() => {
                 DataOp(Some(ReportedDataOp::begin(tool, kind, src, dst, bytes)))
@@ -193,12 +198,12 @@ impl DataOp {
     /// An allocation of `bytes` on `device` for host data at `host` (0 for none); the device
     /// address is reported at the end, once known (`allocated`).
     #[inline]
-    pub fn alloc(device: i32, host: usize, bytes: u64) -> DataOp {
+    pub(crate) fn alloc(device: i32, host: usize, bytes: u64) -> DataOp {
         DataOp::begin(DataOpKind::Alloc, (host, HOST), (0, device), bytes)
     }
 
     #[inline]
-    pub fn allocated(&mut self, device_address: usize) {
+    pub(crate) fn allocated(&mut self, device_address: usize) {
         if let Some(op) = &mut self.0 {
             op.dst = device_address;
         }
@@ -206,7 +211,7 @@ impl DataOp {
 
     /// Freeing device memory: reported with the device address as the source, as LLVM.
     #[inline]
-    pub fn delete(device: i32, device_address: usize) -> DataOp {
+    pub(crate) fn delete(device: i32, device_address: usize) -> DataOp {
         DataOp::begin(DataOpKind::Delete, (device_address, device), (0, -1), 0)
     }
 }
@@ -291,13 +296,13 @@ impl ReportedDataOp {
 }
 
 /// A kernel launch: the begin event now, the EMI end event when dropped.
-pub struct Submit {
+pub(crate) struct Submit {
     requested_teams: u32,
     tool: Option<&'static Tool>,
 }
 
 impl Submit {
-    pub fn begin(requested_teams: u32) -> Submit {
+    pub(crate) fn begin(requested_teams: u32) -> Submit {
         let mut submit = Submit {
             requested_teams,
             tool: None,
@@ -346,7 +351,7 @@ impl Drop for Submit {
 
 /// A device became ready. `kind` names its compute unit as LLVM's plugins do
 /// (`generic-64bit` for the host, `sm_90`, `gfx90a`); `handle` identifies it to the tool.
-pub fn device_initialized(device_num: i32, kind: &str, handle: *const c_void) {
+pub(crate) fn device_initialized(device_num: i32, kind: &str, handle: *const c_void) {
     let Some(tool) = tool() else { return };
     let Some(cb) = tool.device_initialize else {
         return;
@@ -364,7 +369,7 @@ pub fn device_initialized(device_num: i32, kind: &str, handle: *const c_void) {
     };
 }
 
-pub fn device_finalized(device_num: i32) {
+pub(crate) fn device_finalized(device_num: i32) {
     if let Some(cb) = tool().and_then(|t| t.device_finalize) {
         // SAFETY: the tool's callback.
         unsafe { cb(device_num) };
@@ -373,7 +378,7 @@ pub fn device_finalized(device_num: i32) {
 
 /// A device image was loaded. The image lives in the program's memory at `image`; the
 /// runtime has no file name for it (as LLVM).
-pub fn image_loaded(device_num: i32, image: &[u8], module_id: u64) {
+pub(crate) fn image_loaded(device_num: i32, image: &[u8], module_id: u64) {
     if let Some(cb) = tool().and_then(|t| t.device_load) {
         // SAFETY: the tool's callback; the image stays registered while the tool may look.
         unsafe {
@@ -391,7 +396,7 @@ pub fn image_loaded(device_num: i32, image: &[u8], module_id: u64) {
     }
 }
 
-pub fn image_unloaded(device_num: i32, module_id: u64) {
+pub(crate) fn image_unloaded(device_num: i32, module_id: u64) {
     if let Some(cb) = tool().and_then(|t| t.device_unload) {
         // SAFETY: the tool's callback.
         unsafe { cb(device_num, module_id) };

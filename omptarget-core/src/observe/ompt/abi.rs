@@ -4,17 +4,17 @@
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 /// `ompt_data_t`: a union of a 64-bit value and a pointer, both 8 bytes on our targets.
-pub type OmptData = u64;
-pub type OmptId = u64;
+pub(crate) type OmptData = u64;
+pub(crate) type OmptId = u64;
 
 /// `ompt_scope_endpoint_t`.
-pub const SCOPE_BEGIN: c_int = 1;
-pub const SCOPE_END: c_int = 2;
+pub(crate) const SCOPE_BEGIN: c_int = 1;
+pub(crate) const SCOPE_END: c_int = 2;
 
 /// `ompt_target_t`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[repr(i32)]
-pub enum TargetKind {
+pub(crate) enum TargetKind {
     Target = 1,
     EnterData = 2,
     ExitData = 3,
@@ -25,7 +25,7 @@ pub enum TargetKind {
 /// moment it is issued).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[repr(i32)]
-pub enum DataOpKind {
+pub(crate) enum DataOpKind {
     Alloc = 1,
     TransferToDevice = 2,
     TransferFromDevice = 3,
@@ -35,45 +35,46 @@ pub enum DataOpKind {
 }
 
 /// `ompt_callbacks_t` codes of the target and device callbacks.
-pub mod code {
-    pub const TARGET: i32 = 8;
-    pub const TARGET_DATA_OP: i32 = 9;
-    pub const TARGET_SUBMIT: i32 = 10;
-    pub const DEVICE_INITIALIZE: i32 = 12;
-    pub const DEVICE_FINALIZE: i32 = 13;
-    pub const DEVICE_LOAD: i32 = 14;
-    pub const DEVICE_UNLOAD: i32 = 15;
-    pub const TARGET_EMI: i32 = 33;
-    pub const TARGET_DATA_OP_EMI: i32 = 34;
-    pub const TARGET_SUBMIT_EMI: i32 = 35;
+pub(crate) mod code {
+    pub(crate) const TARGET: i32 = 8;
+    pub(crate) const TARGET_DATA_OP: i32 = 9;
+    pub(crate) const TARGET_SUBMIT: i32 = 10;
+    pub(crate) const DEVICE_INITIALIZE: i32 = 12;
+    pub(crate) const DEVICE_FINALIZE: i32 = 13;
+    pub(crate) const DEVICE_LOAD: i32 = 14;
+    pub(crate) const DEVICE_UNLOAD: i32 = 15;
+    pub(crate) const TARGET_EMI: i32 = 33;
+    pub(crate) const TARGET_DATA_OP_EMI: i32 = 34;
+    pub(crate) const TARGET_SUBMIT_EMI: i32 = 35;
 }
 
 /// `ompt_interface_fn_t` / `ompt_callback_t`: some function, cast to its real type by code.
-pub type AnyFn = unsafe extern "C" fn();
+pub(crate) type AnyFn = unsafe extern "C" fn();
 /// `ompt_function_lookup_t`.
-pub type LookupFn = unsafe extern "C" fn(name: *const c_char) -> Option<AnyFn>;
+pub(crate) type LookupFn = unsafe extern "C" fn(name: *const c_char) -> Option<AnyFn>;
 /// `ompt_initialize_t`.
-pub type InitializeFn = unsafe extern "C" fn(
+pub(crate) type InitializeFn = unsafe extern "C" fn(
     lookup: LookupFn,
     initial_device_num: c_int,
     tool_data: *mut OmptData,
 ) -> c_int;
 /// `ompt_finalize_t`.
-pub type FinalizeFn = unsafe extern "C" fn(tool_data: *mut OmptData);
+pub(crate) type FinalizeFn = unsafe extern "C" fn(tool_data: *mut OmptData);
 /// `ompt_get_callback_t`.
-pub type GetCallbackFn = unsafe extern "C" fn(which: c_int, callback: *mut Option<AnyFn>) -> c_int;
+pub(crate) type GetCallbackFn =
+    unsafe extern "C" fn(which: c_int, callback: *mut Option<AnyFn>) -> c_int;
 /// libomp's `ompt_get_task_data` / `ompt_get_target_task_data`.
-pub type GetDataFn = unsafe extern "C" fn() -> *mut OmptData;
+pub(crate) type GetDataFn = unsafe extern "C" fn() -> *mut OmptData;
 
 /// `ompt_start_tool_result_t`.
 #[repr(C)]
-pub struct StartToolResult {
+pub(crate) struct StartToolResult {
     pub initialize: Option<InitializeFn>,
     pub finalize: Option<FinalizeFn>,
     pub tool_data: OmptData,
 }
 
-pub type TargetCb = unsafe extern "C" fn(
+pub(crate) type TargetCb = unsafe extern "C" fn(
     kind: c_int,
     endpoint: c_int,
     device_num: c_int,
@@ -81,7 +82,7 @@ pub type TargetCb = unsafe extern "C" fn(
     target_id: OmptId,
     codeptr_ra: *const c_void,
 );
-pub type TargetEmiCb = unsafe extern "C" fn(
+pub(crate) type TargetEmiCb = unsafe extern "C" fn(
     kind: c_int,
     endpoint: c_int,
     device_num: c_int,
@@ -90,7 +91,7 @@ pub type TargetEmiCb = unsafe extern "C" fn(
     target_data: *mut OmptData,
     codeptr_ra: *const c_void,
 );
-pub type DataOpCb = unsafe extern "C" fn(
+pub(crate) type DataOpCb = unsafe extern "C" fn(
     target_id: OmptId,
     host_op_id: OmptId,
     optype: c_int,
@@ -101,7 +102,7 @@ pub type DataOpCb = unsafe extern "C" fn(
     bytes: usize,
     codeptr_ra: *const c_void,
 );
-pub type DataOpEmiCb = unsafe extern "C" fn(
+pub(crate) type DataOpEmiCb = unsafe extern "C" fn(
     endpoint: c_int,
     target_task_data: *mut OmptData,
     target_data: *mut OmptData,
@@ -114,23 +115,23 @@ pub type DataOpEmiCb = unsafe extern "C" fn(
     bytes: usize,
     codeptr_ra: *const c_void,
 );
-pub type SubmitCb =
+pub(crate) type SubmitCb =
     unsafe extern "C" fn(target_id: OmptId, host_op_id: OmptId, requested_num_teams: c_uint);
-pub type SubmitEmiCb = unsafe extern "C" fn(
+pub(crate) type SubmitEmiCb = unsafe extern "C" fn(
     endpoint: c_int,
     target_data: *mut OmptData,
     host_op_id: *mut OmptId,
     requested_num_teams: c_uint,
 );
-pub type DeviceInitializeCb = unsafe extern "C" fn(
+pub(crate) type DeviceInitializeCb = unsafe extern "C" fn(
     device_num: c_int,
     kind: *const c_char,
     device: *mut c_void,
     lookup: Option<LookupFn>,
     documentation: *const c_char,
 );
-pub type DeviceFinalizeCb = unsafe extern "C" fn(device_num: c_int);
-pub type DeviceLoadCb = unsafe extern "C" fn(
+pub(crate) type DeviceFinalizeCb = unsafe extern "C" fn(device_num: c_int);
+pub(crate) type DeviceLoadCb = unsafe extern "C" fn(
     device_num: c_int,
     filename: *const c_char,
     offset_in_file: i64,
@@ -140,4 +141,4 @@ pub type DeviceLoadCb = unsafe extern "C" fn(
     device_addr: *mut c_void,
     module_id: u64,
 );
-pub type DeviceUnloadCb = unsafe extern "C" fn(device_num: c_int, module_id: u64);
+pub(crate) type DeviceUnloadCb = unsafe extern "C" fn(device_num: c_int, module_id: u64);

@@ -10,13 +10,15 @@ use crate::mapping::Mapping;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub const KERNEL_ARGS: u32 = 0x01;
-pub const MAPPING_EXISTS: u32 = 0x02;
-pub const DUMP_TABLE: u32 = 0x04;
-pub const MAPPING_CHANGED: u32 = 0x08;
-pub const PLUGIN_KERNEL: u32 = 0x10;
-pub const DATA_TRANSFER: u32 = 0x20;
-pub const EMPTY_MAPPING: u32 = 0x40;
+pub(crate) const KERNEL_ARGS: u32 = 0x01;
+pub(crate) const MAPPING_EXISTS: u32 = 0x02;
+pub(crate) const DUMP_TABLE: u32 = 0x04;
+pub(crate) const MAPPING_CHANGED: u32 = 0x08;
+// The whole set of bits, as LLVM lists it: plugins test this one (plugin_api::info).
+#[allow(dead_code)]
+pub(crate) const PLUGIN_KERNEL: u32 = 0x10;
+pub(crate) const DATA_TRANSFER: u32 = 0x20;
+pub(crate) const EMPTY_MAPPING: u32 = 0x40;
 
 /// Set at start-up from the environment; `__tgt_set_info_flag` changes it later.
 static FLAGS: AtomicU32 = AtomicU32::new(0);
@@ -25,32 +27,32 @@ pub fn init() {
     FLAGS.store(crate::config::info_flags(), Ordering::Relaxed);
 }
 
-pub fn set(flags: u32) {
+pub(crate) fn set(flags: u32) {
     FLAGS.store(flags, Ordering::Relaxed);
 }
 
-pub fn flags() -> u32 {
+pub(crate) fn flags() -> u32 {
     FLAGS.load(Ordering::Relaxed)
 }
 
-pub fn enabled(bit: u32) -> bool {
+pub(crate) fn enabled(bit: u32) -> bool {
     FLAGS.load(Ordering::Relaxed) & bit != 0
 }
 
 /// `omptarget device N info: text`.
-pub fn line(device: i32, text: std::fmt::Arguments<'_>) {
+pub(crate) fn line(device: i32, text: std::fmt::Arguments<'_>) {
     stderr_line(format_args!("omptarget device {device} info: {text}"));
 }
 
 /// The plugin-side lines carry LLVM's (quoted) plugin prefix.
-pub fn plugin_line(device: i32, text: std::fmt::Arguments<'_>) {
+pub(crate) fn plugin_line(device: i32, text: std::fmt::Arguments<'_>) {
     stderr_line(format_args!(
         "\"PluginInterface\" device {device} info: {text}"
     ));
 }
 
 /// Pointers as LLVM prints them: `0x` and 16 hex digits.
-pub struct Ptr(pub usize);
+pub(crate) struct Ptr(pub usize);
 
 impl std::fmt::Display for Ptr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -58,12 +60,12 @@ impl std::fmt::Display for Ptr {
     }
 }
 
-pub fn name(info: usize) -> String {
+pub(crate) fn name(info: usize) -> String {
     // SAFETY: `info` is 0 or a compiler-emitted map_var_info_t string.
     unsafe { source_location::variable_name(info) }
 }
 
-pub fn ref_count(count: u64) -> String {
+pub(crate) fn ref_count(count: u64) -> String {
     if count == crate::mapping::INFINITE {
         "INF".into()
     } else {
@@ -75,7 +77,7 @@ pub fn ref_count(count: u64) -> String {
 /// `action` says what happened to the count in use (the hold count when `hold`), and lookups
 /// that may create a mapping also name the variable.
 #[allow(clippy::too_many_arguments)]
-pub fn mapping_exists(
+pub(crate) fn mapping_exists(
     device: i32,
     m: &Mapping,
     begin: usize,
@@ -103,7 +105,14 @@ pub fn mapping_exists(
 }
 
 /// LLVM's data-transfer line; `name` is the mapped variable's `map_var_info_t` (0: unknown).
-pub fn copy(device: i32, to_device: bool, host: usize, target: usize, size: u64, name: usize) {
+pub(crate) fn copy(
+    device: i32,
+    to_device: bool,
+    host: usize,
+    target: usize,
+    size: u64,
+    name: usize,
+) {
     // LLVM names the source first.
     let (from, to, first, second) = if to_device {
         ("host", "device", ("Hst", host), ("Tgt", target))
@@ -126,7 +135,7 @@ pub fn copy(device: i32, to_device: bool, host: usize, target: usize, size: u64,
 /// "Entering OpenMP kernel at file:line:col with N arguments:" and one line per argument.
 // `loc` is the compiler's ident_t, passed through unchanged from a C entry point.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub fn kernel_arguments(device: i32, loc: *const Ident, region: &str, args: &[MapArg]) {
+pub(crate) fn kernel_arguments(device: i32, loc: *const Ident, region: &str, args: &[MapArg]) {
     // SAFETY: `loc` is null or the compiler's ident_t.
     let at = unsafe { source_location::describe_or_unknown(loc) };
     line(
@@ -159,7 +168,7 @@ pub fn kernel_arguments(device: i32, loc: *const Ident, region: &str, args: &[Ma
 }
 
 /// The mapping table after a construct (bit 4), or for `ompx_dump_mapping_tables` on stdout.
-pub fn dump_table(device: i32, loc_text: &str, table: &[Mapping], to_stdout: bool) {
+pub(crate) fn dump_table(device: i32, loc_text: &str, table: &[Mapping], to_stdout: bool) {
     let mut out: Box<dyn Write> = if to_stdout {
         Box::new(std::io::stdout().lock())
     } else {

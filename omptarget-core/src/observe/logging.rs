@@ -1,7 +1,7 @@
 //! Debug output (`LIBOMPTARGET_DEBUG`) through the `log` crate, and the user-facing messages
 //! whose wording programs and tools rely on (`omptarget error:`, `omptarget message:`).
 
-pub use crate::line_output::{stderr_line, write_line};
+pub use crate::line_output::stderr_line;
 use log::{LevelFilter, Log, Metadata, Record};
 use plugin_api::{abi_stable::std_types::RStr, HostServices, LogLevel};
 
@@ -53,15 +53,15 @@ extern "C" fn plugin_log(level: LogLevel, target: RStr<'_>, message: RStr<'_>) {
 }
 
 extern "C" fn plugin_info_flags() -> u32 {
-    crate::info::flags()
+    crate::observe::info::flags()
 }
 
 extern "C" fn plugin_info(device: i32, message: RStr<'_>) {
-    crate::info::plugin_line(device, format_args!("{}", message.as_str()));
+    crate::observe::info::plugin_line(device, format_args!("{}", message.as_str()));
 }
 
 /// What plugins get at `init` to log through us.
-pub fn host_services() -> HostServices {
+pub(crate) fn host_services() -> HostServices {
     let max_level = match log::max_level().to_level() {
         Some(level) => LogLevel::from_log(level),
         None => LogLevel::OFF,
@@ -75,11 +75,11 @@ pub fn host_services() -> HostServices {
 }
 
 /// `omptarget error: ...`, LLVM's FAILURE_MESSAGE.
-pub fn failure_message(text: &str) {
+pub(crate) fn failure_message(text: &str) {
     stderr_line(format_args!("omptarget error: {text}"));
 }
 
 /// `omptarget message: ...`, LLVM's MESSAGE.
-pub fn message(text: &str) {
+pub(crate) fn message(text: &str) {
     stderr_line(format_args!("omptarget message: {text}"));
 }

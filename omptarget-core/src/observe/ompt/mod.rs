@@ -9,11 +9,11 @@
 //! Device-side tracing (`ompt_set_trace_ompt` and the buffer API) is not provided; LLVM 19 does
 //! not provide it either.
 
-pub mod abi;
-pub mod connection;
-pub mod events;
-pub mod return_address;
+pub(crate) mod abi;
+pub(crate) mod connection;
+pub(crate) mod events;
+pub(crate) mod return_address;
 
-pub use abi::{DataOpKind, TargetKind};
-pub use connection::{connect, tool};
-pub use events::{ConstructScope, DataOp, Submit};
+pub(crate) use abi::{DataOpKind, TargetKind};
+pub(crate) use connection::{connect, tool};
+pub(crate) use events::{ConstructScope, DataOp, Submit};
