@@ -764,6 +764,9 @@ pub fn soak(
     // Runs interleaved across programs, so that a slow stretch of the machine is not spent on
     // one program alone.
     let work = std::sync::Mutex::new((0..runs).flat_map(|_| 0..built.len()));
+    // A line on stderr per round of every program, so that a long soak cut short still says
+    // how far it got and how it went.
+    let progress = std::sync::Mutex::new((0usize, 0usize, 0usize));
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| loop {
@@ -772,17 +775,32 @@ pub fn soak(
                 };
                 let (spec, exe) = &built[i];
                 let result = run_limited(spec, exe, runtime, &[], limit);
+                let (failed, hung) = match &result {
+                    Ok(()) => (0, 0),
+                    Err(e) => (1, usize::from(e.starts_with("timed out"))),
+                };
                 let mut tally = tallies[i].lock().unwrap();
                 match result {
                     Ok(()) => tally.0 += 1,
                     Err(e) => {
-                        if e.starts_with("timed out") {
-                            tally.1 += 1;
-                        }
+                        tally.1 += hung;
                         if tally.2.len() < 3 {
                             tally.2.push(e);
                         }
                     }
+                }
+                drop(tally);
+                let mut p = progress.lock().unwrap();
+                *p = (p.0 + 1, p.1 + failed, p.2 + hung);
+                if p.0 % built.len() == 0 {
+                    eprintln!(
+                        "soak: {} of {} runs done ({} rounds), {} failed, {} hung",
+                        p.0,
+                        runs * built.len(),
+                        p.0 / built.len(),
+                        p.1,
+                        p.2
+                    );
                 }
             });
         }
