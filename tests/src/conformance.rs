@@ -792,7 +792,7 @@ pub fn soak(
                 drop(tally);
                 let mut p = progress.lock().unwrap();
                 *p = (p.0 + 1, p.1 + failed, p.2 + hung);
-                if p.0 % built.len() == 0 {
+                if p.0.checked_rem(built.len()) == Some(0) {
                     eprintln!(
                         "soak: {} of {} runs done ({} rounds), {} failed, {} hung",
                         p.0,
