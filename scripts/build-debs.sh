@@ -148,12 +148,14 @@ mkdir -p "$kit/$prefix/bin" "$kit/usr/bin" "$share/plugin-api"
 cp -a "$dist/bin/omptarget-plugin-check" "$kit/$prefix/bin/"
 ln -s "../lib/$multiarch/omptarget-rs/bin/omptarget-plugin-check" "$kit/usr/bin/omptarget-plugin-check"
 cp -a plugin-api/src "$share/plugin-api/"
-# Workspace-inherited fields replaced by their values, so the crate builds on its own.
+# Workspace-inherited fields replaced by their values and the workspace lints dropped, so the
+# crate builds on its own.
 edition=$(sed -n '/^\[workspace.package\]/,/^\[/s/^edition *= *"\(.*\)"/\1/p' Cargo.toml)
 sed -e "s/^edition.workspace = true/edition = \"$edition\"/" \
     -e 's/^license.workspace = true/license = "Apache-2.0 WITH LLVM-exception"/' \
     -e "s/^abi_stable.workspace = true/abi_stable = { version = \"0.11\", default-features = false }/" \
     -e 's/^log.workspace = true/log = { version = "0.4", features = ["std"] }/' \
+    -e '/^\[lints\]$/,/^workspace = true$/d' \
     plugin-api/Cargo.toml >"$share/plugin-api/Cargo.toml"
 if grep -q 'workspace = true' "$share/plugin-api/Cargo.toml"; then
     echo "build-debs: plugin-api/Cargo.toml inherits a field this script does not resolve" >&2
