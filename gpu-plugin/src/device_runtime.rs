@@ -23,6 +23,27 @@ pub struct DeviceEnvironment {
 }
 
 impl DeviceEnvironment {
+    /// Device `device_num` of a plugin's `num_devices`, as every GPU plugin describes it: the
+    /// settings' debug bits and dynamic shared memory, the device's clock and parallelism. The
+    /// indirect-call table is placed later, when the program registers its calls.
+    pub fn for_device(
+        settings: &crate::settings::Settings,
+        device_num: u32,
+        num_devices: u32,
+        clock_frequency: u64,
+        hardware_parallelism: u64,
+    ) -> DeviceEnvironment {
+        DeviceEnvironment {
+            debug_kind: settings.device_debug_kind,
+            num_devices,
+            device_num,
+            dynamic_mem_size: settings.shared_memory_size,
+            clock_frequency,
+            hardware_parallelism,
+            ..DeviceEnvironment::default()
+        }
+    }
+
     /// Bytes of the C struct.
     pub const SIZE: usize = 48;
 

@@ -53,12 +53,14 @@ impl<T: Device> SyncMemory for T {
 
     fn write(&self, address: u64, bytes: &[u8]) -> Result<()> {
         let (from, size) = (bytes.as_ptr() as usize, bytes.len() as u64);
-        self.copy_to_device(address as usize, from, size, QueueHandle::SYNC)
+        // SAFETY: `bytes` outlives the synchronous copy.
+        unsafe { self.copy_to_device(address as usize, from, size, QueueHandle::SYNC) }
     }
 
     fn read(&self, address: u64, bytes: &mut [u8]) -> Result<()> {
         let (to, size) = (bytes.as_mut_ptr() as usize, bytes.len() as u64);
-        self.copy_from_device(to, address as usize, size, QueueHandle::SYNC)
+        // SAFETY: `bytes` is borrowed mutably for the synchronous copy.
+        unsafe { self.copy_from_device(to, address as usize, size, QueueHandle::SYNC) }
     }
 }
 

@@ -174,14 +174,21 @@ impl Target<'_> {
     /// `size` bytes of device memory at `src`, read in `queue`'s order.
     fn read(&self, src: usize, size: usize, queue: QueueHandle) -> Result<Vec<u8>> {
         let mut staging = vec![0u8; size];
-        self.plugin.copy_from_device(
-            self.local,
-            staging.as_mut_ptr() as usize,
-            src,
-            size as u64,
-            queue,
-        )?;
-        self.finish(queue)?;
+        // SAFETY: `staging` is read only after `finish` has completed the queue's work; on an
+        // early return it is leaked rather than freed under a pending copy.
+        let copied = unsafe {
+            self.plugin.copy_from_device(
+                self.local,
+                staging.as_mut_ptr() as usize,
+                src,
+                size as u64,
+                queue,
+            )
+        };
+        if let Err(e) = copied.and_then(|()| self.finish(queue)) {
+            std::mem::forget(staging);
+            return Err(e);
+        }
         Ok(staging)
     }
 
@@ -537,9 +544,17 @@ impl Server {
             .recv(self.comm, &mut staging, self.program, data_tag)
             .map_err(mpi_error)?;
         let t = t?;
-        t.plugin
-            .copy_to_device(t.local, dst, staging.as_ptr() as usize, size as u64, queue)?;
-        t.finish(queue)
+        // SAFETY: `staging` is kept until `finish` has completed the queue's work, and leaked
+        // if that fails.
+        let copied = unsafe {
+            t.plugin
+                .copy_to_device(t.local, dst, staging.as_ptr() as usize, size as u64, queue)
+        };
+        let finished = copied.and_then(|()| t.finish(queue));
+        if finished.is_err() {
+            std::mem::forget(staging);
+        }
+        finished
     }
 
     /// Reads the device's bytes, replies, then sends them (no data after an error reply).
@@ -586,10 +601,13 @@ impl Server {
         // Devices of two plugins: through this process's memory.
         let mut staging = vec![0u8; size as usize];
         let through = staging.as_mut_ptr() as usize;
-        s.plugin
-            .copy_from_device(s.local, through, src, size, QueueHandle::SYNC)?;
-        d.plugin
-            .copy_to_device(d.local, dst, through, size, QueueHandle::SYNC)
+        // SAFETY: `staging` holds `size` bytes and outlives both synchronous copies.
+        unsafe {
+            s.plugin
+                .copy_from_device(s.local, through, src, size, QueueHandle::SYNC)?;
+            d.plugin
+                .copy_to_device(d.local, dst, through, size, QueueHandle::SYNC)
+        }
     }
 
     /// Reads the bytes now (in queue order), sends them to the peer process on a thread of
@@ -649,13 +667,16 @@ impl Server {
                     .map_err(mpi_error);
             let outcome = match received {
                 Ok(Transfer::Done) => devices.get(device).and_then(|(plugin, d)| {
-                    plugin.copy_to_device(
-                        d.local,
-                        dst,
-                        staging.as_ptr() as usize,
-                        size as u64,
-                        QueueHandle::SYNC,
-                    )
+                    // SAFETY: `staging` outlives the synchronous copy.
+                    unsafe {
+                        plugin.copy_to_device(
+                            d.local,
+                            dst,
+                            staging.as_ptr() as usize,
+                            size as u64,
+                            QueueHandle::SYNC,
+                        )
+                    }
                 }),
                 Ok(Transfer::PeerGone) => {
                     std::mem::forget(staging);

@@ -4,6 +4,7 @@
 use crate::abi::map_args::{non_contig_dims, MapArg, NonContigDim};
 use crate::abi::map_type::*;
 use crate::abi::offload_entry::LlvmRelease;
+use crate::abi::source_location::VarName;
 use crate::error::{OffloadError, Result};
 use crate::mapper;
 use crate::mapping::{Changed, Lookup, Mapping, MappingKey, ShadowPointer, TransferEvent};
@@ -82,7 +83,7 @@ struct Request {
     padding: usize,
     map_type: MapType,
     update_refs: bool,
-    name: usize,
+    name: VarName,
 }
 
 /// Finds or creates the mapping of a list item, updating reference counts (LLVM's
@@ -221,13 +222,14 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                         r.size,
                         mapping.dynamic_refs,
                         mapping.hold_refs,
-                        info::name(r.name)
+                        r.name.variable()
                     ),
                 );
             }
             let sent = t.has(TO) && r.size > 0;
             let fill = |q: &mut ConstructQueue<'_>| {
-                q.copy_to_device_named(device_begin, r.begin, r.size, Some(r.name))?;
+                // SAFETY: the list item's host storage (`MapArg`), valid for the construct.
+                unsafe { q.copy_to_device_named(device_begin, r.begin, r.size, Some(r.name)) }?;
                 q.transfer_event(None)
             };
             if sent && is_long(r.size) {
@@ -295,16 +297,20 @@ fn set_event(q: &ConstructQueue<'_>, begin: usize, size: u64, event: TransferEve
 
 /// Sends host data and re-applies the device values of pointers attached inside it, so that
 /// re-sent data keeps pointing at device memory.
-fn send(
+///
+/// # Safety
+/// `begin..begin + size` must be readable host memory for the rest of the construct.
+unsafe fn send(
     q: &mut ConstructQueue<'_>,
     device_begin: usize,
     shadows: &[ShadowPointer],
     begin: usize,
     size: u64,
 ) -> Result<()> {
-    q.copy_to_device(device_begin, begin, size)?;
+    // SAFETY: the caller's promise.
+    unsafe { q.copy_to_device(device_begin, begin, size) }?;
     for s in shadows {
-        q.write_device_word(s.device_address, s.device_value, 0)?;
+        q.write_device_word(s.device_address, s.device_value, VarName::UNKNOWN)?;
     }
     Ok(())
 }
@@ -337,7 +343,7 @@ pub(crate) fn begin(
     // ones initialise a private pointer and are handled with the kernel's private arguments.
     for arg in args
         .iter()
-        .filter(|a| a.map_type.has(ATTACH) && !a.map_type.is_private() && a.mapper == 0)
+        .filter(|a| a.map_type.has(ATTACH) && !a.map_type.is_private() && a.mapper.is_none())
     {
         attach_after_mapping(q, arg)?;
     }
@@ -355,8 +361,8 @@ fn begin_list(
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
             continue;
         }
-        if arg.mapper != 0 {
-            let components = mapper::expand(arg);
+        if let Some(m) = arg.mapper {
+            let components = mapper::expand(arg, m);
             // The components' own `return_param` results are not the program's.
             begin_list(q, &components, true, &mut DeviceBases::new())?;
             for c in components.iter().filter(|c| c.map_type.has(ATTACH)) {
@@ -387,7 +393,7 @@ fn begin_list(
                     padding: 0,
                     map_type: MapType(t.0 & (PRESENT | OMPX_HOLD | CLOSE | IMPLICIT)),
                     update_refs,
-                    name: 0,
+                    name: VarName::UNKNOWN,
                 },
             )?;
             if placed.device_begin == 0 {
@@ -422,7 +428,8 @@ fn begin_list(
         }
         let needs_data = placed.is_new && !placed.sent || t.has(ALWAYS);
         if t.has(TO) && needs_data && !placed.is_host && arg.size > 0 {
-            send(q, placed.device_begin, &placed.shadows, arg.begin, arg.size)?;
+            // SAFETY: the list item's host storage (`MapArg`), valid for the construct.
+            unsafe { send(q, placed.device_begin, &placed.shadows, arg.begin, arg.size) }?;
             if let Some(event) = q.transfer_event(placed.event)? {
                 set_event(q, arg.begin, arg.size, event);
             }
@@ -451,7 +458,7 @@ fn begin_list(
                 q.device.id,
                 format_args!(
                     "variable {} does not have a valid device counterpart",
-                    info::name(arg.name)
+                    arg.name.variable()
                 ),
             );
         }
@@ -539,14 +546,19 @@ fn attach(
 
 /// Copies device data back into host memory, then restores the host values of attached
 /// pointers inside it (the device copies hold device addresses).
-fn receive(
+///
+/// # Safety
+/// `begin..begin + size` must be writable host memory, not otherwise used until the
+/// construct's work is complete.
+unsafe fn receive(
     q: &mut ConstructQueue<'_>,
     begin: usize,
     size: u64,
     device_begin: usize,
     shadows: &[ShadowPointer],
 ) -> Result<()> {
-    q.copy_from_device(begin, device_begin, size)?;
+    // SAFETY: the caller's promise.
+    unsafe { q.copy_from_device(begin, device_begin, size) }?;
     restore_host_pointers(q, shadows);
     Ok(())
 }
@@ -577,8 +589,8 @@ fn end_list(q: &mut ConstructQueue<'_>, args: &[MapArg], from_mapper: bool) -> R
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
             continue;
         }
-        if arg.mapper != 0 {
-            let components = mapper::expand(arg);
+        if let Some(m) = arg.mapper {
+            let components = mapper::expand(arg, m);
             end_list(q, &components, true)?;
             continue;
         }
@@ -720,7 +732,7 @@ struct CopyBack {
     host_begin: usize,
     device_begin: usize,
     size: u64,
-    name: usize,
+    name: VarName,
     /// The mapping's last transfer (on another construct's queue, maybe), to copy after.
     after: Option<TransferEvent>,
     /// The work of the constructs that let go of the mapping before, to copy after too.
@@ -735,12 +747,16 @@ impl CopyBack {
     fn issue(&self, q: &mut ConstructQueue<'_>) -> Result<Option<TransferEvent>> {
         q.wait_for_transfer(self.after)?;
         q.wait_for_transfer(self.released)?;
-        q.copy_from_device_named(
-            self.host_begin,
-            self.device_begin,
-            self.size,
-            Some(self.name),
-        )?;
+        // SAFETY: the mapping's host storage: the list item of a construct ending now, or of
+        // the one that mapped it (OpenMP keeps it valid while mapped).
+        unsafe {
+            q.copy_from_device_named(
+                self.host_begin,
+                self.device_begin,
+                self.size,
+                Some(self.name),
+            )
+        }?;
         if self.is_last {
             q.transfer_event(self.after)
         } else {
@@ -785,8 +801,8 @@ pub(crate) fn update(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> 
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
             continue;
         }
-        if arg.mapper != 0 {
-            update(q, &mapper::expand(arg))?;
+        if let Some(m) = arg.mapper {
+            update(q, &mapper::expand(arg, m))?;
             continue;
         }
         if t.has(NON_CONTIG) {
@@ -794,7 +810,8 @@ pub(crate) fn update(q: &mut ConstructQueue<'_>, args: &[MapArg]) -> Result<()> 
             let dims = unsafe { non_contig_dims(arg) };
             update_strided(q, arg, &dims)?;
         } else {
-            update_contiguous(q, arg.begin, arg.size, t)?;
+            // SAFETY: the list item's host storage (`MapArg`), valid for the construct.
+            unsafe { update_contiguous(q, arg.begin, arg.size, t) }?;
         }
     }
     Ok(())
@@ -819,7 +836,8 @@ fn update_strided(q: &mut ConstructQueue<'_>, arg: &MapArg, dims: &[NonContigDim
         offset: u64,
     ) -> Result<()> {
         let Some((dim, inner)) = dims.split_first() else {
-            return update_contiguous(q, arg.base + offset as usize, run, arg.map_type);
+            // SAFETY: the compiler's dimensions select elements of the list item's storage.
+            return unsafe { update_contiguous(q, arg.base + offset as usize, run, arg.map_type) };
         };
         // The innermost dimension is already contiguous: its first element starts the run.
         let count = if inner.is_empty() { 1 } else { dim.count };
@@ -831,7 +849,9 @@ fn update_strided(q: &mut ConstructQueue<'_>, arg: &MapArg, dims: &[NonContigDim
     walk(q, arg, dims, run, 0)
 }
 
-fn update_contiguous(
+/// # Safety
+/// `begin..begin + size` must be host memory the construct may read and write.
+unsafe fn update_contiguous(
     q: &mut ConstructQueue<'_>,
     begin: usize,
     size: u64,
@@ -846,10 +866,12 @@ fn update_contiguous(
         return Ok(());
     };
     if t.has(TO) {
-        send(q, device_begin, &shadows, begin, size)?;
+        // SAFETY: the caller's promise.
+        unsafe { send(q, device_begin, &shadows, begin, size) }?;
     }
     if t.has(FROM) {
-        receive(q, begin, size, device_begin, &shadows)?;
+        // SAFETY: the caller's promise.
+        unsafe { receive(q, begin, size, device_begin, &shadows) }?;
     }
     Ok(())
 }
@@ -932,7 +954,8 @@ pub(crate) fn kernel_arguments(
                 let private = q.device.alloc(arg.size, arg.begin, AllocKind::DEFAULT)?;
                 q.free_after_sync(private, arg.size);
                 if first_private {
-                    q.copy_to_device(private, arg.begin, arg.size)?;
+                    // SAFETY: the list item's host storage (`MapArg`), valid for the construct.
+                    unsafe { q.copy_to_device(private, arg.begin, arg.size) }?;
                 }
                 values.push(private.wrapping_add(base_offset));
             }
@@ -1024,7 +1047,7 @@ fn fix_lambda_capture(
     let capture_device = lambda_device.wrapping_add(arg.base.wrapping_sub(lambda_host));
     let captured = find_in_use(q, arg.begin, arg.size, false).map(|(d, _)| d);
     match captured {
-        Some(target) => q.write_device_word(capture_device, target, 0),
+        Some(target) => q.write_device_word(capture_device, target, VarName::UNKNOWN),
         None => Ok(()), // not mapped (or shared memory): the capture stays as it is
     }
 }

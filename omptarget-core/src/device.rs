@@ -3,6 +3,7 @@
 //! library's image then, so a program that never offloads never touches its devices.
 
 use crate::abi::offload_entry;
+use crate::abi::source_location::VarName;
 use crate::error::{OffloadError, Result};
 use crate::kernel_table::{Kernel, KernelTable};
 use crate::mapping::{Mapping, MappingTable};
@@ -14,7 +15,7 @@ use crate::registry::{RegisteredLibrary, Registry};
 use crate::requires::RequiresFlags;
 use plugin_api::{AllocKind, DeviceTraits, ImageHandle, QueueHandle};
 use std::collections::HashMap;
-use std::ffi::{CStr, CString};
+use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -456,13 +457,19 @@ impl Device {
                             // Under unified shared memory the device global is a reference
                             // to the host's: give it the host's value (as LLVM does; not for
                             // indirect functions, whose global holds a device address).
-                            if let Err(e) = self.plugin.copy_to_device(
-                                self.local,
-                                global.address,
-                                entry.address,
-                                entry.size,
-                                plugin_api::QueueHandle::SYNC,
-                            ) {
+                            // SAFETY: the entry is a `declare target` variable of the
+                            // program, `entry.size` bytes at `entry.address` (its offload
+                            // entry); the copy is synchronous.
+                            let written = unsafe {
+                                self.plugin.copy_to_device(
+                                    self.local,
+                                    global.address,
+                                    entry.address,
+                                    entry.size,
+                                    plugin_api::QueueHandle::SYNC,
+                                )
+                            };
+                            if let Err(e) = written {
                                 log::warn!(
                                     "writing '{}' for unified shared memory failed: {}",
                                     entry.name,
@@ -489,7 +496,11 @@ impl Device {
                         });
                         let mut mapping =
                             Mapping::permanent(entry.address, entry.size, device_address);
-                        mapping.name = entry.name_address;
+                        // SAFETY: the entry's name, read as a C string in the program's
+                        // memory when the library was registered (`parse_entries`); the
+                        // mapping goes when the library is unregistered.
+                        mapping.name =
+                            unsafe { VarName::from_compiler(entry.name_address as *const c_void) };
                         let mut table = self.mapping.view(entry.address, entry.size, entry.address);
                         // Weak symbols may repeat across libraries: the first mapping stays.
                         if table.find(entry.address, entry.size).is_none() {
@@ -562,15 +573,18 @@ impl Device {
         let mut value = 0usize;
         if crate::observe::info::enabled(crate::observe::info::DATA_TRANSFER) {
             let local = &value as *const usize as usize;
-            crate::observe::info::copy(self.id, false, local, address, 8, 0);
+            crate::observe::info::copy(self.id, false, local, address, 8, VarName::UNKNOWN);
         }
-        let result = self.plugin.copy_from_device(
-            self.local,
-            &mut value as *mut usize as usize,
-            address,
-            std::mem::size_of::<usize>() as u64,
-            plugin_api::QueueHandle::SYNC,
-        );
+        // SAFETY: `value` is a word on this stack; the copy is synchronous.
+        let result = unsafe {
+            self.plugin.copy_from_device(
+                self.local,
+                &mut value as *mut usize as usize,
+                address,
+                std::mem::size_of::<usize>() as u64,
+                plugin_api::QueueHandle::SYNC,
+            )
+        };
         if let Err(e) = result {
             log::warn!(
                 "device {}: reading {address:#x} failed: {}",
@@ -747,7 +761,10 @@ impl Device {
     }
 
     /// Copies host memory to the device on `queue`, reported to a tool as a transfer.
-    pub(crate) fn copy_to_device(
+    ///
+    /// # Safety
+    /// As [`PluginLibrary::copy_to_device`].
+    pub(crate) unsafe fn copy_to_device(
         &self,
         device_dst: usize,
         host_src: usize,
@@ -760,13 +777,19 @@ impl Device {
             (device_dst, self.id),
             size,
         );
-        self.plugin
-            .copy_to_device(self.local, device_dst, host_src, size, queue)
-            .map_err(|e| self.plugin_error("copy to device", e))
+        // SAFETY: the caller's promise.
+        unsafe {
+            self.plugin
+                .copy_to_device(self.local, device_dst, host_src, size, queue)
+        }
+        .map_err(|e| self.plugin_error("copy to device", e))
     }
 
     /// Copies device memory to the host on `queue`, reported to a tool as a transfer.
-    pub(crate) fn copy_from_device(
+    ///
+    /// # Safety
+    /// As [`PluginLibrary::copy_from_device`].
+    pub(crate) unsafe fn copy_from_device(
         &self,
         host_dst: usize,
         device_src: usize,
@@ -779,9 +802,12 @@ impl Device {
             (host_dst, ompt::events::HOST),
             size,
         );
-        self.plugin
-            .copy_from_device(self.local, host_dst, device_src, size, queue)
-            .map_err(|e| self.plugin_error("copy from device", e))
+        // SAFETY: the caller's promise.
+        unsafe {
+            self.plugin
+                .copy_from_device(self.local, host_dst, device_src, size, queue)
+        }
+        .map_err(|e| self.plugin_error("copy from device", e))
     }
 
     /// A plugin call's failure, naming the operation and this device.

@@ -2,19 +2,10 @@
 //! reports the pieces of one list item through `__tgt_push_mapper_component`; the runtime then
 //! maps those pieces in place of the item, as LLVM's `targetDataMapper` does.
 
-use crate::abi::map_args::MapArg;
+use crate::abi::map_args::{MapArg, Mapper};
 use crate::abi::map_type::MapType;
+use crate::abi::source_location::VarName;
 use std::ffi::c_void;
-
-/// The signature clang gives mapper functions.
-type MapperFunction = unsafe extern "C" fn(
-    handle: *mut c_void,
-    base: *mut c_void,
-    begin: *mut c_void,
-    size: i64,
-    map_type: i64,
-    name: *mut c_void,
-);
 
 /// One reported piece, laid out as LLVM's `MapComponentInfoTy`.
 #[repr(C)]
@@ -112,7 +103,8 @@ impl MapperComponents {
         }
     }
 
-    /// The pieces as map arguments.
+    /// The pieces as map arguments. Their names were pushed by the compiler's mapper
+    /// functions (`__tgt_push_mapper_component`), or are null.
     pub(crate) fn to_args(&self) -> Vec<MapArg> {
         if self.begin.is_null() {
             return Vec::new();
@@ -126,8 +118,9 @@ impl MapperComponents {
                 begin: c.begin,
                 size: c.size.max(0) as u64,
                 map_type: MapType(c.map_type),
-                name: c.name,
-                mapper: 0,
+                // SAFETY: a name the compiler's mapper pushed (see above).
+                name: unsafe { VarName::from_compiler(c.name as *const c_void) },
+                mapper: None,
             })
             .collect()
     }
@@ -144,26 +137,17 @@ impl Drop for MapperComponents {
 
 /// Runs the mapper of `arg` and returns the pieces to map instead of it. Nested mappers are
 /// called by the generated function itself, so the pieces carry no mappers.
-pub(crate) fn expand(arg: &MapArg) -> Vec<MapArg> {
+pub(crate) fn expand(arg: &MapArg, mapper: Mapper) -> Vec<MapArg> {
     let mut components = MapperComponents::default();
-    // SAFETY: `arg.mapper` is the address of a compiler-generated mapper function (the
-    // program's map arguments say so); the handle lives for the call.
-    unsafe {
-        let function = std::mem::transmute::<usize, MapperFunction>(arg.mapper);
-        function(
-            &mut components as *mut MapperComponents as *mut c_void,
-            arg.base as *mut c_void,
-            arg.begin as *mut c_void,
-            arg.size as i64,
-            arg.map_type.0,
-            arg.name as *mut c_void,
-        );
-    }
-    log::debug!(
-        "mapper {:#x} gave {} components",
-        arg.mapper,
-        components.len()
+    mapper.run(
+        &mut components as *mut MapperComponents as *mut c_void,
+        arg.base,
+        arg.begin,
+        arg.size,
+        arg.map_type,
+        arg.name,
     );
+    log::debug!("mapper {mapper:?} gave {} components", components.len());
     components.to_args()
 }
 

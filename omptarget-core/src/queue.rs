@@ -5,6 +5,7 @@
 //! a construct that submits nothing (a `target exit data` that only releases) neither takes nor
 //! synchronises one.
 
+use crate::abi::source_location::VarName;
 use crate::device::Device;
 use crate::error::Result;
 use crate::mapping::{Changed, Mapping, MappingKey, TransferEvent};
@@ -87,23 +88,29 @@ impl<'d> ConstructQueue<'d> {
         Ok(handle)
     }
 
-    pub(crate) fn copy_to_device(
+    /// # Safety
+    /// `host_src` must be readable for `size` bytes until this construct's work is complete.
+    pub(crate) unsafe fn copy_to_device(
         &mut self,
         device_dst: usize,
         host_src: usize,
         size: u64,
     ) -> Result<()> {
-        self.copy_to_device_named(device_dst, host_src, size, None)
+        // SAFETY: the caller's promise.
+        unsafe { self.copy_to_device_named(device_dst, host_src, size, None) }
     }
 
     /// As `copy_to_device`, naming the variable for `LIBOMPTARGET_INFO` when the source is a
     /// staging buffer rather than the mapped host data.
-    pub(crate) fn copy_to_device_named(
+    ///
+    /// # Safety
+    /// As [`Self::copy_to_device`].
+    pub(crate) unsafe fn copy_to_device_named(
         &mut self,
         device_dst: usize,
         host_src: usize,
         size: u64,
-        name: Option<usize>,
+        name: Option<VarName>,
     ) -> Result<()> {
         if size == 0 {
             return Ok(());
@@ -112,27 +119,35 @@ impl<'d> ConstructQueue<'d> {
             self.print_copy(true, host_src, device_dst, size, name);
         }
         self.submit("H2D", Some(size), |device, queue| {
-            device.copy_to_device(device_dst, host_src, size, queue)
+            // SAFETY: the caller's promise; the construct's work completes before it returns.
+            unsafe { device.copy_to_device(device_dst, host_src, size, queue) }
         })
     }
 
-    pub(crate) fn copy_from_device(
+    /// # Safety
+    /// `host_dst` must be writable for `size` bytes, and not otherwise used, until this
+    /// construct's work is complete.
+    pub(crate) unsafe fn copy_from_device(
         &mut self,
         host_dst: usize,
         device_src: usize,
         size: u64,
     ) -> Result<()> {
-        self.copy_from_device_named(host_dst, device_src, size, None)
+        // SAFETY: the caller's promise.
+        unsafe { self.copy_from_device_named(host_dst, device_src, size, None) }
     }
 
     /// With `name` given the mapping table is not consulted, so callers holding its lock may
     /// use it.
-    pub(crate) fn copy_from_device_named(
+    ///
+    /// # Safety
+    /// As [`Self::copy_from_device`].
+    pub(crate) unsafe fn copy_from_device_named(
         &mut self,
         host_dst: usize,
         device_src: usize,
         size: u64,
-        name: Option<usize>,
+        name: Option<VarName>,
     ) -> Result<()> {
         if size == 0 {
             return Ok(());
@@ -141,7 +156,8 @@ impl<'d> ConstructQueue<'d> {
             self.print_copy(false, host_dst, device_src, size, name);
         }
         self.submit("D2H", Some(size), |device, queue| {
-            device.copy_from_device(host_dst, device_src, size, queue)
+            // SAFETY: the caller's promise; the construct's work completes before it returns.
+            unsafe { device.copy_from_device(host_dst, device_src, size, queue) }
         })
     }
 
@@ -152,11 +168,11 @@ impl<'d> ConstructQueue<'d> {
         host: usize,
         device: usize,
         size: u64,
-        name: Option<usize>,
+        name: Option<VarName>,
     ) {
         let name = name.unwrap_or_else(|| {
             let mut table = self.device.mapping.view(host, size, host);
-            table.find(host, size).map_or(0, |m| m.name)
+            table.find(host, size).map_or(VarName::UNKNOWN, |m| m.name)
         });
         info::copy(self.device.id, to_device, host, device, size, name);
     }
@@ -166,26 +182,30 @@ impl<'d> ConstructQueue<'d> {
         let staged = bytes.into_boxed_slice();
         let (src, len) = (staged.as_ptr() as usize, staged.len() as u64);
         self.staged_bytes.push(staged);
-        self.copy_to_device(device_dst, src, len)
+        // SAFETY: the staged bytes are kept until the construct's work is complete.
+        unsafe { self.copy_to_device(device_dst, src, len) }
     }
 
     /// Writes one pointer-sized value to device memory; `name` is the variable it belongs to
-    /// (a `map_var_info_t`, 0 when unknown), for `LIBOMPTARGET_INFO`.
+    /// (for `LIBOMPTARGET_INFO`).
     pub(crate) fn write_device_word(
         &mut self,
         device_dst: usize,
         value: usize,
-        name: usize,
+        name: VarName,
     ) -> Result<()> {
         let staged = Box::new(value);
         let src = &*staged as *const usize as usize;
         self.staged.push(staged);
-        self.copy_to_device_named(
-            device_dst,
-            src,
-            std::mem::size_of::<usize>() as u64,
-            Some(name),
-        )
+        // SAFETY: the staged word is kept until the construct's work is complete.
+        unsafe {
+            self.copy_to_device_named(
+                device_dst,
+                src,
+                std::mem::size_of::<usize>() as u64,
+                Some(name),
+            )
+        }
     }
 
     /// Writes a pointer-sized value to host memory once the queue has completed.
@@ -353,7 +373,7 @@ impl<'d> ConstructQueue<'d> {
                     info::Ptr(m.host_begin),
                     info::Ptr(m.device_begin),
                     m.size(),
-                    info::name(m.name)
+                    m.name.variable()
                 ),
             );
         }

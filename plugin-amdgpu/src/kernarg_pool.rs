@@ -63,7 +63,10 @@ impl<H: HsaInterface> KernargPool<H> {
                 address
             }
         };
-        write_bytes(address, bytes);
+        // SAFETY: `address` is a live buffer of this pool of `capacity >= bytes.len()` bytes,
+        // host-accessible by the pool's definition, just taken (from the idle list or fresh), so
+        // no kernel reads it and no other caller holds it.
+        unsafe { write_bytes(address, bytes) };
         Ok(KernargBuffer { address, capacity })
     }
 
@@ -92,10 +95,13 @@ impl<H: HsaInterface> KernargPool<H> {
 }
 
 /// Copies `bytes` into pool memory at `address`.
-fn write_bytes(address: usize, bytes: &[u8]) {
-    // SAFETY: `address` is the start of a live kernarg-pool buffer of at least `bytes.len()`
-    // bytes (its size class), host-accessible by the pool's definition, and no kernel reads it
-    // while it is being filled (it is taken, not yet dispatched).
+///
+/// # Safety
+/// `address..address + bytes.len()` must be host-writable memory (a live kernarg-pool buffer
+/// of at least that size) that nothing else reads or writes during the call.
+unsafe fn write_bytes(address: usize, bytes: &[u8]) {
+    // SAFETY: the caller's promise; `bytes` is a live slice, and cannot overlap a buffer that
+    // nothing else uses.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), address as *mut u8, bytes.len()) }
 }
 

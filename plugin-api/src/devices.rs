@@ -38,10 +38,27 @@ pub trait Device: Send + Sync + 'static {
     /// See [`Plugin::release_queue`].
     fn release_queue(&self, queue: QueueHandle) -> Result<()>;
     /// See [`Plugin::copy_to_device`]; `size` is never 0, the addresses never null.
-    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()>;
+    ///
+    /// # Safety
+    /// As [`Plugin::copy_to_device`].
+    unsafe fn copy_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()>;
     /// See [`Plugin::copy_from_device`]; `size` is never 0, the addresses never null.
-    fn copy_from_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle)
-        -> Result<()>;
+    ///
+    /// # Safety
+    /// As [`Plugin::copy_from_device`].
+    unsafe fn copy_from_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()>;
     /// Copies to `target` (another device of the plugin, or this one); `queue` is this
     /// device's. See [`Plugin::copy_device_to_device`]; `size` is never 0.
     fn copy_to_peer(
@@ -292,7 +309,7 @@ impl<P: DevicePlugin> Plugin for P {
     fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()> {
         self.device(device)?.release_queue(queue)
     }
-    fn copy_to_device(
+    unsafe fn copy_to_device(
         &self,
         device: i32,
         dst: usize,
@@ -305,9 +322,10 @@ impl<P: DevicePlugin> Plugin for P {
             return Ok(());
         }
         check_copy(dst, src)?;
-        device.copy_to_device(dst, src, size, queue)
+        // SAFETY: the caller's promise, passed on.
+        unsafe { device.copy_to_device(dst, src, size, queue) }
     }
-    fn copy_from_device(
+    unsafe fn copy_from_device(
         &self,
         device: i32,
         dst: usize,
@@ -320,7 +338,8 @@ impl<P: DevicePlugin> Plugin for P {
             return Ok(());
         }
         check_copy(dst, src)?;
-        device.copy_from_device(dst, src, size, queue)
+        // SAFETY: the caller's promise, passed on.
+        unsafe { device.copy_from_device(dst, src, size, queue) }
     }
     fn copy_device_to_device(
         &self,
@@ -471,10 +490,16 @@ mod tests {
         fn release_queue(&self, _: QueueHandle) -> Result<()> {
             self.hit(())
         }
-        fn copy_to_device(&self, _: usize, _: usize, _: u64, _: QueueHandle) -> Result<()> {
+        unsafe fn copy_to_device(&self, _: usize, _: usize, _: u64, _: QueueHandle) -> Result<()> {
             self.hit(())
         }
-        fn copy_from_device(&self, _: usize, _: usize, _: u64, _: QueueHandle) -> Result<()> {
+        unsafe fn copy_from_device(
+            &self,
+            _: usize,
+            _: usize,
+            _: u64,
+            _: QueueHandle,
+        ) -> Result<()> {
             self.hit(())
         }
         fn copy_to_peer(&self, _: usize, _: &Self, _: usize, _: u64, _: QueueHandle) -> Result<()> {
@@ -582,10 +607,9 @@ mod tests {
                 code(Plugin::free(&plugin, device, 0, AllocKind::DEVICE)),
                 e.code
             );
-            assert_eq!(
-                code(Plugin::copy_to_device(&plugin, device, 1, 1, 0, Q)),
-                e.code
-            );
+            // SAFETY: a refused device: nothing is copied.
+            let copied = unsafe { Plugin::copy_to_device(&plugin, device, 1, 1, 0, Q) };
+            assert_eq!(code(copied), e.code);
             assert_eq!(
                 code(Plugin::copy_device_to_device(
                     &plugin, 0, 1, device, 1, 0, Q
@@ -600,8 +624,10 @@ mod tests {
     #[test]
     fn empty_copies_succeed_without_reaching_the_device() {
         let plugin = <Pair as Plugin>::init().unwrap();
-        Plugin::copy_to_device(&plugin, 0, 0, 0, 0, Q).unwrap();
-        Plugin::copy_from_device(&plugin, 1, 0, 0, 0, Q).unwrap();
+        // SAFETY: empty copies touch no memory.
+        unsafe { Plugin::copy_to_device(&plugin, 0, 0, 0, 0, Q) }.unwrap();
+        // SAFETY: as above.
+        unsafe { Plugin::copy_from_device(&plugin, 1, 0, 0, 0, Q) }.unwrap();
         Plugin::copy_device_to_device(&plugin, 0, 0, 1, 0, 0, Q).unwrap();
         assert_eq!(calls(&plugin), 0);
     }
@@ -610,14 +636,12 @@ mod tests {
     fn copies_with_a_null_address_are_refused() {
         let plugin = <Pair as Plugin>::init().unwrap();
         let invalid = ErrorCode::INVALID_ARGUMENT;
-        assert_eq!(
-            code(Plugin::copy_to_device(&plugin, 0, 0, 8, 4, Q)),
-            invalid
-        );
-        assert_eq!(
-            code(Plugin::copy_from_device(&plugin, 0, 8, 0, 4, Q)),
-            invalid
-        );
+        // SAFETY: refused before any memory is touched.
+        let to = unsafe { Plugin::copy_to_device(&plugin, 0, 0, 8, 4, Q) };
+        assert_eq!(code(to), invalid);
+        // SAFETY: as above.
+        let from = unsafe { Plugin::copy_from_device(&plugin, 0, 8, 0, 4, Q) };
+        assert_eq!(code(from), invalid);
         assert_eq!(
             code(Plugin::copy_device_to_device(&plugin, 0, 8, 1, 0, 4, Q)),
             invalid

@@ -109,9 +109,12 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     fn create_queue(&self, device: i32) -> Result<QueueHandle>;
     /// Takes a queue back for reuse. The core synchronises it first and ignores the result.
     fn release_queue(&self, device: i32, queue: QueueHandle) -> Result<()>;
-    /// Copies `size` bytes from host `src` to device `dst` on `queue`. With a real queue, the
-    /// host buffer stays valid until the queue is synchronised.
-    fn copy_to_device(
+    /// Copies `size` bytes from host `src` to device `dst` on `queue`.
+    ///
+    /// # Safety
+    /// `src` is readable for `size` bytes until the copy is complete: with a real queue, until
+    /// the queue is synchronised. The core promises it for every call.
+    unsafe fn copy_to_device(
         &self,
         device: i32,
         dst: usize,
@@ -121,7 +124,11 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     ) -> Result<()>;
     /// Copies `size` bytes from device `src` to host `dst` on `queue`. With a real queue, the
     /// data is in `dst` once the queue is synchronised.
-    fn copy_from_device(
+    ///
+    /// # Safety
+    /// `dst` is writable for `size` bytes, and nothing else uses it, until the copy is
+    /// complete. The core promises it for every call.
+    unsafe fn copy_from_device(
         &self,
         device: i32,
         dst: usize,

@@ -161,7 +161,9 @@ pub extern "C" fn copy_to_device<P: SlottedPlugin>(
     size: u64,
     queue: QueueHandle,
 ) -> PluginResult<()> {
-    with::<P, _>(|p| p.copy_to_device(device, dst, src, size, queue))
+    // SAFETY: the core passes a host buffer readable for `size` bytes until the copy is
+    // complete (the module's contract, `Plugin::copy_to_device`).
+    with::<P, _>(|p| unsafe { p.copy_to_device(device, dst, src, size, queue) })
 }
 
 pub extern "C" fn copy_from_device<P: SlottedPlugin>(
@@ -171,7 +173,9 @@ pub extern "C" fn copy_from_device<P: SlottedPlugin>(
     size: u64,
     queue: QueueHandle,
 ) -> PluginResult<()> {
-    with::<P, _>(|p| p.copy_from_device(device, dst, src, size, queue))
+    // SAFETY: the core passes a host buffer writable for `size` bytes until the copy is
+    // complete (the module's contract, `Plugin::copy_from_device`).
+    with::<P, _>(|p| unsafe { p.copy_from_device(device, dst, src, size, queue) })
 }
 
 pub extern "C" fn copy_device_to_device<P: SlottedPlugin>(

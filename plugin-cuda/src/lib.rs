@@ -1,6 +1,7 @@
 //! `libomptarget.rtl.cuda.so`: the NVIDIA GPU plugin of omptarget-rs.
 //!
-//! Layers, bottom up: `driver` (the CUDA driver API, loaded from `libcuda.so.1` on first use),
+//! Layers, bottom up: `driver` (the CUDA driver API, loaded from `libcuda.so.1` on first use,
+//! and the owners that give back the contexts, modules, streams and events it makes),
 //! `image` (cubin and PTX images read without the driver), `launch` (launch decisions made
 //! without the driver), `resources` (stream and event pools), `handles` (the queue and event handles given to the core, checked before they reach the driver), `work_timing` (the device's timing of queued work, for
 //! profiles), `device` (one GPU), `plugin` (the plugin ABI). LLVM's rules for grid and block

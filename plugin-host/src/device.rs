@@ -248,13 +248,7 @@ impl Device for HostDevice {
         self.check_queue(queue)
     }
 
-    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
-        self.check_queue(queue)?;
-        copy(dst, src, size);
-        Ok(())
-    }
-
-    fn copy_from_device(
+    unsafe fn copy_to_device(
         &self,
         dst: usize,
         src: usize,
@@ -262,7 +256,23 @@ impl Device for HostDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         self.check_queue(queue)?;
-        copy(dst, src, size);
+        // SAFETY: `src` is readable for `size` bytes (caller's promise); `dst` is this
+        // device's memory, allocated by the core for at least that much.
+        unsafe { copy(dst, src, size) };
+        Ok(())
+    }
+
+    unsafe fn copy_from_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.check_queue(queue)?;
+        // SAFETY: `dst` is writable for `size` bytes (caller's promise); `src` is this
+        // device's memory.
+        unsafe { copy(dst, src, size) };
         Ok(())
     }
 
@@ -275,7 +285,9 @@ impl Device for HostDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         self.check_queue(queue)?;
-        copy(dst, src, size);
+        // SAFETY: both are device memory of this plugin (host memory), `size` bytes each by
+        // the core's contract for device-to-device copies.
+        unsafe { copy(dst, src, size) };
         Ok(())
     }
 
@@ -423,12 +435,15 @@ impl Device for HostDevice {
 
 /// Copies between two addresses of this process (plugin-api has refused null addresses and
 /// let through no empty copy).
-fn copy(dst: usize, src: usize, size: u64) {
+///
+/// # Safety
+/// `src` readable and `dst` writable for `size` bytes; distinct buffers (host and device
+/// copies are separate allocations) or the same address.
+unsafe fn copy(dst: usize, src: usize, size: u64) {
     if dst == src {
         return;
     }
-    // SAFETY: the core passes addresses of live host and device (= host) buffers of at least
-    // `size` bytes; host and device copies are distinct allocations, so they do not overlap.
+    // SAFETY: the caller's promise.
     unsafe { sys::copy(dst, src, size) };
 }
 
@@ -473,7 +488,8 @@ mod tests {
         );
         assert!(device.synchronize(bogus_queue).is_err());
         assert!(device.query_queue(bogus_queue).is_err());
-        assert!(device.copy_to_device(dst, src, 8, bogus_queue).is_err());
+        // SAFETY: two live words of this stack; the host device copies at once.
+        assert!(unsafe { device.copy_to_device(dst, src, 8, bogus_queue) }.is_err());
         assert_eq!(word, 0, "no copy on a bogus queue");
         assert!(device.record_event(event, bogus_queue).is_err());
         assert!(device.wait_event(event, bogus_queue).is_err());
@@ -490,7 +506,8 @@ mod tests {
             assert!(e.message.contains("no event with handle"), "{e}");
         }
         // The real ones still work; a destroyed event is gone.
-        device.copy_to_device(dst, src, 8, queue).unwrap();
+        // SAFETY: as above.
+        unsafe { device.copy_to_device(dst, src, 8, queue) }.unwrap();
         assert_eq!(word, 42);
         device.record_event(event, queue).unwrap();
         device.wait_event(event, QueueHandle::SYNC).unwrap();

@@ -365,7 +365,13 @@ impl Device for MpiDevice {
         Ok(())
     }
 
-    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
         let (tag, data_tag) = (self.link.tag(), self.link.tag());
         let mut request = Writer::request(Op::CopyToDevice, tag, self.remote);
         request
@@ -374,7 +380,7 @@ impl Device for MpiDevice {
             .u64(size)
             .i32(data_tag);
         self.link.send(self.rank, &request)?;
-        // SAFETY: the core keeps the host buffer valid and unchanged until the queue is
+        // SAFETY: the caller keeps the host buffer valid and unchanged until the queue is
         // synchronised, which waits for these sends.
         let sends = unsafe {
             self.link.mpi.isend(
@@ -397,7 +403,7 @@ impl Device for MpiDevice {
         )
     }
 
-    fn copy_from_device(
+    unsafe fn copy_from_device(
         &self,
         dst: usize,
         src: usize,
@@ -405,7 +411,7 @@ impl Device for MpiDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         let (tag, data_tag) = (self.link.tag(), self.link.tag());
-        // SAFETY: the core keeps the host buffer valid, and does not read it, until the queue
+        // SAFETY: the caller keeps the host buffer valid, and does not read it, until the queue
         // is synchronised, which waits for these receives.
         let receives = unsafe {
             self.link.mpi.irecv(

@@ -32,8 +32,11 @@ impl ExampleDevice {
 }
 
 /// A queued memory copy. The caller checked the device ranges; host ranges only the program
-/// knows, and the contract keeps them valid until the queue is synchronised.
-fn copy_job(dst: usize, src: usize, size: u64) -> Result<Job> {
+/// knows.
+///
+/// # Safety
+/// Host ranges must stay valid until the queue is synchronised (the copy calls' contract).
+unsafe fn copy_job(dst: usize, src: usize, size: u64) -> Result<Job> {
     let len = usize::try_from(size)
         .map_err(|_| PluginError::invalid_argument(format!("copy of {size} bytes")))?;
     Ok(Box::new(move || {
@@ -82,12 +85,20 @@ impl Device for ExampleDevice {
         self.queues.release(queue)
     }
 
-    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
         self.memory.check(dst, size)?;
-        self.queues.submit(queue, copy_job(dst, src, size)?)
+        // SAFETY: the host range is the caller's to keep valid (this method's contract).
+        self.queues
+            .submit(queue, unsafe { copy_job(dst, src, size) }?)
     }
 
-    fn copy_from_device(
+    unsafe fn copy_from_device(
         &self,
         dst: usize,
         src: usize,
@@ -95,7 +106,9 @@ impl Device for ExampleDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         self.memory.check(src, size)?;
-        self.queues.submit(queue, copy_job(dst, src, size)?)
+        // SAFETY: as above.
+        self.queues
+            .submit(queue, unsafe { copy_job(dst, src, size) }?)
     }
 
     /// Runs on this (the source) device's queue, as the ABI asks.
@@ -109,7 +122,9 @@ impl Device for ExampleDevice {
     ) -> Result<()> {
         self.memory.check(src, size)?;
         target.memory.check(dst, size)?;
-        self.queues.submit(queue, copy_job(dst, src, size)?)
+        // SAFETY: both ranges were checked against live device allocations above.
+        self.queues
+            .submit(queue, unsafe { copy_job(dst, src, size) }?)
     }
 
     fn launch_kernel(

@@ -135,18 +135,22 @@ mod tests {
         let input = *b"sixteen bytes!!!";
         let mut output = [0u8; 16];
         let (inp, out) = (input.as_ptr() as usize, output.as_mut_ptr() as usize);
-        p.copy_to_device(0, d0, inp, 16, q).unwrap();
+        // SAFETY: `input` and `output` outlive the queue's synchronisation below.
+        unsafe { p.copy_to_device(0, d0, inp, 16, q) }.unwrap();
         p.copy_device_to_device(0, d0, 1, d1, 16, q).unwrap();
         p.synchronize(0, q).unwrap();
-        p.copy_from_device(1, out, d1, 16, QueueHandle::SYNC)
-            .unwrap();
+        // SAFETY: as above; a synchronous copy.
+        unsafe { p.copy_from_device(1, out, d1, 16, QueueHandle::SYNC) }.unwrap();
         assert_eq!(output, input);
         // Out of bounds, on the wrong device, or freed: refused before anything is queued.
-        assert!(p.copy_to_device(0, d0 + 8, inp, 16, q).is_err());
-        assert!(p.copy_to_device(0, d1, inp, 16, q).is_err());
+        // SAFETY: refused before anything is queued.
+        assert!(unsafe { p.copy_to_device(0, d0 + 8, inp, 16, q) }.is_err());
+        // SAFETY: as above.
+        assert!(unsafe { p.copy_to_device(0, d1, inp, 16, q) }.is_err());
         assert!(p.copy_device_to_device(0, d0, 1, d0, 16, q).is_err());
         p.free(0, d0, AllocKind::DEFAULT).unwrap();
-        assert!(p.copy_from_device(0, out, d0, 1, q).is_err());
+        // SAFETY: as above.
+        assert!(unsafe { p.copy_from_device(0, out, d0, 1, q) }.is_err());
         assert_eq!(
             p.free(0, d0, AllocKind::DEFAULT).unwrap_err().code,
             ErrorCode::INVALID_ARGUMENT

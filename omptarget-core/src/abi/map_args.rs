@@ -2,8 +2,72 @@
 //! `arg_names`, `arg_mappers`) read into [`MapArg`] values.
 
 use super::map_type::MapType;
+use super::source_location::VarName;
 use std::ffi::c_void;
 
+/// The signature clang gives the functions it generates for `declare mapper`.
+pub(crate) type MapperFunction = unsafe extern "C" fn(
+    handle: *mut c_void,
+    base: *mut c_void,
+    begin: *mut c_void,
+    size: i64,
+    map_type: i64,
+    name: *mut c_void,
+);
+
+/// A user-defined mapper, as the compiler passes it in `arg_mappers`.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Mapper(MapperFunction);
+
+// Compared by address, for tests of argument reading.
+impl PartialEq for Mapper {
+    fn eq(&self, other: &Mapper) -> bool {
+        self.0 as usize == other.0 as usize
+    }
+}
+impl Eq for Mapper {}
+
+impl Mapper {
+    /// # Safety
+    /// `function` must be null or a function of clang's mapper signature.
+    unsafe fn from_compiler(function: *const c_void) -> Option<Mapper> {
+        if function.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null function pointer of this signature (caller's promise).
+        Some(Mapper(unsafe {
+            std::mem::transmute::<*const c_void, MapperFunction>(function)
+        }))
+    }
+
+    /// Runs the mapper on one list item; it reports the pieces through `handle`.
+    pub(crate) fn run(
+        self,
+        handle: *mut c_void,
+        base: usize,
+        begin: usize,
+        size: u64,
+        map_type: MapType,
+        name: VarName,
+    ) {
+        // SAFETY: a compiler-generated mapper (`from_compiler`'s contract) called as clang's
+        // code calls it: with the runtime's component handle and the list item's arguments.
+        unsafe {
+            (self.0)(
+                handle,
+                base as *mut c_void,
+                begin as *mut c_void,
+                size as i64,
+                map_type.0,
+                name.as_ptr(),
+            )
+        }
+    }
+}
+
+/// One list item of a construct. Made from the compiler's arguments (or a mapper's pieces),
+/// so `begin..begin + size` is the item's host storage, which OpenMP requires to stay valid
+/// while the construct runs: the copies of its data rely on that.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct MapArg {
     /// Base address (the variable, or the pointer for array sections).
@@ -13,10 +77,10 @@ pub(crate) struct MapArg {
     /// Bytes mapped; for `NON_CONTIG` entries, the number of dimensions.
     pub size: u64,
     pub map_type: MapType,
-    /// The compiler's `map_var_info_t` string (0: none), for diagnostics.
-    pub name: usize,
-    /// A user-defined mapper function (`declare mapper`), 0 when none.
-    pub mapper: usize,
+    /// The variable's name, for diagnostics.
+    pub name: VarName,
+    /// The list item's user-defined mapper (`declare mapper`), if any.
+    pub mapper: Option<Mapper>,
 }
 
 /// A construct's map arguments; most constructs have a few, kept inline (no allocation).
@@ -26,7 +90,8 @@ pub(crate) type MapArgs = smallvec::SmallVec<[MapArg; 4]>;
 /// returned, the inline arguments (some 200 bytes) were copied.
 ///
 /// # Safety
-/// Each non-null array must hold `count` elements.
+/// Each non-null array must hold `count` elements, as the compiler passes them: names null or
+/// `map_var_info_t` strings, mappers null or mapper functions.
 #[allow(clippy::too_many_arguments)] // the compiler's six arrays, their count, and the output
 pub(crate) unsafe fn read_map_args(
     args: &mut MapArgs,
@@ -70,8 +135,10 @@ pub(crate) unsafe fn read_map_args(
             begin: ptr_at(begins, i),
             size: at(sizes, i).max(0) as u64,
             map_type: MapType(at(types, i)),
-            name: ptr_at(names as *const *mut c_void, i),
-            mapper: ptr_at(mappers as *const *mut c_void, i),
+            // SAFETY: the compiler's name and mapper of this argument (caller's promise).
+            name: unsafe { VarName::from_compiler(ptr_at(names as *const *mut c_void, i) as _) },
+            // SAFETY: as above.
+            mapper: unsafe { Mapper::from_compiler(ptr_at(mappers as *const *mut c_void, i) as _) },
         });
     }
 }

@@ -1,6 +1,6 @@
 //! `ident_t` source locations, for diagnostics.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_void, CStr};
 
 #[repr(C)]
 pub(crate) struct Ident {
@@ -38,20 +38,48 @@ pub(crate) unsafe fn describe_or_unknown(loc: *const Ident) -> String {
     unsafe { describe(loc) }.unwrap_or_else(|| "unknown:0:0".into())
 }
 
-/// The variable name in a `map_var_info_t` (";name;file;line;col;;"), or "unknown".
-///
-/// # Safety
-/// `info` must be 0 or the address of a C string.
-pub(crate) unsafe fn variable_name(info: usize) -> String {
-    if info == 0 {
-        return "unknown".into();
+/// A variable's `map_var_info_t` as the compiler hands it over: ";name;file;line;col;;", or a
+/// global's plain symbol name. Made only from the compiler's arguments, so reading it is safe
+/// afterwards; kept as an address so that mappings holding one stay `Send`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct VarName(usize);
+
+impl VarName {
+    /// No name: the program was built without map names, or the runtime made the mapping.
+    pub(crate) const UNKNOWN: VarName = VarName(0);
+
+    /// # Safety
+    /// `info` must be null or a C string that stays readable while the runtime may print it
+    /// (the compiler emits them as constants of the program).
+    pub(crate) unsafe fn from_compiler(info: *const c_void) -> VarName {
+        VarName(info as usize)
     }
-    // SAFETY: caller's promise: a C string.
-    let text = unsafe { CStr::from_ptr(info as *const c_char) }.to_string_lossy();
-    // A plain string (a global's symbol name) is the name itself, as in LLVM.
-    match text.split(';').nth(1) {
-        Some(name) => name.to_string(),
-        None => text.into_owned(),
+
+    /// The address, to hand back to compiler-generated code (mapper functions take it).
+    pub(crate) fn as_ptr(self) -> *mut c_void {
+        self.0 as *mut c_void
+    }
+
+    /// The whole string, or `None` when there is none.
+    pub(crate) fn text(self) -> Option<String> {
+        if self.0 == 0 {
+            return None;
+        }
+        // SAFETY: a non-zero `VarName` is a C string (`from_compiler`'s contract).
+        let text = unsafe { CStr::from_ptr(self.0 as *const c_char) };
+        Some(text.to_string_lossy().into_owned())
+    }
+
+    /// The variable's name, or "unknown".
+    pub(crate) fn variable(self) -> String {
+        let Some(text) = self.text() else {
+            return "unknown".into();
+        };
+        // A plain string (a global's symbol name) is the name itself, as in LLVM.
+        match text.split(';').nth(1) {
+            Some(name) => name.to_string(),
+            None => text,
+        }
     }
 }
 

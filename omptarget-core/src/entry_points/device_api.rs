@@ -178,7 +178,11 @@ pub extern "C" fn llvm_omp_target_dynamic_shared_alloc() -> *mut c_void {
 }
 
 /// Copies `len` bytes between any two of: host, device, device of another plugin.
-fn copy(
+///
+/// # Safety
+/// Whichever of `dst` and `src` is on the host must be valid for `len` bytes (the API's
+/// contract with the program).
+unsafe fn copy(
     runtime: &Runtime,
     dst: usize,
     src: usize,
@@ -198,8 +202,10 @@ fn copy(
             unsafe { ptr::copy(src as *const u8, dst as *mut u8, len as usize) };
             Ok(())
         }
-        (None, Some(s)) => s.copy_from_device(dst, src, len, sync),
-        (Some(d), None) => d.copy_to_device(dst, src, len, sync),
+        // SAFETY: a host buffer of `len` bytes (the caller's promise); the copy is synchronous.
+        (None, Some(s)) => unsafe { s.copy_from_device(dst, src, len, sync) },
+        // SAFETY: as above.
+        (Some(d), None) => unsafe { d.copy_to_device(dst, src, len, sync) },
         (Some(d), Some(s)) if std::sync::Arc::ptr_eq(&d.plugin, &s.plugin) => {
             // Reported as LLVM reports a device-to-device exchange: "from device", with
             // both device numbers.
@@ -216,8 +222,10 @@ fn copy(
             // Devices of different plugins cannot exchange directly: go through the host.
             let mut staging = vec![0u8; len as usize];
             let buffer = staging.as_mut_ptr() as usize;
-            s.copy_from_device(buffer, src, len, sync)?;
-            d.copy_to_device(dst, buffer, len, sync)
+            // SAFETY: `staging` holds `len` bytes and outlives both synchronous copies.
+            unsafe { s.copy_from_device(buffer, src, len, sync) }?;
+            // SAFETY: as above.
+            unsafe { d.copy_to_device(dst, buffer, len, sync) }
         }
     }
 }
@@ -241,21 +249,29 @@ pub extern "C" fn omp_target_memcpy(
             return -1;
         }
         let runtime = Runtime::get();
-        let result = copy(
-            runtime,
-            dst as usize + dst_offset,
-            src as usize + src_offset,
-            length as u64,
-            dst_device,
-            src_device,
-        );
+        // SAFETY: the host side of the copy holds `length` bytes at its offset (the API's
+        // contract with the program).
+        let result = unsafe {
+            copy(
+                runtime,
+                dst as usize + dst_offset,
+                src as usize + src_offset,
+                length as u64,
+                dst_device,
+                src_device,
+            )
+        };
         report("omp_target_memcpy", -1, result.map(|_| 0))
     })
 }
 
 /// Copies a `dims`-dimensional sub-volume, one contiguous innermost row at a time.
+///
+/// # Safety
+/// Whichever of `dst` and `src` is on the host must hold the whole volume at its offsets
+/// (the API's contract with the program).
 #[allow(clippy::too_many_arguments)]
-fn copy_rect(
+unsafe fn copy_rect(
     runtime: &Runtime,
     dst: usize,
     src: usize,
@@ -271,31 +287,37 @@ fn copy_rect(
     if volume.len() == 1 {
         let d = dst + dst_offsets[0] * element;
         let s = src + src_offsets[0] * element;
-        return copy(
-            runtime,
-            d,
-            s,
-            (volume[0] * element) as u64,
-            dst_num,
-            src_num,
-        );
+        // SAFETY: one row of the volume (the caller's promise).
+        return unsafe {
+            copy(
+                runtime,
+                d,
+                s,
+                (volume[0] * element) as u64,
+                dst_num,
+                src_num,
+            )
+        };
     }
     let dst_slice: usize = dst_dims[1..].iter().product::<usize>() * element;
     let src_slice: usize = src_dims[1..].iter().product::<usize>() * element;
     for i in 0..volume[0] {
-        copy_rect(
-            runtime,
-            dst + (dst_offsets[0] + i) * dst_slice,
-            src + (src_offsets[0] + i) * src_slice,
-            element,
-            &volume[1..],
-            &dst_offsets[1..],
-            &src_offsets[1..],
-            &dst_dims[1..],
-            &src_dims[1..],
-            dst_num,
-            src_num,
-        )?;
+        // SAFETY: one slice of the volume (the caller's promise).
+        unsafe {
+            copy_rect(
+                runtime,
+                dst + (dst_offsets[0] + i) * dst_slice,
+                src + (src_offsets[0] + i) * src_slice,
+                element,
+                &volume[1..],
+                &dst_offsets[1..],
+                &src_offsets[1..],
+                &dst_dims[1..],
+                &src_dims[1..],
+                dst_num,
+                src_num,
+            )
+        }?;
     }
     Ok(())
 }
@@ -333,19 +355,22 @@ pub extern "C" fn omp_target_memcpy_rect(
         let n = num_dims as usize;
         // SAFETY: each array holds `num_dims` elements (API contract), checked non-null above.
         let slice = |p: *const usize| unsafe { std::slice::from_raw_parts(p, n) };
-        let result = copy_rect(
-            Runtime::get(),
-            dst as usize,
-            src as usize,
-            element_size,
-            slice(volume),
-            slice(dst_offsets),
-            slice(src_offsets),
-            slice(dst_dimensions),
-            slice(src_dimensions),
-            dst_device,
-            src_device,
-        );
+        // SAFETY: the host side holds the volume (the API's contract with the program).
+        let result = unsafe {
+            copy_rect(
+                Runtime::get(),
+                dst as usize,
+                src as usize,
+                element_size,
+                slice(volume),
+                slice(dst_offsets),
+                slice(src_offsets),
+                slice(dst_dimensions),
+                slice(src_dimensions),
+                dst_device,
+                src_device,
+            )
+        };
         report("omp_target_memcpy_rect", -1, result.map(|_| 0))
     })
 }
@@ -368,12 +393,15 @@ pub extern "C" fn omp_target_memset(
                 None => unsafe { ptr::write_bytes(ptr as *mut u8, value as u8, size) },
                 Some(d) => {
                     let pattern = vec![value as u8; size];
-                    d.copy_to_device(
-                        ptr as usize,
-                        pattern.as_ptr() as usize,
-                        size as u64,
-                        QueueHandle::SYNC,
-                    )?;
+                    // SAFETY: `pattern` holds `size` bytes and outlives the synchronous copy.
+                    unsafe {
+                        d.copy_to_device(
+                            ptr as usize,
+                            pattern.as_ptr() as usize,
+                            size as u64,
+                            QueueHandle::SYNC,
+                        )
+                    }?;
                 }
             }
             Ok(ptr)

@@ -11,6 +11,7 @@ mod start_hash;
 mod start_index;
 mod table;
 
+use crate::abi::source_location::VarName;
 use plugin_api::{EventHandle, QueueHandle};
 
 pub(crate) use sorted::Lookup;
@@ -74,8 +75,8 @@ pub(crate) struct Mapping {
     pub host_end: usize,
     pub device_begin: usize,
     pub dynamic_refs: u64,
-    /// The compiler's `map_var_info_t` string of the variable (0: unknown), for diagnostics.
-    pub name: usize,
+    /// The variable's name as the compiler gave it, for diagnostics.
+    pub name: VarName,
     uncommon: Option<Box<Uncommon>>,
     /// `host_begin` minus the base of the mapped list item (the array, for a section of it):
     /// zero-length sections between base and begin still find this mapping, as the spec
@@ -111,7 +112,7 @@ impl Mapping {
             host_end,
             device_begin,
             dynamic_refs: 0,
-            name: 0,
+            name: VarName::UNKNOWN,
             uncommon: None,
             base_offset: 0,
             hold_refs: 0,

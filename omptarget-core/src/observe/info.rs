@@ -4,7 +4,7 @@
 
 use crate::abi::map_args::MapArg;
 use crate::abi::map_type::*;
-use crate::abi::source_location::{self, Ident};
+use crate::abi::source_location::{self, Ident, VarName};
 use crate::line_output::{stderr_line, write_line};
 use crate::mapping::Mapping;
 use std::io::Write;
@@ -60,11 +60,6 @@ impl std::fmt::Display for Ptr {
     }
 }
 
-pub(crate) fn name(info: usize) -> String {
-    // SAFETY: `info` is 0 or a compiler-emitted map_var_info_t string.
-    unsafe { source_location::variable_name(info) }
-}
-
 pub(crate) fn ref_count(count: u64) -> String {
     if count == crate::mapping::INFINITE {
         "INF".into()
@@ -85,11 +80,11 @@ pub(crate) fn mapping_exists(
     implicit: bool,
     hold: bool,
     action: &str,
-    name: Option<usize>,
+    name: Option<VarName>,
 ) {
     let (dyn_action, hold_action) = if hold { ("", action) } else { (action, "") };
     let name = name
-        .map(|n| format!(", Name={}", self::name(n)))
+        .map(|n| format!(", Name={}", n.variable()))
         .unwrap_or_default();
     line(
         device,
@@ -104,14 +99,14 @@ pub(crate) fn mapping_exists(
     );
 }
 
-/// LLVM's data-transfer line; `name` is the mapped variable's `map_var_info_t` (0: unknown).
+/// LLVM's data-transfer line, naming the mapped variable.
 pub(crate) fn copy(
     device: i32,
     to_device: bool,
     host: usize,
     target: usize,
     size: u64,
-    name: usize,
+    name: VarName,
 ) {
     // LLVM names the source first.
     let (from, to, first, second) = if to_device {
@@ -127,7 +122,7 @@ pub(crate) fn copy(
             Ptr(first.1),
             second.0,
             Ptr(second.1),
-            self::name(name)
+            name.variable()
         ),
     );
 }
@@ -162,7 +157,7 @@ pub(crate) fn kernel_arguments(device: i32, loc: *const Ident, region: &str, arg
         let implicit = if t.has(IMPLICIT) { "(implicit)" } else { "" };
         line(
             device,
-            format_args!("{kind}({})[{}] {implicit}", name(a.name), a.size),
+            format_args!("{kind}({})[{}] {implicit}", a.name.variable(), a.size),
         );
     }
 }
@@ -212,13 +207,9 @@ pub(crate) fn dump_table(device: i32, loc_text: &str, table: &[Mapping], to_stdo
 
 /// "name at file:line:col" from the mapping's map_var_info_t.
 fn declaration(m: &Mapping) -> String {
-    if m.name == 0 {
+    let Some(text) = m.name.text() else {
         return "unknown at unknown:0:0".into();
-    }
-    // SAFETY: a compiler-emitted map_var_info_t string.
-    let text = unsafe { std::ffi::CStr::from_ptr(m.name as *const std::ffi::c_char) }
-        .to_string_lossy()
-        .into_owned();
+    };
     // Globals carry their plain symbol name rather than ";name;file;line;col;;".
     if !text.contains(';') {
         return format!("{text} at unknown:0:0");

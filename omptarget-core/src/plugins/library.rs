@@ -111,7 +111,9 @@ impl PluginLibrary {
         (self.module.release_queue())(device, queue).into_result()
     }
 
-    pub fn copy_to_device(
+    /// # Safety
+    /// `src` must be readable for `size` bytes until the copy is complete on `queue`.
+    pub unsafe fn copy_to_device(
         &self,
         device: i32,
         dst: usize,
@@ -122,7 +124,10 @@ impl PluginLibrary {
         (self.module.copy_to_device())(device, dst, src, size, queue).into_result()
     }
 
-    pub fn copy_from_device(
+    /// # Safety
+    /// `dst` must be writable for `size` bytes, and not otherwise used, until the copy is
+    /// complete on `queue`.
+    pub unsafe fn copy_from_device(
         &self,
         device: i32,
         dst: usize,

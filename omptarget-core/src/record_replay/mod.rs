@@ -64,16 +64,17 @@ pub(crate) fn record_inputs(
     let mut global_bytes = Vec::new();
     for global in globals {
         let mut bytes = vec![0u8; global.size as usize];
-        device
-            .plugin
-            .copy_from_device(
+        // SAFETY: `bytes` holds `global.size` bytes; the copy is synchronous.
+        unsafe {
+            device.plugin.copy_from_device(
                 device.local,
                 bytes.as_mut_ptr() as usize,
                 global.address,
                 global.size,
                 QueueHandle::SYNC,
             )
-            .map_err(|e| device.plugin_error("reading a global to record", e))?;
+        }
+        .map_err(|e| device.plugin_error("reading a global to record", e))?;
         global_bytes.push((global.name, bytes));
     }
     write_file(&format!("{name}.globals"), &globals_file(&global_bytes))?;
@@ -122,16 +123,17 @@ fn block_contents(state: &RecordReplay, device: &Device) -> Result<Vec<u8>> {
     let used = state.handed_out();
     let mut bytes = vec![0u8; used.len()];
     if !bytes.is_empty() {
-        device
-            .plugin
-            .copy_from_device(
+        // SAFETY: `bytes` holds `used.len()` bytes; the copy is synchronous.
+        unsafe {
+            device.plugin.copy_from_device(
                 device.local,
                 bytes.as_mut_ptr() as usize,
                 used.start,
                 bytes.len() as u64,
                 QueueHandle::SYNC,
             )
-            .map_err(|e| device.plugin_error("reading record/replay memory", e))?;
+        }
+        .map_err(|e| device.plugin_error("reading record/replay memory", e))?;
     }
     Ok(bytes)
 }
@@ -231,16 +233,18 @@ pub(crate) fn replay(device: &Device, replay: &Replay<'_>) -> Result<()> {
     let mut queue = crate::queue::ConstructQueue::new(device);
     let handle = queue.handle()?;
     if !replay.memory.is_empty() {
-        device
-            .plugin
-            .copy_to_device(
+        // SAFETY: `replay` outlives the queue, whose work completes before this returns
+        // (`finish`, or its drop on an error).
+        unsafe {
+            device.plugin.copy_to_device(
                 device.local,
                 memory,
                 replay.memory.as_ptr() as usize,
                 replay.memory.len() as u64,
                 handle,
             )
-            .map_err(|e| device.plugin_error("copying the recorded memory", e))?;
+        }
+        .map_err(|e| device.plugin_error("copying the recorded memory", e))?;
     }
     let config = LaunchConfig {
         num_teams: [replay.num_teams, 0, 0],

@@ -33,15 +33,13 @@ impl ImageDriver for AmdgpuDevice {
     }
 
     fn device_environment(&self) -> DeviceEnvironment {
-        DeviceEnvironment {
-            debug_kind: self.settings.device_debug_kind,
-            num_devices: self.plugin_devices,
-            device_num: self.ordinal as u32,
-            dynamic_mem_size: self.settings.shared_memory_size,
-            clock_frequency: self.agent.timestamp_frequency,
-            hardware_parallelism: self.hardware_parallelism,
-            ..DeviceEnvironment::default()
-        }
+        DeviceEnvironment::for_device(
+            &self.settings,
+            self.ordinal as u32,
+            self.plugin_devices,
+            self.agent.timestamp_frequency,
+            self.hardware_parallelism,
+        )
     }
 
     /// `LIBOMPTARGET_HEAP_SIZE`, 512 MiB by default, as LLVM's AMDGPU plugin.

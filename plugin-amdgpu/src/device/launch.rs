@@ -186,7 +186,10 @@ impl AmdgpuDevice {
         // runtime counts teams in it).
         *taken = Some(buffer);
         // The plugin's own copy: not one of the program's, so never timed.
-        stream.push_internal_host_to_device(address, source, size)?;
+        // SAFETY: `source` is the boxed host environment of the launch buffer now in `taken`,
+        // which nothing writes and which goes back to its pool only once the stream passed this
+        // copy (the kernel's release, or `discard_launch_buffer`, which synchronises first).
+        unsafe { stream.push_internal_host_to_device(address, source, size) }?;
         Ok(address)
     }
 }

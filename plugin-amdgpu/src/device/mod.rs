@@ -510,16 +510,26 @@ impl Device for AmdgpuDevice {
         })
     }
 
-    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
         let pinned = self.pinned_address(src, size);
         self.on_queue(
             queue,
-            |s| s.push_host_to_device(dst, src, size as usize, pinned),
+            |s| {
+                // SAFETY: our caller promised `src` readable for `size` bytes until the queue
+                // is synchronised (a synchronous copy synchronises before `on_queue` returns).
+                unsafe { s.push_host_to_device(dst, src, size as usize, pinned) }
+            },
             &|| format!("copying {size} bytes from host {src:#x} to device {dst:#x}"),
         )
     }
 
-    fn copy_from_device(
+    unsafe fn copy_from_device(
         &self,
         dst: usize,
         src: usize,
@@ -529,7 +539,12 @@ impl Device for AmdgpuDevice {
         let pinned = self.pinned_address(dst, size);
         self.on_queue(
             queue,
-            |s| s.push_device_to_host(dst, src, size as usize, pinned),
+            |s| {
+                // SAFETY: our caller promised `dst` writable for `size` bytes, and used by
+                // nothing else, until the queue is synchronised (a synchronous copy synchronises
+                // before `on_queue` returns).
+                unsafe { s.push_device_to_host(dst, src, size as usize, pinned) }
+            },
             &|| format!("copying {size} bytes from device {src:#x} to host {dst:#x}"),
         )
     }

@@ -1,19 +1,17 @@
-//! A stream: a chain of slots, each operation depending on the one before it.
+//! A stream: a chain of slots, each operation depending on the one before it. Kernels, event
+//! waits and completion live here; the copies (host to device, device to host, device to
+//! device, staged or locked) are pushed by `super::copies`.
 
 use super::event::{Event, Recorded};
-use super::host_copy::host_memcpy;
 use super::queue_pool::{QueueHealth, QueueSet};
-use super::shared::{finish_slots, run_release, Shared};
+use super::shared::{finish_slots, Shared};
 use super::signal_pool::SignalRef;
 use super::slot::{Release, Slot};
-use super::timing::{monotonic_ns, HostStep, Step, StepClock, StreamTiming, WorkSpan};
+use super::timing::{monotonic_ns, Step, StepClock, StreamTiming, WorkSpan};
 use super::wait::wait_zero;
-use crate::hsa_interface::{
-    Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, Queue, QueueOrder, Signal,
-    SignalHandler,
-};
+use crate::hsa_interface::{HsaInterface, HsaResult, KernelDispatch, Queue, QueueOrder, Signal};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use sync_util::lock;
 
 /// Work the caller wants done once a kernel completed.
@@ -26,41 +24,41 @@ type Callback = Box<dyn FnOnce() + Send>;
 /// returning `true`) — also when the push returned an error, since part of it may have been
 /// submitted already.
 pub struct Stream<H: HsaInterface> {
-    shared: Arc<Shared<H>>,
+    pub(super) shared: Arc<Shared<H>>,
     id: u64,
     state: Mutex<ChainState<H>>,
 }
 
-struct ChainState<H: HsaInterface> {
+pub(super) struct ChainState<H: HsaInterface> {
     /// The HSA queue, shared with other streams; replaced when it stopped for good.
     queue: Arc<QueueHealth<H>>,
-    slots: Vec<Slot<H>>,
+    pub(super) slots: Vec<Slot<H>>,
     /// The queues the pending work went through (its packets', and those of events waited on).
     watch: QueueSet<H>,
     /// Slots of a chain whose wait failed and that had not completed: kept, not reused, and
     /// finished if they complete after all.
     abandoned: Vec<Slot<H>>,
     /// The device's timing of the stream's work, while it is timed (see `super::timing`).
-    timing: Option<StreamTiming>,
+    pub(super) timing: Option<StreamTiming>,
 }
 
 /// Whether a push is work the plugin reports timing for (a program's copy or kernel) or the
 /// plugin's own (a launch environment's copy), which is never timed.
 #[derive(Copy, Clone, PartialEq, Eq)]
-enum Work {
+pub(super) enum Work {
     Counted,
     Internal,
 }
 
 /// A timed push under way: when it was submitted and where its slots start in the chain.
-struct OpStart {
+pub(super) struct OpStart {
     at_ns: u64,
     from: usize,
 }
 
 impl<H: HsaInterface> ChainState<H> {
     /// The last slot's signal, if that work may still be running.
-    fn pending_input(&self) -> Option<SignalRef<H>> {
+    pub(super) fn pending_input(&self) -> Option<SignalRef<H>> {
         self.slots
             .last()
             .filter(|slot| !slot.is_done())
@@ -95,7 +93,7 @@ impl<H: HsaInterface> ChainState<H> {
     }
 
     /// A timed push starting now, if the stream is timed and `work` counts.
-    fn begin_op(&self, work: Work) -> Option<OpStart> {
+    pub(super) fn begin_op(&self, work: Work) -> Option<OpStart> {
         match (&self.timing, work) {
             (Some(_), Work::Counted) => Some(OpStart {
                 at_ns: monotonic_ns(),
@@ -107,7 +105,7 @@ impl<H: HsaInterface> ChainState<H> {
 
     /// Counts a timed push that succeeded: one operation, made of the steps of the slots it
     /// pushed. A failed push is not counted (its slots' steps belong to no operation).
-    fn end_op(&mut self, op: Option<OpStart>, succeeded: bool) {
+    pub(super) fn end_op(&mut self, op: Option<OpStart>, succeeded: bool) {
         let (Some(op), Some(timing)) = (op, self.timing.as_mut()) else {
             return;
         };
@@ -139,15 +137,6 @@ impl<H: HsaInterface> ChainState<H> {
             timing.discard();
         }
     }
-}
-
-/// A copy as `hsa_amd_memory_async_copy` takes it.
-struct CopyOp {
-    dst: usize,
-    dst_agent: Agent,
-    src: usize,
-    src_agent: Agent,
-    size: usize,
 }
 
 impl<H: HsaInterface> Stream<H> {
@@ -190,16 +179,16 @@ impl<H: HsaInterface> Stream<H> {
         Ok(Arc::clone(&state.queue))
     }
 
-    fn state(&self) -> MutexGuard<'_, ChainState<H>> {
+    pub(super) fn state(&self) -> MutexGuard<'_, ChainState<H>> {
         lock(&self.state)
     }
 
-    fn hsa(&self) -> &H {
+    pub(super) fn hsa(&self) -> &H {
         &self.shared.hsa
     }
 
     /// Refuses new work behind pending work that can never complete.
-    fn check_failed(&self, state: &ChainState<H>) -> HsaResult<()> {
+    pub(super) fn check_failed(&self, state: &ChainState<H>) -> HsaResult<()> {
         // The queues' state first: it costs no runtime call, and a failure is rare.
         match state.watch.failure() {
             Some(err) if state.pending_input().is_some() => Err(err),
@@ -316,398 +305,6 @@ impl<H: HsaInterface> Stream<H> {
             Err(err) => {
                 slot.signal.retire_unused();
                 Err(err)
-            }
-        }
-    }
-
-    // --- Copies ------------------------------------------------------------------------------
-
-    /// Copies `size` bytes from host `src` to device `dst` after the stream's earlier work.
-    /// `pinned_src` is the agent address of `src` when the user pinned it: one direct copy.
-    /// Otherwise copies of at least `max_async_copy_bytes` lock `src` for the copy, and smaller
-    /// ones go through a pinned staging buffer. `src` must stay valid until synchronize.
-    pub fn push_host_to_device(
-        &self,
-        dst: usize,
-        src: usize,
-        size: usize,
-        pinned_src: Option<usize>,
-    ) -> HsaResult<()> {
-        self.host_to_device(dst, src, size, pinned_src, Work::Counted)
-    }
-
-    /// [`Stream::push_host_to_device`] of the plugin's own data (a launch environment): work
-    /// the program did not ask for, never timed.
-    pub fn push_internal_host_to_device(
-        &self,
-        dst: usize,
-        src: usize,
-        size: usize,
-    ) -> HsaResult<()> {
-        self.host_to_device(dst, src, size, None, Work::Internal)
-    }
-
-    fn host_to_device(
-        &self,
-        dst: usize,
-        src: usize,
-        size: usize,
-        pinned_src: Option<usize>,
-        work: Work,
-    ) -> HsaResult<()> {
-        if size == 0 {
-            return Ok(());
-        }
-        check_addresses(dst, pinned_src.unwrap_or(src))?;
-        let mut state = self.state();
-        self.check_failed(&state)?;
-        let op = state.begin_op(work);
-        let result =
-            self.host_to_device_locked(&mut state, dst, src, size, pinned_src, op.is_some());
-        state.end_op(op, result.is_ok());
-        result
-    }
-
-    fn host_to_device_locked(
-        &self,
-        state: &mut ChainState<H>,
-        dst: usize,
-        src: usize,
-        size: usize,
-        pinned_src: Option<usize>,
-        timed: bool,
-    ) -> HsaResult<()> {
-        let config = &self.shared.config;
-        let (gpu, host) = (config.agent, config.host_agent);
-        if let Some(pinned) = pinned_src {
-            let op = CopyOp {
-                dst,
-                dst_agent: gpu,
-                src: pinned,
-                src_agent: host,
-                size,
-            };
-            return self.push_copy(state, op, None, timed);
-        }
-        if size >= config.max_async_copy_bytes {
-            let locked = self.hsa().lock_host_memory(src, size, &[gpu])?;
-            let op = CopyOp {
-                dst,
-                dst_agent: gpu,
-                src: locked,
-                src_agent: host,
-                size,
-            };
-            return self.push_copy(state, op, Some(Release::Unlock(src)), timed);
-        }
-        self.push_staged_to_device(state, dst, src, size, timed)
-    }
-
-    /// Copies `size` bytes from device `src` to host `dst` after the stream's earlier work;
-    /// `dst` holds the data once synchronize returns. The same three ways as
-    /// [`Stream::push_host_to_device`]; staged copies land in the staging buffer and a handler
-    /// copies them on to `dst`.
-    pub fn push_device_to_host(
-        &self,
-        dst: usize,
-        src: usize,
-        size: usize,
-        pinned_dst: Option<usize>,
-    ) -> HsaResult<()> {
-        if size == 0 {
-            return Ok(());
-        }
-        check_addresses(pinned_dst.unwrap_or(dst), src)?;
-        let mut state = self.state();
-        self.check_failed(&state)?;
-        let op = state.begin_op(Work::Counted);
-        let result =
-            self.device_to_host_locked(&mut state, dst, src, size, pinned_dst, op.is_some());
-        state.end_op(op, result.is_ok());
-        result
-    }
-
-    fn device_to_host_locked(
-        &self,
-        state: &mut ChainState<H>,
-        dst: usize,
-        src: usize,
-        size: usize,
-        pinned_dst: Option<usize>,
-        timed: bool,
-    ) -> HsaResult<()> {
-        let config = &self.shared.config;
-        let (gpu, host) = (config.agent, config.host_agent);
-        if let Some(pinned) = pinned_dst {
-            let op = CopyOp {
-                dst: pinned,
-                dst_agent: host,
-                src,
-                src_agent: gpu,
-                size,
-            };
-            return self.push_copy(state, op, None, timed);
-        }
-        if size >= config.max_async_copy_bytes {
-            let locked = self.hsa().lock_host_memory(dst, size, &[gpu])?;
-            let op = CopyOp {
-                dst: locked,
-                dst_agent: host,
-                src,
-                src_agent: gpu,
-                size,
-            };
-            return self.push_copy(state, op, Some(Release::Unlock(dst)), timed);
-        }
-        self.push_staged_to_host(state, dst, src, size, timed)
-    }
-
-    /// Copies between device memory (of this or another GPU) after the stream's earlier work.
-    pub fn push_device_to_device(
-        &self,
-        dst: usize,
-        dst_agent: Agent,
-        src: usize,
-        src_agent: Agent,
-        size: usize,
-    ) -> HsaResult<()> {
-        if size == 0 {
-            return Ok(());
-        }
-        check_addresses(dst, src)?;
-        let mut state = self.state();
-        self.check_failed(&state)?;
-        let copy = CopyOp {
-            dst,
-            dst_agent,
-            src,
-            src_agent,
-            size,
-        };
-        let op = state.begin_op(Work::Counted);
-        let result = self.push_copy(&mut state, copy, None, op.is_some());
-        state.end_op(op, result.is_ok());
-        result
-    }
-
-    fn submit_copy(
-        &self,
-        op: &CopyOp,
-        after: Option<&SignalRef<H>>,
-        completion: Signal,
-    ) -> HsaResult<()> {
-        let dep;
-        let deps: &[Signal] = match after {
-            Some(signal) => {
-                dep = [signal.signal()];
-                &dep
-            }
-            None => &[],
-        };
-        self.hsa().async_copy(
-            op.dst,
-            op.dst_agent,
-            op.src,
-            op.src_agent,
-            op.size,
-            deps,
-            completion,
-        )
-    }
-
-    /// A one-step copy in one slot; `release` runs when it completes, or now if it fails.
-    fn push_copy(
-        &self,
-        state: &mut ChainState<H>,
-        op: CopyOp,
-        release: Option<Release>,
-        timed: bool,
-    ) -> HsaResult<()> {
-        let done = match self.shared.signals.acquire() {
-            Ok(signal) => signal,
-            Err(err) => {
-                self.release_now(release);
-                return Err(err);
-            }
-        };
-        let input = state.pending_input();
-        if let Err(err) = self.submit_copy(&op, input.as_ref(), done.signal()) {
-            done.retire_unused();
-            self.release_now(release);
-            return Err(err);
-        }
-        let slot = Slot::new(done, None)
-            .with_deps(input, None)
-            .with_release(release)
-            .with_step(timed.then(|| Step::new(StepClock::Copy)));
-        state.slots.push(slot);
-        Ok(())
-    }
-
-    /// Host to device through a staging buffer: host memcpy into it, then the copy.
-    fn push_staged_to_device(
-        &self,
-        state: &mut ChainState<H>,
-        dst: usize,
-        src: usize,
-        size: usize,
-        timed: bool,
-    ) -> HsaResult<()> {
-        let shared = &*self.shared;
-        let buffer = shared.staging.acquire(size)?;
-        let staged = buffer.ptr;
-        let to_device = CopyOp {
-            dst,
-            dst_agent: shared.config.agent,
-            src: staged,
-            src_agent: shared.config.host_agent,
-            size,
-        };
-        let Some(input) = state.pending_input() else {
-            // Everything before is done, so the host step can run right away.
-            let started = timed.then(monotonic_ns);
-            // SAFETY: the buffer is ours until released and holds at least `size` bytes; the
-            // caller keeps `src` readable for `size` bytes.
-            unsafe { host_memcpy(staged, src, size) };
-            if let (Some(start), Some(timing)) = (started, state.timing.as_mut()) {
-                timing.prelude = Some((start, monotonic_ns()));
-            }
-            return self.push_copy(state, to_device, Some(Release::Staging(buffer)), timed);
-        };
-        let (host_done, copied) = match self.acquire_two() {
-            Ok(pair) => pair,
-            Err(err) => {
-                self.release_now(Some(Release::Staging(buffer)));
-                return Err(err);
-            }
-        };
-        let hsa = Arc::downgrade(&shared.hsa);
-        let step = host_done.signal();
-        let host_timer = timed.then(|| Arc::new(HostStep::default()));
-        let timer = host_timer.clone();
-        let handler: SignalHandler = Box::new(move || {
-            let copy = || {
-                // SAFETY: the buffer stays ours until the slot after this step completes,
-                // which needs this handler to have run; the caller keeps `src` valid until
-                // synchronize.
-                unsafe { host_memcpy(staged, src, size) }
-            };
-            match &timer {
-                Some(timer) => timer.time(copy),
-                None => copy(),
-            }
-            complete_host_step(&hsa, step);
-        });
-        if let Err(err) = shared.hsa.on_signal_zero(input.signal(), handler) {
-            host_done.retire_unused();
-            copied.retire_unused();
-            self.release_now(Some(Release::Staging(buffer)));
-            return Err(err);
-        }
-        let host_step = Slot::new(host_done.clone(), None)
-            .with_deps(Some(input), None)
-            .with_step(host_timer.map(|timer| Step::new(StepClock::Host(timer))));
-        if let Err(err) = self.submit_copy(&to_device, Some(&host_done), copied.signal()) {
-            // The handler will still fill the buffer: keep its slot, and the buffer until then.
-            let buffer = Some(Release::Staging(buffer));
-            state.slots.push(host_step.with_release(buffer));
-            copied.retire_unused();
-            return Err(err);
-        }
-        state.slots.push(host_step);
-        let copy_step = Slot::new(copied, None)
-            .with_deps(Some(host_done), None)
-            .with_release(Some(Release::Staging(buffer)))
-            .with_step(timed.then(|| Step::new(StepClock::Copy)));
-        state.slots.push(copy_step);
-        Ok(())
-    }
-
-    /// Device to host through a staging buffer: the copy into it, then a handler's memcpy.
-    fn push_staged_to_host(
-        &self,
-        state: &mut ChainState<H>,
-        dst: usize,
-        src: usize,
-        size: usize,
-        timed: bool,
-    ) -> HsaResult<()> {
-        let shared = &*self.shared;
-        let buffer = shared.staging.acquire(size)?;
-        let staged = buffer.ptr;
-        let (device_done, copied) = match self.acquire_two() {
-            Ok(pair) => pair,
-            Err(err) => {
-                self.release_now(Some(Release::Staging(buffer)));
-                return Err(err);
-            }
-        };
-        let to_staging = CopyOp {
-            dst: staged,
-            dst_agent: shared.config.host_agent,
-            src,
-            src_agent: shared.config.agent,
-            size,
-        };
-        let input = state.pending_input();
-        if let Err(err) = self.submit_copy(&to_staging, input.as_ref(), device_done.signal()) {
-            device_done.retire_unused();
-            copied.retire_unused();
-            self.release_now(Some(Release::Staging(buffer)));
-            return Err(err);
-        }
-        let device_step = Slot::new(device_done.clone(), None)
-            .with_deps(input, None)
-            .with_step(timed.then(|| Step::new(StepClock::Copy)));
-        let hsa = Arc::downgrade(&shared.hsa);
-        let step = copied.signal();
-        let host_timer = timed.then(|| Arc::new(HostStep::default()));
-        let timer = host_timer.clone();
-        let handler: SignalHandler = Box::new(move || {
-            let copy = || {
-                // SAFETY: the buffer stays ours until this step's slot completes, which needs
-                // this handler to have run; the caller keeps `dst` valid until synchronize.
-                unsafe { host_memcpy(dst, staged, size) }
-            };
-            match &timer {
-                Some(timer) => timer.time(copy),
-                None => copy(),
-            }
-            complete_host_step(&hsa, step);
-        });
-        if let Err(err) = shared.hsa.on_signal_zero(device_done.signal(), handler) {
-            // The copy into the buffer is submitted: keep its slot, and the buffer until it
-            // completed. `dst` is not written.
-            let buffer = Some(Release::Staging(buffer));
-            state.slots.push(device_step.with_release(buffer));
-            copied.retire_unused();
-            return Err(err);
-        }
-        state.slots.push(device_step);
-        let host_step = Slot::new(copied, None)
-            .with_deps(Some(device_done), None)
-            .with_release(Some(Release::Staging(buffer)))
-            .with_step(host_timer.map(|timer| Step::new(StepClock::Host(timer))));
-        state.slots.push(host_step);
-        Ok(())
-    }
-
-    fn acquire_two(&self) -> HsaResult<(SignalRef<H>, SignalRef<H>)> {
-        let first = self.shared.signals.acquire()?;
-        match self.shared.signals.acquire() {
-            Ok(second) => Ok((first, second)),
-            Err(err) => {
-                first.retire_unused();
-                Err(err)
-            }
-        }
-    }
-
-    /// Undoes what a push acquired for work that was never submitted.
-    fn release_now(&self, release: Option<Release>) {
-        if let Some(release) = release {
-            if let Err(err) = run_release(&self.shared, release) {
-                log::warn!("releasing resources of a failed push: {err}");
             }
         }
     }
@@ -928,21 +525,4 @@ impl<H: HsaInterface> Drop for Stream<H> {
         }
         self.shared.live_streams.fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// Completes a host step of a two-step copy; the runtime may already be gone at teardown.
-fn complete_host_step<H: HsaInterface>(hsa: &Weak<H>, signal: Signal) {
-    if let Some(hsa) = hsa.upgrade() {
-        hsa.signal_subtract(signal, 1);
-    }
-}
-
-fn check_addresses(dst: usize, src: usize) -> HsaResult<()> {
-    if dst == 0 || src == 0 {
-        return Err(HsaError::new(
-            HsaError::STATUS_INVALID_ARGUMENT,
-            format!("copy with a null address (dst {dst:#x}, src {src:#x})"),
-        ));
-    }
-    Ok(())
 }

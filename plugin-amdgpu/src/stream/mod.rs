@@ -14,16 +14,19 @@
 //!   .shutdown() -> HsaResult<()>                  (once every stream is dropped)
 //! Stream<H>  (Send + Sync, &self everywhere)
 //!   .push_kernel(&KernelDispatch, Option<Box<dyn FnOnce() + Send>>) -> HsaResult<()>
-//!   .push_host_to_device(dst, src, size, pinned_src: Option<usize>) -> HsaResult<()>
-//!   .push_device_to_host(dst, src, size, pinned_dst: Option<usize>) -> HsaResult<()>
+//!   unsafe .push_host_to_device(dst, src, size, pinned_src: Option<usize>) -> HsaResult<()>
+//!   unsafe .push_device_to_host(dst, src, size, pinned_dst: Option<usize>) -> HsaResult<()>
 //!   .push_device_to_device(dst, dst_agent, src, src_agent, size) -> HsaResult<()>
 //!   .record(&Event<H>) / .wait_for(&Event<H>) -> HsaResult<()>
 //!   .synchronize() -> HsaResult<()>,  .query() -> HsaResult<bool>,  .hsa_queue() -> Queue
-//!   .push_internal_host_to_device(dst, src, size) -> HsaResult<()>   (never timed)
+//!   unsafe .push_internal_host_to_device(dst, src, size) -> HsaResult<()>   (never timed)
 //!   .start_timing() -> bool,  .stop_timing(),  .take_work_times() -> HsaResult<Vec<WorkSpan>>
 //! Event<H>
 //!   .synchronize() -> HsaResult<()>,  .query() -> HsaResult<bool>
 //! ```
+//!
+//! The host-copy pushes are `unsafe`: the host buffer is read or written after they return, up
+//! to the stream's synchronisation (see their `# Safety` sections).
 //!
 //! # Design
 //!
@@ -61,6 +64,7 @@
 //! submitted stays in the chain as a valid link, and the push returns the error.
 
 mod chain;
+mod copies;
 mod event;
 mod host_copy;
 mod manager;

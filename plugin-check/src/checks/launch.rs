@@ -115,16 +115,18 @@ fn read_global(plugin: &PluginLibrary, device: i32, handle: ImageHandle) -> Outc
     let global = plugin
         .get_global(device, handle, GLOBAL_NAME, 4)
         .map_err(|e| failure(GLOBAL_NAME, e))?;
-    let mut value = 0i32;
-    plugin
-        .copy_from_device(
+    let mut value = [0i32];
+    // SAFETY: a synchronous copy.
+    unsafe {
+        super::receive(
+            plugin,
             device,
-            &mut value as *mut i32 as usize,
+            &mut value,
             global.address,
-            4,
             QueueHandle::SYNC,
         )
-        .map_err(|e| failure("copy from device", e))?;
+    }?;
+    let [value] = value;
     if value != 42 {
         return Err(format!(
             "{GLOBAL_NAME} reads {value}, its initial value is 42"
@@ -154,11 +156,13 @@ pub fn launch_and_check(
         ..LaunchConfig::default()
     };
     let submitted = (|| {
-        send(plugin, device, array.address, &input, queue)?;
+        // SAFETY: `input` outlives the synchronisation below, which every path reaches.
+        unsafe { send(plugin, device, array.address, &input, queue) }?;
         plugin
             .launch_kernel(device, kernel, &[array.address], &config, queue)
             .map_err(|e| failure("launch", e))?;
-        receive(plugin, device, &mut output, array.address, queue)
+        // SAFETY: `output` is read only after the synchronisation below.
+        unsafe { receive(plugin, device, &mut output, array.address, queue) }
     })();
     // Always wait before the buffers go away, even when a submission failed.
     let synced = plugin.synchronize(device, queue);

@@ -97,7 +97,8 @@ fn device_to_device(plugin: &PluginLibrary, src_device: i32, dst_device: i32) ->
         .map_err(|e| failure("alloc source", e))?;
     let dst = DeviceBuffer::new(plugin, dst_device, size, AllocKind::DEVICE)
         .map_err(|e| failure("alloc destination", e))?;
-    send(plugin, src_device, src.address, &data, QueueHandle::SYNC)?;
+    // SAFETY: a synchronous copy.
+    unsafe { send(plugin, src_device, src.address, &data, QueueHandle::SYNC) }?;
     plugin
         .copy_device_to_device(
             src_device,
@@ -109,13 +110,16 @@ fn device_to_device(plugin: &PluginLibrary, src_device: i32, dst_device: i32) ->
         )
         .map_err(|e| failure("copy device to device", e))?;
     let mut back = vec![0u8; data.len()];
-    receive(
-        plugin,
-        dst_device,
-        &mut back,
-        dst.address,
-        QueueHandle::SYNC,
-    )?;
+    // SAFETY: a synchronous copy.
+    unsafe {
+        receive(
+            plugin,
+            dst_device,
+            &mut back,
+            dst.address,
+            QueueHandle::SYNC,
+        )
+    }?;
     same_content("destination", &back, &data)?;
     Ok("1 MiB arrived intact".into())
 }

@@ -87,7 +87,10 @@ impl Drop for DeviceBuffer<'_> {
 }
 
 /// Copies all of `data` to device memory at `address` on `queue`.
-pub fn send<T: Copy>(
+///
+/// # Safety
+/// With a real queue, `data` must stay alive until the queue is synchronised.
+pub unsafe fn send<T: Copy>(
     plugin: &PluginLibrary,
     device: i32,
     address: usize,
@@ -95,13 +98,16 @@ pub fn send<T: Copy>(
     queue: QueueHandle,
 ) -> Outcome<()> {
     let size = std::mem::size_of_val(data) as u64;
-    plugin
-        .copy_to_device(device, address, data.as_ptr() as usize, size, queue)
+    // SAFETY: `data` holds `size` bytes, alive until the copy is complete (caller's promise).
+    unsafe { plugin.copy_to_device(device, address, data.as_ptr() as usize, size, queue) }
         .map_err(|e| failure("copy to device", e))
 }
 
 /// Fills all of `into` from device memory at `address` on `queue`.
-pub fn receive<T: Copy>(
+///
+/// # Safety
+/// With a real queue, `into` must stay alive and unused until the queue is synchronised.
+pub unsafe fn receive<T: Copy>(
     plugin: &PluginLibrary,
     device: i32,
     into: &mut [T],
@@ -109,8 +115,9 @@ pub fn receive<T: Copy>(
     queue: QueueHandle,
 ) -> Outcome<()> {
     let size = std::mem::size_of_val(into) as u64;
-    plugin
-        .copy_from_device(device, into.as_mut_ptr() as usize, address, size, queue)
+    // SAFETY: `into` holds `size` bytes, alive and unused until the copy is complete
+    // (caller's promise).
+    unsafe { plugin.copy_from_device(device, into.as_mut_ptr() as usize, address, size, queue) }
         .map_err(|e| failure("copy from device", e))
 }
 
@@ -121,9 +128,11 @@ pub fn write_and_read_back(
     address: usize,
     data: &[u8],
 ) -> Outcome<()> {
-    send(plugin, device, address, data, QueueHandle::SYNC)?;
+    // SAFETY: synchronous copies.
+    unsafe { send(plugin, device, address, data, QueueHandle::SYNC) }?;
     let mut back = vec![0u8; data.len()];
-    receive(plugin, device, &mut back, address, QueueHandle::SYNC)?;
+    // SAFETY: as above.
+    unsafe { receive(plugin, device, &mut back, address, QueueHandle::SYNC) }?;
     same_content("read back", &back, data)
 }
 

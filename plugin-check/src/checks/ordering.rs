@@ -65,9 +65,11 @@ fn one_queue(plugin: &PluginLibrary, device: i32) -> Outcome<String> {
         .map_err(|e| failure("alloc", e))?;
     let queue = Queue::new(plugin, device)?;
     for data in [&first, &second] {
-        send(plugin, device, buffer.address, data, queue.handle)?;
+        // SAFETY: `first` and `second` are declared before the queue and outlive it.
+        unsafe { send(plugin, device, buffer.address, data, queue.handle) }?;
     }
-    receive(plugin, device, &mut back, buffer.address, queue.handle)?;
+    // SAFETY: `back` outlives the queue, and is read after its synchronisation.
+    unsafe { receive(plugin, device, &mut back, buffer.address, queue.handle) }?;
     queue.synchronize()?;
     same_content("after two writes and a read on one queue", &back, &second)?;
     match plugin.query_queue(device, queue.handle) {
@@ -91,14 +93,16 @@ fn two_queues(plugin: &PluginLibrary, device: i32) -> Outcome<String> {
         .create_event(device)
         .map_err(|e| failure("create event", e))?;
     let result = (|| {
-        send(plugin, device, buffer.address, &data, writer.handle)?;
+        // SAFETY: `data` is declared before the queues and outlives them.
+        unsafe { send(plugin, device, buffer.address, &data, writer.handle) }?;
         plugin
             .record_event(device, event, writer.handle)
             .map_err(|e| failure("record event", e))?;
         plugin
             .wait_event(device, event, reader.handle)
             .map_err(|e| failure("wait event", e))?;
-        receive(plugin, device, &mut back, buffer.address, reader.handle)?;
+        // SAFETY: `back` outlives the queues, and is read after the reader's synchronisation.
+        unsafe { receive(plugin, device, &mut back, buffer.address, reader.handle) }?;
         reader.synchronize()?;
         same_content("read on the second queue after the event", &back, &data)?;
         plugin

@@ -70,17 +70,21 @@ fn worker(
         let queue = plugin
             .create_queue(device)
             .map_err(|e| failure("create queue", e))?;
-        let copied = plugin
-            .copy_to_device(device, buffer.address, data.as_ptr() as usize, size, queue)
-            .and_then(|_| {
-                plugin.copy_from_device(
-                    device,
-                    back.as_mut_ptr() as usize,
-                    buffer.address,
-                    size,
-                    queue,
-                )
-            });
+        // SAFETY: `data` and `back` outlive the synchronisation below, which every path
+        // reaches before `back` is read.
+        let copied = unsafe {
+            plugin
+                .copy_to_device(device, buffer.address, data.as_ptr() as usize, size, queue)
+                .and_then(|_| {
+                    plugin.copy_from_device(
+                        device,
+                        back.as_mut_ptr() as usize,
+                        buffer.address,
+                        size,
+                        queue,
+                    )
+                })
+        };
         let synced = plugin.synchronize(device, queue);
         let released = plugin.release_queue(device, queue);
         copied.map_err(|e| failure("copy", e))?;

@@ -17,13 +17,13 @@ impl CudaDevice {
             })?;
         self.activate()?;
         let module = match kind {
-            ImageKind::Cubin { .. } => self.driver.load_module(bytes),
+            ImageKind::Cubin { .. } => OwnedModule::load(&self.driver, self.context, bytes),
             ImageKind::Ptx { .. } => {
                 let mut text = bytes.to_vec();
                 if text.last() != Some(&0) {
                     text.push(0);
                 }
-                self.driver.load_module(&text)
+                OwnedModule::load(&self.driver, self.context, &text)
             }
         }
         .map_err(|e| {
@@ -48,7 +48,7 @@ impl CudaDevice {
             self.activate()?;
             let function = self
                 .driver
-                .function(loaded.module, name)
+                .function(loaded.module.handle(), name)
                 .map_err(|e| failed(format!("finding kernel '{name}'"), e))?;
             let function_max = self
                 .driver
@@ -135,17 +135,12 @@ impl CudaDevice {
                 .and_then(|s| s.initial.as_deref());
             return Ok(initial.and_then(KernelEnvironment::parse));
         }
-        let Ok((address, size)) = self.driver.global(image.module, &global) else {
+        let Ok((address, size)) = self.driver.global(image.module.handle(), &global) else {
             return Ok(None);
         };
         let mut bytes = [0u8; KERNEL_ENVIRONMENT_SIZE];
         let n = (size as usize).min(bytes.len());
-        self.copy_from_device(
-            bytes.as_mut_ptr() as usize,
-            address as usize,
-            n as u64,
-            QueueHandle::SYNC,
-        )?;
+        gpu_plugin::images::SyncMemory::read(self, address, &mut bytes[..n])?;
         Ok(KernelEnvironment::parse(&bytes[..n]))
     }
 }
@@ -160,16 +155,14 @@ impl ImageDriver for CudaDevice {
     }
 
     fn device_environment(&self) -> DeviceEnvironment {
-        DeviceEnvironment {
-            debug_kind: self.settings.device_debug_kind,
-            num_devices: self.plugin_devices,
-            device_num: self.identity.ordinal as u32,
-            dynamic_mem_size: self.settings.shared_memory_size,
+        DeviceEnvironment::for_device(
+            &self.settings,
+            self.identity.ordinal as u32,
+            self.plugin_devices,
             // CUDA's device clock as LLVM reports it (omp_get_wtick on the device).
-            clock_frequency: 1_000_000_000,
-            hardware_parallelism: self.hardware_parallelism,
-            ..DeviceEnvironment::default()
-        }
+            1_000_000_000,
+            self.hardware_parallelism,
+        )
     }
 
     /// Device-side malloc on NVPTX is the driver's own (the device runtime defines no pool
@@ -183,7 +176,7 @@ impl ImageDriver for CudaDevice {
             return Ok(None);
         }
         self.activate()?;
-        Ok(self.driver.global(module.module, name).ok())
+        Ok(self.driver.global(module.module.handle(), name).ok())
     }
 
     fn has_kernel(&self, module: &CudaModule, name: &str) -> bool {
@@ -191,7 +184,7 @@ impl ImageDriver for CudaDevice {
             return module.symbols.find(name).is_some();
         }
         // PTX: only the driver knows its names.
-        self.activate().is_ok() && self.driver.function(module.module, name).is_ok()
+        self.activate().is_ok() && self.driver.function(module.module.handle(), name).is_ok()
     }
 
     fn globals_with_prefix(&self, module: &CudaModule, prefix: &str) -> Vec<String> {
@@ -203,7 +196,7 @@ impl ImageDriver for CudaDevice {
         self.activate()?;
         let function = self
             .driver
-            .function(module.module, name)
+            .function(module.module.handle(), name)
             .map_err(|e| failed(format!("finding '{name}'"), e))?;
         self.on_queue(QueueHandle::SYNC, |s| {
             self.driver
@@ -212,10 +205,13 @@ impl ImageDriver for CudaDevice {
         })
     }
 
+    /// Unloads explicitly, to report a failure; should the context not become current, the
+    /// module's drop still tries.
     fn unload_module(&self, module: CudaModule) -> Result<()> {
         self.activate()?;
-        self.driver
-            .unload_module(module.module)
+        module
+            .module
+            .unload()
             .map_err(|e| failed("unloading an image", e))
     }
 }

@@ -96,12 +96,15 @@ impl CudaDevice {
         let buffer = self.take_launch_buffer(bytes)?;
         let host = buffer.host_environment();
         // Rewritten every launch: the device runtime counts teams in it.
-        let copied = self.driver.copy_to_device(
-            buffer.address,
-            host.as_ptr() as usize,
-            host.len() as u64,
-            stream,
-        );
+        // SAFETY: the buffer, and its host copy, is deferred until the stream is done.
+        let copied = unsafe {
+            self.driver.copy_to_device(
+                buffer.address,
+                host.as_ptr() as usize,
+                host.len() as u64,
+                stream,
+            )
+        };
         let address = buffer.address as usize;
         // Deferred even if the copy failed: the stream may still read the host copy.
         self.defer(stream, Deferred::LaunchBuffer(buffer));

@@ -23,14 +23,16 @@ impl CudaDevice {
         Ok(ptr)
     }
 
+    /// The allocator's stream, created on first use; the device owns it.
     pub(super) fn allocation_stream(&self) -> driver::Result<Stream> {
         let mut slot = lock(&self.allocation_stream);
-        if let Some(s) = *slot {
-            return Ok(s);
+        if let Some(s) = &*slot {
+            return Ok(s.handle());
         }
-        let s = self.driver.create_stream()?;
+        let s = OwnedStream::create(&self.driver)?;
+        let handle = s.handle();
         *slot = Some(s);
-        Ok(s)
+        Ok(handle)
     }
 
     /// Page-locks `[host, host + size)` for every context (the plugin counts pins, see

@@ -6,7 +6,8 @@ mod images;
 mod launch;
 mod memory;
 
-use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Module, Stream};
+use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Stream};
+use crate::driver::{OwnedModule, OwnedStream, PrimaryContext};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::resources::{PooledResource, ResourcePool};
@@ -65,7 +66,8 @@ impl DeviceIdentity {
 /// An image loaded on the device: the driver's module, and the image's symbols as the plugin
 /// read them (none for PTX, whose names only the driver knows).
 pub struct CudaModule {
-    module: Module,
+    /// Unloaded when dropped; `unload_module` unloads it explicitly, reporting a failure.
+    module: OwnedModule,
     symbols: SymbolTable,
 }
 
@@ -99,6 +101,7 @@ pub struct CudaDevice {
     /// plugin's own, after the core's `deinit_device`) has nothing left to do.
     released: std::sync::atomic::AtomicBool,
     pub identity: DeviceIdentity,
+    /// The primary context's handle, lent by `primary` (below) for as long as it is retained.
     context: Context,
     grid: GridValues,
     hardware_parallelism: u64,
@@ -121,9 +124,12 @@ pub struct CudaDevice {
     launch_buffers: LaunchBufferPool,
     peers: Mutex<Vec<PeerAccess>>,
     /// A stream for the stream-ordered allocator, apart from every queue.
-    allocation_stream: Mutex<Option<Stream>>,
+    allocation_stream: Mutex<Option<OwnedStream>>,
     /// The device's timing of queued work, once profiling asks (plugin ABI 1.5).
     timer: WorkTimer,
+    /// The retained primary context, taken and released by `deinit`. Last: fields drop in
+    /// order, and everything above was created in this context.
+    primary: Mutex<Option<PrimaryContext>>,
 }
 
 fn attribute(driver: &Driver, device: sys::CUdevice, attribute: Attr) -> Result<u32> {
@@ -161,17 +167,14 @@ impl CudaDevice {
                 .set_primary_context_flags(d, SCHED_BLOCKING_SYNC)
                 .map_err(|e| failed("setting the primary context's flags", e))?;
         }
-        let context = driver
-            .retain_primary_context(d)
+        let primary = PrimaryContext::retain(&driver, d)
             .map_err(|e| failed("retaining the primary context", e))?;
-        // From here on, a failure gives back what was retained and created so far.
-        let release = |e: PluginError| {
-            let _ = driver.release_primary_context(d);
-            e
-        };
+        let context = primary.handle();
+        // From here on, a failure drops what was retained and created so far, which gives it
+        // back: the pools' objects first, then the context.
         driver
             .set_current(context)
-            .map_err(|e| release(failed("making the context current", e)))?;
+            .map_err(|e| failed("making the context current", e))?;
         let setup = || -> Result<(GridValues, u64, u32)> {
             if let Some(bytes) = settings.stack_size {
                 driver
@@ -212,19 +215,11 @@ impl CudaDevice {
                 });
             Ok((grid, sms as u64 * (per_sm / grid.warp_size) as u64, optin))
         };
-        let (grid, hardware_parallelism, shared_memory_optin) = match setup() {
-            Ok(v) => v,
-            Err(e) => return Err(release(e)),
-        };
-        let streams = ResourcePool::new(&*driver, settings.initial_streams)
-            .map_err(|e| release(failed("creating the stream pool", e)))?;
-        let events = match ResourcePool::new(&*driver, settings.initial_events) {
-            Ok(pool) => pool,
-            Err(e) => {
-                let _ = streams.destroy_all(&*driver);
-                return Err(release(failed("creating the event pool", e)));
-            }
-        };
+        let (grid, hardware_parallelism, shared_memory_optin) = setup()?;
+        let streams = ResourcePool::new(&driver, settings.initial_streams)
+            .map_err(|e| failed("creating the stream pool", e))?;
+        let events = ResourcePool::new(&driver, settings.initial_events)
+            .map_err(|e| failed("creating the event pool", e))?;
         log::debug!(
             "cuda device {}: {} ({}), up to {} teams of {} threads",
             identity.ordinal,
@@ -255,6 +250,7 @@ impl CudaDevice {
             allocation_stream: Mutex::new(None),
             released: std::sync::atomic::AtomicBool::new(false),
             timer: WorkTimer::default(),
+            primary: Mutex::new(Some(primary)),
         })
     }
 
@@ -306,7 +302,7 @@ impl CudaDevice {
             return op();
         }
         self.timer.around(
-            &*self.driver,
+            &self.driver,
             stream,
             |e| failed("timing queued work", e),
             op,
@@ -372,7 +368,7 @@ impl CudaDevice {
     /// more.
     fn take_pooled<T>(&self, pool: &ResourcePool<T>, what: &str) -> Result<T>
     where
-        T: Copy + Send + PooledResource<Driver>,
+        T: PooledResource<Driver>,
     {
         if let Some(resource) = pool.try_take() {
             return Ok(resource);
@@ -477,7 +473,7 @@ impl Device for CudaDevice {
         let idle = self.take_stream()?;
         let times = self
             .timer
-            .times(&*self.driver, stream, idle)
+            .times(&self.driver, stream, idle)
             .map_err(|e| failed("reading the device's timing of queued work", e));
         self.streams.give_back(idle);
         times
@@ -559,18 +555,7 @@ impl Device for CudaDevice {
 
     // ---- copies ----
 
-    fn copy_to_device(&self, dst: usize, src: usize, size: u64, queue: QueueHandle) -> Result<()> {
-        self.on_queue(queue, |s| {
-            self.activate()?;
-            self.timed(queue, s, || {
-                self.driver
-                    .copy_to_device(dst as u64, src, size, s)
-                    .map_err(|e| failed(format!("copying {size} bytes to the device"), e))
-            })
-        })
-    }
-
-    fn copy_from_device(
+    unsafe fn copy_to_device(
         &self,
         dst: usize,
         src: usize,
@@ -580,8 +565,25 @@ impl Device for CudaDevice {
         self.on_queue(queue, |s| {
             self.activate()?;
             self.timed(queue, s, || {
-                self.driver
-                    .copy_from_device(dst, src as u64, size, s)
+                // SAFETY: the caller's promise, passed on.
+                unsafe { self.driver.copy_to_device(dst as u64, src, size, s) }
+                    .map_err(|e| failed(format!("copying {size} bytes to the device"), e))
+            })
+        })
+    }
+
+    unsafe fn copy_from_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.on_queue(queue, |s| {
+            self.activate()?;
+            self.timed(queue, s, || {
+                // SAFETY: the caller's promise, passed on.
+                unsafe { self.driver.copy_from_device(dst, src as u64, size, s) }
                     .map_err(|e| failed(format!("copying {size} bytes from the device"), e))
             })
         })
@@ -702,6 +704,9 @@ impl CudaDevice {
                     "cuda device {}: the driver has shut down already",
                     self.identity.ordinal
                 );
+                if let Some(primary) = lock(&self.primary).take() {
+                    primary.forget();
+                }
                 return Ok(());
             }
             return Err(failed("making the device's context current", e));
@@ -713,12 +718,11 @@ impl CudaDevice {
             self.complete(item);
         }
         self.free_launch_buffers();
-        if let Some(s) = lock(&self.allocation_stream).take() {
-            let _ = self.driver.destroy_stream(s);
-        }
-        self.timer.destroy_all(&*self.driver);
-        let (busy_streams, e1) = self.streams.destroy_all(&self.driver);
-        let (busy_events, e2) = self.events.destroy_all(&self.driver);
+        // Dropping the allocator's stream destroys it; a failure is not reported.
+        drop(lock(&self.allocation_stream).take());
+        self.timer.destroy_all();
+        let (busy_streams, e1) = self.streams.destroy_all();
+        let (busy_events, e2) = self.events.destroy_all();
         if busy_streams + busy_events > 0 {
             log::debug!(
                 "cuda device {}: {busy_streams} streams and {busy_events} events were still in use",
@@ -728,8 +732,11 @@ impl CudaDevice {
         for e in [e1, e2].into_iter().flatten() {
             first_error.get_or_insert(failed("destroying a pooled object", e));
         }
-        if let Err(e) = self.driver.release_primary_context(self.identity.handle) {
-            first_error.get_or_insert(failed("releasing the primary context", e));
+        // Last, as the fields drop: everything above lived in this context.
+        if let Some(primary) = lock(&self.primary).take() {
+            if let Err(e) = primary.release() {
+                first_error.get_or_insert(failed("releasing the primary context", e));
+            }
         }
         first_error.map_or(Ok(()), Err)
     }

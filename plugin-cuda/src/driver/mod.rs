@@ -1,10 +1,14 @@
 //! The thin layer over the CUDA driver API: one safe method per driver call, each returning
 //! the driver's error by name. Device logic lives above it and never sees a raw status.
+//! What the plugin retains, loads or creates is given back by owners (`owned`): the calls that
+//! give an object back are theirs alone.
 
 mod library;
+mod owned;
 
 pub use cudarc::driver::sys;
 pub use library::{DriverLibrary, Status, DRIVER_LIBRARY};
+pub use owned::{Owned, OwnedEvent, OwnedModule, OwnedStream, PrimaryContext, Releasable};
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt;
@@ -224,7 +228,8 @@ impl Driver {
         self.check("cuDevicePrimaryCtxSetFlags", s)
     }
 
-    pub fn retain_primary_context(&self, device: CUdevice) -> Result<Context> {
+    /// Through [`PrimaryContext`], which releases it.
+    fn retain_primary_context(&self, device: CUdevice) -> Result<Context> {
         let mut ctx = std::ptr::null_mut();
         // SAFETY: writes one context handle.
         let s = unsafe { (self.fns().primary_ctx_retain)(&mut ctx, device) };
@@ -232,7 +237,8 @@ impl Driver {
             .map(|_| Context(ctx))
     }
 
-    pub fn release_primary_context(&self, device: CUdevice) -> Result<()> {
+    /// [`PrimaryContext`]'s alone.
+    fn release_primary_context(&self, device: CUdevice) -> Result<()> {
         // SAFETY: plain value argument; pairs with a successful retain.
         let s = unsafe { (self.fns().primary_ctx_release)(device) };
         self.check("cuDevicePrimaryCtxRelease", s)
@@ -277,8 +283,8 @@ impl Driver {
             .map(|_| (free as u64, total as u64))
     }
 
-    /// Loads a cubin or NUL-terminated PTX into the current context.
-    pub fn load_module(&self, image: &[u8]) -> Result<Module> {
+    /// Loads a cubin or NUL-terminated PTX into the current context (through [`OwnedModule`]).
+    fn load_module(&self, image: &[u8]) -> Result<Module> {
         let mut module = std::ptr::null_mut();
         // SAFETY: the driver reads the image (an ELF cubin, whose size is in its headers, or
         // PTX text that the caller NUL-terminated) during the call only.
@@ -286,7 +292,8 @@ impl Driver {
         self.check("cuModuleLoadData", s).map(|_| Module(module))
     }
 
-    pub fn unload_module(&self, module: Module) -> Result<()> {
+    /// [`OwnedModule`]'s alone.
+    fn unload_module(&self, module: Module) -> Result<()> {
         // SAFETY: the module was loaded and is not used afterwards.
         let s = unsafe { (self.fns().module_unload)(module.0) };
         self.check("cuModuleUnload", s)
@@ -491,7 +498,15 @@ impl Driver {
         self.check("cuMemHostGetDevicePointer", s).map(|_| d)
     }
 
-    pub fn copy_to_device(&self, dst: u64, src: usize, size: u64, stream: Stream) -> Result<()> {
+    /// # Safety
+    /// `src` must stay readable for `size` bytes until the stream is synchronised.
+    pub unsafe fn copy_to_device(
+        &self,
+        dst: u64,
+        src: usize,
+        size: u64,
+        stream: Stream,
+    ) -> Result<()> {
         // SAFETY: the caller keeps the host range valid until the stream is synchronised.
         let s = unsafe {
             (self.fns().memcpy_htod_async)(dst, src as *const c_void, size as usize, stream.0)
@@ -499,7 +514,15 @@ impl Driver {
         self.check("cuMemcpyHtoDAsync", s)
     }
 
-    pub fn copy_from_device(&self, dst: usize, src: u64, size: u64, stream: Stream) -> Result<()> {
+    /// # Safety
+    /// `dst` must stay writable for `size` bytes, and unused, until the stream is synchronised.
+    pub unsafe fn copy_from_device(
+        &self,
+        dst: usize,
+        src: u64,
+        size: u64,
+        stream: Stream,
+    ) -> Result<()> {
         // SAFETY: the caller keeps the host range valid until the stream is synchronised.
         let s = unsafe {
             (self.fns().memcpy_dtoh_async)(dst as *mut c_void, src, size as usize, stream.0)
@@ -544,7 +567,8 @@ impl Driver {
         self.check("cuStreamCreate", s).map(|_| Stream(st))
     }
 
-    pub fn destroy_stream(&self, stream: Stream) -> Result<()> {
+    /// [`OwnedStream`]'s alone.
+    fn destroy_stream(&self, stream: Stream) -> Result<()> {
         // SAFETY: the stream is not used afterwards.
         let s = unsafe { (self.fns().stream_destroy)(stream.0) };
         self.check("cuStreamDestroy", s)
@@ -617,7 +641,8 @@ impl Driver {
         self.check("cuEventSynchronize", s)
     }
 
-    pub fn destroy_event(&self, event: Event) -> Result<()> {
+    /// [`OwnedEvent`]'s alone.
+    fn destroy_event(&self, event: Event) -> Result<()> {
         // SAFETY: the event is not used afterwards.
         let s = unsafe { (self.fns().event_destroy)(event.0) };
         self.check("cuEventDestroy", s)

@@ -21,12 +21,14 @@ fn staged_copies_move_plain_host_memory_both_ways() {
         let mut results: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n]).collect();
         for (i, &size) in sizes.iter().enumerate() {
             let device = fx.device_alloc(size);
-            stream
-                .push_host_to_device(device, sources[i].as_ptr() as usize, size, None)
+            // SAFETY: `sources` outlives the stream's synchronisation below.
+            unsafe { stream.push_host_to_device(device, sources[i].as_ptr() as usize, size, None) }
                 .unwrap();
-            stream
-                .push_device_to_host(results[i].as_mut_ptr() as usize, device, size, None)
-                .unwrap();
+            // SAFETY: `results` outlives the stream's synchronisation below, a buffer per copy.
+            unsafe {
+                stream.push_device_to_host(results[i].as_mut_ptr() as usize, device, size, None)
+            }
+            .unwrap();
         }
         stream.synchronize().unwrap();
         assert_eq!(results, sources);
@@ -56,12 +58,12 @@ fn staged_copies_behind_pending_work_run_their_host_step_in_a_handler() {
         stream
             .push_kernel(&dispatch(fx.gate_kernel(&gate), 0), None)
             .unwrap();
-        stream
-            .push_host_to_device(device, source.as_ptr() as usize, 4096, None)
+        // SAFETY: `source` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(device, source.as_ptr() as usize, 4096, None) }
             .unwrap();
         stream.push_kernel(&dispatch(invert, 0), None).unwrap();
-        stream
-            .push_device_to_host(result.as_mut_ptr() as usize, device, 4096, None)
+        // SAFETY: `result` outlives the stream's synchronisation below.
+        unsafe { stream.push_device_to_host(result.as_mut_ptr() as usize, device, 4096, None) }
             .unwrap();
         // Nothing can have run yet: the handler of the host step waits for the gate kernel.
         assert!(!stream.query().unwrap());
@@ -96,14 +98,28 @@ fn staged_copies_in_flight_together_each_keep_their_own_buffer() {
         // All uploads first, alternating streams, so buffers are asked for while others are
         // still in flight on the other stream.
         for i in 0..count {
-            streams[i % 2]
-                .push_host_to_device(devices[i], sources[i].as_ptr() as usize, size, None)
-                .unwrap();
+            // SAFETY: `sources` outlive both streams' synchronisation below.
+            unsafe {
+                streams[i % 2].push_host_to_device(
+                    devices[i],
+                    sources[i].as_ptr() as usize,
+                    size,
+                    None,
+                )
+            }
+            .unwrap();
         }
         for i in 0..count {
-            streams[i % 2]
-                .push_device_to_host(results[i].as_mut_ptr() as usize, devices[i], size, None)
-                .unwrap();
+            // SAFETY: `results` outlive both streams' synchronisation below, one per copy.
+            unsafe {
+                streams[i % 2].push_device_to_host(
+                    results[i].as_mut_ptr() as usize,
+                    devices[i],
+                    size,
+                    None,
+                )
+            }
+            .unwrap();
         }
         gate.open();
         for stream in &streams {
@@ -128,11 +144,11 @@ fn large_copies_lock_the_host_buffer_until_completion() {
         stream
             .push_kernel(&dispatch(fx.gate_kernel(&gate), 0), None)
             .unwrap();
-        stream
-            .push_host_to_device(device, source.as_ptr() as usize, size, None)
+        // SAFETY: `source` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(device, source.as_ptr() as usize, size, None) }
             .unwrap();
-        stream
-            .push_device_to_host(result.as_mut_ptr() as usize, device, size, None)
+        // SAFETY: `result` outlives the stream's synchronisation below.
+        unsafe { stream.push_device_to_host(result.as_mut_ptr() as usize, device, size, None) }
             .unwrap();
         assert_eq!(
             fx.hsa.stats().locks_live,
@@ -171,12 +187,18 @@ fn pinned_copies_go_direct() {
             .hsa
             .lock_host_memory(result.as_mut_ptr() as usize, size, &gpu)
             .unwrap();
-        stream
-            .push_host_to_device(device, source.as_ptr() as usize, size, Some(pinned_src))
-            .unwrap();
-        stream
-            .push_device_to_host(result.as_mut_ptr() as usize, device, size, Some(pinned_dst))
-            .unwrap();
+        // SAFETY: `source` outlives the stream's synchronisation below, and stays locked at
+        // `pinned_src` until after it.
+        unsafe {
+            stream.push_host_to_device(device, source.as_ptr() as usize, size, Some(pinned_src))
+        }
+        .unwrap();
+        // SAFETY: `result` outlives the stream's synchronisation below, and stays locked at
+        // `pinned_dst` until after it.
+        unsafe {
+            stream.push_device_to_host(result.as_mut_ptr() as usize, device, size, Some(pinned_dst))
+        }
+        .unwrap();
         stream.synchronize().unwrap();
         assert_eq!(result, source);
         let stats = fx.hsa.stats();
@@ -221,14 +243,17 @@ fn empty_copies_do_nothing_and_null_addresses_are_refused() {
         let stream = fx.stream();
         let device = fx.device_alloc(8);
         let mut host = 0u64;
-        stream.push_host_to_device(device, 0, 0, None).unwrap();
-        stream
-            .push_device_to_host(addr_of_mut(&mut host), device, 0, None)
-            .unwrap();
-        assert!(stream
-            .push_host_to_device(0, addr_of_mut(&mut host), 8, None)
-            .is_err());
-        assert!(stream.push_device_to_host(0, device, 8, None).is_err());
+        // SAFETY: a copy of 0 bytes touches no host memory.
+        unsafe { stream.push_host_to_device(device, 0, 0, None) }.unwrap();
+        // SAFETY: a copy of 0 bytes touches no host memory (and `host` outlives the stream).
+        unsafe { stream.push_device_to_host(addr_of_mut(&mut host), device, 0, None) }.unwrap();
+        // SAFETY: a copy to a null address is refused before anything is read; `host`
+        // outlives the stream anyway.
+        let refused = unsafe { stream.push_host_to_device(0, addr_of_mut(&mut host), 8, None) };
+        assert!(refused.is_err());
+        // SAFETY: a copy to a null address is refused before anything is written.
+        let refused = unsafe { stream.push_device_to_host(0, device, 8, None) };
+        assert!(refused.is_err());
         assert_eq!(fx.hsa.stats().async_copies, 0);
         assert!(stream.query().unwrap());
         drop(stream);

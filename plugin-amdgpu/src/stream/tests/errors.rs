@@ -36,7 +36,8 @@ fn a_faulting_kernel_fails_synchronize_and_the_stream_goes_on_on_a_new_queue() {
         stream.push_kernel(&dispatch(fault, 0), None).unwrap();
         // Work behind the fault: may be refused at once, or accepted and then never run.
         let _ = stream.push_kernel(&dispatch(step, 1), None);
-        let _ = stream.push_device_to_host(addr_of_mut(&mut back), counter, 8, None);
+        // SAFETY: `back` outlives the stream, dropped below.
+        let _ = unsafe { stream.push_device_to_host(addr_of_mut(&mut back), counter, 8, None) };
         let start = Instant::now();
         assert_names_fault(stream.synchronize());
         assert!(start.elapsed() < Duration::from_secs(5));
@@ -60,12 +61,10 @@ fn a_faulting_kernel_fails_synchronize_and_the_stream_goes_on_on_a_new_queue() {
 
         // Copies do not need the queue and work.
         let value = 5u64;
-        stream
-            .push_host_to_device(counter, addr_of(&value), 8, None)
-            .unwrap();
-        stream
-            .push_device_to_host(addr_of_mut(&mut back), counter, 8, None)
-            .unwrap();
+        // SAFETY: `value` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(counter, addr_of(&value), 8, None) }.unwrap();
+        // SAFETY: `back` outlives the stream's synchronisation below.
+        unsafe { stream.push_device_to_host(addr_of_mut(&mut back), counter, 8, None) }.unwrap();
         stream.synchronize().unwrap();
         assert_eq!(back, 5);
         assert!(stream.query().unwrap());
@@ -130,10 +129,10 @@ fn waiting_on_the_event_of_a_failed_stream_fails() {
         let device = fx.device_alloc(8);
         let value = 9u64;
         let mut back = 0u64;
-        b.push_host_to_device(device, addr_of(&value), 8, None)
-            .unwrap();
-        b.push_device_to_host(addr_of_mut(&mut back), device, 8, None)
-            .unwrap();
+        // SAFETY: `value` outlives the synchronisation of `b` below.
+        unsafe { b.push_host_to_device(device, addr_of(&value), 8, None) }.unwrap();
+        // SAFETY: `back` outlives the synchronisation of `b` below.
+        unsafe { b.push_device_to_host(addr_of_mut(&mut back), device, 8, None) }.unwrap();
         b.synchronize().unwrap();
         assert_eq!(back, 9);
         assert_names_fault(a.synchronize());
@@ -180,15 +179,35 @@ fn a_queue_blocked_by_a_barrier_on_failed_work_fails_its_other_streams() {
     });
 }
 
+/// Host memory for the pushes of a `failure_mid_chain` closure. A push's host buffer must stay
+/// valid until the stream is synchronised, also when the push failed (part of it may be queued):
+/// these live in `failure_mid_chain` until after its synchronisation, not in the closure.
+struct HostBuffers {
+    /// A copy source, 1.
+    value: u64,
+    /// A copy destination, 0 until written.
+    back: u64,
+    /// A larger copy source, zeroes.
+    bytes: [u8; 64],
+}
+
 /// Pushes kernels 0 and 1, runs `failing` (which must fail), pushes kernel 2, and checks the
 /// chain still ran all three in order and nothing leaked.
-fn failure_mid_chain(fx: Fixture, failing: impl FnOnce(&Fixture, &super::support::TestStream)) {
+fn failure_mid_chain(
+    fx: Fixture,
+    failing: impl FnOnce(&Fixture, &super::support::TestStream, &mut HostBuffers),
+) {
     let stream = fx.stream();
     let counter = fx.device_alloc(8);
     let step = fx.step_kernel(counter);
+    let mut host = HostBuffers {
+        value: 1,
+        back: 0,
+        bytes: [0; 64],
+    };
     stream.push_kernel(&dispatch(step, 0), None).unwrap();
     stream.push_kernel(&dispatch(step, 1), None).unwrap();
-    failing(&fx, &stream);
+    failing(&fx, &stream, &mut host);
     stream.push_kernel(&dispatch(step, 2), None).unwrap();
     stream.synchronize().unwrap();
     assert_eq!(fx.read_u64(counter), 3);
@@ -197,12 +216,10 @@ fn failure_mid_chain(fx: Fixture, failing: impl FnOnce(&Fixture, &super::support
     let device = fx.device_alloc(8);
     let value = 0xabcdu64;
     let mut back = 0u64;
-    stream
-        .push_host_to_device(device, addr_of(&value), 8, None)
-        .unwrap();
-    stream
-        .push_device_to_host(addr_of_mut(&mut back), device, 8, None)
-        .unwrap();
+    // SAFETY: `value` outlives the stream's synchronisation below.
+    unsafe { stream.push_host_to_device(device, addr_of(&value), 8, None) }.unwrap();
+    // SAFETY: `back` outlives the stream's synchronisation below.
+    unsafe { stream.push_device_to_host(addr_of_mut(&mut back), device, 8, None) }.unwrap();
     stream.synchronize().unwrap();
     assert_eq!(back, 0xabcd);
     drop(stream);
@@ -222,14 +239,17 @@ fn expect_injected<T: std::fmt::Debug>(result: Result<T, crate::hsa_interface::H
 #[test]
 fn failed_copy_submission_mid_chain() {
     watchdog(|| {
-        failure_mid_chain(Fixture::new(1), |fx, stream| {
+        failure_mid_chain(Fixture::new(1), |fx, stream, host| {
             let device = fx.device_alloc(8);
-            let value = 1u64;
-            let mut back = 0u64;
             fx.hsa.fail_after(FaultOp::AsyncCopy, 0);
-            expect_injected(stream.push_host_to_device(device, addr_of(&value), 8, None));
+            // SAFETY: `host` outlives the stream's synchronisation in `failure_mid_chain`.
+            let pushed =
+                unsafe { stream.push_host_to_device(device, addr_of(&host.value), 8, None) };
+            expect_injected(pushed);
             fx.hsa.fail_after(FaultOp::AsyncCopy, 0);
-            expect_injected(stream.push_device_to_host(addr_of_mut(&mut back), device, 8, None));
+            let back = addr_of_mut(&mut host.back);
+            // SAFETY: `host` outlives the stream's synchronisation in `failure_mid_chain`.
+            expect_injected(unsafe { stream.push_device_to_host(back, device, 8, None) });
             let gpu = fx.hsa.gpu_agent();
             fx.hsa.fail_after(FaultOp::AsyncCopy, 0);
             expect_injected(stream.push_device_to_device(device, gpu, device, gpu, 8));
@@ -240,7 +260,7 @@ fn failed_copy_submission_mid_chain() {
 #[test]
 fn failed_copy_after_the_host_step_was_registered() {
     watchdog(|| {
-        failure_mid_chain(Fixture::new(1), |fx, stream| {
+        failure_mid_chain(Fixture::new(1), |fx, stream, host| {
             // A pending gate makes the staged copy register its host step first; then the
             // copy fails. The host step must still complete and the buffer come back.
             let gate = Gate::default();
@@ -248,9 +268,12 @@ fn failed_copy_after_the_host_step_was_registered() {
                 .push_kernel(&dispatch(fx.gate_kernel(&gate), 0), None)
                 .unwrap();
             let device = fx.device_alloc(8);
-            let value = 1u64;
             fx.hsa.fail_after(FaultOp::AsyncCopy, 0);
-            expect_injected(stream.push_host_to_device(device, addr_of(&value), 8, None));
+            // SAFETY: `host` lives in `failure_mid_chain` until after the stream's
+            // synchronisation, so the registered host step still reads live memory.
+            let pushed =
+                unsafe { stream.push_host_to_device(device, addr_of(&host.value), 8, None) };
+            expect_injected(pushed);
             assert_eq!(fx.hsa.stats().handlers_registered, 1);
             gate.open();
         });
@@ -261,14 +284,16 @@ fn failed_copy_after_the_host_step_was_registered() {
 fn failed_lock_of_a_large_copy() {
     watchdog(|| {
         let fx = Fixture::with_config(|config| config.max_async_copy_bytes = 16);
-        failure_mid_chain(fx, |fx, stream| {
+        failure_mid_chain(fx, |fx, stream, host| {
             let device = fx.device_alloc(64);
-            let source = [0u8; 64];
+            let source = host.bytes.as_ptr() as usize;
             fx.hsa.fail_after(FaultOp::LockHostMemory, 0);
-            expect_injected(stream.push_host_to_device(device, source.as_ptr() as usize, 64, None));
+            // SAFETY: `host` outlives the stream's synchronisation in `failure_mid_chain`.
+            expect_injected(unsafe { stream.push_host_to_device(device, source, 64, None) });
             // The lock succeeds, the copy fails: the buffer is unlocked at once.
             fx.hsa.fail_after(FaultOp::AsyncCopy, 0);
-            expect_injected(stream.push_host_to_device(device, source.as_ptr() as usize, 64, None));
+            // SAFETY: `host` outlives the stream's synchronisation in `failure_mid_chain`.
+            expect_injected(unsafe { stream.push_host_to_device(device, source, 64, None) });
             assert_eq!(fx.hsa.stats().locks_live, 0);
         });
     });
@@ -277,14 +302,17 @@ fn failed_lock_of_a_large_copy() {
 #[test]
 fn failed_staging_allocation() {
     watchdog(|| {
-        failure_mid_chain(Fixture::new(1), |fx, stream| {
+        failure_mid_chain(Fixture::new(1), |fx, stream, host| {
             let device = fx.device_alloc(8);
-            let value = 1u64;
-            let mut back = 0u64;
             fx.hsa.fail_after(FaultOp::Allocate, 0);
-            expect_injected(stream.push_host_to_device(device, addr_of(&value), 8, None));
+            // SAFETY: `host` outlives the stream's synchronisation in `failure_mid_chain`.
+            let pushed =
+                unsafe { stream.push_host_to_device(device, addr_of(&host.value), 8, None) };
+            expect_injected(pushed);
             fx.hsa.fail_after(FaultOp::AllowAccess, 0);
-            expect_injected(stream.push_device_to_host(addr_of_mut(&mut back), device, 8, None));
+            let back = addr_of_mut(&mut host.back);
+            // SAFETY: `host` outlives the stream's synchronisation in `failure_mid_chain`.
+            expect_injected(unsafe { stream.push_device_to_host(back, device, 8, None) });
             assert_eq!(
                 fx.hsa.stats().host_live,
                 0,
@@ -297,7 +325,7 @@ fn failed_staging_allocation() {
 #[test]
 fn failed_kernel_submission() {
     watchdog(|| {
-        failure_mid_chain(Fixture::new(1), |fx, stream| {
+        failure_mid_chain(Fixture::new(1), |fx, stream, _host| {
             let nop = fx.kernel(|_| Ok(()));
             let released = Arc::new(AtomicUsize::new(0));
             fx.hsa.fail_after(FaultOp::Submit, 0);
@@ -325,7 +353,7 @@ fn failed_kernel_submission() {
 #[test]
 fn a_refused_kernels_release_waits_for_the_streams_earlier_work() {
     watchdog(|| {
-        failure_mid_chain(Fixture::new(1), |fx, stream| {
+        failure_mid_chain(Fixture::new(1), |fx, stream, _host| {
             let gate = Gate::default();
             stream
                 .push_kernel(&dispatch(fx.gate_kernel(&gate), 0), None)
@@ -350,7 +378,7 @@ fn a_refused_kernels_release_waits_for_the_streams_earlier_work() {
 #[test]
 fn failed_barrier_or_kernel_after_a_pending_copy() {
     watchdog(|| {
-        failure_mid_chain(Fixture::new(1), |fx, stream| {
+        failure_mid_chain(Fixture::new(1), |fx, stream, _host| {
             fx.hsa.set_copy_jitter(Duration::from_millis(20));
             let nop = fx.kernel(|_| Ok(()));
             let (a, b) = (fx.device_alloc(8), fx.device_alloc(8));
@@ -371,12 +399,15 @@ fn failed_barrier_or_kernel_after_a_pending_copy() {
 #[test]
 fn failed_handler_registration() {
     watchdog(|| {
-        failure_mid_chain(Fixture::new(1), |fx, stream| {
+        failure_mid_chain(Fixture::new(1), |fx, stream, _host| {
             let device = fx.device_alloc(8);
             fx.write_u64(device, 3);
             let mut back = 0u64;
             fx.hsa.fail_after(FaultOp::OnSignalZero, 0);
-            expect_injected(stream.push_device_to_host(addr_of_mut(&mut back), device, 8, None));
+            // SAFETY: `back` outlives the stream's synchronisation below.
+            let pushed =
+                unsafe { stream.push_device_to_host(addr_of_mut(&mut back), device, 8, None) };
+            expect_injected(pushed);
             // Staged host-to-device behind pending work registers a handler too.
             let gate = Gate::default();
             stream
@@ -384,7 +415,9 @@ fn failed_handler_registration() {
                 .unwrap();
             let value = 1u64;
             fx.hsa.fail_after(FaultOp::OnSignalZero, 0);
-            expect_injected(stream.push_host_to_device(device, addr_of(&value), 8, None));
+            // SAFETY: `value` outlives the stream's synchronisation below.
+            let pushed = unsafe { stream.push_host_to_device(device, addr_of(&value), 8, None) };
+            expect_injected(pushed);
             gate.open();
             stream.synchronize().unwrap();
             assert_eq!(
@@ -404,15 +437,16 @@ fn failed_handler_registration() {
 fn failed_signal_creation() {
     watchdog(|| {
         let fx = Fixture::with_config(|config| config.initial_signals = 0);
-        failure_mid_chain(fx, |fx, stream| {
+        failure_mid_chain(fx, |fx, stream, host| {
             let nop = fx.kernel(|_| Ok(()));
             fx.hsa.fail_after(FaultOp::CreateSignal, 0);
             expect_injected(stream.push_kernel(&dispatch(nop, 0), None));
             // The second signal of a staged copy fails.
             let device = fx.device_alloc(8);
-            let mut back = 0u64;
+            let back = addr_of_mut(&mut host.back);
             fx.hsa.fail_after(FaultOp::CreateSignal, 1);
-            let result = stream.push_device_to_host(addr_of_mut(&mut back), device, 8, None);
+            // SAFETY: `host` outlives the stream's synchronisation in `failure_mid_chain`.
+            let result = unsafe { stream.push_device_to_host(back, device, 8, None) };
             // The pool may have had one idle signal, then the failure hits the next creation.
             if result.is_ok() {
                 stream.synchronize().unwrap();
@@ -425,7 +459,7 @@ fn failed_signal_creation() {
 #[test]
 fn failed_wait_barrier_submission() {
     watchdog(|| {
-        failure_mid_chain(Fixture::new(2), |fx, stream| {
+        failure_mid_chain(Fixture::new(2), |fx, stream, _host| {
             let other = fx.stream();
             let gate = Gate::default();
             let event = fx.manager.create_event();

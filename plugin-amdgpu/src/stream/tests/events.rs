@@ -28,7 +28,8 @@ fn event_orders_across_streams(num_queues: u32) {
     b.wait_for(&event).unwrap();
     b.push_kernel(&dispatch(consume, 0), None).unwrap();
     let mut seen = 0u64;
-    b.push_device_to_host(super::support::addr_of_mut(&mut seen), buffer, 8, None)
+    // SAFETY: `seen` outlives the synchronisation of `b` below.
+    unsafe { b.push_device_to_host(super::support::addr_of_mut(&mut seen), buffer, 8, None) }
         .unwrap();
     b.synchronize().unwrap();
     assert_eq!(seen, 43);
@@ -200,8 +201,8 @@ fn a_wait_keeps_the_streams_own_pending_copy_ordered() {
         a.push_kernel(&dispatch(fx.gate_kernel(&gate), 0), None)
             .unwrap();
         a.record(&event).unwrap();
-        b.push_host_to_device(buffer, super::support::addr_of(&value), 8, None)
-            .unwrap();
+        // SAFETY: `value` outlives the synchronisation of `b` below.
+        unsafe { b.push_host_to_device(buffer, super::support::addr_of(&value), 8, None) }.unwrap();
         b.wait_for(&event).unwrap();
         b.push_kernel(&dispatch(check, 0), None).unwrap();
         gate.open();

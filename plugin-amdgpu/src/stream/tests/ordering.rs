@@ -91,7 +91,8 @@ fn a_pending_copy_on_one_stream_does_not_reorder_another_streams_kernels() {
         let source = 0u64;
         for i in 0..10 {
             // Reset A's counter by copy, then step from 0 again.
-            a.push_host_to_device(counter_a, super::support::addr_of(&source), 8, None)
+            // SAFETY: `source` is never written and outlives the synchronisation of `a` below.
+            unsafe { a.push_host_to_device(counter_a, super::support::addr_of(&source), 8, None) }
                 .unwrap();
             a.push_kernel(&dispatch(step_a, 0), None).unwrap();
             b.push_kernel(&dispatch(step_b, i), None).unwrap();

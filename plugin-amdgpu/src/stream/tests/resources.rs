@@ -19,13 +19,11 @@ fn thousands_of_operations_reuse_a_few_signals_and_staging_buffers() {
         let mut value = 0u64;
         let mut back = 0u64;
         for i in 0..1000 {
-            stream
-                .push_host_to_device(buffer, addr_of(&value), 8, None)
-                .unwrap();
+            // SAFETY: `value` outlives the stream, and changes only after a synchronisation.
+            unsafe { stream.push_host_to_device(buffer, addr_of(&value), 8, None) }.unwrap();
             stream.push_kernel(&dispatch(step, i), None).unwrap();
-            stream
-                .push_device_to_host(addr_of_mut(&mut back), buffer, 8, None)
-                .unwrap();
+            // SAFETY: `back` outlives the stream, and is read only after its last synchronisation.
+            unsafe { stream.push_device_to_host(addr_of_mut(&mut back), buffer, 8, None) }.unwrap();
             if i % 10 == 9 {
                 stream.record(&event).unwrap();
                 other.wait_for(&event).unwrap();
@@ -155,9 +153,8 @@ fn dropping_a_stream_waits_for_its_work_and_releases_it() {
                 })),
             )
             .unwrap();
-        stream
-            .push_device_to_host(addr_of_mut(&mut back), device, 8, None)
-            .unwrap();
+        // SAFETY: `back` outlives the stream, whose drop below waits for the copy.
+        unsafe { stream.push_device_to_host(addr_of_mut(&mut back), device, 8, None) }.unwrap();
         let opener = {
             let gate = gate.clone();
             thread::spawn(move || {

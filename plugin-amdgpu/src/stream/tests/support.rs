@@ -205,14 +205,14 @@ pub(super) fn copy_kernel_rounds(fx: &Fixture, stream: &TestStream, rounds: usiz
     let inputs: Vec<u64> = (0..rounds as u64).map(|r| r * 1000 + tag).collect();
     let mut outputs = vec![0u64; rounds];
     for round in 0..rounds {
-        stream
-            .push_host_to_device(buffer, addr_of(&inputs[round]), 8, None)
+        // SAFETY: `inputs` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(buffer, addr_of(&inputs[round]), 8, None) }
             .expect("push h2d");
         stream
             .push_kernel(&dispatch(bump, inputs[round] as usize), None)
             .expect("push kernel");
-        stream
-            .push_device_to_host(addr_of_mut(&mut outputs[round]), buffer, 8, None)
+        // SAFETY: `outputs` outlives the stream's synchronisation below, one value per copy.
+        unsafe { stream.push_device_to_host(addr_of_mut(&mut outputs[round]), buffer, 8, None) }
             .expect("push d2h");
     }
     stream.synchronize().expect("synchronize");

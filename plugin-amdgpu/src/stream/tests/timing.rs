@@ -61,22 +61,21 @@ fn each_counted_push_is_one_span_in_push_order() {
         // Staged with nothing pending (host step at once), a kernel, locked, staged behind
         // pending work (two steps), device to device, the plugin's own copy (not counted),
         // and a last kernel.
-        stream
-            .push_host_to_device(device, small.as_ptr() as usize, 100, None)
-            .unwrap();
+        // SAFETY: `small` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(device, small.as_ptr() as usize, 100, None) }.unwrap();
         stream.push_kernel(&dispatch(slow, 0), None).unwrap();
-        stream
-            .push_host_to_device(device, large.as_ptr() as usize, large.len(), None)
+        // SAFETY: `large` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(device, large.as_ptr() as usize, large.len(), None) }
             .unwrap();
-        stream
-            .push_device_to_host(back.as_mut_ptr() as usize, device, 100, None)
+        // SAFETY: `back` outlives the stream's synchronisation below.
+        unsafe { stream.push_device_to_host(back.as_mut_ptr() as usize, device, 100, None) }
             .unwrap();
         let gpu = fx.hsa.gpu_agent();
         stream
             .push_device_to_device(other, gpu, device, gpu, 4096)
             .unwrap();
-        stream
-            .push_internal_host_to_device(other, environment.as_ptr() as usize, 64)
+        // SAFETY: `environment` outlives the stream's synchronisation below.
+        unsafe { stream.push_internal_host_to_device(other, environment.as_ptr() as usize, 64) }
             .unwrap();
         stream.push_kernel(&dispatch(slow, 0), None).unwrap();
         stream.synchronize().unwrap();
@@ -114,13 +113,13 @@ fn a_staged_copy_is_one_span_from_its_first_step_to_its_last() {
         let mut back = [0u8; 4096];
         // Nothing pending: the host step runs inside the push, before the copy starts.
         let pushed = monotonic_ns();
-        stream
-            .push_host_to_device(device, source.as_ptr() as usize, 4096, None)
+        // SAFETY: `source` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(device, source.as_ptr() as usize, 4096, None) }
             .unwrap();
         let returned = monotonic_ns();
         // Behind the copy: the copy into the staging buffer, then the handler's memcpy.
-        stream
-            .push_device_to_host(back.as_mut_ptr() as usize, device, 4096, None)
+        // SAFETY: `back` outlives the stream's synchronisation below.
+        unsafe { stream.push_device_to_host(back.as_mut_ptr() as usize, device, 4096, None) }
             .unwrap();
         stream.synchronize().unwrap();
         assert_eq!(back, source);
@@ -152,9 +151,8 @@ fn releasing_the_timing_discards_what_was_not_asked_for() {
         let device = fx.device_alloc(8);
         let value = 5u64;
         let nothing = fx.kernel(|_| Ok(()));
-        stream
-            .push_host_to_device(device, addr_of(&value), 8, None)
-            .unwrap();
+        // SAFETY: `value` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(device, addr_of(&value), 8, None) }.unwrap();
         stream.push_kernel(&dispatch(nothing, 0), None).unwrap();
         stream.synchronize().unwrap();
         // The queue is released and the stream handed to the next user.
@@ -248,13 +246,13 @@ fn a_push_that_failed_is_not_counted() {
             .unwrap();
         // Staged behind the kernel: its host step is queued, then the copy fails.
         fx.hsa.fail_after(FaultOp::AsyncCopy, 0);
-        stream
-            .push_host_to_device(device, source.as_ptr() as usize, 4096, None)
+        // SAFETY: `source` outlives the stream's synchronisation below, which the queued host
+        // step of this failed push also waits for.
+        unsafe { stream.push_host_to_device(device, source.as_ptr() as usize, 4096, None) }
             .unwrap_err();
         let value = 2u64;
-        stream
-            .push_host_to_device(device, addr_of(&value), 8, None)
-            .unwrap();
+        // SAFETY: `value` outlives the stream's synchronisation below.
+        unsafe { stream.push_host_to_device(device, addr_of(&value), 8, None) }.unwrap();
         gate.open();
         stream.synchronize().unwrap();
         assert_eq!(stream.take_work_times().unwrap().len(), 2);
@@ -273,9 +271,8 @@ fn a_query_that_found_the_work_done_gives_its_times() {
         let mut value = 0u64;
         let nothing = fx.kernel(|_| Ok(()));
         stream.push_kernel(&dispatch(nothing, 0), None).unwrap();
-        stream
-            .push_device_to_host(addr_of_mut(&mut value), device, 8, None)
-            .unwrap();
+        // SAFETY: `value` outlives the stream, which the query loop below finds complete.
+        unsafe { stream.push_device_to_host(addr_of_mut(&mut value), device, 8, None) }.unwrap();
         while !stream.query().unwrap() {
             std::thread::sleep(Duration::from_micros(100));
         }
@@ -293,9 +290,8 @@ fn work_of_a_failed_chain_is_never_handed_out() {
         stream.start_timing();
         let device = fx.device_alloc(8);
         let value = 4u64;
-        stream
-            .push_host_to_device(device, addr_of(&value), 8, None)
-            .unwrap();
+        // SAFETY: `value` outlives the stream, dropped below.
+        unsafe { stream.push_host_to_device(device, addr_of(&value), 8, None) }.unwrap();
         stream
             .push_kernel(&dispatch(fx.faulting_kernel("boom"), 0), None)
             .unwrap();
