@@ -79,6 +79,163 @@ pub(crate) fn parse_leading_decimal(text: &str) -> i64 {
     sign * digits[..end].parse::<i64>().unwrap_or(0)
 }
 
+/// How a thread polling `nowait` constructs backs off into waiting (LLVM's
+/// `ExponentialBackoff` in `__tgt_target_nowait_query`): each poll that finds work still
+/// running adds one to the thread's count, up to `most`; above `threshold` the thread waits for
+/// the work instead of polling; each construct it finishes multiplies the count by `factor`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) struct QueryBackoff {
+    /// `OMPTARGET_QUERY_COUNT_MAX`, 10.
+    pub most: u32,
+    /// `OMPTARGET_QUERY_COUNT_THRESHOLD`, 5.
+    pub threshold: u32,
+    /// `OMPTARGET_QUERY_COUNT_BACKOFF_FACTOR`, 0.5: in [0, 1).
+    pub factor: f32,
+}
+
+impl QueryBackoff {
+    pub(crate) const LLVM: QueryBackoff = QueryBackoff {
+        most: 10,
+        threshold: 5,
+        factor: 0.5,
+    };
+
+    pub(crate) fn from_env() -> QueryBackoff {
+        Self::from_lookup(|name| env::var(name).ok())
+    }
+
+    /// Read as LLVM reads them (`stoll`, `stof`: the leading number); a value that is not a
+    /// number, or out of range, keeps the default, with a warning.
+    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> QueryBackoff {
+        let count = |name: &str, default: u32| -> u32 {
+            let Some(text) = get(name) else {
+                return default;
+            };
+            match leading_number(&text).and_then(|n| n.parse::<i64>().ok()) {
+                Some(n) if (0..=i64::from(u32::MAX)).contains(&n) => n as u32,
+                _ => {
+                    log::warn!("{name}={text:?} is not a count of 0 or more; using {default}");
+                    default
+                }
+            }
+        };
+        let factor = match get("OMPTARGET_QUERY_COUNT_BACKOFF_FACTOR") {
+            None => Self::LLVM.factor,
+            Some(text) => match leading_number(&text).and_then(|n| n.parse::<f32>().ok()) {
+                Some(f) if (0.0..1.0).contains(&f) => f,
+                _ => {
+                    log::warn!(
+                        "OMPTARGET_QUERY_COUNT_BACKOFF_FACTOR={text:?} is not a number in \
+                         [0, 1); using {}",
+                        Self::LLVM.factor
+                    );
+                    Self::LLVM.factor
+                }
+            },
+        };
+        QueryBackoff {
+            most: count("OMPTARGET_QUERY_COUNT_MAX", Self::LLVM.most),
+            threshold: count("OMPTARGET_QUERY_COUNT_THRESHOLD", Self::LLVM.threshold),
+            factor,
+        }
+    }
+
+    /// The count after a poll that found the work still running.
+    pub(crate) fn after_pending(&self, count: u32) -> u32 {
+        count.saturating_add(1).min(self.most)
+    }
+
+    /// The count after a finished construct.
+    pub(crate) fn after_finished(&self, count: u32) -> u32 {
+        (count as f32 * self.factor) as u32
+    }
+
+    /// Whether a thread with this count waits for the work instead of polling.
+    pub(crate) fn waits(&self, count: u32) -> bool {
+        count > self.threshold
+    }
+}
+
+/// The leading number of `text` as C's `stoll`/`stof` take it: optional sign, digits, and
+/// for a float a fraction and exponent; `None` when there is none.
+fn leading_number(text: &str) -> Option<&str> {
+    let t = text.trim_start();
+    let bytes = t.as_bytes();
+    let mut end = usize::from(matches!(bytes.first(), Some(b'+' | b'-')));
+    let digits_from = end;
+    while end < bytes.len() && (bytes[end].is_ascii_digit() || bytes[end] == b'.') {
+        end += 1;
+    }
+    if end < bytes.len() && matches!(bytes[end], b'e' | b'E') {
+        let mut exp = end + 1;
+        if exp < bytes.len() && matches!(bytes[exp], b'+' | b'-') {
+            exp += 1;
+        }
+        if exp < bytes.len() && bytes[exp].is_ascii_digit() {
+            end = exp;
+            while end < bytes.len() && bytes[end].is_ascii_digit() {
+                end += 1;
+            }
+        }
+    }
+    (end > digits_from).then(|| &t[..end])
+}
+
+#[test]
+fn query_backoff_reads_like_llvm() {
+    let with = |pairs: &'static [(&'static str, &'static str)]| {
+        QueryBackoff::from_lookup(move |name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        })
+    };
+    assert_eq!(with(&[]), QueryBackoff::LLVM);
+    let set = with(&[
+        ("OMPTARGET_QUERY_COUNT_MAX", "100"),
+        ("OMPTARGET_QUERY_COUNT_THRESHOLD", "20x"),
+        ("OMPTARGET_QUERY_COUNT_BACKOFF_FACTOR", "0.25"),
+    ]);
+    assert_eq!((set.most, set.threshold, set.factor), (100, 20, 0.25));
+    // Out of range or not a number: the default.
+    let bad = with(&[
+        ("OMPTARGET_QUERY_COUNT_MAX", "-3"),
+        ("OMPTARGET_QUERY_COUNT_THRESHOLD", "many"),
+        ("OMPTARGET_QUERY_COUNT_BACKOFF_FACTOR", "1.5"),
+    ]);
+    assert_eq!(bad, QueryBackoff::LLVM);
+}
+
+#[test]
+fn query_backoff_counts_as_llvm() {
+    let b = QueryBackoff::LLVM;
+    let mut count = 0;
+    for _ in 0..5 {
+        count = b.after_pending(count);
+        assert!(!b.waits(count));
+    }
+    count = b.after_pending(count);
+    assert!(
+        b.waits(count),
+        "above the threshold of 5 after 6 pending polls"
+    );
+    for _ in 0..10 {
+        count = b.after_pending(count);
+    }
+    assert_eq!(count, 10, "capped at the most");
+    assert_eq!(b.after_finished(count), 5);
+    assert_eq!(b.after_finished(5), 2);
+    let never = QueryBackoff {
+        threshold: 10,
+        ..QueryBackoff::LLVM
+    };
+    assert!(
+        !never.waits(never.after_pending(10)),
+        "a threshold at the most never waits"
+    );
+}
+
 /// `LIBOMPTARGET_PLUGINS_TO_LOAD`: plugin names (or files), in order; `None` means all found.
 pub(crate) fn plugins_to_load() -> Option<Vec<String>> {
     let value = env::var(PLUGINS_TO_LOAD_VAR).ok()?;

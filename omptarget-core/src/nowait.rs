@@ -8,10 +8,12 @@
 //! instead of blocking in a device wait.
 
 use crate::abi::source_location::Ident;
+use crate::config::QueryBackoff;
 use crate::queue::ConstructQueue;
 use crate::runtime::Runtime;
 use std::cell::Cell;
 use std::ffi::c_void;
+use std::sync::LazyLock;
 
 /// A construct whose device work had not completed when its task returned.
 struct Deferred {
@@ -22,13 +24,16 @@ struct Deferred {
     construct: u64,
 }
 
-/// Polls on one thread that found work still running, beyond which it waits for the work
-/// instead (LLVM's `OMPTARGET_QUERY_COUNT_THRESHOLD`, 5): a thread with many long regions in
-/// flight stops spinning on them. Each completed construct halves the count.
-const BLOCKING_AFTER: u32 = 5;
-const MOST: u32 = 10;
+/// How polling backs off into waiting (`OMPTARGET_QUERY_COUNT_*`), read once: a thread with
+/// many long regions in flight stops spinning on them.
+static BACKOFF: LazyLock<QueryBackoff> = LazyLock::new(|| {
+    let backoff = QueryBackoff::from_env();
+    log::debug!("nowait queries back off as {backoff:?}");
+    backoff
+});
 
 thread_local! {
+    /// This thread's count of polls that found work still running (`QueryBackoff`).
     static PENDING_POLLS: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -83,8 +88,8 @@ unsafe fn defer(queue: ConstructQueue<'static>, slot: *mut *mut c_void, loc: *co
 }
 
 /// `__tgt_target_nowait_query`: finishes the construct in `slot` once its work has completed
-/// (or waits for it, after [`BLOCKING_AFTER`] fruitless polls on this thread), emptying the
-/// slot; leaves it in place while the work runs.
+/// (or waits for it, once this thread's polls found work running too often: [`BACKOFF`]),
+/// emptying the slot; leaves it in place while the work runs.
 ///
 /// # Safety
 /// `slot` is null or a handle slot filled by [`finish_or_defer`] (or empty).
@@ -95,12 +100,13 @@ pub(crate) unsafe fn query(slot: *mut *mut c_void) {
     }
     // SAFETY: a non-empty slot holds the Deferred that `finish_or_defer` put there.
     let pending = unsafe { &mut *(*slot as *mut Deferred) };
+    let backoff = &*BACKOFF;
     let polls = PENDING_POLLS.with(Cell::get);
-    if polls <= BLOCKING_AFTER && matches!(pending.queue.is_done(), Ok(false)) {
-        PENDING_POLLS.with(|p| p.set((polls + 1).min(MOST)));
+    if !backoff.waits(polls) && matches!(pending.queue.is_done(), Ok(false)) {
+        PENDING_POLLS.with(|p| p.set(backoff.after_pending(polls)));
         return;
     }
-    PENDING_POLLS.with(|p| p.set(polls / 2));
+    PENDING_POLLS.with(|p| p.set(backoff.after_finished(polls)));
     // SAFETY: as above; the slot is emptied so libomp stops polling it.
     let deferred = unsafe { Box::from_raw(*slot as *mut Deferred) };
     // SAFETY: the slot is libomp's, live for this call.
