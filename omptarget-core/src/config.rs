@@ -236,6 +236,15 @@ fn query_backoff_counts_as_llvm() {
     );
 }
 
+/// `OMPTARGET_DUMP_OFFLOAD_ENTRIES`: the device whose offload entries are printed once its
+/// images are loaded (LLVM reads it with `stoi`; -1, the default, is none).
+pub(crate) fn dump_offload_entries() -> Option<i32> {
+    let text = env::var("OMPTARGET_DUMP_OFFLOAD_ENTRIES").ok()?;
+    i32::try_from(parse_leading_decimal(&text))
+        .ok()
+        .filter(|&device| device >= 0)
+}
+
 /// `LIBOMPTARGET_PLUGINS_TO_LOAD`: plugin names (or files), in order; `None` means all found.
 pub(crate) fn plugins_to_load() -> Option<Vec<String>> {
     let value = env::var(PLUGINS_TO_LOAD_VAR).ok()?;

@@ -245,9 +245,43 @@ impl Device {
                 .entry(library.id)
                 .or_insert_with(|| self.load_library(library));
         }
+        if crate::config::dump_offload_entries() == Some(self.id) {
+            self.dump_offload_entries(&state, registry);
+        }
         self.synced_generation
             .store(registry.generation, Ordering::Release);
         Ok(())
+    }
+
+    /// `OMPTARGET_DUMP_OFFLOAD_ENTRIES`: the entries of the images loaded here, in LLVM's
+    /// words (`Device 0 offload entries:`, then `kind: name` with the kind right-aligned).
+    #[cold]
+    fn dump_offload_entries(&self, state: &DeviceState, registry: &Registry) {
+        use offload_entry::flags;
+        crate::line_output::stderr_line(format_args!("Device {} offload entries:", self.id));
+        let loaded = registry.libraries().iter().filter(|library| {
+            matches!(
+                state.libraries.get(&library.id),
+                Some(LibraryState::Loaded { .. })
+            )
+        });
+        for entry in loaded.flat_map(|library| &library.entries) {
+            if entry.flags & flags::REGISTER_REQUIRES != 0 {
+                continue;
+            }
+            let kind = if entry.flags & flags::CTOR != 0 {
+                "constructor"
+            } else if entry.flags & flags::DTOR != 0 {
+                "destructor"
+            } else if entry.flags & flags::LINK != 0 {
+                "link"
+            } else if entry.is_global() {
+                "global var."
+            } else {
+                "kernel"
+            };
+            crate::line_output::stderr_line(format_args!("  {kind:>11}: {}", entry.name));
+        }
     }
 
     /// Initialises the device without loading images. Devices normally initialise on first
