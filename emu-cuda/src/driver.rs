@@ -37,6 +37,9 @@ pub struct Device {
 
 pub struct Context {
     pub state: Mutex<ContextState>,
+    /// The sticky error of a kernel fault (0: none): every call on the context returns it
+    /// until the primary context is released for the last time.
+    pub sticky: AtomicU32,
 }
 
 pub struct ContextState {
@@ -82,6 +85,7 @@ pub fn init() -> Result<&'static Driver> {
                     peers: HashSet::new(),
                     streams: Vec::new(),
                 }),
+                sticky: AtomicU32::new(0),
             },
         });
     }
@@ -192,6 +196,40 @@ impl Driver {
         Ok(())
     }
 
+    /// The device's context has no sticky error.
+    pub fn usable(&self, device: usize) -> Result<()> {
+        match self.devices[device].context.sticky.load(Ordering::Acquire) {
+            0 => Ok(()),
+            code => Err(status::Error(code)),
+        }
+    }
+
+    /// A kernel of `device` faulted (on `stream`, if known): `error` becomes the context's
+    /// sticky error, as on hardware, and its streams are abandoned, the faulting kernel's
+    /// counting as done, so that nothing waits for it forever.
+    pub fn kernel_faulted(
+        &self,
+        device: usize,
+        error: status::Error,
+        stream: Option<&Arc<Stream>>,
+    ) {
+        let _ = self.devices[device].context.sticky.compare_exchange(
+            0,
+            error.0,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        if let Some(stream) = stream {
+            stream.abandon(true);
+        }
+        let streams = lock(&self.devices[device].context.state).streams.clone();
+        for other in streams {
+            if !stream.is_some_and(|s| Arc::ptr_eq(s, &other)) {
+                other.abandon(false);
+            }
+        }
+    }
+
     /// A stream of the current context's device, or `None` for the legacy default stream.
     pub fn stream(&self, handle: usize, device: usize) -> Result<Option<Arc<Stream>>> {
         if is_default_stream(handle) {
@@ -245,12 +283,17 @@ impl Driver {
     }
 
     /// Releases everything of a device whose primary context was released for the last time.
+    /// The next retain makes a new context, without the old one's sticky error.
     pub fn tear_down(&self, device: usize) {
         let streams = std::mem::take(&mut lock(&self.devices[device].context.state).streams);
         for stream in &streams {
             stream.wait_idle();
             stream.close();
         }
+        self.devices[device]
+            .context
+            .sticky
+            .store(0, Ordering::Release);
         self.streams.remove_where(|s| s.device == device);
         for (handle, module) in self.modules.remove_where(|m| m.device == device) {
             self.unload(handle, &module);
@@ -331,6 +374,8 @@ pub struct Module {
     /// Device address of each of the image's data sections.
     pub storage: Vec<usize>,
     pub twin: Option<Twin>,
+    /// The twin's code, registered so that a fault in it is its kernel's.
+    pub code: Option<omptarget_emu_support::kernel_faults::Code>,
     /// Twin variables handed out as device addresses (recorded in the address book).
     pub twin_regions: Mutex<Vec<usize>>,
     /// Function handles already given out, by name (the driver hands out one per kernel).

@@ -45,10 +45,13 @@ fn copy_bytes(dst: usize, src: usize, len: usize) {
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
 }
 
-/// The current context's device, with the driver.
+/// The current context's device, with the driver; a context whose kernel faulted answers
+/// with its sticky error.
 fn current() -> Result<(&'static Driver, usize)> {
     let driver = driver::get()?;
-    Ok((driver, driver.current()?.index))
+    let device = driver.current()?.index;
+    driver.usable(device)?;
+    Ok((driver, device))
 }
 
 fn note_stream(c: &mut Call, stream: Handle) {
@@ -735,6 +738,7 @@ pub extern "C" fn cuStreamDestroy_v2(stream: Handle) -> CuResult {
     call("cuStreamDestroy_v2", |c| {
         note_stream(c, stream);
         let driver = driver::get()?;
+        driver.usable(driver.streams.get(stream)?.device)?;
         let gone = driver.streams.remove(stream)?;
         gone.close();
         lock(&driver.devices[gone.device].context.state)
@@ -757,10 +761,11 @@ pub extern "C" fn cuStreamSynchronize(stream: Handle) -> CuResult {
         if driver::is_default_stream(stream) {
             let (_, d) = current()?;
             driver.legacy_sync(d);
-            return Ok(());
+            return driver.usable(d);
         }
-        any_stream(driver, stream)?.wait_idle();
-        Ok(())
+        let stream = any_stream(driver, stream)?;
+        stream.wait_idle();
+        driver.usable(stream.device)
     })
 }
 
@@ -770,9 +775,14 @@ pub extern "C" fn cuStreamQuery(stream: Handle) -> CuResult {
         note_stream(c, stream);
         let driver = driver::get()?;
         if driver::is_default_stream(stream) {
+            if let Ok(device) = driver.current() {
+                driver.usable(device.index)?;
+            }
             return Ok(());
         }
-        if any_stream(driver, stream)?.idle() {
+        let stream = any_stream(driver, stream)?;
+        driver.usable(stream.device)?;
+        if stream.idle() {
             Ok(())
         } else {
             Err(status::NOT_READY)
@@ -786,6 +796,7 @@ pub extern "C" fn cuStreamWaitEvent(stream: Handle, event: Handle, flags: c_uint
         note_stream(c, stream);
         let driver = driver::get()?;
         let event = driver.events.get(event)?;
+        driver.usable(event.device)?;
         if flags != 0 {
             return Err(status::INVALID_VALUE);
         }
@@ -794,7 +805,9 @@ pub extern "C" fn cuStreamWaitEvent(stream: Handle, event: Handle, flags: c_uint
             event.wait_for(mark);
             return Ok(());
         }
-        any_stream(driver, stream)?.submit(move || event.wait_for(mark));
+        let stream = any_stream(driver, stream)?;
+        driver.usable(stream.device)?;
+        stream.submit(move || event.wait_for(mark));
         Ok(())
     })
 }
@@ -802,14 +815,14 @@ pub extern "C" fn cuStreamWaitEvent(stream: Handle, event: Handle, flags: c_uint
 #[no_mangle]
 pub extern "C" fn cuEventCreate(event: *mut Handle, flags: c_uint) -> CuResult {
     call("cuEventCreate", |_| {
-        let (driver, _) = current()?;
+        let (driver, d) = current()?;
         // Default, blocking sync, disable timing, interprocess.
         if flags & !0x7 != 0 || event.is_null() {
             return Err(status::INVALID_VALUE);
         }
         const DISABLE_TIMING: c_uint = 0x2;
         let timed = flags & DISABLE_TIMING == 0;
-        out(event, driver.events.insert(Arc::new(Event::new(timed))))
+        out(event, driver.events.insert(Arc::new(Event::new(timed, d))))
     })
 }
 
@@ -824,6 +837,7 @@ pub extern "C" fn cuEventElapsedTime(
     call("cuEventElapsedTime", |c| {
         let driver = driver::get()?;
         let (first, last) = (driver.events.get(start)?, driver.events.get(end)?);
+        driver.usable(first.device)?;
         if milliseconds.is_null() {
             return Err(status::INVALID_VALUE);
         }
@@ -861,14 +875,18 @@ pub extern "C" fn cuEventRecord(event: Handle, stream: Handle) -> CuResult {
         note_stream(c, stream);
         let driver = driver::get()?;
         let event = driver.events.get(event)?;
-        let mark = event.record();
+        driver.usable(event.device)?;
         if driver::is_default_stream(stream) {
             let (_, d) = current()?;
+            let mark = event.record();
             driver.legacy_sync(d);
             event.reach(mark);
             return Ok(());
         }
-        any_stream(driver, stream)?.submit(move || event.reach(mark));
+        let stream = any_stream(driver, stream)?;
+        driver.usable(stream.device)?;
+        let mark = event.record();
+        stream.submit_marker(move || event.reach(mark));
         Ok(())
     })
 }
@@ -876,14 +894,17 @@ pub extern "C" fn cuEventRecord(event: Handle, stream: Handle) -> CuResult {
 #[no_mangle]
 pub extern "C" fn cuEventSynchronize(event: Handle) -> CuResult {
     call("cuEventSynchronize", |_| {
-        let event = driver::get()?.events.get(event)?;
+        let driver = driver::get()?;
+        let event = driver.events.get(event)?;
         event.wait_for(event.latest());
-        Ok(())
+        driver.usable(event.device)
     })
 }
 
 fn destroy_event(event: Handle) -> Result<()> {
-    driver::get()?.events.remove(event).map(|_| ())
+    let driver = driver::get()?;
+    driver.usable(driver.events.get(event)?.device)?;
+    driver.events.remove(event).map(|_| ())
 }
 
 #[no_mangle]
@@ -935,6 +956,7 @@ pub extern "C" fn cuModuleLoadDataEx(
 pub extern "C" fn cuModuleUnload(module: Handle) -> CuResult {
     call("cuModuleUnload", |_| {
         let driver = driver::get()?;
+        driver.usable(driver.modules.get(module)?.device)?;
         let gone = driver.modules.remove(module)?;
         driver.device_sync(gone.device);
         driver.unload(module, &gone);
@@ -952,6 +974,7 @@ pub extern "C" fn cuModuleGetGlobal_v2(
     call("cuModuleGetGlobal_v2", |c| {
         let driver = driver::get()?;
         let m = driver.modules.get(module)?;
+        driver.usable(m.device)?;
         if name.is_null() {
             return Err(status::INVALID_VALUE);
         }
@@ -979,6 +1002,7 @@ pub extern "C" fn cuModuleGetFunction(
     call("cuModuleGetFunction", |c| {
         let driver = driver::get()?;
         let m = driver.modules.get(module)?;
+        driver.usable(m.device)?;
         if name.is_null() || function.is_null() {
             return Err(status::INVALID_VALUE);
         }
@@ -1024,7 +1048,9 @@ pub extern "C" fn cuFuncGetAttribute(
 ) -> CuResult {
     call("cuFuncGetAttribute", |c| {
         c.note(|| format!("attribute={attribute}"));
-        let f = driver::get()?.functions.get(function)?;
+        let driver = driver::get()?;
+        let f = driver.functions.get(function)?;
+        driver.usable(f.device)?;
         let answer = match attribute {
             FUNC_MAX_THREADS_PER_BLOCK => f.kernel.max_threads as c_int,
             FUNC_SHARED_SIZE_BYTES => f.kernel.static_shared as c_int,
@@ -1046,7 +1072,9 @@ pub extern "C" fn cuFuncGetAttribute(
 pub extern "C" fn cuFuncSetAttribute(function: Handle, attribute: c_int, value: c_int) -> CuResult {
     call("cuFuncSetAttribute", |c| {
         c.note(|| format!("attribute={attribute} value={value}"));
-        let f = driver::get()?.functions.get(function)?;
+        let driver = driver::get()?;
+        let f = driver.functions.get(function)?;
+        driver.usable(f.device)?;
         match attribute {
             FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
                 let limit = profile::SHARED_OPTIN.saturating_sub(f.kernel.static_shared);
@@ -1106,13 +1134,31 @@ pub unsafe extern "C" fn cuLaunchKernel(
             return Err(status::NOT_SUPPORTED);
         };
         let arguments = launch::twin_arguments(&f, &buffer)?;
-        let keep = f.clone();
-        in_order(driver, d, queue, move || {
-            // SAFETY: `entry` is the twin's kernel of this name, which takes one
-            // pointer-sized value per parameter; `keep` holds its image loaded.
-            unsafe { offload_image::native_code::call_with_args(entry, &arguments) };
-            drop(keep);
+        crate::faults::prepare();
+        // On the legacy default stream the kernel runs on a stream of its own, waited for: a
+        // faulting kernel's thread never returns, and it must not be the caller's.
+        let (stream, legacy) = match queue {
+            Some(stream) => (stream, false),
+            None => {
+                driver.legacy_sync(d);
+                let stream = Stream::start(d, true).map_err(|_| status::OUT_OF_MEMORY)?;
+                (stream, true)
+            }
+        };
+        let on = Arc::downgrade(&stream);
+        stream.submit(move || {
+            let module = &f._module;
+            crate::faults::run(d, on, &f.name, module.code.as_ref(), || {
+                // SAFETY: `entry` is the twin's kernel of this name, which takes one
+                // pointer-sized value per parameter; `f` holds its image loaded.
+                unsafe { offload_image::native_code::call_with_args(entry, &arguments) };
+            });
         });
+        if legacy {
+            stream.wait_idle();
+            stream.close();
+            driver.usable(d)?;
+        }
         Ok(())
     })
 }

@@ -59,11 +59,15 @@ pub fn load(driver: &Driver, device: usize, address: usize) -> Result<Module> {
             None
         }
     };
+    let code = twin
+        .as_ref()
+        .and_then(|t| crate::faults::register(t, image.kernels.keys()));
     Ok(Module {
         device,
         image,
         storage,
         twin,
+        code,
         twin_regions: Mutex::new(Vec::new()),
         functions: Mutex::new(HashMap::new()),
     })

@@ -44,9 +44,11 @@ codes! {
     INVALID_HANDLE = 400, "invalid resource handle";
     NOT_FOUND = 500, "named symbol not found";
     NOT_READY = 600, "device not ready";
+    ILLEGAL_ADDRESS = 700, "an illegal memory access was encountered";
     PEER_ACCESS_ALREADY_ENABLED = 704, "peer access is already enabled";
     HOST_MEMORY_ALREADY_REGISTERED = 712, "part or all of the requested memory range is already mapped";
     HOST_MEMORY_NOT_REGISTERED = 713, "pointer does not correspond to a registered memory region";
+    ILLEGAL_INSTRUCTION = 715, "an illegal instruction was encountered";
     LAUNCH_FAILED = 719, "unspecified launch failure";
     NOT_SUPPORTED = 801, "operation not supported";
     UNKNOWN = 999, "unknown error";
@@ -72,6 +74,8 @@ mod tests {
         assert_eq!(name(1), Some("CUDA_ERROR_INVALID_VALUE"));
         assert_eq!(name(201), Some("CUDA_ERROR_INVALID_CONTEXT"));
         assert_eq!(text(2), Some("out of memory"));
+        assert_eq!(name(700), Some("CUDA_ERROR_ILLEGAL_ADDRESS"));
+        assert_eq!(name(715), Some("CUDA_ERROR_ILLEGAL_INSTRUCTION"));
         assert_eq!(name(12345), None);
         assert_eq!(describe(0), "CUDA_SUCCESS");
     }

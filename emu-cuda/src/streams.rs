@@ -1,6 +1,9 @@
 //! Streams and events. Each stream has a worker thread that runs its operations later, in
 //! submission order (after `OMPTARGET_EMU_DELAY_US`), so a plugin that reads results without
-//! synchronising sees stale data, as on hardware. Events order work across streams.
+//! synchronising sees stale data, as on hardware. Events order work across streams. A stream of
+//! a context whose kernel faulted is abandoned: its work counts as done without running (the
+//! faulting kernel's never finishes), only the events' marks are still reached, so that nothing
+//! waits for it forever.
 
 use crate::config;
 use std::collections::VecDeque;
@@ -8,13 +11,21 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use sync_util::{lock, wait};
 
-type Operation = Box<dyn FnOnce() + Send>;
+struct Operation {
+    run: Box<dyn FnOnce() + Send>,
+    /// An event's mark, reached even when the stream is abandoned.
+    marker: bool,
+}
 
 #[derive(Default)]
 struct Queue {
     pending: VecDeque<Operation>,
     submitted: u64,
     completed: u64,
+    /// An operation runs now and is not counted yet.
+    running: bool,
+    /// The context's kernel faulted: nothing more runs.
+    abandoned: bool,
     closing: bool,
 }
 
@@ -51,6 +62,7 @@ impl Stream {
                 let mut queue = self.queue.lock().unwrap();
                 loop {
                     if let Some(op) = queue.pending.pop_front() {
+                        queue.running = true;
                         break op;
                     }
                     if queue.closing {
@@ -62,18 +74,58 @@ impl Stream {
             if delay > 0 {
                 std::thread::sleep(Duration::from_micros(delay));
             }
-            operation();
-            lock(&self.queue).completed += 1;
+            (operation.run)();
+            let mut queue = lock(&self.queue);
+            // Not counted yet unless the stream was abandoned while it ran.
+            if std::mem::take(&mut queue.running) {
+                queue.completed += 1;
+            }
+            drop(queue);
             self.changed.notify_all();
         }
     }
 
     /// Queues `operation`; it runs after everything submitted before it.
     pub fn submit(&self, operation: impl FnOnce() + Send + 'static) {
+        self.push(Box::new(operation), false);
+    }
+
+    /// Queues an event's mark: `reach` runs in order, or at once if the stream is abandoned.
+    pub fn submit_marker(&self, reach: impl FnOnce() + Send + 'static) {
+        self.push(Box::new(reach), true);
+    }
+
+    fn push(&self, run: Box<dyn FnOnce() + Send>, marker: bool) {
         let mut queue = lock(&self.queue);
-        queue.pending.push_back(Box::new(operation));
         queue.submitted += 1;
+        if queue.abandoned {
+            queue.completed += 1;
+            drop(queue);
+            if marker {
+                run();
+            }
+            return;
+        }
+        queue.pending.push_back(Operation { run, marker });
         drop(queue);
+        self.changed.notify_all();
+    }
+
+    /// Abandons the stream (its context's kernel faulted): what is queued counts as done, only
+    /// its marks are reached; when `faulted`, the operation running now (the faulting kernel,
+    /// whose thread never returns) counts as done too, else it finishes as it runs.
+    pub fn abandon(&self, faulted: bool) {
+        let mut queue = lock(&self.queue);
+        queue.abandoned = true;
+        let dropped = std::mem::take(&mut queue.pending);
+        queue.completed += dropped.len() as u64;
+        if faulted && std::mem::take(&mut queue.running) {
+            queue.completed += 1;
+        }
+        drop(queue);
+        for operation in dropped.into_iter().filter(|o| o.marker) {
+            (operation.run)();
+        }
         self.changed.notify_all();
     }
 
@@ -115,6 +167,8 @@ pub struct Event {
     changed: Condvar,
     /// Created without `CU_EVENT_DISABLE_TIMING`: its records carry the time they were reached.
     timed: bool,
+    /// The device of the context it was created in.
+    pub device: usize,
 }
 
 /// Why an event cannot be timed (`cuEventElapsedTime`).
@@ -127,10 +181,11 @@ pub enum Untimed {
 }
 
 impl Event {
-    /// An event; `timed` unless created with `CU_EVENT_DISABLE_TIMING`.
-    pub fn new(timed: bool) -> Event {
+    /// An event of `device`'s context; `timed` unless created with `CU_EVENT_DISABLE_TIMING`.
+    pub fn new(timed: bool, device: usize) -> Event {
         Event {
             timed,
+            device,
             ..Event::default()
         }
     }
@@ -240,5 +295,94 @@ mod tests {
         assert!(event.complete());
         a.close();
         b.close();
+    }
+
+    /// A gate that operations wait at until it opens.
+    fn gate() -> (
+        Arc<(Mutex<bool>, Condvar)>,
+        impl Fn() + Send + Clone + 'static,
+    ) {
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let g = gate.clone();
+        let wait_at_gate = move || {
+            let mut open = lock(&g.0);
+            while !*open {
+                open = wait(&g.1, open);
+            }
+        };
+        (gate, wait_at_gate)
+    }
+
+    #[test]
+    fn an_abandoned_stream_counts_its_work_done_and_reaches_its_marks() {
+        let stream = Stream::start(0, true).unwrap();
+        let (gate, wait_at_gate) = gate();
+        let ran = Arc::new(AtomicU32::new(0));
+        // The "faulting kernel": runs and does not return until the gate opens.
+        let r = ran.clone();
+        stream.submit(move || {
+            wait_at_gate();
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        let r = ran.clone();
+        stream.submit(move || {
+            r.fetch_add(10, Ordering::SeqCst);
+        });
+        let event = Arc::new(Event::new(true, 0));
+        let (e, mark) = (event.clone(), event.record());
+        stream.submit_marker(move || e.reach(mark));
+        while !lock(&stream.queue).running {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!stream.idle() && !event.complete());
+        stream.abandon(true);
+        assert!(
+            stream.idle(),
+            "the faulting kernel and what follows count as done"
+        );
+        stream.wait_idle();
+        assert!(event.complete(), "the mark is reached");
+        // Later work is dropped at once; marks are reached at once.
+        let r = ran.clone();
+        stream.submit(move || {
+            r.fetch_add(100, Ordering::SeqCst);
+        });
+        let (e, mark) = (event.clone(), event.record());
+        stream.submit_marker(move || e.reach(mark));
+        assert!(stream.idle() && event.complete());
+        // The kernel that was counted done returns after all (only in this test): not counted
+        // twice.
+        *lock(&gate.0) = true;
+        gate.1.notify_all();
+        while ran.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        let queue = lock(&stream.queue);
+        assert_eq!((queue.submitted, queue.completed), (5, 5));
+        drop(queue);
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            1,
+            "only the running operation ran"
+        );
+        stream.close();
+    }
+
+    #[test]
+    fn a_stream_abandoned_for_another_streams_fault_finishes_what_runs() {
+        let stream = Stream::start(0, true).unwrap();
+        let (gate, wait_at_gate) = gate();
+        stream.submit(wait_at_gate);
+        stream.submit(|| panic!("queued work of an abandoned stream never runs"));
+        while !lock(&stream.queue).running {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stream.abandon(false);
+        assert!(!stream.idle(), "its running kernel is not the faulting one");
+        *lock(&gate.0) = true;
+        gate.1.notify_all();
+        stream.wait_idle();
+        stream.close();
     }
 }

@@ -7,7 +7,7 @@ pub use omptarget_emu_support::calls::Call;
 use omptarget_emu_support::calls::{Calls, Codes};
 use std::sync::OnceLock;
 
-fn calls() -> &'static Calls {
+pub fn calls() -> &'static Calls {
     static CALLS: OnceLock<Calls> = OnceLock::new();
     CALLS.get_or_init(|| Calls::new("omptarget-emu (CUDA)", config::get()))
 }

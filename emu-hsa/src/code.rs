@@ -32,6 +32,8 @@ pub struct Kernel {
     pub entry: Option<usize>,
     /// Keeps the twin loaded while the kernel can run.
     pub _twin: Option<Arc<Twin>>,
+    /// The twin's code, registered so that a fault in it is its kernel's.
+    pub code: Option<Arc<omptarget_emu_support::kernel_faults::Code>>,
 }
 
 pub enum Symbol {
@@ -207,6 +209,10 @@ impl Code {
                 None
             }
         };
+        let fault_code = twin
+            .as_ref()
+            .and_then(|t| crate::faults::register(t, kernels.iter().copied()))
+            .map(Arc::new);
         let mut placed = Vec::new();
         for kernel in code.kernels() {
             let entry = twin.as_ref().and_then(|t| t.symbol(&kernel.name));
@@ -232,6 +238,7 @@ impl Code {
                     .collect(),
                 entry,
                 _twin: twin.clone(),
+                code: fault_code.clone(),
             });
             lock(&self.kernels).insert(Arc::as_ptr(&record) as u64, record.clone());
             placed.push(Symbol::Kernel(record));

@@ -15,13 +15,17 @@ pub struct Launch {
     entry: usize,
     arguments: Vec<usize>,
     /// Keeps the kernel (and its twin) loaded while it runs.
-    _kernel: std::sync::Arc<crate::code::Kernel>,
+    kernel: std::sync::Arc<crate::code::Kernel>,
 }
 
 impl Launch {
+    pub fn kernel(&self) -> &crate::code::Kernel {
+        &self.kernel
+    }
+
     pub fn run(self) {
         // SAFETY: `entry` is the twin's kernel of this name, which takes one pointer-sized
-        // value per explicit argument; `_kernel` keeps the twin loaded.
+        // value per explicit argument; `kernel` keeps the twin loaded.
         unsafe { offload_image::native_code::call_with_args(self.entry, &self.arguments) };
     }
 }
@@ -125,7 +129,7 @@ pub fn launch(
     Ok(Launch {
         entry,
         arguments,
-        _kernel: kernel,
+        kernel,
     })
 }
 

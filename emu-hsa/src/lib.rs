@@ -3,7 +3,8 @@
 //! real AMDGPU plugins (ours and LLVM 19's): one CPU agent and MI210-like GPU agents with
 //! their memory pools and access rules, signals, AQL queues with a packet processor each, copy
 //! engines, code objects, and kernels run through their x86-64 twins
-//! (`offload_image::twin`). See the README's section on the emulated drivers.
+//! (`offload_image::twin`), whose faults stop their queues as GPU faults do (see `faults`). See
+//! the README's section on the emulated drivers.
 
 pub mod agents;
 mod code;
@@ -11,6 +12,7 @@ mod config;
 mod copies;
 mod dispatch;
 mod entry;
+mod faults;
 pub mod memory;
 mod queues;
 mod runtime;

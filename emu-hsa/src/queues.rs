@@ -330,10 +330,11 @@ impl Queue {
                     let queue = self.clone();
                     // The kernel starts now; the delay stands for its work on the device.
                     let start = self.start_stamp();
+                    crate::faults::prepare();
                     let launched =
                         omptarget_emu_support::workers::run("emu-hsa-dispatch", move || {
                             queue.delay();
-                            launch.run();
+                            crate::faults::run(&queue, launch);
                             queue.trace_packet_done(next);
                             queue.stamp(runtime, &packet, start);
                             queue.complete(runtime, &packet, Ok(()));
@@ -456,6 +457,17 @@ impl Queue {
                 other => format!("{head} type={other}"),
             }
         });
+    }
+
+    /// A running dispatch's kernel faulted: the queue goes into the error state, and the
+    /// dispatch, which never completes (its signal stays), no longer counts as in flight, so
+    /// that `hsa_queue_destroy` does not wait for it.
+    pub fn kernel_faulted(&self, code: Status) {
+        self.fail(code);
+        let mut state = lock(&self.state);
+        state.in_flight = state.in_flight.saturating_sub(1);
+        drop(state);
+        self.settled.notify_all();
     }
 
     /// Puts the queue in the error state and tells the program (once).

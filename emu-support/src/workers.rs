@@ -56,6 +56,9 @@ pub fn run(name: &str, job: impl FnOnce() + Send + 'static) -> std::io::Result<(
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
+            // Kernels run here: a kernel that overflows its stack must reach the fault
+            // catcher's handler too.
+            crate::kernel_faults::alternate_stack();
             job();
             serve();
         })
