@@ -211,7 +211,7 @@ impl Code {
         };
         let fault_code = twin
             .as_ref()
-            .and_then(|t| crate::faults::register(t, kernels.iter().copied()))
+            .and_then(|t| crate::fault_owner::register(t, kernels.iter().copied()))
             .map(Arc::new);
         let mut placed = Vec::new();
         for kernel in code.kernels() {

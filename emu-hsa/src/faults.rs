@@ -10,21 +10,27 @@
 
 use crate::agents::AgentIndex;
 use crate::dispatch::Launch;
+use crate::fault_owner;
 use crate::memory;
-use crate::queues::Queue;
 use crate::runtime::{self, Runtime};
 use crate::status::Status;
 use hsa_sys::*;
-use offload_image::twin::Twin;
-use omptarget_emu_support::kernel_faults::{self, Code, Fault, Owner, Running};
+use omptarget_emu_support::kernel_faults::{self, Fault, Running};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use sync_util::lock;
+
+/// The queue of a dispatch, as a fault stops it (implemented by `queues::Queue`; a trait, so
+/// that the queues may call this module without it calling back into them).
+pub trait FaultedQueue: Send + Sync {
+    /// Puts the queue in its error state with `status`, for its error callback.
+    fn kernel_faulted(&self, status: Status);
+}
 
 /// A dispatch running now, by its number.
 struct Dispatch {
-    queue: Weak<Queue>,
+    queue: Weak<dyn FaultedQueue>,
     agent: AgentIndex,
     kernel: String,
     /// Its fault was reported already (several of its threads may fault).
@@ -34,39 +40,28 @@ struct Dispatch {
 static DISPATCHES: Mutex<BTreeMap<u64, Dispatch>> = Mutex::new(BTreeMap::new());
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
-fn owner() -> Owner {
-    static OWNER: OnceLock<Owner> = OnceLock::new();
-    *OWNER.get_or_init(|| kernel_faults::owner(report))
-}
-
-/// At each dispatch: the catcher is installed (once).
+/// At each dispatch: faults are reported here, and the catcher is installed (once).
 pub fn prepare() {
-    owner();
+    fault_owner::set_report(report);
     kernel_faults::install();
 }
 
-/// Registers a loaded twin's code (found from one of its kernels), so that a fault in it on a
-/// thread that the emulator did not start (libomp's) is the kernel's.
-pub fn register<'k>(twin: &Twin, kernels: impl IntoIterator<Item = &'k str>) -> Option<Code> {
-    let entry = kernels.into_iter().find_map(|k| twin.symbol(k))?;
-    Code::register(owner(), entry)
-}
-
 /// Runs a dispatch of `queue` marked as running, so that a fault in it is reported for it.
-pub fn run(queue: &Arc<Queue>, launch: Launch) {
+pub fn run(queue: &Arc<impl FaultedQueue + 'static>, agent: AgentIndex, launch: Launch) {
     let dispatch = NEXT.fetch_add(1, Ordering::Relaxed);
+    let queue: Arc<dyn FaultedQueue> = queue.clone();
     lock(&DISPATCHES).insert(
         dispatch,
         Dispatch {
-            queue: Arc::downgrade(queue),
-            agent: queue.agent,
+            queue: Arc::downgrade(&queue),
+            agent,
             kernel: launch.kernel().name.clone(),
             faulted: false,
         },
     );
     {
         let code = launch.kernel().code.clone();
-        let _running = Running::start(owner(), dispatch, code.as_deref());
+        let _running = Running::start(fault_owner::owner(), dispatch, code.as_deref());
         launch.run();
     }
     lock(&DISPATCHES).remove(&dispatch);
@@ -103,7 +98,7 @@ fn report(fault: &Fault) {
                 crate::status::describe(status)
             );
             if let (Some(queue), Ok(runtime)) = (queue.upgrade(), runtime::get()) {
-                stop(runtime, &queue, agent, fault, status);
+                stop(runtime, &*queue, agent, fault, status);
             }
         }
         // Every dispatch is known while it runs, and its thread never returns from a fault.
@@ -115,7 +110,13 @@ fn report(fault: &Fault) {
 }
 
 /// Reports the fault as ROCm does, then puts the queue in the error state.
-fn stop(runtime: &Runtime, queue: &Queue, agent: AgentIndex, fault: &Fault, status: Status) {
+fn stop(
+    runtime: &Runtime,
+    queue: &dyn FaultedQueue,
+    agent: AgentIndex,
+    fault: &Fault,
+    status: Status,
+) {
     if fault.is_memory() {
         runtime.memory_fault(memory::Fault {
             agent,

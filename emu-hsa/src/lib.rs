@@ -12,6 +12,7 @@ mod config;
 mod copies;
 mod dispatch;
 mod entry;
+mod fault_owner;
 mod faults;
 pub mod memory;
 mod queues;

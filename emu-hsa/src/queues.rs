@@ -334,7 +334,7 @@ impl Queue {
                     let launched =
                         omptarget_emu_support::workers::run("emu-hsa-dispatch", move || {
                             queue.delay();
-                            crate::faults::run(&queue, launch);
+                            crate::faults::run(&queue, queue.agent, launch);
                             queue.trace_packet_done(next);
                             queue.stamp(runtime, &packet, start);
                             queue.complete(runtime, &packet, Ok(()));
@@ -459,17 +459,6 @@ impl Queue {
         });
     }
 
-    /// A running dispatch's kernel faulted: the queue goes into the error state, and the
-    /// dispatch, which never completes (its signal stays), no longer counts as in flight, so
-    /// that `hsa_queue_destroy` does not wait for it.
-    pub fn kernel_faulted(&self, code: Status) {
-        self.fail(code);
-        let mut state = lock(&self.state);
-        state.in_flight = state.in_flight.saturating_sub(1);
-        drop(state);
-        self.settled.notify_all();
-    }
-
     /// Puts the queue in the error state and tells the program (once).
     pub fn fail(&self, code: Status) {
         let mut state = lock(&self.state);
@@ -519,4 +508,17 @@ fn wait_dependencies(
         first_pending.wait(HSA_SIGNAL_CONDITION_EQ, 0, Some(Duration::from_millis(1)));
     }
     Ok(())
+}
+
+impl crate::faults::FaultedQueue for Queue {
+    /// A running dispatch's kernel faulted: the queue goes into the error state, and the
+    /// dispatch, which never completes (its signal stays), no longer counts as in flight, so
+    /// that `hsa_queue_destroy` does not wait for it.
+    fn kernel_faulted(&self, code: Status) {
+        self.fail(code);
+        let mut state = lock(&self.state);
+        state.in_flight = state.in_flight.saturating_sub(1);
+        drop(state);
+        self.settled.notify_all();
+    }
 }
