@@ -819,6 +819,26 @@ impl Device {
         .map_err(|e| self.plugin_error("copy to device", e))
     }
 
+    /// Fills `size` bytes of device memory with `byte` on the device (plugin ABI 1.6). Not a
+    /// data operation for a tool: it moves no data, and OMPT 5.2 has no kind for it. `None`
+    /// where the plugin cannot (a plugin older than 1.6, or one that answers `UNSUPPORTED`):
+    /// the caller then copies a buffer of the pattern, which a tool sees as a transfer.
+    pub(crate) fn fill(
+        &self,
+        device_dst: usize,
+        byte: u8,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Option<Result<()>> {
+        match self
+            .plugin
+            .fill_memory(self.local, device_dst, &[byte], size, queue)?
+        {
+            Err(e) if e.code == plugin_api::ErrorCode::UNSUPPORTED => None,
+            result => Some(result.map_err(|e| self.plugin_error("fill on device", e))),
+        }
+    }
+
     /// Copies device memory to the host on `queue`, reported to a tool as a transfer.
     ///
     /// # Safety

@@ -11,7 +11,10 @@
 //! - a copy with a null address is `INVALID_ARGUMENT`;
 //! - `free` of address 0 succeeds;
 //! - page-locking a null pointer or 0 bytes is `INVALID_ARGUMENT`;
-//! - a launch with kernel handle 0 is `INVALID_ARGUMENT`.
+//! - a launch with kernel handle 0 is `INVALID_ARGUMENT`;
+//! - a fill of 0 bytes succeeds without reaching the device; one at a null address, with a
+//!   pattern other than 1, 2 or 4 bytes, or of a size that is not a whole number of patterns is
+//!   `INVALID_ARGUMENT`.
 
 use crate::plugin::{Plugin, Result};
 use crate::types::*;
@@ -160,6 +163,14 @@ pub trait Device: Send + Sync + 'static {
         let _ = queue;
         Ok(Vec::new())
     }
+    /// See [`Plugin::fill_memory`]; `dst` is never null, `pattern` is 1, 2 or 4 bytes and
+    /// `size` a nonzero whole number of them. The default answers `UNSUPPORTED`.
+    fn fill_memory(&self, dst: usize, pattern: &[u8], size: u64, queue: QueueHandle) -> Result<()> {
+        let _ = (dst, pattern, size, queue);
+        Err(PluginError::unsupported(
+            "this plugin cannot fill device memory on the device",
+        ))
+    }
 }
 
 /// A plugin written as its plugin-wide methods plus a [`Device`] per device number. The
@@ -230,6 +241,28 @@ pub fn device_at<'a, T>(plugin: &str, items: &'a [T], device: i32) -> Result<&'a
 fn check_copy(dst: usize, src: usize) -> Result<()> {
     if dst == 0 || src == 0 {
         return Err(PluginError::invalid_argument("copy with a null address"));
+    }
+    Ok(())
+}
+
+/// The shape every fill must have, checked before a device sees it.
+pub fn check_fill(dst: usize, pattern: &[u8], size: u64) -> Result<()> {
+    if ![1, 2, 4].contains(&pattern.len()) {
+        return Err(PluginError::invalid_argument(format!(
+            "a fill pattern is 1, 2 or 4 bytes, not {}",
+            pattern.len()
+        )));
+    }
+    if size % pattern.len() as u64 != 0 {
+        return Err(PluginError::invalid_argument(format!(
+            "{size} bytes are not a whole number of {}-byte patterns",
+            pattern.len()
+        )));
+    }
+    if dst == 0 && size != 0 {
+        return Err(PluginError::invalid_argument(
+            "cannot fill at a null address",
+        ));
     }
     Ok(())
 }
@@ -444,6 +477,21 @@ impl<P: DevicePlugin> Plugin for P {
     }
     fn work_times(&self, device: i32, queue: QueueHandle) -> Result<Vec<WorkTime>> {
         self.device(device)?.work_times(queue)
+    }
+    fn fill_memory(
+        &self,
+        device: i32,
+        dst: usize,
+        pattern: &[u8],
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let device = self.device(device)?;
+        check_fill(dst, pattern, size)?;
+        if size == 0 {
+            return Ok(());
+        }
+        device.fill_memory(dst, pattern, size, queue)
     }
 }
 
@@ -686,6 +734,40 @@ mod tests {
         assert_eq!(calls(&plugin), 0);
         assert_eq!(Plugin::pin_memory(&plugin, 0, 8, 8).unwrap(), 8);
         assert_eq!(calls(&plugin), 1);
+    }
+
+    #[test]
+    fn fills_of_a_bad_shape_are_refused_and_empty_ones_do_nothing() {
+        let plugin = <Pair as Plugin>::init().unwrap();
+        let invalid = ErrorCode::INVALID_ARGUMENT;
+        assert_eq!(
+            code(Plugin::fill_memory(&plugin, 0, 0, &[1], 8, Q)),
+            invalid
+        );
+        assert_eq!(code(Plugin::fill_memory(&plugin, 0, 8, &[], 8, Q)), invalid);
+        assert_eq!(
+            code(Plugin::fill_memory(&plugin, 0, 8, &[1; 3], 9, Q)),
+            invalid
+        );
+        assert_eq!(
+            code(Plugin::fill_memory(&plugin, 0, 8, &[1; 8], 8, Q)),
+            invalid
+        );
+        assert_eq!(
+            code(Plugin::fill_memory(&plugin, 0, 8, &[1; 4], 6, Q)),
+            invalid
+        );
+        assert_eq!(
+            code(Plugin::fill_memory(&plugin, 2, 8, &[1], 8, Q)),
+            ErrorCode::INVALID_DEVICE
+        );
+        Plugin::fill_memory(&plugin, 0, 8, &[1; 2], 0, Q).unwrap();
+        assert_eq!(calls(&plugin), 0);
+        // A device that cannot fill says so; the core then copies a pattern buffer.
+        assert_eq!(
+            code(Plugin::fill_memory(&plugin, 1, 8, &[1; 2], 4, Q)),
+            ErrorCode::UNSUPPORTED
+        );
     }
 
     #[test]

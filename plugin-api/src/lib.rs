@@ -55,7 +55,7 @@ mod types;
 mod version;
 
 pub use abi_stable;
-pub use devices::{device_at, no_such_device, Device, DevicePlugin};
+pub use devices::{check_fill, device_at, no_such_device, Device, DevicePlugin};
 pub use logging::{info, HostServices, LogLevel};
 pub use module::{PluginModule, PluginModuleRef};
 pub use plugin::{may_run_target_of, Plugin, PluginSlot, SlottedPlugin};

@@ -255,6 +255,17 @@ pub struct PluginModule {
     /// Whether `num_devices` may still grow: the plugin found its devices only in part when it
     /// started (see [`Plugin::devices_may_appear`](crate::Plugin::devices_may_appear)).
     pub devices_may_appear: extern "C" fn() -> bool,
+
+    // ---- ABI 1.6: optional; `None` for a plugin built for 1.0 to 1.5. ----
+    /// Fills `size` bytes of device memory at `dst` with `pattern` repeated, on the device (see
+    /// [`Plugin::fill_memory`](crate::Plugin::fill_memory)). Backs `omp_target_memset`.
+    pub fill_memory: extern "C" fn(
+        device: i32,
+        dst: usize,
+        pattern: RSlice<'_, u8>,
+        size: u64,
+        queue: QueueHandle,
+    ) -> PluginResult<()>,
 }
 
 impl RootModule for PluginModuleRef {
@@ -262,7 +273,7 @@ impl RootModule for PluginModuleRef {
     const BASE_NAME: &'static str = "omptarget_plugin";
     const NAME: &'static str = "omptarget_plugin";
     // abi_stable refuses a library whose major version differs; keep it equal to the ABI major.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.5.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.6.0");
 }
 
 impl PluginModule {
@@ -311,6 +322,7 @@ impl PluginModule {
             start_work_timing: shims::start_work_timing::<P>,
             work_times: shims::work_times::<P>,
             devices_may_appear: shims::devices_may_appear::<P>,
+            fill_memory: shims::fill_memory::<P>,
         }
         .leak_into_prefix()
     }

@@ -297,6 +297,27 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     fn devices_may_appear(&self) -> bool {
         false
     }
+
+    /// ABI 1.6: fills `size` bytes of device memory at `dst` with `pattern` repeated, on the
+    /// device and without a host buffer (LLVM's `dataFill`; backs `omp_target_memset`).
+    /// `pattern` is 1, 2 or 4 bytes and `size` a whole number of patterns (the core passes
+    /// nothing else). With a real queue the fill runs in order with the queue's other work; it
+    /// is not one of the operations [`Plugin::work_times`] reports. The default answers
+    /// `UNSUPPORTED`, and so may a plugin for a pattern length or an address it cannot fill:
+    /// the core then copies a host buffer holding the pattern instead.
+    fn fill_memory(
+        &self,
+        device: i32,
+        dst: usize,
+        pattern: &[u8],
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let _ = (device, dst, pattern, size, queue);
+        Err(PluginError::unsupported(
+            "this plugin cannot fill device memory on the device",
+        ))
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

@@ -306,3 +306,13 @@ pub extern "C" fn work_times<P: SlottedPlugin>(
 pub extern "C" fn devices_may_appear<P: SlottedPlugin>() -> bool {
     with::<P, _>(|p| Ok(p.devices_may_appear())).unwrap_or(false)
 }
+
+pub extern "C" fn fill_memory<P: SlottedPlugin>(
+    device: i32,
+    dst: usize,
+    pattern: RSlice<'_, u8>,
+    size: u64,
+    queue: QueueHandle,
+) -> PluginResult<()> {
+    with::<P, _>(|p| p.fill_memory(device, dst, pattern.as_slice(), size, queue))
+}

@@ -228,6 +228,7 @@ fn device_checks(
     }
     check_interop_info(report, plugin, device, count);
     checks::memory::run(report, plugin, device, count);
+    checks::fill::run(report, plugin, device);
     checks::ordering::run(report, plugin, device);
     match image {
         Some(image) => checks::launch::run(report, plugin, device, image),

@@ -291,6 +291,14 @@ impl Device for HostDevice {
         Ok(())
     }
 
+    fn fill_memory(&self, dst: usize, pattern: &[u8], size: u64, queue: QueueHandle) -> Result<()> {
+        self.check_queue(queue)?;
+        // SAFETY: `dst` is device memory of this plugin (host memory), `size` bytes long by the
+        // core's contract for fills.
+        unsafe { sys::fill(dst, pattern, size) };
+        Ok(())
+    }
+
     fn launch_kernel(
         &self,
         kernel: KernelHandle,

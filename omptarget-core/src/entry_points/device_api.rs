@@ -392,16 +392,25 @@ pub extern "C" fn omp_target_memset(
                 // SAFETY: a host buffer of `size` bytes (API contract).
                 None => unsafe { ptr::write_bytes(ptr as *mut u8, value as u8, size) },
                 Some(d) => {
-                    let pattern = vec![value as u8; size];
-                    // SAFETY: `pattern` holds `size` bytes and outlives the synchronous copy.
-                    unsafe {
-                        d.copy_to_device(
-                            ptr as usize,
-                            pattern.as_ptr() as usize,
-                            size as u64,
-                            QueueHandle::SYNC,
-                        )
-                    }?;
+                    let (at, byte, bytes) = (ptr as usize, value as u8, size as u64);
+                    match d.fill(at, byte, bytes, QueueHandle::SYNC) {
+                        Some(filled) => filled?,
+                        // A plugin that cannot fill on the device gets the bytes copied, as
+                        // LLVM 22.1 does for every device.
+                        None => {
+                            let pattern = vec![byte; size];
+                            // SAFETY: `pattern` holds `size` bytes and outlives the
+                            // synchronous copy.
+                            unsafe {
+                                d.copy_to_device(
+                                    at,
+                                    pattern.as_ptr() as usize,
+                                    bytes,
+                                    QueueHandle::SYNC,
+                                )
+                            }?;
+                        }
+                    }
                 }
             }
             Ok(ptr)

@@ -256,6 +256,20 @@ impl PluginLibrary {
         call(device, queue).into_result().map(|v| v.into_vec())
     }
 
+    /// Fills device memory with a repeated pattern on the device; `None` for a plugin older
+    /// than ABI 1.6, which lacks the call.
+    pub fn fill_memory(
+        &self,
+        device: i32,
+        dst: usize,
+        pattern: &[u8],
+        size: u64,
+        queue: QueueHandle,
+    ) -> Option<Result<()>> {
+        let call = self.module.fill_memory()?;
+        Some(call(device, dst, RSlice::from_slice(pattern), size, queue).into_result())
+    }
+
     /// Whether the plugin may still find devices (plugin ABI 1.5); no for an older plugin.
     pub(crate) fn devices_may_appear(&self) -> bool {
         self.module.devices_may_appear().is_some_and(|call| call())

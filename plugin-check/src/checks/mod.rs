@@ -2,6 +2,7 @@
 
 pub mod allocation_while_running;
 pub mod errors;
+pub mod fill;
 pub mod launch;
 pub mod memory;
 pub mod ordering;
