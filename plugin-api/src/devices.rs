@@ -253,7 +253,7 @@ pub fn check_fill(dst: usize, pattern: &[u8], size: u64) -> Result<()> {
             pattern.len()
         )));
     }
-    if size % pattern.len() as u64 != 0 {
+    if !size.is_multiple_of(pattern.len() as u64) {
         return Err(PluginError::invalid_argument(format!(
             "{size} bytes are not a whole number of {}-byte patterns",
             pattern.len()
