@@ -34,6 +34,8 @@ struct Options {
     programs: Option<PathBuf>,
     /// Only build the programs, into this directory, for a machine without clang-19.
     build_only: Option<PathBuf>,
+    /// Run only the cases of this program.
+    only: Option<String>,
 }
 
 fn workspace_root() -> PathBuf {
@@ -55,6 +57,7 @@ fn parse_options() -> Result<Options, String> {
         llvm: PathBuf::from(LLVM_LIB_DIR),
         programs: None,
         build_only: None,
+        only: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -72,10 +75,11 @@ fn parse_options() -> Result<Options, String> {
             "--programs" => {
                 o.programs = Some(args.next().ok_or("--programs takes a directory")?.into())
             }
+            "--only" => o.only = Some(args.next().ok_or("--only takes a program name")?),
             "--build-programs" => {
                 o.build_only = Some(args.next().ok_or("--build-programs takes a directory")?.into())
             }
-            _ => return Err(format!("unknown argument '{a}'\nusage: bench [--quick] [--runs N] [--out FILE] [--dist DIR] [--llvm DIR] [--programs DIR | --build-programs DIR]")),
+            _ => return Err(format!("unknown argument '{a}'\nusage: bench [--quick] [--runs N] [--out FILE] [--dist DIR] [--llvm DIR] [--only PROGRAM] [--programs DIR | --build-programs DIR]")),
         }
     }
     if o.quick {
@@ -90,6 +94,14 @@ struct Case {
     args: Vec<String>,
 }
 
+/// The cases this invocation runs: all of the suite's, or those of `--only`'s program.
+fn selected_cases(o: &Options) -> Vec<Case> {
+    cases(o.quick)
+        .into_iter()
+        .filter(|c| o.only.as_deref().is_none_or(|p| p == c.program))
+        .collect()
+}
+
 fn cases(quick: bool) -> Vec<Case> {
     let case = |program, args: &[u64]| Case {
         program,
@@ -101,6 +113,7 @@ fn cases(quick: bool) -> Vec<Case> {
             case("empty_region", &[2000]),
             case("mappings", &[1000, 1000]),
             case("bandwidth", &[16]),
+            case("fill", &[16]),
             case("threads", &[2000, 1]),
             case("large_maps", &[16, 50, 1]),
         ];
@@ -112,6 +125,7 @@ fn cases(quick: bool) -> Vec<Case> {
         case("mappings", &[100_000, 20_000]),
         case("mappings", &[1_000_000, 20_000]),
         case("bandwidth", &[1024]),
+        case("fill", &[1024]),
         case("threads", &[50_000]),
         case("large_maps", &[256, 400, 3]),
     ]
@@ -157,7 +171,7 @@ fn lib_dir(runtime: Runtime, o: &Options) -> PathBuf {
 
 fn measure(o: &Options, bin_dir: &Path) -> Result<Measurements, String> {
     let mut m = Measurements::new();
-    let cases = cases(o.quick);
+    let cases = selected_cases(o);
     for run in 0..o.runs {
         // Alternate which runtime goes first, so drift in the machine's state hits both.
         let order = if run % 2 == 0 {
@@ -260,6 +274,8 @@ fn rows(m: &Measurements) -> Vec<Row> {
     for (metric, unit) in [
         ("memcpy_bandwidth", "GiB/s"),
         ("mapped_bandwidth", "GiB/s"),
+        ("memset_bandwidth", "GiB/s"),
+        ("target_memset_bandwidth", "GiB/s"),
         ("threads_1", "ops/s"),
         ("threads_2", "ops/s"),
         ("threads_scaling", "x"),
@@ -422,6 +438,26 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
             met,
         );
     }
+    for rt in [Runtime::Ours, Runtime::Llvm] {
+        let share = median(m, "target_memset_bandwidth", rt)
+            .zip(median(m, "memset_bandwidth", rt))
+            .map(|(a, b)| a / b);
+        let (what, met) = match rt {
+            Runtime::Ours => (
+                "omp_target_memset bandwidth ≥ 90% of memset (ours)",
+                share.map(|s| s >= 0.9),
+            ),
+            Runtime::Llvm => (
+                "omp_target_memset bandwidth / memset (LLVM 19, for reference)",
+                None,
+            ),
+        };
+        check(
+            what.into(),
+            share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
+            met,
+        );
+    }
     // A ratio of ours with LLVM 19's beside it.
     let beside_llvm = |metric: &str| {
         format!(
@@ -525,7 +561,12 @@ fn main() {
         );
         std::process::exit(2);
     }
-    let mut programs: Vec<&str> = cases(o.quick).iter().map(|c| c.program).collect();
+    let selected = selected_cases(&o);
+    if selected.is_empty() {
+        eprintln!("no benchmark program is named {:?}", o.only.unwrap_or_default());
+        std::process::exit(2);
+    }
+    let mut programs: Vec<&str> = selected.iter().map(|c| c.program).collect();
     programs.dedup();
     let outcome = match &o.programs {
         Some(dir) => measure(&o, dir),
