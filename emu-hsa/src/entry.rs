@@ -511,18 +511,34 @@ pub extern "C" fn hsa_amd_memory_unlock(host: *mut c_void) -> hsa_status_t {
     })
 }
 
+/// ROCr's rules: a null or unaligned start is an invalid argument; the `count` words must lie
+/// in one allocation or locked range (else `HSA_STATUS_ERROR_INVALID_ALLOCATION`). The fill
+/// blocks the caller until it is done and is not ordered with any queue's work: a caller that
+/// fills memory queued work still uses must wait for that work first.
 #[no_mangle]
 pub extern "C" fn hsa_amd_memory_fill(ptr: *mut c_void, value: u32, count: usize) -> hsa_status_t {
     call("hsa_amd_memory_fill", |c| {
-        c.note(|| format!("ptr={ptr:p} count={count}"));
+        c.note(|| format!("ptr={ptr:p} value={value:#x} count={count}"));
         let runtime = runtime::get()?;
-        if !(ptr as usize).is_multiple_of(4) || runtime.memory.find(ptr as usize).is_none() {
+        let start = ptr as usize;
+        if start == 0 || !start.is_multiple_of(4) {
             return Err(status::INVALID_ARGUMENT);
         }
         let len = count.checked_mul(4).ok_or(status::INVALID_ARGUMENT)?;
-        let block = runtime.memory.find(ptr as usize).unwrap();
-        if ptr as usize + len > block.start + block.len {
-            return Err(status::INVALID_ARGUMENT);
+        let block = runtime
+            .memory
+            .find(start)
+            .ok_or(status::INVALID_ALLOCATION)?;
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > block.start + block.len)
+        {
+            return Err(status::INVALID_ALLOCATION);
+        }
+        // The blit kernel's work.
+        let delay = crate::config::get().delay_us;
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(delay));
         }
         // SAFETY: `count` aligned u32 slots inside one live block (checked above).
         unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u32>(), count) }.fill(value);

@@ -11,9 +11,11 @@
 //! - [`handles`]: the ABI's opaque queue, event, image and kernel handles, checked.
 //! - [`images`]: the life of an image on a device, over the vendor's driver primitives.
 //! - [`device_slots`]: a plugin's devices, each started once.
+//! - [`fill`]: a fill from any address split into the aligned words GPU drivers fill.
 
 pub mod device_runtime;
 pub mod device_slots;
+pub mod fill;
 pub mod handles;
 pub mod images;
 pub mod launch_buffers;

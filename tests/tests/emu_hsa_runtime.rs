@@ -339,6 +339,55 @@ fn another_gpus_memory_is_reached_only_once_granted() {
     );
 }
 
+/// `hsa_amd_memory_fill` as ROCr takes it: aligned words inside one allocation, written
+/// before the call returns; an unaligned or null start is an invalid argument, words past the
+/// allocation's end or outside any allocation an invalid allocation.
+#[test]
+fn fills_write_aligned_words_inside_one_allocation() {
+    let (_, gpus) = system();
+    let a = allocate(pools(gpus[0])[0], 4096);
+    // SAFETY: `a` is a fresh 4096-byte allocation, host-addressable in the emulator.
+    unsafe { std::ptr::write_bytes(a, 0x11, 4096) };
+    assert_eq!(
+        hsa_amd_memory_fill(a.wrapping_add(8).cast(), 0xa1b2_c3d4, 3),
+        0
+    );
+    // SAFETY: as above.
+    let bytes = unsafe { std::slice::from_raw_parts(a, 32) };
+    assert_eq!(&bytes[..8], &[0x11; 8]);
+    assert_eq!(&bytes[8..12], &0xa1b2_c3d4u32.to_le_bytes());
+    assert_eq!(&bytes[16..20], &0xa1b2_c3d4u32.to_le_bytes());
+    assert_eq!(&bytes[20..32], &[0x11; 12]);
+    assert_eq!(
+        hsa_amd_memory_fill(a.wrapping_add(2).cast(), 0, 1),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        "an unaligned start"
+    );
+    assert_eq!(
+        hsa_amd_memory_fill(std::ptr::null_mut(), 0, 1),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        "a null start"
+    );
+    assert_eq!(
+        hsa_amd_memory_fill(a.wrapping_add(4092).cast(), 0, 2),
+        HSA_STATUS_ERROR_INVALID_ALLOCATION,
+        "a word past the allocation's end"
+    );
+    let mut outside = [0u32; 4];
+    assert_eq!(
+        hsa_amd_memory_fill(outside.as_mut_ptr().cast(), 0, 4),
+        HSA_STATUS_ERROR_INVALID_ALLOCATION,
+        "memory HSA does not know"
+    );
+    assert_eq!(outside, [0; 4]);
+    assert_eq!(hsa_amd_memory_pool_free(a.cast()), 0);
+    assert_eq!(
+        hsa_amd_memory_fill(a.cast(), 0, 1),
+        HSA_STATUS_ERROR_INVALID_ALLOCATION,
+        "freed memory"
+    );
+}
+
 /// Host memory the GPU copies from must be locked for it (or allocated by HSA and granted);
 /// a lock counts, and locking memory HSA allocated, or part of a locked range, is refused.
 #[test]
