@@ -193,6 +193,10 @@ pub trait HsaInterface: Send + Sync + 'static {
     fn lock_host_memory(&self, ptr: usize, size: usize, agents: &[Agent]) -> HsaResult<usize>;
     /// `hsa_amd_memory_unlock`.
     fn unlock_host_memory(&self, ptr: usize) -> HsaResult<()>;
+    /// `hsa_amd_memory_fill`: writes `value` to `count` 32-bit words from `ptr` (4-byte
+    /// aligned, inside one allocation or locked range) before returning. Ordered with no
+    /// queue: the caller waits for queued work that uses the memory first.
+    fn fill(&self, ptr: usize, value: u32, count: usize) -> HsaResult<()>;
 
     // --- Profiling (the device's timing of queued work, for LIBOMPTARGET_PROFILE) -------------
 

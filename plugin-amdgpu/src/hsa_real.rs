@@ -321,6 +321,14 @@ impl HsaInterface for RealHsa {
         check("hsa_amd_memory_unlock", status)
     }
 
+    fn fill(&self, ptr: usize, value: u32, count: usize) -> HsaResult<()> {
+        // SAFETY: the seam's contract: `count` aligned words from `ptr` in memory HSA knows;
+        // the runtime checks both and refuses otherwise.
+        let status =
+            unsafe { (self.library().hsa_amd_memory_fill)(ptr as *mut c_void, value, count) };
+        check("hsa_amd_memory_fill", status)
+    }
+
     // --- Profiling ---------------------------------------------------------------------------
 
     fn enable_queue_profiling(&self, queue: Queue) -> HsaResult<()> {

@@ -62,6 +62,33 @@ fn plugin_checker_passes_on_the_emulator() {
     ] {
         assert!(stdout.contains(line), "missing '{line}' in:\n{stdout}");
     }
+    // Aligned words through `hsa_amd_memory_fill`, the edges copied, in queue order.
+    let fill = stdout
+        .lines()
+        .find(|l| l.contains("device 0: fill on the device (ABI 1.6)"))
+        .unwrap_or_else(|| panic!("no fill check:\n{stdout}"));
+    assert!(
+        fill.starts_with("PASS") && fill.contains("1, 2, 4-byte patterns"),
+        "{fill}"
+    );
+}
+
+/// `hsa_amd_memory_fill` is ordered with no queue: with copies that take their time, a fill on
+/// a queue still lands after the copy queued before it and before the copy queued after it
+/// (without the plugin's wait, the checker reads the copy's bytes over the fill's).
+#[test]
+fn fills_on_a_queue_wait_for_its_earlier_copies() {
+    let twin = tests::compile_amdgpu_twin("../../plugin-check/check_program.c");
+    let slow = [("OMPTARGET_EMU_DELAY_US", "300".to_string())];
+    let (_, stdout, stderr) = emulated::plugin_check(EmulatedGpu::Amdgpu, &twin, &twin, &slow);
+    let fill = stdout
+        .lines()
+        .find(|l| l.contains("device 0: fill on the device (ABI 1.6)"))
+        .unwrap_or_else(|| panic!("no fill check:\n{stdout}{stderr}"));
+    assert!(
+        fill.starts_with("PASS") && fill.contains("in order between copies on a queue"),
+        "{fill}"
+    );
 }
 
 /// (queue, index) → (line of launch, line of completion) of each kernel dispatch in a trace.

@@ -1,6 +1,7 @@
 //! One AMD GPU (an HSA agent): its memory pools, streams and events, memory and copies
 //! (`AMDGPUDeviceTy` in LLVM). Images and kernels are in `images`, launches in `launch`.
 
+mod fill;
 mod images;
 mod launch;
 
@@ -547,6 +548,16 @@ impl Device for AmdgpuDevice {
             },
             &|| format!("copying {size} bytes from device {src:#x} to host {dst:#x}"),
         )
+    }
+
+    fn fill_memory(
+        &self,
+        dst: usize,
+        pattern: &[u8],
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.fill(dst, pattern, size, queue)
     }
 
     /// Copies from this device to `target`'s memory (possibly this device's) on `queue`.

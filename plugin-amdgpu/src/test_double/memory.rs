@@ -303,6 +303,24 @@ impl Inner {
         Ok(ptr + LOCK_ALIAS)
     }
 
+    /// As ROCr's `FillMemory`: aligned words the GPU may use, written before returning.
+    pub(super) fn fill(&self, ptr: usize, value: u32, count: usize) -> HsaResult<()> {
+        if ptr == 0 || !ptr.is_multiple_of(4) {
+            return Err(invalid(format!(
+                "fill from {ptr:#x}, which is not 4-byte aligned"
+            )));
+        }
+        let len = count
+            .checked_mul(4)
+            .ok_or_else(|| invalid(format!("fill of {count} words overflows")))?;
+        let memory = lock(&self.memory);
+        let host = memory.resolve(ptr, len).map_err(invalid)?;
+        // SAFETY: `count` aligned words of live memory (just resolved, kept alive by the memory
+        // lock held here).
+        unsafe { std::slice::from_raw_parts_mut(host as *mut u32, count) }.fill(value);
+        Ok(())
+    }
+
     pub(super) fn unlock_host_memory(&self, ptr: usize) -> HsaResult<()> {
         let mut memory = lock(&self.memory);
         let locked = memory

@@ -425,6 +425,10 @@ impl HsaInterface for SoftwareHsa {
         self.inner.unlock_host_memory(ptr)
     }
 
+    fn fill(&self, ptr: usize, value: u32, count: usize) -> HsaResult<()> {
+        self.inner.fill(ptr, value, count)
+    }
+
     fn enable_queue_profiling(&self, queue: Queue) -> HsaResult<()> {
         self.inner.enable_queue_profiling(queue)
     }
