@@ -12,12 +12,14 @@
 //! - [`images`]: the life of an image on a device, over the vendor's driver primitives.
 //! - [`device_slots`]: a plugin's devices, each started once.
 //! - [`fill`]: a fill from any address split into the aligned words GPU drivers fill.
+//! - [`launch_traces`]: the kernels a device launched last, for the report of a fault.
 
 pub mod device_runtime;
 pub mod device_slots;
 pub mod fill;
 pub mod handles;
 pub mod images;
+pub mod launch_traces;
 pub mod launch_buffers;
 pub mod launch_rules;
 pub mod pinning;

@@ -1,0 +1,309 @@
+//! The kernels a device launched last, for the report of a kernel that faults. Every launch
+//! records its kernel in a ring of the last [`KEPT`]; with `OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES=N`
+//! (LLVM 22's variable) each record also holds the host stack of the launch, and the report
+//! shows the stacks of the last N. The wording is LLVM 22's, which its sanitizer tests check:
+//! kernels are numbered from the most recent, and each is named as LLVM prettifies OpenMP
+//! kernel names (`omp target in main @ 29 (__omp_offloading_…_main_l29)`).
+
+use std::backtrace::Backtrace;
+use std::collections::VecDeque;
+use std::fmt::Write;
+use std::sync::{Arc, Mutex};
+use sync_util::lock;
+
+/// Launches a device remembers (LLVM 22 keeps as many).
+pub const KEPT: usize = 8;
+
+/// The variable that asks for the host stacks of the last N launches.
+pub const STACKS_VARIABLE: &str = "OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES";
+
+struct Launch {
+    kernel: Arc<str>,
+    /// The host stack of the launch, when stacks are tracked.
+    stack: Option<Backtrace>,
+}
+
+/// One device's last launches.
+pub struct LaunchTraces {
+    /// How many stacks a report shows; 0: stacks are not captured at all.
+    stacks: usize,
+    /// The most recent launch last.
+    launches: Mutex<VecDeque<Launch>>,
+}
+
+impl LaunchTraces {
+    /// Traces that capture stacks as `OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES` asks.
+    pub fn from_env() -> LaunchTraces {
+        let stacks = std::env::var(STACKS_VARIABLE).ok().map_or(0, |text| {
+            text.trim().parse().unwrap_or_else(|_| {
+                log::warn!("{STACKS_VARIABLE}='{text}' is not a number; no stacks are kept");
+                0
+            })
+        });
+        LaunchTraces::new(stacks)
+    }
+
+    /// Traces that show the stacks of the last `stacks` launches (0: none, and none captured).
+    pub fn new(stacks: usize) -> LaunchTraces {
+        LaunchTraces {
+            stacks,
+            launches: Mutex::new(VecDeque::with_capacity(KEPT)),
+        }
+    }
+
+    /// Records a launch of `kernel`, with the caller's stack when stacks are tracked.
+    pub fn record(&self, kernel: &Arc<str>) {
+        let stack = (self.stacks > 0).then(Backtrace::force_capture);
+        let mut launches = lock(&self.launches);
+        if launches.len() == KEPT {
+            launches.pop_front();
+        }
+        launches.push_back(Launch {
+            kernel: kernel.clone(),
+            stack,
+        });
+    }
+
+    /// The kernel launched last, prettified; `None` before the first launch.
+    pub fn last_kernel(&self) -> Option<String> {
+        lock(&self.launches)
+            .back()
+            .map(|launch| pretty_kernel_name(&launch.kernel))
+    }
+
+    /// The host stack of the last launch, one line per frame (empty when stacks are not
+    /// tracked).
+    pub fn last_stack(&self) -> String {
+        let launches = lock(&self.launches);
+        let mut text = String::new();
+        if let Some(stack) = launches.back().and_then(|l| l.stack.as_ref()) {
+            write_stack(&mut text, stack);
+        }
+        text
+    }
+
+    /// The report of the device's last launches, as LLVM 22 words it; empty before the first.
+    pub fn report(&self) -> String {
+        let launches = lock(&self.launches);
+        let kept = launches.len();
+        let mut text = String::new();
+        if kept == 0 {
+            return text;
+        }
+        let newest_first = launches.iter().rev();
+        if self.stacks > 0 {
+            let shown = self.stacks.min(kept);
+            if kept == 1 {
+                text.push_str("Display kernel launch trace\n");
+            } else {
+                let _ = writeln!(
+                    text,
+                    "Display {shown} of the {kept} last kernel launch traces"
+                );
+            }
+            for (i, launch) in newest_first.take(shown).enumerate() {
+                let name = pretty_kernel_name(&launch.kernel);
+                if kept == 1 {
+                    let _ = writeln!(text, "Kernel '{name}'");
+                } else {
+                    let _ = writeln!(text, "Kernel {i}: '{name}'");
+                }
+                if let Some(stack) = &launch.stack {
+                    write_stack(&mut text, stack);
+                }
+                text.push('\n');
+            }
+            return text;
+        }
+        if kept == 1 {
+            text.push_str("Display only launched kernel:\n");
+            let _ = writeln!(text, "Kernel '{}'", pretty_kernel_name(&launches[0].kernel));
+        } else {
+            let _ = writeln!(text, "Display last {kept} kernels launched:");
+            for (i, launch) in newest_first.enumerate() {
+                let _ = writeln!(text, "Kernel {i}: '{}'", pretty_kernel_name(&launch.kernel));
+            }
+        }
+        let _ = writeln!(
+            text,
+            "Use '{STACKS_VARIABLE}=<n>' to see the host stacks of the last n launches"
+        );
+        text
+    }
+}
+
+/// An OpenMP kernel's name as LLVM 22 shows it: `__omp_offloading_<hash>_<hash>_<function>_l<line>`
+/// (with an optional `_<count>` after the line) becomes `omp target in <function> @ <line>
+/// (<name>)`; any other name is shown as it is. An AMDGPU symbol's `.kd` is left out.
+pub fn pretty_kernel_name(name: &str) -> String {
+    let name = name.strip_suffix(".kd").unwrap_or(name);
+    match openmp_kernel_origin(name) {
+        Some((function, line)) => format!("omp target in {function} @ {line} ({name})"),
+        None => name.to_owned(),
+    }
+}
+
+/// The function and line of an OpenMP kernel's name.
+fn openmp_kernel_origin(name: &str) -> Option<(&str, u32)> {
+    let rest = name.strip_prefix("__omp_offloading_")?;
+    // Two hexadecimal hashes (device and file), then the function.
+    let mut parts = rest.splitn(3, '_');
+    let (_, _, tail) = (parts.next()?, parts.next()?, parts.next()?);
+    // The line is the last `_l<digits>` part, possibly followed by `_<count>`.
+    let at = tail
+        .rmatch_indices("_l")
+        .find(|&(at, _)| line_after(&tail[at + 2..]).is_some())?
+        .0;
+    let function = &tail[..at];
+    let line = line_after(&tail[at + 2..])?;
+    (!function.is_empty()).then_some((function, line))
+}
+
+/// The line number at the start of `text` if nothing but `_<digits>` follows it.
+fn line_after(text: &str) -> Option<u32> {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (line, rest) = text.split_at(digits);
+    let count_ok = rest.is_empty()
+        || rest
+            .strip_prefix('_')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    (digits > 0 && count_ok)
+        .then(|| line.parse().ok())
+        .flatten()
+}
+
+/// Writes `stack` one frame a line (`    #<n> <function> <file>:<line>:<column>`), leaving
+/// out the frames of the capture itself.
+fn write_stack(text: &mut String, stack: &Backtrace) {
+    let mut frames: Vec<(String, Option<String>)> = Vec::new();
+    for line in stack.to_string().lines() {
+        let trimmed = line.trim_start();
+        if let Some(location) = trimmed.strip_prefix("at ") {
+            if let Some(frame) = frames.last_mut() {
+                frame.1.get_or_insert_with(|| location.to_owned());
+            }
+        } else if let Some((number, function)) = trimmed.split_once(": ") {
+            if number.bytes().all(|b| b.is_ascii_digit()) {
+                frames.push((function.to_owned(), None));
+            }
+        }
+    }
+    // The capture's frames come first: the standard library's, then `record`'s.
+    let first = frames
+        .iter()
+        .position(|(function, _)| function.contains("LaunchTraces::record"))
+        .map(|i| i + 1)
+        .unwrap_or_else(|| {
+            frames
+                .iter()
+                .take_while(|(function, _)| function.contains("backtrace"))
+                .count()
+        });
+    for (n, (function, location)) in frames[first..].iter().enumerate() {
+        let _ = match location {
+            Some(location) => writeln!(text, "    #{n} {function} {location}"),
+            None => writeln!(text, "    #{n} {function}"),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openmp_kernel_names_are_shown_as_llvm_shows_them() {
+        assert_eq!(
+            pretty_kernel_name("__omp_offloading_fe00_5101bf_main_l16"),
+            "omp target in main @ 16 (__omp_offloading_fe00_5101bf_main_l16)"
+        );
+        assert_eq!(
+            pretty_kernel_name("__omp_offloading_10302_2ac4a1f_do_a_lot_l42_3.kd"),
+            "omp target in do_a_lot @ 42 (__omp_offloading_10302_2ac4a1f_do_a_lot_l42_3)"
+        );
+        // A function whose own name holds `_l`.
+        assert_eq!(
+            pretty_kernel_name("__omp_offloading_1_2_fill_lines_l7"),
+            "omp target in fill_lines @ 7 (__omp_offloading_1_2_fill_lines_l7)"
+        );
+        for other in [
+            "vector_add",
+            "__omp_offloading_1_2_main",
+            "__omp_offloading_x",
+        ] {
+            assert_eq!(pretty_kernel_name(other), other);
+        }
+    }
+
+    fn kernels(names: &[&str]) -> Vec<Arc<str>> {
+        names.iter().map(|&n| Arc::from(n)).collect()
+    }
+
+    #[test]
+    fn without_stacks_the_report_names_the_last_kernels_newest_first() {
+        let traces = LaunchTraces::new(0);
+        assert_eq!(traces.report(), "");
+        let names = kernels(&["__omp_offloading_1_2_main_l3", "k1", "k2"]);
+        traces.record(&names[0]);
+        let single = traces.report();
+        assert!(single.starts_with(
+            "Display only launched kernel:\nKernel 'omp target in main @ 3 \
+             (__omp_offloading_1_2_main_l3)'\n"
+        ));
+        for _ in 0..5 {
+            traces.record(&names[1]);
+        }
+        traces.record(&names[2]);
+        traces.record(&names[0]);
+        let report = traces.report();
+        assert!(
+            report.starts_with("Display last 8 kernels launched:\n"),
+            "{report}"
+        );
+        assert!(
+            report.contains("Kernel 0: 'omp target in main @ 3"),
+            "{report}"
+        );
+        assert!(report.contains("Kernel 1: 'k2'\n"), "{report}");
+        assert!(
+            report.contains("Kernel 7: 'omp target in main @ 3"),
+            "{report}"
+        );
+        traces.record(&names[1]);
+        let report = traces.report();
+        assert!(!report.contains("Kernel 8:"), "{report}");
+        assert!(
+            report.contains("Kernel 7: 'k1'"),
+            "only the last 8: {report}"
+        );
+    }
+
+    #[test]
+    fn with_stacks_the_report_shows_the_last_n_launches_with_their_stacks() {
+        let traces = LaunchTraces::new(2);
+        let names = kernels(&["first", "second", "third"]);
+        for name in &names {
+            launch_from_here(&traces, name);
+        }
+        let report = traces.report();
+        assert!(
+            report.starts_with("Display 2 of the 3 last kernel launch traces\nKernel 0: 'third'\n"),
+            "{report}"
+        );
+        assert!(report.contains("Kernel 1: 'second'"), "{report}");
+        assert!(!report.contains("'first'"), "{report}");
+        // The launching function is the stack's first frame; the capture's own frames are not
+        // shown.
+        let first_frame = report.lines().nth(2).unwrap();
+        assert!(first_frame.starts_with("    #0 "), "{report}");
+        assert!(first_frame.contains("launch_from_here"), "{report}");
+        assert!(!report.contains("Backtrace"), "{report}");
+        assert!(traces.last_stack().contains("launch_from_here"));
+        assert_eq!(traces.last_kernel().as_deref(), Some("third"));
+    }
+
+    #[inline(never)]
+    fn launch_from_here(traces: &LaunchTraces, kernel: &Arc<str>) {
+        traces.record(kernel);
+    }
+}
