@@ -19,7 +19,7 @@ use crate::status::{self, CuResult, Result};
 use crate::streams::{Event, Stream, Untimed};
 use crate::trace::{call, Call};
 use offload_image::twin;
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uchar, c_uint, c_ushort, c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use sync_util::lock;
@@ -712,6 +712,119 @@ pub extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, size: usiz
     })
 }
 
+// ---- memsets ----------------------------------------------------------------------------
+
+/// Writes `count` elements of `value` (its low `width` bytes) from `dst`.
+fn set_elements(dst: usize, width: usize, value: u32, count: usize) {
+    // SAFETY: `count` elements from `dst`, aligned to their width, lie in one region the device
+    // reaches (checked by `memset`, as the driver does), and the region is accessible memory.
+    unsafe {
+        match width {
+            1 => std::ptr::write_bytes(dst as *mut u8, value as u8, count),
+            2 => std::slice::from_raw_parts_mut(dst as *mut u16, count).fill(value as u16),
+            _ => std::slice::from_raw_parts_mut(dst as *mut u32, count).fill(value),
+        }
+    }
+}
+
+/// The driver's rules for `cuMemsetD{8,16,32}[Async]`: a current context without a sticky
+/// error, a stream of it (`None`: the synchronous calls, on the legacy default stream), a
+/// `dst` aligned to the element's width, and all `count` elements inside memory the device
+/// reaches (an allocation, managed memory, a module's global or page-locked host memory); any
+/// of these wrong is `INVALID_VALUE`. Then the elements are set in stream order, as a copy
+/// runs.
+fn memset(
+    c: &mut Call,
+    dst: CUdeviceptr,
+    width: usize,
+    value: u32,
+    count: usize,
+    stream: Option<Handle>,
+) -> Result<()> {
+    if let Some(stream) = stream {
+        note_stream(c, stream);
+    }
+    c.note(|| {
+        format!(
+            "dst={dst:#x} value={value:#x} count={count} size={}",
+            count.saturating_mul(width)
+        )
+    });
+    let (driver, d) = current()?;
+    let queue = match stream {
+        Some(handle) => driver.stream(handle, d)?,
+        None => None,
+    };
+    let dst = dst as usize;
+    if !dst.is_multiple_of(width) {
+        return Err(status::INVALID_VALUE);
+    }
+    if count == 0 {
+        return Ok(());
+    }
+    let size = count.checked_mul(width).ok_or(status::INVALID_VALUE)?;
+    driver.book.device_range(dst, size)?;
+    in_order(driver, d, queue, move || {
+        set_elements(dst, width, value, count)
+    });
+    Ok(())
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD8Async(
+    dst: CUdeviceptr,
+    value: c_uchar,
+    count: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemsetD8Async", |c| {
+        memset(c, dst, 1, value.into(), count, Some(stream))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD16Async(
+    dst: CUdeviceptr,
+    value: c_ushort,
+    count: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemsetD16Async", |c| {
+        memset(c, dst, 2, value.into(), count, Some(stream))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD32Async(
+    dst: CUdeviceptr,
+    value: c_uint,
+    count: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemsetD32Async", |c| {
+        memset(c, dst, 4, value, count, Some(stream))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD8_v2(dst: CUdeviceptr, value: c_uchar, count: usize) -> CuResult {
+    call("cuMemsetD8_v2", |c| {
+        memset(c, dst, 1, value.into(), count, None)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD16_v2(dst: CUdeviceptr, value: c_ushort, count: usize) -> CuResult {
+    call("cuMemsetD16_v2", |c| {
+        memset(c, dst, 2, value.into(), count, None)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD32_v2(dst: CUdeviceptr, value: c_uint, count: usize) -> CuResult {
+    call("cuMemsetD32_v2", |c| memset(c, dst, 4, value, count, None))
+}
+
 // ---- streams and events -----------------------------------------------------------------
 
 #[no_mangle]
@@ -1161,4 +1274,45 @@ pub unsafe extern "C" fn cuLaunchKernel(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A context whose kernel faulted refuses memsets with its sticky error, and they write
+    /// nothing (the only test here that touches the process's driver, so the error set by
+    /// hand reaches no other test).
+    #[test]
+    fn a_context_with_a_sticky_error_refuses_memsets() {
+        assert_eq!(cuInit(0), 0);
+        let mut context = 0usize;
+        assert_eq!(cuDevicePrimaryCtxRetain(&mut context, 0), 0);
+        assert_eq!(cuCtxSetCurrent(context), 0);
+        let mut device = 0u64;
+        assert_eq!(cuMemAlloc_v2(&mut device, 4096), 0);
+        assert_eq!(cuMemsetD8_v2(device, 0x11, 4096), 0);
+        let mut stream = 0usize;
+        assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+        let driver = driver::get().unwrap();
+        let sticky = &driver.devices[0].context.sticky;
+        sticky.store(status::ILLEGAL_ADDRESS.0, Ordering::Release);
+        let refused = status::ILLEGAL_ADDRESS.0;
+        assert_eq!(cuMemsetD8Async(device, 0, 4096, stream), refused);
+        assert_eq!(cuMemsetD16Async(device, 0, 2048, stream), refused);
+        assert_eq!(cuMemsetD32Async(device, 0, 1024, 0), refused);
+        assert_eq!(cuMemsetD8_v2(device, 0, 4096), refused);
+        assert_eq!(cuMemsetD16_v2(device, 0, 2048), refused);
+        assert_eq!(cuMemsetD32_v2(device, 0, 1024), refused);
+        // SAFETY: the allocation is host-addressable in the emulator, 4096 bytes long.
+        let bytes = unsafe { std::slice::from_raw_parts(device as *const u8, 4096) };
+        assert!(bytes.iter().all(|&b| b == 0x11));
+        // The last release of the primary context ends the error (and frees what it had).
+        assert_eq!(cuDevicePrimaryCtxRelease_v2(0), 0);
+        assert_eq!(cuDevicePrimaryCtxRetain(&mut context, 0), 0);
+        assert_eq!(cuMemAlloc_v2(&mut device, 4096), 0);
+        assert_eq!(cuMemsetD32_v2(device, 0x0102_0304, 1024), 0);
+        assert_eq!(cuMemFree_v2(device), 0);
+        assert_eq!(cuDevicePrimaryCtxRelease_v2(0), 0);
+    }
 }

@@ -166,7 +166,8 @@ fn indirect_calls_get_the_device_runtime_table_llvm_19_writes() {
 /// The plugin checker passes every check on our CUDA plugin through the emulator, two devices,
 /// with check_program.c's sm_90 image and its twin. Among them, the allocation made while a
 /// kernel runs: a non-blocking allocation and its free complete while the kernel runs, a plain
-/// device allocation waits for it (as `cuMemAlloc` does). Caught on the way: the checker took a
+/// device allocation waits for it (as `cuMemAlloc` does); and fills on the device with each
+/// pattern width through the driver's memsets. Caught on the way: the checker took a
 /// cubin's `_dynamic_environment` global for the kernel, and the emulator's free could revoke
 /// another thread's new allocation (SIGSEGV under concurrent use).
 #[test]
@@ -192,6 +193,13 @@ fn plugin_checker_passes_on_the_emulator_and_sees_allocations_overlap_kernels() 
             line.contains("a plain device allocation waited for the kernel"),
             "{line}"
         );
+        // Fills through cuMemsetD8/16/32Async (plugin ABI 1.6), none answered UNSUPPORTED.
+        let fill = stdout
+            .lines()
+            .find(|l| l.contains(&format!("device {device}: fill on the device (ABI 1.6)")))
+            .unwrap_or_else(|| panic!("no fill check for device {device}:\n{stdout}"));
+        assert!(fill.starts_with("PASS"), "{fill}");
+        assert!(fill.contains("1, 2, 4-byte patterns filled"), "{fill}");
     }
 }
 

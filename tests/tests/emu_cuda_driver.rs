@@ -319,3 +319,187 @@ fn launches_respect_the_kernel_limits_and_the_shared_memory_opt_in() {
     assert_eq!(launch(function, 1, 64 * 1024), NOT_SUPPORTED);
     assert_eq!(cuModuleUnload(module), 0);
 }
+
+/// Reads `len` bytes of device memory at `device`.
+fn read_back(device: u64, len: usize) -> Vec<u8> {
+    let mut back = vec![0u8; len];
+    assert_eq!(cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), device, len), 0);
+    back
+}
+
+/// `cuMemsetD8/16/32` and their `Async` forms as the driver takes them: `count` elements of
+/// the call's width, from a start aligned to it, all inside memory the device reaches (device
+/// allocations, page-locked host memory); anything else is `INVALID_VALUE` and writes nothing.
+#[test]
+fn memsets_set_aligned_elements_inside_what_the_device_reaches() {
+    with_context();
+    let size = 4096;
+    let a = allocate(size);
+    assert_eq!(cuMemsetD8_v2(a, 0x11, size), 0);
+    assert_eq!(cuMemsetD16_v2(a + 2, 0xbeef, 3), 0);
+    assert_eq!(cuMemsetD32_v2(a + 8, 0xa1b2_c3d4, 2), 0);
+    assert_eq!(
+        cuMemsetD8Async(a + 17, 0x5a, 5, 0),
+        0,
+        "any start for bytes"
+    );
+    assert_eq!(cuMemsetD32Async(a + 24, 7, 0, 0), 0, "no elements");
+    let mut expected = vec![0x11u8; size];
+    expected[2..8].copy_from_slice(&[0xef, 0xbe, 0xef, 0xbe, 0xef, 0xbe]);
+    expected[8..12].copy_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    expected[12..16].copy_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    expected[17..22].fill(0x5a);
+    assert_eq!(read_back(a, size), expected);
+
+    assert_eq!(cuMemsetD16_v2(a + 1, 0, 1), INVALID_VALUE, "odd start");
+    assert_eq!(cuMemsetD16Async(a + 3, 0, 1, 0), INVALID_VALUE, "odd start");
+    assert_eq!(cuMemsetD32_v2(a + 2, 0, 1), INVALID_VALUE, "2 past a word");
+    assert_eq!(cuMemsetD32Async(a + 6, 0, 1, 0), INVALID_VALUE);
+    assert_eq!(
+        cuMemsetD32_v2(a + size as u64 - 4, 0, 2),
+        INVALID_VALUE,
+        "an element past the allocation's end"
+    );
+    assert_eq!(cuMemsetD8_v2(a, 0, size + 1), INVALID_VALUE);
+    assert_eq!(
+        cuMemsetD32_v2(a, 0, usize::MAX / 2),
+        INVALID_VALUE,
+        "a byte count past the address space"
+    );
+    assert_eq!(cuMemsetD8_v2(0, 0, 1), INVALID_VALUE, "null");
+    let mut pageable = vec![3u8; 64];
+    assert_eq!(
+        cuMemsetD8_v2(pageable.as_mut_ptr() as u64, 0, 64),
+        INVALID_VALUE,
+        "pageable host memory"
+    );
+    assert_eq!(pageable, [3; 64]);
+    assert_eq!(read_back(a, size), expected, "refused calls wrote nothing");
+
+    // Page-locked host memory: the device reaches it at the host's address.
+    let mut pinned: *mut c_void = std::ptr::null_mut();
+    assert_eq!(cuMemAllocHost_v2(&mut pinned, 64), 0);
+    assert_eq!(cuMemsetD32_v2(pinned as u64, 0x0102_0304, 16), 0);
+    // SAFETY: 64 bytes of page-locked host memory, set above.
+    let words = unsafe { std::slice::from_raw_parts(pinned.cast::<u32>(), 16) };
+    assert_eq!(words, [0x0102_0304; 16]);
+    assert_eq!(cuMemFreeHost(pinned), 0);
+
+    let mut stream = 0usize;
+    assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+    assert_eq!(cuStreamDestroy_v2(stream), 0);
+    assert_eq!(
+        cuMemsetD8Async(a, 0, 1, stream),
+        INVALID_HANDLE,
+        "a destroyed stream"
+    );
+    assert_eq!(cuMemFree_v2(a), 0);
+    assert_eq!(cuMemsetD8_v2(a, 0, 1), INVALID_VALUE, "freed memory");
+
+    std::thread::spawn(move || {
+        assert_eq!(cuMemsetD8_v2(a, 0, 1), INVALID_CONTEXT);
+        assert_eq!(cuMemsetD32Async(a, 0, 1, 0), INVALID_CONTEXT);
+    })
+    .join()
+    .unwrap();
+}
+
+/// In a child process with `OMPTARGET_EMU_DELAY_US` and `OMPTARGET_EMU_TRACE` (read once per
+/// process).
+const MEMSET_CHILD: &str = "OMPTARGET_TEST_EMU_CUDA_MEMSET_CHILD";
+const MEMSET_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// An asynchronous memset runs on its stream's worker like a copy: after the work queued
+/// before it, after the emulator's delay, not before the call returns; and each call is a
+/// line of the trace with its element count and bytes.
+#[test]
+fn async_memsets_run_in_stream_order_after_the_delay_and_are_traced() {
+    if std::env::var_os(MEMSET_CHILD).is_none() {
+        let trace = tests::build_dir().join("emu-cuda-memset-trace.txt");
+        let _ = std::fs::remove_file(&trace);
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "async_memsets_run_in_stream_order_after_the_delay_and_are_traced",
+                "--nocapture",
+            ])
+            .env(MEMSET_CHILD, "1")
+            .env(
+                "OMPTARGET_EMU_DELAY_US",
+                MEMSET_DELAY.as_micros().to_string(),
+            )
+            .env("OMPTARGET_EMU_TRACE", &trace)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && tests::text(&out.stdout).contains("1 passed"),
+            "{}{}",
+            tests::text(&out.stdout),
+            tests::text(&out.stderr)
+        );
+        let trace = std::fs::read_to_string(&trace).unwrap();
+        let line = |call: &str, detail: &str| {
+            trace
+                .lines()
+                .any(|l| l.starts_with(call) && l.contains(detail) && l.ends_with("CUDA_SUCCESS"))
+        };
+        assert!(line("cuMemsetD32Async ", "count=256 size=1024"), "{trace}");
+        assert!(
+            line("cuMemsetD8Async ", "value=0x5a count=64 size=64"),
+            "{trace}"
+        );
+        assert!(
+            trace.lines().any(
+                |l| l.starts_with("cuMemsetD16_v2 ") && l.ends_with("CUDA_ERROR_INVALID_VALUE")
+            ),
+            "{trace}"
+        );
+        return;
+    }
+    with_context();
+    let size = 4096;
+    let device = allocate(size);
+    let mut stream = 0usize;
+    assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+    let mut pinned: *mut c_void = std::ptr::null_mut();
+    assert_eq!(cuMemAllocHost_v2(&mut pinned, 2 * size), 0);
+    // SAFETY: page-locked host memory of 2 * size bytes, only read by the host below while
+    // the stream does not write it, or after it has.
+    let host = |range: std::ops::Range<usize>| unsafe {
+        std::slice::from_raw_parts(pinned.cast::<u8>().add(range.start), range.len()).to_vec()
+    };
+    assert_eq!(cuMemsetD8_v2(pinned as u64, 0, 2 * size), 0);
+    let data = vec![7u8; size];
+    let start = std::time::Instant::now();
+    assert_eq!(
+        cuMemcpyHtoDAsync_v2(device, data.as_ptr().cast(), size, stream),
+        0
+    );
+    assert_eq!(cuMemsetD32Async(device + 1024, 0xa1b2_c3d4, 256, stream), 0);
+    assert_eq!(
+        cuMemcpyDtoHAsync_v2(pinned, device, size, stream),
+        0,
+        "to page-locked memory: asynchronous"
+    );
+    assert_eq!(host(0..size), vec![0; size], "nothing has run yet");
+    assert_eq!(cuStreamSynchronize(stream), 0);
+    assert!(start.elapsed() >= 3 * MEMSET_DELAY);
+    let mut expected = data.clone();
+    for word in expected[1024..2048].chunks_mut(4) {
+        word.copy_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    }
+    assert_eq!(host(0..size), expected, "copy, then memset, then copy back");
+
+    // Straight into page-locked memory: not written when the call returns.
+    let at = pinned as u64 + size as u64;
+    let start = std::time::Instant::now();
+    assert_eq!(cuMemsetD8Async(at, 0x5a, 64, stream), 0);
+    assert_eq!(host(size..size + 64), [0; 64]);
+    assert_eq!(cuStreamSynchronize(stream), 0);
+    assert!(start.elapsed() >= MEMSET_DELAY);
+    assert_eq!(host(size..size + 64), [0x5a; 64]);
+    assert_eq!(cuMemsetD16_v2(at + 1, 0, 1), INVALID_VALUE);
+    assert_eq!(cuStreamDestroy_v2(stream), 0);
+    assert_eq!(cuMemFreeHost(pinned), 0);
+    assert_eq!(cuMemFree_v2(device), 0);
+}

@@ -620,6 +620,12 @@ impl Device for CudaDevice {
         })
     }
 
+    // ---- fills (memory.rs) ----
+
+    fn fill_memory(&self, dst: usize, pattern: &[u8], size: u64, queue: QueueHandle) -> Result<()> {
+        self.fill(dst, pattern, size, queue)
+    }
+
     // ---- images, kernels and launches (images.rs, launch.rs) ----
 
     fn load_image(&self, image: ImageRef<'_>) -> Result<ImageHandle> {

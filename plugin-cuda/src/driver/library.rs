@@ -7,7 +7,7 @@
 
 use super::sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 use libloading::Library;
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uchar, c_uint, c_ushort, c_void};
 use std::path::PathBuf;
 
 /// The soname the NVIDIA driver installs.
@@ -112,6 +112,11 @@ driver_functions! {
         device_get_uuid = "cuDeviceGetUuid": fn(*mut [u8; 16], CUdevice);
         // CUDA 9.0 and later: opting a kernel in to more than 48 KiB of dynamic shared memory.
         func_set_attribute = "cuFuncSetAttribute": fn(CUfunction, c_int, c_int);
+        // Every driver since CUDA 3.2 has them; optional so that a driver without them still
+        // runs programs: the fill answers UNSUPPORTED and the core copies a host buffer.
+        memset_d8_async = "cuMemsetD8Async": fn(CUdeviceptr, c_uchar, usize, CUstream);
+        memset_d16_async = "cuMemsetD16Async": fn(CUdeviceptr, c_ushort, usize, CUstream);
+        memset_d32_async = "cuMemsetD32Async": fn(CUdeviceptr, c_uint, usize, CUstream);
     }
 }
 

@@ -81,6 +81,34 @@ handle!(
     Event(CUevent)
 );
 
+/// The value of one driver memset, whose width picks the call: each element of the range
+/// gets it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MemsetValue {
+    D8(u8),
+    D16(u16),
+    D32(u32),
+}
+
+impl MemsetValue {
+    /// The element's width in bytes.
+    pub fn width(self) -> u64 {
+        match self {
+            MemsetValue::D8(_) => 1,
+            MemsetValue::D16(_) => 2,
+            MemsetValue::D32(_) => 4,
+        }
+    }
+
+    pub fn call(self) -> &'static str {
+        match self {
+            MemsetValue::D8(_) => "cuMemsetD8Async",
+            MemsetValue::D16(_) => "cuMemsetD16Async",
+            MemsetValue::D32(_) => "cuMemsetD32Async",
+        }
+    }
+}
+
 /// The driver, opened and initialised.
 pub struct Driver {
     library: DriverLibrary,
@@ -557,6 +585,38 @@ impl Driver {
             )
         };
         self.check("cuMemcpyPeerAsync", s)
+    }
+
+    /// Whether the driver has the asynchronous memsets (`cuMemsetD8/16/32Async`).
+    pub fn can_memset(&self) -> bool {
+        let f = self.fns();
+        f.memset_d8_async.is_some() && f.memset_d16_async.is_some() && f.memset_d32_async.is_some()
+    }
+
+    /// Sets `count` elements of `value`'s width from `dst` to `value`, in stream order. The
+    /// driver refuses a `dst` that is not aligned to the width (`CUDA_ERROR_INVALID_VALUE`).
+    pub fn memset(&self, dst: u64, value: MemsetValue, count: u64, stream: Stream) -> Result<()> {
+        let call = value.call();
+        let n = count as usize;
+        let missing = || self.missing(call, "3.2");
+        let s = match value {
+            MemsetValue::D8(v) => {
+                let f = self.fns().memset_d8_async.ok_or_else(missing)?;
+                // SAFETY: plain values; the driver checks the device range.
+                unsafe { f(dst, v, n, stream.0) }
+            }
+            MemsetValue::D16(v) => {
+                let f = self.fns().memset_d16_async.ok_or_else(missing)?;
+                // SAFETY: plain values; the driver checks the device range and its alignment.
+                unsafe { f(dst, v, n, stream.0) }
+            }
+            MemsetValue::D32(v) => {
+                let f = self.fns().memset_d32_async.ok_or_else(missing)?;
+                // SAFETY: plain values; the driver checks the device range and its alignment.
+                unsafe { f(dst, v, n, stream.0) }
+            }
+        };
+        self.check(call, s)
     }
 
     pub fn create_stream(&self) -> Result<Stream> {
