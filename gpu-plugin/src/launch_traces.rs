@@ -8,6 +8,8 @@
 use std::backtrace::Backtrace;
 use std::collections::VecDeque;
 use std::fmt::Write;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use sync_util::lock;
 
@@ -29,12 +31,18 @@ pub struct LaunchTraces {
     stacks: usize,
     /// The most recent launch last.
     launches: Mutex<VecDeque<Launch>>,
+    /// A fault was reported: a GPU's fault is sticky, every later call fails with it too, and
+    /// one report says it all.
+    fault_reported: AtomicBool,
 }
 
 impl LaunchTraces {
     /// Traces that capture stacks as `OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES` asks.
     pub fn from_env() -> LaunchTraces {
         let stacks = std::env::var(STACKS_VARIABLE).ok().map_or(0, |text| {
+            if text.trim().is_empty() {
+                return 0;
+            }
             text.trim().parse().unwrap_or_else(|_| {
                 log::warn!("{STACKS_VARIABLE}='{text}' is not a number; no stacks are kept");
                 0
@@ -48,7 +56,42 @@ impl LaunchTraces {
         LaunchTraces {
             stacks,
             launches: Mutex::new(VecDeque::with_capacity(KEPT)),
+            fault_reported: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a fault was reported already (and marks it reported).
+    fn first_fault(&self) -> bool {
+        !self.fault_reported.swap(true, Ordering::AcqRel)
+    }
+
+    /// The first time the device faults: `OFFLOAD ERROR: <what>` on stderr, then the report of
+    /// its last launches. For a driver that does not say which kernel faulted.
+    pub fn report_fault(&self, what: &str) {
+        if self.first_fault() {
+            let _ = write!(
+                std::io::stderr(),
+                "OFFLOAD ERROR: {what}\n{}",
+                self.report()
+            );
+        }
+    }
+
+    /// The first time the device faults: the kernel launched last and `cause` as LLVM 22 reports
+    /// a kernel that trapped (`OFFLOAD ERROR: Kernel '<name>'`, `OFFLOAD ERROR: <cause>`), with
+    /// the launch's host stack when stacks are tracked.
+    pub fn report_kernel_fault(&self, cause: &str) {
+        if !self.first_fault() {
+            return;
+        }
+        let kernel = self.last_kernel().map_or_else(String::new, |name| {
+            format!("OFFLOAD ERROR: Kernel '{name}'\n")
+        });
+        let _ = write!(
+            std::io::stderr(),
+            "{kernel}OFFLOAD ERROR: {cause}\n{}",
+            self.last_stack()
+        );
     }
 
     /// Records a launch of `kernel`, with the caller's stack when stacks are tracked.
@@ -199,7 +242,11 @@ fn write_stack(text: &mut String, stack: &Backtrace) {
                 .take_while(|(function, _)| function.contains("backtrace"))
                 .count()
         });
-    for (n, (function, location)) in frames[first..].iter().enumerate() {
+    // Frames without a symbol (the runtime's own, stripped) say nothing.
+    let named = frames[first..]
+        .iter()
+        .filter(|(function, _)| function != "<unknown>");
+    for (n, (function, location)) in named.enumerate() {
         let _ = match location {
             Some(location) => writeln!(text, "    #{n} {function} {location}"),
             None => writeln!(text, "    #{n} {function}"),

@@ -108,7 +108,13 @@ fn run_with(exe: &Path, path: String, env: &[(&str, String)]) -> Run {
 
 /// Our runtime with only `gpu`'s plugin, on the emulators under test.
 fn run_ours(gpu: EmulatedGpu, exe: &Path) -> Run {
+    run_ours_with(gpu, exe, &[])
+}
+
+/// [`run_ours`] with more environment variables.
+fn run_ours_with(gpu: EmulatedGpu, exe: &Path, more: &[(&str, String)]) -> Run {
     let mut env = vec![("LIBOMPTARGET_PLUGINS_TO_LOAD", gpu.plugin().to_string())];
+    env.extend(more.iter().cloned());
     if gpu == EmulatedGpu::Amdgpu {
         let hsa = emulators().join("libhsa-runtime64.so.1");
         env.push(("HSA_RUNTIME_LIB", hsa.display().to_string()));
@@ -135,6 +141,36 @@ fn a_null_write_in_a_kernel_is_the_cuda_drivers_illegal_address() {
         run.stderr
     );
     assert!(run.says("omptarget fatal error", ""), "{}", run.stderr);
+    // The plugin names the kernels the device ran last, newest first, as LLVM 22 words it.
+    assert!(
+        run.says(
+            "OFFLOAD ERROR",
+            "a kernel on CUDA device 0 faulted: CUDA_ERROR_ILLEGAL_ADDRESS (700)"
+        ) && run.says("Display last 2 kernels launched:", "")
+            && run.says(
+                "Kernel 0: 'omp target in main @ 16 (__omp_offloading_",
+                "_main_l16)'"
+            )
+            && run.says("Kernel 1: 'omp target in main @ 12 (", ""),
+        "{}",
+        run.stderr
+    );
+    // With the launches' host stacks: the last one's, down to the program's `main`.
+    let traced = run_ours_with(
+        EmulatedGpu::Cuda,
+        &exe,
+        &[("OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES", "1".into())],
+    );
+    traced.survived_the_fault();
+    assert!(
+        traced.says("Display 1 of the 2 last kernel launch traces", "")
+            && traced.says("Kernel 0: 'omp target in main @ 16", "")
+            && !traced.says("Kernel 1:", "")
+            && traced.says("#", " __tgt_target_kernel")
+            && traced.says("#", " main"),
+        "{}",
+        traced.stderr
+    );
     let llvm = run_llvm_19(&exe);
     llvm.survived_the_fault();
     assert!(
@@ -155,6 +191,12 @@ fn a_trap_in_a_kernel_is_the_cuda_drivers_illegal_instruction() {
         "{}",
         run.stderr
     );
+    assert!(
+        run.says("OFFLOAD ERROR", "CUDA_ERROR_ILLEGAL_INSTRUCTION (715)")
+            && run.says("Kernel 0: 'omp target in main @", ""),
+        "{}",
+        run.stderr
+    );
     let llvm = run_llvm_19(&exe);
     llvm.survived_the_fault();
     assert!(
@@ -170,10 +212,14 @@ fn a_null_write_in_a_kernel_is_an_hsa_memory_fault() {
     let exe = tests::compile_amdgpu_twin(NULL_WRITE);
     let run = run_ours(EmulatedGpu::Amdgpu, &exe);
     run.survived_the_fault();
-    // Our plugin's memory-fault handler names the address and stops the program, as LLVM's.
+    // Our plugin's memory-fault handler names the address and stops the program, as LLVM's,
+    // in LLVM 22's words.
     assert!(
-        run.says("AMDGPU fatal error", "memory access fault by GPU")
-            && run.says("AMDGPU fatal error", "at virtual address 0x0"),
+        run.says("OFFLOAD ERROR", "memory access fault by GPU")
+            && run.says(
+                "OFFLOAD ERROR",
+                "at virtual address 0x0. Reasons: page not present"
+            ),
         "{}",
         run.stderr
     );

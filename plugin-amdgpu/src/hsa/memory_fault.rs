@@ -2,19 +2,40 @@
 //!
 //! A kernel that touches an address it may not reaches the runtime as a system event. The
 //! faulting queue is dead and the state of device memory unknown, so, as LLVM's plugin does,
-//! the handler reports the fault and aborts rather than let the program run on with results
-//! that will never arrive.
+//! the handler reports the fault, with the kernels the faulting GPU launched last, and aborts
+//! rather than let the program run on with results that will never arrive.
 
 use super::attributes;
 use super::error::check;
 use super::runtime::HsaRuntime;
 use crate::hsa_interface::HsaError;
+use gpu_plugin::launch_traces::LaunchTraces;
 use hsa_sys::*;
 use std::ffi::c_void;
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use sync_util::lock;
+
+/// Each GPU agent's launch traces (by agent handle), for the report of its faults.
+static LAUNCHES: Mutex<Vec<(u64, Arc<LaunchTraces>)>> = Mutex::new(Vec::new());
+
+/// From now on a memory fault by `agent` reports the kernels in `traces`.
+pub fn report_launches_with(agent: u64, traces: Arc<LaunchTraces>) {
+    let mut launches = lock(&LAUNCHES);
+    launches.retain(|(known, _)| *known != agent);
+    launches.push((agent, traces));
+}
+
+/// The report of the kernels `agent` launched last, if its device registered them.
+fn launches_of(agent: u64) -> String {
+    lock(&LAUNCHES)
+        .iter()
+        .find(|(known, _)| *known == agent)
+        .map(|(_, traces)| traces.report())
+        .unwrap_or_default()
+}
 
 impl HsaRuntime {
     /// Registers the memory fault handler (`hsa_amd_register_system_event_handler`), once per
@@ -69,8 +90,8 @@ unsafe extern "C" fn on_system_event(
             fault.virtual_address,
             fault.fault_reason_mask,
         );
-        log::error!("{message}");
-        let _ = writeln!(std::io::stderr(), "{message}");
+        let launches = launches_of(fault.agent.handle);
+        let _ = write!(std::io::stderr(), "{message}\n{launches}");
         std::process::abort();
     }));
     // Only a panic while reporting gets here with a memory fault pending; abort all the same.
@@ -125,15 +146,16 @@ pub fn fault_reasons(mask: u32) -> Vec<String> {
     reasons
 }
 
-/// The fatal message for a memory fault by the GPU at topology `node` (when known).
+/// The fatal message for a memory fault by the GPU at topology `node` (when known), in LLVM
+/// 22's words, which its sanitizer tests check.
 pub fn memory_fault_message(node: Option<u32>, agent: u64, address: u64, reasons: u32) -> String {
     let gpu = match node {
         Some(node) => format!("GPU node {node}"),
         None => "GPU".to_string(),
     };
     format!(
-        "AMDGPU fatal error: memory access fault by {gpu} (agent {agent:#x}) at virtual address \
-         {address:#x}; reasons: {}. The process is aborted.",
+        "OFFLOAD ERROR: memory access fault by {gpu} (agent {agent:#x}) at virtual address \
+         {address:#x}. Reasons: {}",
         fault_reasons(reasons).join(", ")
     )
 }
@@ -178,9 +200,8 @@ mod tests {
         let message = memory_fault_message(Some(2), 0x5555_0000, 0x7f00_dead_b000, 1);
         assert_eq!(
             message,
-            "AMDGPU fatal error: memory access fault by GPU node 2 (agent 0x55550000) at \
-             virtual address 0x7f00deadb000; reasons: page not present or supervisor \
-             privilege. The process is aborted."
+            "OFFLOAD ERROR: memory access fault by GPU node 2 (agent 0x55550000) at virtual \
+             address 0x7f00deadb000. Reasons: page not present or supervisor privilege"
         );
         assert!(memory_fault_message(None, 1, 2, 1 << 4).contains("by GPU (agent 0x1)"));
     }

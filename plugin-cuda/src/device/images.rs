@@ -64,7 +64,7 @@ impl CudaDevice {
                 );
             }
             Ok(Kernel {
-                name: name.to_owned(),
+                name: name.into(),
                 image,
                 function,
                 limits: KernelLimits::new(environment, &self.grid, function_max.max(1) as u32),

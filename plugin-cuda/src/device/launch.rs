@@ -26,6 +26,7 @@ impl CudaDevice {
         // here, and fails on a thread whose first call is a launch).
         self.activate()?;
         self.reserve_shared_memory(&kernel, shared)?;
+        self.launches.record(&kernel.name);
         self.on_queue(queue, |stream| {
             let mut packed = Vec::with_capacity(args.len() + 1);
             if config.kernel_args_version >= 3 {
@@ -71,6 +72,7 @@ impl CudaDevice {
         let shared = config.dyn_shared_mem;
         self.activate()?;
         self.reserve_shared_memory(&kernel, shared)?;
+        self.launches.record(&kernel.name);
         let mut owned = params.to_vec();
         self.on_queue(queue, |stream| {
             self.timed(queue, stream, || {

@@ -14,6 +14,7 @@ use crate::resources::{PooledResource, ResourcePool};
 use crate::work_timing::WorkTimer;
 use gpu_plugin::images::{Constructors, ImageDriver, Images};
 use gpu_plugin::launch_buffers::{LaunchBuffer, LaunchBufferPool};
+use gpu_plugin::launch_traces::LaunchTraces;
 use gpu_plugin::HandleTable;
 use gpu_plugin::{DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use gpu_plugin::{GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE};
@@ -38,6 +39,25 @@ pub fn failed(what: impl std::fmt::Display, e: DriverError) -> PluginError {
         ErrorCode::FAILED
     };
     PluginError::new(code, format!("{what}: {e}"))
+}
+
+/// Whether a driver error is a kernel's fault: an illegal address or instruction, a
+/// misaligned address, a bad program counter, a stack error, a failed device assertion, or a
+/// launch that failed while running.
+fn kernel_fault(code: u32) -> bool {
+    use sys::CUresult::*;
+    [
+        CUDA_ERROR_ILLEGAL_ADDRESS,
+        CUDA_ERROR_ILLEGAL_INSTRUCTION,
+        CUDA_ERROR_MISALIGNED_ADDRESS,
+        CUDA_ERROR_INVALID_ADDRESS_SPACE,
+        CUDA_ERROR_INVALID_PC,
+        CUDA_ERROR_HARDWARE_STACK_ERROR,
+        CUDA_ERROR_ASSERT,
+        CUDA_ERROR_LAUNCH_FAILED,
+    ]
+    .iter()
+    .any(|&fault| fault as u32 == code)
 }
 
 /// What is known about a device before it is initialised (enough to check images).
@@ -72,7 +92,8 @@ pub struct CudaModule {
 }
 
 struct Kernel {
-    name: String,
+    /// Shared with the launch traces, which keep it past the kernel's unloading.
+    name: Arc<str>,
     /// The image it came from (image handles are never reused).
     image: ImageHandle,
     function: Function,
@@ -127,6 +148,8 @@ pub struct CudaDevice {
     allocation_stream: Mutex<Option<OwnedStream>>,
     /// The device's timing of queued work, once profiling asks (plugin ABI 1.5).
     timer: WorkTimer,
+    /// The kernels launched last, for the report of a kernel that faults.
+    launches: LaunchTraces,
     /// The retained primary context, taken and released by `deinit`. Last: fields drop in
     /// order, and everything above was created in this context.
     primary: Mutex<Option<PrimaryContext>>,
@@ -250,6 +273,7 @@ impl CudaDevice {
             allocation_stream: Mutex::new(None),
             released: std::sync::atomic::AtomicBool::new(false),
             timer: WorkTimer::default(),
+            launches: LaunchTraces::from_env(),
             primary: Mutex::new(Some(primary)),
         })
     }
@@ -311,12 +335,24 @@ impl CudaDevice {
 
     /// Waits for a stream and runs its deferred work.
     fn finish(&self, stream: Stream) -> Result<()> {
-        let result = self
-            .driver
-            .synchronize(stream)
-            .map_err(|e| failed("waiting for the device", e));
+        let result = self.driver.synchronize(stream).map_err(|e| {
+            self.report_kernel_fault(&e);
+            failed("waiting for the device", e)
+        });
         self.run_deferred(stream);
         result
+    }
+
+    /// Reports the device's last launches the first time the driver says a kernel faulted
+    /// (the context's error is sticky: every later call fails with it too). The driver does
+    /// not say which kernel: the report lists the last ones.
+    fn report_kernel_fault(&self, error: &DriverError) {
+        if kernel_fault(error.code) {
+            self.launches.report_fault(&format!(
+                "a kernel on CUDA device {} faulted: {} ({})",
+                self.identity.ordinal, error.name, error.code
+            ));
+        }
     }
 
     fn defer(&self, stream: Stream, work: Deferred) {
@@ -443,10 +479,10 @@ impl Device for CudaDevice {
             return Ok(true);
         }
         let stream = self.stream_of(queue)?;
-        let done = self
-            .driver
-            .query(stream)
-            .map_err(|e| failed("querying the device", e))?;
+        let done = self.driver.query(stream).map_err(|e| {
+            self.report_kernel_fault(&e);
+            failed("querying the device", e)
+        })?;
         if done {
             self.run_deferred(stream);
         }
