@@ -271,8 +271,8 @@ mod tests {
         let taken = kernel_at(&table, KernelHandle(1)).unwrap();
         // Another thread may add a kernel while this launch is under way.
         table.try_write().unwrap().push(Arc::new(kernel("b")));
-        assert_eq!(taken.name, "a");
-        assert_eq!(kernel_at(&table, KernelHandle(2)).unwrap().name, "b");
+        assert_eq!(&*taken.name, "a");
+        assert_eq!(&*kernel_at(&table, KernelHandle(2)).unwrap().name, "b");
     }
 
     #[test]
