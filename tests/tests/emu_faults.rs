@@ -223,6 +223,30 @@ fn a_null_write_in_a_kernel_is_an_hsa_memory_fault() {
         "{}",
         run.stderr
     );
+    // Then the kernels the GPU launched last, newest first; with stacks when asked for.
+    assert!(
+        run.says("Display last 2 kernels launched:", "")
+            && run.says(
+                "Kernel 0: 'omp target in main @ 16 (__omp_offloading_",
+                "_main_l16)'"
+            )
+            && run.says("Kernel 1: 'omp target in main @ 12 (", ""),
+        "{}",
+        run.stderr
+    );
+    let traced = run_ours_with(
+        EmulatedGpu::Amdgpu,
+        &exe,
+        &[("OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES", "1".into())],
+    );
+    traced.survived_the_fault();
+    assert!(
+        traced.says("Display 1 of the 2 last kernel launch traces", "")
+            && traced.says("Kernel 0: 'omp target in main @ 16", "")
+            && traced.says("#", " main"),
+        "{}",
+        traced.stderr
+    );
     let llvm = run_llvm_19(&exe);
     llvm.survived_the_fault();
     assert!(
@@ -241,6 +265,26 @@ fn a_trap_in_a_kernel_is_an_hsa_exception_on_its_queue() {
     assert!(
         run.says("omptarget error", "HSA_STATUS_ERROR_EXCEPTION"),
         "{}",
+        run.stderr
+    );
+    // LLVM 22's report of a kernel that trapped, which its sanitizer tests check.
+    assert!(
+        run.says(
+            "OFFLOAD ERROR: Kernel 'omp target in main @ 14 (__omp_offloading_",
+            "_main_l14)'"
+        ) && run.says(
+            "OFFLOAD ERROR: execution interrupted by hardware trap instruction",
+            ""
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run.stderr
+            .matches("HSA_STATUS_ERROR_EXCEPTION (0x1016)")
+            .count(),
+        2,
+        "the queue's failure once as it happens, once in the runtime's error:\n{}",
         run.stderr
     );
     let llvm = run_llvm_19(&exe);

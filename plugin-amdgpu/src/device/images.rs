@@ -126,7 +126,7 @@ impl AmdgpuDevice {
             log::debug!("kernel '{name}' has no kernel environment: launching it as a bare kernel");
         }
         Ok(Kernel {
-            name: name.to_owned(),
+            name: name.into(),
             kernel_object: symbol.kernel_object,
             group_segment_size: symbol.group_segment_size,
             private_segment_size: symbol.private_segment_size,

@@ -48,6 +48,7 @@ impl AmdgpuDevice {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
+        self.launches.record(&kernel.name);
         // AQL counts the grid in work-items; a work-group's size is 16 bits per dimension.
         let mut grid_size = [0u32; 3];
         let mut workgroup_size = [0u16; 3];

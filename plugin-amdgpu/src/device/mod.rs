@@ -7,7 +7,7 @@ mod launch;
 
 use crate::code_object::{KernelMetadata, TargetId};
 use crate::hsa::pools::PoolSegment;
-use crate::hsa::{AgentInfo, HsaRuntime};
+use crate::hsa::{memory_fault, AgentInfo, HsaRuntime};
 use crate::hsa_interface::{Agent, HsaError, HsaInterface, MemoryPool};
 use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargPool;
@@ -15,6 +15,7 @@ use crate::settings::AmdgpuSettings;
 use crate::stream::{Event, Stream, StreamConfig, StreamManager};
 use gpu_plugin::images::Images;
 use gpu_plugin::launch_buffers::LaunchBufferPool;
+use gpu_plugin::launch_traces::LaunchTraces;
 use gpu_plugin::pinning::PinTable;
 use gpu_plugin::HandleTable;
 use gpu_plugin::{GridValues, KernelLimits, Settings};
@@ -63,7 +64,8 @@ pub struct HostMemory {
 }
 
 struct Kernel {
-    name: String,
+    /// Shared with the launch traces, which keep it past the kernel's unloading.
+    name: Arc<str>,
     kernel_object: u64,
     metadata: KernelMetadata,
     group_segment_size: u32,
@@ -99,6 +101,9 @@ pub struct AmdgpuDevice {
     pinned: RwLock<PinTable>,
     /// Launch environments with team-reduction buffers, reused across launches.
     launch_buffers: Arc<LaunchBufferPool>,
+    /// The kernels launched last, for the report of a kernel that faults (shared with the
+    /// memory-fault handler).
+    launches: Arc<LaunchTraces>,
 }
 
 impl AmdgpuDevice {
@@ -170,6 +175,8 @@ impl AmdgpuDevice {
             grid.max_teams,
             grid.max_threads
         );
+        let launches = Arc::new(LaunchTraces::from_env());
+        memory_fault::report_launches_with(agent.agent.0, Arc::clone(&launches));
         Ok(AmdgpuDevice {
             hardware_parallelism: agent.compute_units as u64 * agent.max_waves_per_cu.max(1) as u64,
             hsa,
@@ -192,7 +199,24 @@ impl AmdgpuDevice {
             kernels: HandleTable::new(),
             pinned: RwLock::default(),
             launch_buffers: Arc::default(),
+            launches,
         })
+    }
+
+    /// Reports the kernel launched last the first time a queue of the device stops for a
+    /// kernel's trap or illegal instruction, as LLVM 22 does (a memory fault is reported by its
+    /// own handler, which stops the program).
+    fn report_kernel_fault(&self, error: &HsaError) {
+        use hsa_sys::{HSA_STATUS_ERROR_EXCEPTION, HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION};
+        if [
+            HSA_STATUS_ERROR_EXCEPTION,
+            HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION,
+        ]
+        .contains(&error.status)
+        {
+            self.launches
+                .report_kernel_fault("execution interrupted by hardware trap instruction");
+        }
     }
 
     // ---- streams ----
@@ -305,9 +329,10 @@ impl Device for AmdgpuDevice {
                 .fence_queue()
                 .map_err(|e| failed("fencing the program's work on an interop queue", e))?;
         }
-        stream
-            .synchronize()
-            .map_err(|e| failed("waiting for the device", e))
+        stream.synchronize().map_err(|e| {
+            self.report_kernel_fault(&e);
+            failed("waiting for the device", e)
+        })
     }
 
     /// The handles of an OpenMP interop object: the agent and, for `targetsync`, the HSA queue
@@ -379,7 +404,10 @@ impl Device for AmdgpuDevice {
             .queues
             .get(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
-        stream.query().map_err(|e| failed("querying the device", e))
+        stream.query().map_err(|e| {
+            self.report_kernel_fault(&e);
+            failed("querying the device", e)
+        })
     }
 
     // ---- events ----
@@ -550,13 +578,7 @@ impl Device for AmdgpuDevice {
         )
     }
 
-    fn fill_memory(
-        &self,
-        dst: usize,
-        pattern: &[u8],
-        size: u64,
-        queue: QueueHandle,
-    ) -> Result<()> {
+    fn fill_memory(&self, dst: usize, pattern: &[u8], size: u64, queue: QueueHandle) -> Result<()> {
         self.fill(dst, pattern, size, queue)
     }
 

@@ -254,7 +254,7 @@ unsafe extern "C" fn record_queue_error(
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         let error = queue_error(status, source as u64);
-        log::error!("{}", error.message);
+        // Once: a log line too would repeat it (errors are always shown).
         let _ = writeln!(std::io::stderr(), "AMDGPU error: {}", error.message);
         // SAFETY: `data` is the never-released Arc<ErrorSlot> pointer of `HsaQueue::create`.
         let slot = unsafe { &*(data as *const ErrorSlot) };
