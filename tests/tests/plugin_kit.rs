@@ -215,7 +215,7 @@ fn a_plugin_built_against_frozen_abi_1_0_is_loaded_and_used() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout).trim(),
-        "devices 1 copies ok associated 1 present 1",
+        "devices 1 copies ok filled ok associated 1 present 1",
         "{}",
         text(&out.stderr)
     );
