@@ -7,5 +7,5 @@
 
 pub mod calls;
 pub mod config;
-pub mod kernel_faults;
+pub use host_os::kernel_faults;
 pub mod workers;

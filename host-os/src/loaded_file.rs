@@ -23,6 +23,19 @@ pub fn object_base(address: usize) -> Option<usize> {
     dl_info(address).map(|info| info.dli_fbase as usize)
 }
 
+/// The name of the exported symbol that starts exactly at `address` (a function the loader
+/// can look up by name, such as a kernel of a loaded image).
+pub fn symbol_at(address: usize) -> Option<String> {
+    let info = dl_info(address)?;
+    if info.dli_sname.is_null() || info.dli_saddr as usize != address {
+        return None;
+    }
+    // SAFETY: dli_sname is a NUL-terminated string in the loader's tables, valid while the
+    // object stays loaded; it is copied at once.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) };
+    Some(name.to_string_lossy().into_owned())
+}
+
 fn dl_info(address: usize) -> Option<DlInfo> {
     let mut info = DlInfo {
         dli_fname: std::ptr::null(),
@@ -62,4 +75,9 @@ fn finds_the_file_of_a_libc_function() {
     );
     assert!(loaded_file(0).is_none());
     assert!(object_base(malloc as *const () as usize).is_some_and(|base| base != 0));
+    assert_eq!(
+        symbol_at(malloc as *const () as usize).as_deref(),
+        Some("malloc")
+    );
+    assert_eq!(symbol_at(malloc as *const () as usize + 1), None);
 }

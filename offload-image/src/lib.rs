@@ -8,6 +8,7 @@
 //! - [`cuda_image`]: a cubin's SM or a PTX image's target, and its symbols.
 //! - [`amdgpu_code_object`]: an AMDGPU code object's target ID, kernels and metadata.
 //! - [`amdgpu_processors`]: the AMDGCN processors of the ELF `EF_AMDGPU_MACH` field.
+//! - [`kernel_names`]: OpenMP kernels' names, and how reports show them.
 //! - [`twin`]: a GPU image's x86-64 twin, which the emulated drivers run.
 //! - [`native_code`]: native code that arrives as bytes, loaded from memory and called.
 
@@ -15,6 +16,7 @@ pub mod amdgpu_code_object;
 pub mod amdgpu_processors;
 pub mod cuda_image;
 pub mod elf_layout;
+pub mod kernel_names;
 pub mod native_code;
 pub mod offload_binary;
 pub mod twin;

@@ -1,7 +1,7 @@
 //! One host device: its loaded images and its allocations, and the per-device calls of the
 //! plugin ABI ([`Device`]).
 
-use crate::{elf_check, helper_threads, sys};
+use crate::{elf_check, helper_threads, kernel_fault, sys};
 use host_os::address_map::AddressMap;
 use log::debug;
 use plugin_api::*;
@@ -38,6 +38,9 @@ struct LoadedImage {
     /// Kept open while loaded: the loader knows the image by its `/proc/self/fd/N` name, and a
     /// reused descriptor number would make it hand back this image for a different one.
     _file: OwnedFd,
+    /// Faults in the image's code are caught and reported while this lives (registered when
+    /// its first kernel is looked up, released before the library closes).
+    watched: Option<host_os::kernel_faults::Code>,
 }
 
 pub struct HostDevice {
@@ -159,6 +162,7 @@ impl Device for HostDevice {
             LoadedImage {
                 library,
                 _file: file,
+                watched: None,
             },
         );
         Ok(ImageHandle(handle))
@@ -167,7 +171,9 @@ impl Device for HostDevice {
     fn unload_image(&self, image: ImageHandle) -> Result<()> {
         let loaded = lock(&self.images).remove(&image.0);
         match loaded {
-            Some(loaded) => {
+            Some(mut loaded) => {
+                // No longer the image's code once the loader unmaps it.
+                loaded.watched = None;
                 loaded
                     .library
                     .close()
@@ -181,6 +187,11 @@ impl Device for HostDevice {
     /// Kernels are identified by their entry address, valid while the image is loaded.
     fn get_kernel(&self, image: ImageHandle, name: &str) -> Result<KernelHandle> {
         let address = self.symbol(image, name)?;
+        if let Some(loaded) = lock(&self.images).get_mut(&image.0) {
+            if loaded.watched.is_none() {
+                loaded.watched = kernel_fault::watch_image_of(address);
+            }
+        }
         let mode = self
             .symbol(image, &format!("{name}_exec_mode"))
             // SAFETY: clang's `<kernel>_exec_mode` is a one-byte global of the loaded image.
@@ -330,6 +341,7 @@ impl Device for HostDevice {
             on_heap = all;
             &on_heap
         };
+        kernel_fault::launched(kernel.0 as usize);
         // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel), and
         // clang's x86-64 kernels take one pointer-sized value per argument. A `nowait` region's
         // kernel launched on a libomp hidden helper thread runs on a partner thread instead.
@@ -423,6 +435,7 @@ impl Device for HostDevice {
         let args: Vec<usize> = words
             .map(|w| usize::from_ne_bytes(w.try_into().expect("a whole word")))
             .collect();
+        kernel_fault::launched(kernel.0 as usize);
         // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel),
         // which takes one pointer-sized value per argument: the caller's buffer of them.
         unsafe { sys::call_with_args(kernel.0 as usize, &args) };

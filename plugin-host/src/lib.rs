@@ -11,6 +11,7 @@
 mod device;
 pub mod elf_check;
 mod helper_threads;
+mod kernel_fault;
 mod plugin;
 mod sys;
 

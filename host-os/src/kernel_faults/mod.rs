@@ -1,15 +1,18 @@
-//! Kernel faults: a kernel whose x86-64 twin faults (a write through a null pointer,
-//! `__builtin_trap()`, a division by zero) must end as a faulting kernel ends on a GPU, reported
-//! by the driver while the process goes on, instead of killing the process with the signal.
+//! Kernel faults: a kernel that runs as host code and faults (a write through a null pointer,
+//! `__builtin_trap()`, a division by zero) must end as a faulting kernel ends on a GPU,
+//! reported with what is known of it, instead of killing the process with a bare signal. Its
+//! users: the driver emulators (a GPU kernel's x86-64 twin faults; the driver reports it and the
+//! process goes on) and the host plugin (a host device's kernel faults; the plugin names the
+//! kernel, then the process dies of the signal as it would have).
 //!
 //! One catcher per process (per copy of this crate): [`install`] handles SIGSEGV, SIGBUS, SIGILL
 //! and SIGFPE, keeping the handlers that were there. A fault belongs to a kernel when the
 //! faulting thread is marked as running one ([`Running`]) or when the faulting instruction lies
-//! in a registered twin's code ([`Code`]); any other fault goes on to the previous handler (the
+//! in a registered object's code ([`Code`]); any other fault goes on to the previous handler (the
 //! default one kills the process, as before). The handler only reads tables of atomics, records
 //! the fault in a fixed slot, wakes the watcher thread through a pipe and parks the faulting
 //! thread for good: the kernel never finishes, as on a GPU. The watcher hands the fault to the
-//! emulator that owns the kernel ([`owner`]), in an ordinary thread.
+//! owner of the kernel ([`owner`]), in an ordinary thread.
 
 mod alt_stack;
 mod handler;
@@ -27,7 +30,8 @@ pub use tables::{Code, Running};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-/// An emulator that runs kernels and is told of their faults.
+/// A user of the catcher that runs kernels and is told of their faults (an emulator, the host
+/// plugin).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Owner(u8);
 
@@ -77,14 +81,15 @@ impl Fault {
     }
 }
 
-/// What an owner does with a fault of one of its kernels (on the watcher thread).
+/// What an owner does with a fault of one of its kernels (on the watcher thread). It may end
+/// the process ([`die_of`]).
 pub type Report = fn(&Fault);
 
 const MAX_OWNERS: usize = 4;
 static REPORTS: [OnceLock<Report>; MAX_OWNERS] = [const { OnceLock::new() }; MAX_OWNERS];
 static OWNERS: AtomicUsize = AtomicUsize::new(0);
 
-/// Registers an emulator, once per process: `report` gets its kernels' faults.
+/// Registers an owner, once per process: `report` gets its kernels' faults.
 pub fn owner(report: Report) -> Owner {
     let index = OWNERS.fetch_add(1, Ordering::AcqRel);
     assert!(
@@ -104,10 +109,24 @@ fn report(owner: u8, fault: &Fault) {
     match report {
         Some(report) => report(fault),
         None => eprintln!(
-            "omptarget-emu: a kernel faulted ({}) with no emulator to report it",
+            "omptarget: a kernel faulted ({}) with no owner to report it",
             fault.describe()
         ),
     }
+}
+
+/// Ends the process with `fault`'s signal, as it would have ended without the catcher (its
+/// status says the signal; a core file is written where the system writes one). For an owner
+/// whose kernels' faults end the program, once they are reported.
+pub fn die_of(fault: &Fault) -> ! {
+    // SAFETY: restoring the default action and raising the signal are plain libc calls; the
+    // default action of these four signals ends the process.
+    unsafe {
+        libc::signal(fault.signal, libc::SIG_DFL);
+        libc::raise(fault.signal);
+    }
+    // Only a signal the process blocks gets here.
+    std::process::abort()
 }
 
 /// Installs the catcher, once (and its watcher again in a forked child); cheap after that, so

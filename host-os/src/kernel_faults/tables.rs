@@ -6,7 +6,7 @@
 use super::objects;
 use super::Owner;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 const CODE_SLOTS: usize = 256;
 const RUN_SLOTS: usize = 256;
@@ -19,6 +19,9 @@ struct CodeSlot {
     owner: AtomicU8,
     start: AtomicUsize,
     end: AtomicUsize,
+    /// Every fault in the range is its owner's, whether or not a thread is marked as running
+    /// one of its kernels (kernel 0).
+    always: AtomicBool,
 }
 
 struct RunSlot {
@@ -36,6 +39,7 @@ static CODE: [CodeSlot; CODE_SLOTS] = [const {
         owner: AtomicU8::new(0),
         start: AtomicUsize::new(0),
         end: AtomicUsize::new(0),
+        always: AtomicBool::new(false),
     }
 }; CODE_SLOTS];
 
@@ -60,6 +64,17 @@ impl Code {
     /// Registers the executable segments of the loaded object (a twin) that holds `address`
     /// (one of its kernels). `None` when no loaded object holds it or the table is full.
     pub fn register(owner: Owner, address: usize) -> Option<Code> {
+        Self::register_object(owner, address, false)
+    }
+
+    /// As [`Code::register`], but every fault in the object's code is `owner`'s (kernel 0),
+    /// also where no thread is marked as running one of its kernels: for an owner that marks
+    /// no threads, because its launches must cost nothing more (the host plugin).
+    pub fn register_always(owner: Owner, address: usize) -> Option<Code> {
+        Self::register_object(owner, address, true)
+    }
+
+    fn register_object(owner: Owner, address: usize, always: bool) -> Option<Code> {
         let ranges = objects::executable_ranges(address);
         if ranges.is_empty() {
             return None;
@@ -68,9 +83,9 @@ impl Code {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         };
         for range in ranges {
-            if !code.add(owner, range.start, range.end) {
+            if !code.add(owner, range.start, range.end, always) {
                 eprintln!(
-                    "omptarget-emu: more than {CODE_SLOTS} twin code ranges; faults in the \
+                    "omptarget: more than {CODE_SLOTS} kernel code ranges; faults in the \
                      others are caught only on the threads that run their kernels"
                 );
                 break;
@@ -79,17 +94,18 @@ impl Code {
         Some(code)
     }
 
-    /// Registers `start..end` as kernel code of `owner` (tests give code of their own).
+    /// Registers `start..end` as kernel code of `owner` (tests give code of their own);
+    /// `always` as [`Code::register_always`].
     #[cfg(test)]
-    pub(super) fn range(owner: Owner, start: usize, end: usize) -> Code {
+    pub(super) fn range(owner: Owner, start: usize, end: usize, always: bool) -> Code {
         let code = Code {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         };
-        assert!(code.add(owner, start, end));
+        assert!(code.add(owner, start, end, always));
         code
     }
 
-    fn add(&self, owner: Owner, start: usize, end: usize) -> bool {
+    fn add(&self, owner: Owner, start: usize, end: usize, always: bool) -> bool {
         for slot in &CODE {
             if slot
                 .id
@@ -99,6 +115,7 @@ impl Code {
                 slot.owner.store(owner.0, Ordering::Relaxed);
                 slot.start.store(start, Ordering::Relaxed);
                 slot.end.store(end, Ordering::Relaxed);
+                slot.always.store(always, Ordering::Relaxed);
                 slot.id.store(self.id, Ordering::Release);
                 return true;
             }
@@ -181,12 +198,16 @@ pub(super) fn attribute(instruction: usize) -> Option<(u8, u64)> {
             ));
         }
     }
-    let (owner, code) = code_at(instruction)?;
+    let (owner, code, always) = code_at(instruction)?;
+    if always {
+        return Some((owner, 0));
+    }
     Some((owner, kernel_running(code)?))
 }
 
-/// (owner, registration id) of the code range holding `address`.
-fn code_at(address: usize) -> Option<(u8, u64)> {
+/// (owner, registration id, whether every fault there is the owner's) of the code range
+/// holding `address`.
+fn code_at(address: usize) -> Option<(u8, u64, bool)> {
     for slot in &CODE {
         let id = slot.id.load(Ordering::Acquire);
         if id == 0 || id == BUSY {
@@ -197,8 +218,9 @@ fn code_at(address: usize) -> Option<(u8, u64)> {
             slot.end.load(Ordering::Relaxed),
         );
         let owner = slot.owner.load(Ordering::Relaxed);
+        let always = slot.always.load(Ordering::Relaxed);
         if (start..end).contains(&address) && slot.id.load(Ordering::Acquire) == id {
-            return Some((owner, id));
+            return Some((owner, id, always));
         }
     }
     None

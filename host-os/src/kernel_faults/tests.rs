@@ -88,7 +88,7 @@ fn on_a_thread(function: extern "C" fn(), kernel: Option<u64>) {
 fn a_fault_in_registered_code_is_its_kernels() {
     let owner = test_owner();
     let (write, start, end) = code(NULL_WRITE);
-    let twin = Code::range(owner, start, end);
+    let twin = Code::range(owner, start, end, false);
     // This thread runs kernel 7 of that code; the fault happens on another, unmarked thread,
     // as on a libomp worker of the kernel.
     let _running = Running::start(owner, 7, Some(&twin));
@@ -104,6 +104,16 @@ fn a_fault_in_registered_code_is_its_kernels() {
         fault.describe(),
         format!("SIGSEGV writing address 0x0 (instruction {start:#x})")
     );
+}
+
+#[test]
+fn a_fault_in_code_registered_always_is_its_owners_with_no_kernel_running() {
+    let owner = test_owner();
+    let (write, start, end) = code(NULL_WRITE);
+    let _image = Code::range(owner, start, end, true);
+    on_a_thread(write, None);
+    let fault = reported_at(start);
+    assert_eq!((fault.signal, fault.kernel), (libc::SIGSEGV, 0));
 }
 
 #[test]
@@ -161,10 +171,11 @@ fn child_faults_outside_kernels() {
     };
     let owner = test_owner();
     let (_, start, end) = code(TRAP);
-    let other = Code::range(owner, start, end);
+    let other = Code::range(owner, start, end, false);
     let _running = Running::start(owner, 3, Some(&other));
     let (write, start, end) = code(NULL_WRITE);
-    let _twin = (case == "twin-code-outside-kernels").then(|| Code::range(owner, start, end));
+    let _twin =
+        (case == "twin-code-outside-kernels").then(|| Code::range(owner, start, end, false));
     std::thread::spawn(move || write()).join().unwrap();
 }
 

@@ -48,7 +48,7 @@ pub fn start() -> bool {
     // SAFETY: pipe2 fills the two-element array it is given.
     if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         eprintln!(
-            "omptarget-emu: no pipe for the kernel-fault watcher ({}); a faulting kernel kills \
+            "omptarget: no pipe for the kernel-fault watcher ({}); a faulting kernel kills \
              the process",
             std::io::Error::last_os_error()
         );
@@ -75,7 +75,9 @@ pub fn start() -> bool {
             }
         });
     if let Err(e) = started {
-        eprintln!("omptarget-emu: no kernel-fault watcher thread ({e}); a faulting kernel kills the process");
+        eprintln!(
+            "omptarget: no kernel-fault watcher thread ({e}); a faulting kernel kills the process"
+        );
         // SAFETY: the write end is ours and unused (the read end closes with the thread's
         // closure).
         unsafe { libc::close(ends[1]) };
