@@ -16,6 +16,8 @@ pub(crate) enum OffloadPolicySetting {
 pub(crate) const PLUGIN_PATH_VAR: &str = "LIBOMPTARGET_PLUGIN_PATH";
 pub(crate) const PLUGINS_TO_LOAD_VAR: &str = "LIBOMPTARGET_PLUGINS_TO_LOAD";
 pub(crate) const DEBUG_VAR: &str = "LIBOMPTARGET_DEBUG";
+/// LLVM 22's other name for `LIBOMPTARGET_DEBUG`, read when that one is not set.
+pub(crate) const OFFLOAD_DEBUG_VAR: &str = "LIBOFFLOAD_DEBUG";
 pub(crate) const INFO_VAR: &str = "LIBOMPTARGET_INFO";
 pub(crate) const OFFLOAD_VAR: &str = "OMP_TARGET_OFFLOAD";
 
@@ -49,9 +51,10 @@ pub(crate) fn parse_number(text: &str) -> Option<i64> {
     }
 }
 
-/// `LIBOMPTARGET_DEBUG`: debug output level (0 = off).
+/// `LIBOMPTARGET_DEBUG` (else LLVM 22's `LIBOFFLOAD_DEBUG`): debug output level (0 = off).
 pub(crate) fn debug_level() -> i64 {
     env::var(DEBUG_VAR)
+        .or_else(|_| env::var(OFFLOAD_DEBUG_VAR))
         .ok()
         .and_then(|v| parse_number(&v))
         .unwrap_or(0)
@@ -287,6 +290,13 @@ fn flag(name: &str) -> bool {
             "1" | "true" | "on" | "yes"
         )
     })
+}
+
+/// `LIBOMPTARGET_TREAT_ATTACH_AUTO_AS_ALWAYS` (LLVM 22, default false): every ATTACH entry of a
+/// construct attaches its pointer, as if the compiler had marked it `attach(always)`; by
+/// default one attaches only when the construct newly mapped the pointer or the pointee.
+pub(crate) fn treat_attach_auto_as_always() -> bool {
+    flag("LIBOMPTARGET_TREAT_ATTACH_AUTO_AS_ALWAYS")
 }
 
 /// `LIBOMPTARGET_RECORD`: record each kernel's launch for `llvm-omp-kernel-replay`.

@@ -338,16 +338,33 @@ pub(crate) fn begin(
     args: &[MapArg],
     returned: &mut DeviceBases,
 ) -> Result<()> {
-    begin_list(q, args, false, returned)?;
-    // ATTACH entries (clang 22+) come after every other map of the construct. PRIVATE|ATTACH
-    // ones initialise a private pointer and are handled with the kernel's private arguments.
-    for arg in args
-        .iter()
-        .filter(|a| a.map_type.has(ATTACH) && !a.map_type.is_private() && a.mapper.is_none())
-    {
-        attach_after_mapping(q, arg)?;
+    let mut attaching = AttachEntries::new();
+    begin_list(q, args, false, returned, &mut attaching)?;
+    if attaching.is_empty() {
+        return Ok(());
+    }
+    let always = treat_attach_auto_as_always();
+    if always {
+        log::debug!(
+            "treating ATTACH(auto) as ATTACH(always): LIBOMPTARGET_TREAT_ATTACH_AUTO_AS_ALWAYS is set"
+        );
+    }
+    for arg in &attaching {
+        attach_after_mapping(q, arg, always)?;
     }
     Ok(())
+}
+
+/// The ATTACH entries of a construct (clang 22+), its mappers' included, in argument order:
+/// handled once every other map of the construct is done, since whether one attaches depends
+/// on what the construct mapped.
+type AttachEntries = SmallVec<[MapArg; 2]>;
+
+/// `LIBOMPTARGET_TREAT_ATTACH_AUTO_AS_ALWAYS`, read once (LLVM reads it once too).
+fn treat_attach_auto_as_always() -> bool {
+    static SETTING: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(crate::config::treat_attach_auto_as_always);
+    *SETTING
 }
 
 fn begin_list(
@@ -355,19 +372,22 @@ fn begin_list(
     args: &[MapArg],
     from_mapper: bool,
     returned: &mut DeviceBases,
+    attaching: &mut AttachEntries,
 ) -> Result<()> {
     for (index, arg) in args.iter().enumerate() {
         let t = arg.map_type;
         if t.is_by_value() || t.is_private() || t.has(ATTACH) {
+            // PRIVATE|ATTACH entries initialise a private pointer: they are handled with the
+            // kernel's private arguments.
+            if t.has(ATTACH) && !t.is_private() && arg.mapper.is_none() {
+                attaching.push(arg.clone());
+            }
             continue;
         }
         if let Some(m) = arg.mapper {
             let components = mapper::expand(arg, m);
             // The components' own `return_param` results are not the program's.
-            begin_list(q, &components, true, &mut DeviceBases::new())?;
-            for c in components.iter().filter(|c| c.map_type.has(ATTACH)) {
-                attach_after_mapping(q, c)?;
-            }
+            begin_list(q, &components, true, &mut DeviceBases::new(), attaching)?;
             continue;
         }
         // A struct entry followed by its members: keep the start's alignment on the device.
@@ -481,17 +501,26 @@ fn begin_list(
 /// An ATTACH entry: `base` is the host pointer's address, `begin` the pointee, `size` the
 /// pointer's size. When both are mapped, the device pointer is made to point at the device
 /// pointee; when either is not, there is nothing to attach.
-fn attach_after_mapping(q: &mut ConstructQueue<'_>, arg: &MapArg) -> Result<()> {
+///
+/// LLVM 22's rule (OpenMP 6.0's `attach(auto)`): the pointer is attached only when this
+/// construct newly mapped the pointer or the pointee. A pointer that was attached before, or
+/// that the program re-pointed at data mapped earlier, is left as it is on the device. An
+/// `ALWAYS` entry, or every entry with `LIBOMPTARGET_TREAT_ATTACH_AUTO_AS_ALWAYS` (`always`),
+/// attaches regardless.
+fn attach_after_mapping(q: &mut ConstructQueue<'_>, arg: &MapArg, always: bool) -> Result<()> {
     let mapping = &q.device.mapping;
-    let pointer_device = mapping
+    // Each as (device address, host start of the mapping holding it).
+    let pointer = mapping
         .view(arg.base, arg.size, arg.base)
         .find(arg.base, arg.size)
-        .map(|m| m.device_address(arg.base));
-    let pointee_device = mapping
+        .map(|m| (m.device_address(arg.base), m.host_begin));
+    let pointee = mapping
         .view(arg.begin, 0, arg.begin)
         .find(arg.begin, 0)
-        .map(|m| m.device_address(arg.begin));
-    let (Some(pointer_device), Some(pointee_device)) = (pointer_device, pointee_device) else {
+        .map(|m| (m.device_address(arg.begin), m.host_begin));
+    let (Some((pointer_device, pointer_mapping)), Some((pointee_device, pointee_mapping))) =
+        (pointer, pointee)
+    else {
         log::debug!(
             "attach {:#x} -> {:#x}: pointer or pointee not mapped; skipped",
             arg.base,
@@ -499,6 +528,15 @@ fn attach_after_mapping(q: &mut ConstructQueue<'_>, arg: &MapArg) -> Result<()> 
         );
         return Ok(());
     };
+    let always = always || arg.map_type.has(ALWAYS);
+    if !always && !q.created_here(pointer_mapping) && !q.created_here(pointee_mapping) {
+        log::debug!(
+            "attach {:#x} -> {:#x}: neither pointer nor pointee newly mapped; skipped",
+            arg.base,
+            arg.begin
+        );
+        return Ok(());
+    }
     // SAFETY: `base` is the address of a host pointer variable (ATTACH contract).
     let host_value = unsafe { std::ptr::read_unaligned(arg.base as *const usize) };
     let device_value = pointee_device.wrapping_sub(arg.begin.wrapping_sub(host_value));

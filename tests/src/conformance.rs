@@ -431,6 +431,7 @@ pub fn run_limited(
         "OMPTARGET_EMU_FAIL",
         "OMPTARGET_EMU_DEVICES",
         "HSA_RUNTIME_LIB",
+        "LIBOMPTARGET_TREAT_ATTACH_AUTO_AS_ALWAYS",
     ] {
         cmd.env_remove(var);
     }
