@@ -11,12 +11,14 @@
 //! - [`kernel_names`]: OpenMP kernels' names, and how reports show them.
 //! - [`twin`]: a GPU image's x86-64 twin, which the emulated drivers run.
 //! - [`native_code`]: native code that arrives as bytes, loaded from memory and called.
+//! - [`llvm_ir`]: LLVM IR (bitcode) images, recognised to be refused (no JIT here).
 
 pub mod amdgpu_code_object;
 pub mod amdgpu_processors;
 pub mod cuda_image;
 pub mod elf_layout;
 pub mod kernel_names;
+pub mod llvm_ir;
 pub mod native_code;
 pub mod offload_binary;
 pub mod twin;

@@ -5,6 +5,22 @@ use plugin_api::*;
 
 type Result<T> = std::result::Result<T, PluginError>;
 
+/// Whether `bytes` is an LLVM IR (bitcode) image, which clang builds with
+/// `-fopenmp-target-jit` and LLVM's runtime compiles when it loads it. No plugin here can: the
+/// first time an image is refused for it, the user is told why, once.
+fn refuse_llvm_ir(bytes: &[u8]) -> bool {
+    if !offload_image::llvm_ir::is_bitcode(bytes) {
+        return false;
+    }
+    static TOLD: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+    let mut told = TOLD.lock().unwrap_or_else(|e| e.into_inner());
+    if !told.contains(&(bytes.as_ptr() as usize)) {
+        told.push(bytes.as_ptr() as usize);
+        log::warn!("{}", offload_image::llvm_ir::NOT_SUPPORTED);
+    }
+    true
+}
+
 pub struct PluginLibrary {
     pub name: String,
     pub location: String,
@@ -42,7 +58,8 @@ impl PluginLibrary {
         (self.module.num_devices())().max(0)
     }
 
-    /// `device` < 0 asks about the plugin as a whole.
+    /// `device` < 0 asks about the plugin as a whole. An LLVM IR image is refused here for
+    /// every plugin: none can compile it (see [`refuse_llvm_ir`]).
     pub fn check_image(
         &self,
         device: i32,
@@ -50,6 +67,9 @@ impl PluginLibrary {
         triple: &str,
         arch: &str,
     ) -> ImageCompatibility {
+        if refuse_llvm_ir(bytes) {
+            return ImageCompatibility::no(offload_image::llvm_ir::REFUSED);
+        }
         (self.module.check_image())(device, image_ref(bytes, triple, arch))
     }
 
@@ -74,6 +94,11 @@ impl PluginLibrary {
         triple: &str,
         arch: &str,
     ) -> Result<ImageHandle> {
+        if refuse_llvm_ir(bytes) {
+            return Err(PluginError::unsupported(
+                offload_image::llvm_ir::NOT_SUPPORTED,
+            ));
+        }
         (self.module.load_image())(device, image_ref(bytes, triple, arch)).into_result()
     }
 
