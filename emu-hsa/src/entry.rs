@@ -574,6 +574,13 @@ pub extern "C" fn hsa_memory_copy(
     })
 }
 
+/// The SDMA engine of a copy: the runtime's own choice, or one the caller named.
+#[derive(Copy, Clone)]
+enum EngineChoice {
+    Default,
+    Named { engine_id: u32, force_sdma: bool },
+}
+
 #[allow(clippy::too_many_arguments)]
 fn async_copy(
     c: &mut crate::trace::Call,
@@ -585,6 +592,7 @@ fn async_copy(
     num_deps: u32,
     deps: *const hsa_signal_t,
     completion: hsa_signal_t,
+    choice: EngineChoice,
 ) -> Result<()> {
     c.note(|| {
         format!(
@@ -608,6 +616,13 @@ fn async_copy(
             .collect::<Result<_>>()?
     };
     let completion = runtime.signals.get(completion)?;
+    let sdma = match choice {
+        EngineChoice::Default => copies::default_engine(runtime, dst_agent, src_agent),
+        EngineChoice::Named {
+            engine_id,
+            force_sdma,
+        } => copies::chosen_engine(runtime, dst_agent, src_agent, engine_id, force_sdma)?,
+    };
     copies::start(
         runtime,
         copies::Copy {
@@ -615,6 +630,7 @@ fn async_copy(
             src: src as usize,
             size,
             engine: copies::engine(runtime, dst_agent, src_agent),
+            sdma,
             dependencies,
             completion,
             profiled: runtime
@@ -637,7 +653,16 @@ pub extern "C" fn hsa_amd_memory_async_copy(
 ) -> hsa_status_t {
     call("hsa_amd_memory_async_copy", |c| {
         async_copy(
-            c, dst, dst_agent, src, src_agent, size, num_deps, deps, completion,
+            c,
+            dst,
+            dst_agent,
+            src,
+            src_agent,
+            size,
+            num_deps,
+            deps,
+            completion,
+            EngineChoice::Default,
         )
     })
 }
@@ -654,16 +679,46 @@ pub extern "C" fn hsa_amd_memory_async_copy_on_engine(
     deps: *const hsa_signal_t,
     completion: hsa_signal_t,
     engine: u32,
-    _force: bool,
+    force_sdma: bool,
 ) -> hsa_status_t {
     call("hsa_amd_memory_async_copy_on_engine", |c| {
-        c.note(|| format!("engine={engine:#x}"));
-        if engine == 0 || !engine.is_power_of_two() {
-            return Err(status::INVALID_ARGUMENT);
-        }
+        c.note(|| format!("engine={engine:#x} force_sdma={force_sdma}"));
         async_copy(
-            c, dst, dst_agent, src, src_agent, size, num_deps, deps, completion,
+            c,
+            dst,
+            dst_agent,
+            src,
+            src_agent,
+            size,
+            num_deps,
+            deps,
+            completion,
+            EngineChoice::Named {
+                engine_id: engine,
+                force_sdma,
+            },
         )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn hsa_amd_memory_copy_engine_status(
+    dst_agent: hsa_agent_t,
+    src_agent: hsa_agent_t,
+    engine_ids_mask: *mut u32,
+) -> hsa_status_t {
+    call("hsa_amd_memory_copy_engine_status", |c| {
+        let runtime = runtime::get()?;
+        let dst = agent_of(runtime, dst_agent)?;
+        let src = agent_of(runtime, src_agent)?;
+        let mask = out(engine_ids_mask)?;
+        let found = copies::engine_status(runtime, dst, src);
+        let value = *found.as_ref().unwrap_or(&0);
+        c.note(|| format!("dst={dst} src={src} mask={value:#x}"));
+        // SAFETY: checked non-null; the caller's contract: a u32 to write. ROCr writes the
+        // (empty) mask when it reports no engine too.
+        unsafe { *mask = value };
+        found.map(drop)
     })
 }
 

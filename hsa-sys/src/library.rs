@@ -165,6 +165,9 @@ hsa_functions! {
             *mut c_void, hsa_agent_t, *const c_void, hsa_agent_t, usize, u32,
             *const hsa_signal_t, hsa_signal_t, u32, bool
         ) -> hsa_status_t;
+        // The same ROCm: the engines (`hsa_amd_sdma_engine_id_t` bits) that may run a copy
+        // from the second agent to the first and are free.
+        hsa_amd_memory_copy_engine_status: fn(hsa_agent_t, hsa_agent_t, *mut u32) -> hsa_status_t;
         // Profiling (every ROCm has them; the plugin times its queued work with them for
         // LIBOMPTARGET_PROFILE and says it cannot without them).
         hsa_amd_profiling_set_profiler_enabled: fn(*mut hsa_queue_t, c_int) -> hsa_status_t;

@@ -481,6 +481,15 @@ pub struct hsa_amd_profiling_async_copy_time_t {
     pub end: u64,
 }
 
+// --- SDMA engines (hsa_ext_amd.h, ROCm 5.7 and later) -----------------------------------------
+
+/// `hsa_amd_sdma_engine_id_t`: one bit per SDMA engine of an agent, as
+/// `hsa_amd_memory_async_copy_on_engine` takes one and `hsa_amd_memory_copy_engine_status`
+/// reports a set.
+pub type hsa_amd_sdma_engine_id_t = u32;
+pub const HSA_AMD_SDMA_ENGINE_0: hsa_amd_sdma_engine_id_t = 0x1;
+pub const HSA_AMD_SDMA_ENGINE_1: hsa_amd_sdma_engine_id_t = 0x2;
+
 // --- Callback types ---------------------------------------------------------------------------
 
 /// `hsa_iterate_agents`: return `HSA_STATUS_SUCCESS` to go on, `HSA_STATUS_INFO_BREAK` to stop.

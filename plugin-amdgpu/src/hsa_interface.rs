@@ -106,6 +106,15 @@ pub enum QueueOrder {
 /// ends the wait with that error.
 pub type Stuck<'a> = &'a dyn Fn() -> Option<HsaError>;
 
+/// An SDMA engine a copy is asked to run on ([`HsaInterface::async_copy_on_engine`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SdmaEngine {
+    /// The engine's `hsa_amd_sdma_engine_id_t` bit (`HSA_AMD_SDMA_ENGINE_0` is 1, `_1` is 2).
+    pub id: u32,
+    /// A copy within one GPU also goes to an SDMA engine, not to a blit kernel.
+    pub force_sdma: bool,
+}
+
 /// Work a handler runs once a signal reaches zero (see [`HsaInterface::on_signal_zero`]).
 pub type SignalHandler = Box<dyn FnOnce() + Send + 'static>;
 
@@ -140,9 +149,9 @@ pub trait HsaInterface: Send + Sync + 'static {
     fn create_queue(&self, agent: Agent, size: u32) -> HsaResult<Queue>;
     /// `hsa_queue_destroy`.
     fn destroy_queue(&self, queue: Queue) -> HsaResult<()>;
-    /// The first error HSA reported for `queue` through its error callback, if any. A queue in
-    /// error processes no further packets: signals it should complete never will, so waiters
-    /// check this instead of waiting forever.
+    /// The first error HSA reported for `queue` through its error callback, if any, its message
+    /// naming the queue. A queue in error processes no further packets: signals it should
+    /// complete never will, so waiters check this instead of waiting forever.
     fn queue_error(&self, queue: Queue) -> Option<HsaError>;
     /// Writes a barrier-AND packet: later packets of `queue` start after every signal in `deps`
     /// (at most 5, as the packet has 5 slots) reaches 0 (and, with
@@ -182,6 +191,25 @@ pub trait HsaInterface: Send + Sync + 'static {
         deps: &[Signal],
         completion: Signal,
     ) -> HsaResult<()>;
+    /// `hsa_amd_memory_async_copy_on_engine` (ROCm 5.7 and later): as
+    /// [`HsaInterface::async_copy`], on the SDMA engine `engine` names of the GPU that runs the
+    /// copy. The runtime refuses (`INVALID_ARGUMENT`) an engine that cannot copy that way.
+    #[allow(clippy::too_many_arguments)]
+    fn async_copy_on_engine(
+        &self,
+        dst: usize,
+        dst_agent: Agent,
+        src: usize,
+        src_agent: Agent,
+        size: usize,
+        deps: &[Signal],
+        completion: Signal,
+        engine: SdmaEngine,
+    ) -> HsaResult<()>;
+    /// `hsa_amd_memory_copy_engine_status`: the `hsa_amd_sdma_engine_id_t` bits of the engines
+    /// that may copy from `src_agent` to `dst_agent` and are free now; an error when none is, or
+    /// for one agent (a copy within a GPU), or when the runtime lacks the call.
+    fn copy_engine_status(&self, dst_agent: Agent, src_agent: Agent) -> HsaResult<u32>;
     /// `hsa_amd_memory_pool_allocate`.
     fn allocate(&self, pool: MemoryPool, size: usize) -> HsaResult<usize>;
     /// `hsa_amd_memory_pool_free`.

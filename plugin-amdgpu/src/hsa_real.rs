@@ -17,7 +17,7 @@ use crate::hsa::signals::{self, timeout_ticks};
 use crate::hsa::{check, HsaQueue, HsaRuntime};
 use crate::hsa_interface::{
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, QueueOrder,
-    Signal, SignalHandler, Stuck, WaitMode,
+    SdmaEngine, Signal, SignalHandler, Stuck, WaitMode,
 };
 use hsa_sys::*;
 use std::collections::HashMap;
@@ -245,6 +245,72 @@ impl HsaInterface for RealHsa {
         check("hsa_amd_memory_async_copy", status)
     }
 
+    fn async_copy_on_engine(
+        &self,
+        dst: usize,
+        dst_agent: Agent,
+        src: usize,
+        src_agent: Agent,
+        size: usize,
+        deps: &[Signal],
+        completion: Signal,
+        engine: SdmaEngine,
+    ) -> HsaResult<()> {
+        let copy = engine_function(
+            self.library().hsa_amd_memory_async_copy_on_engine,
+            "hsa_amd_memory_async_copy_on_engine",
+        )?;
+        let deps = raw_signals(deps);
+        let dep_count = count(deps.len(), "dependency signals")?;
+        let dep_pointer = if deps.is_empty() {
+            std::ptr::null()
+        } else {
+            deps.as_ptr()
+        };
+        // SAFETY: as for `async_copy`; the engine is a plain id the runtime checks.
+        let status = unsafe {
+            copy(
+                dst as *mut c_void,
+                hsa_agent_t {
+                    handle: dst_agent.0,
+                },
+                src as *const c_void,
+                hsa_agent_t {
+                    handle: src_agent.0,
+                },
+                size,
+                dep_count,
+                dep_pointer,
+                raw_signal(completion),
+                engine.id,
+                engine.force_sdma,
+            )
+        };
+        check("hsa_amd_memory_async_copy_on_engine", status)
+    }
+
+    fn copy_engine_status(&self, dst_agent: Agent, src_agent: Agent) -> HsaResult<u32> {
+        let status_of = engine_function(
+            self.library().hsa_amd_memory_copy_engine_status,
+            "hsa_amd_memory_copy_engine_status",
+        )?;
+        let mut mask = 0u32;
+        // SAFETY: two agent handles and a valid out-parameter; the runtime checks the agents.
+        let status = unsafe {
+            status_of(
+                hsa_agent_t {
+                    handle: dst_agent.0,
+                },
+                hsa_agent_t {
+                    handle: src_agent.0,
+                },
+                &mut mask,
+            )
+        };
+        check("hsa_amd_memory_copy_engine_status", status)?;
+        Ok(mask)
+    }
+
     fn allocate(&self, pool: MemoryPool, size: usize) -> HsaResult<usize> {
         let mut pointer: *mut c_void = std::ptr::null_mut();
         // SAFETY: no flags; `pointer` is a valid out-parameter; an invalid pool is reported as
@@ -397,6 +463,19 @@ impl HsaInterface for RealHsa {
             )
         })
     }
+}
+
+/// An optional SDMA engine entry point, or the error saying the runtime lacks it.
+fn engine_function<F>(function: Option<F>, name: &str) -> HsaResult<F> {
+    function.ok_or_else(|| {
+        HsaError::new(
+            HSA_STATUS_ERROR,
+            format!(
+                "the HSA runtime does not export {name} (ROCm 5.7 and later), which copies on \
+                 chosen SDMA engines need (LIBOMPTARGET_AMDGPU_USE_MULTIPLE_SDMA_ENGINES)"
+            ),
+        )
+    })
 }
 
 /// An optional profiling entry point, or the error saying the runtime lacks it.

@@ -8,7 +8,8 @@
 //!   copies), implemented over libhsa by `hsa_real` and on the CPU by the test double
 //!   `test_double` (tests only).
 //! - `stream`: LLVM's NextGen design: streams as chains of slots ordered by signals, HSA queues
-//!   shared round-robin, two-step copies through pinned staging buffers, events.
+//!   shared by streams (an idle or the least-used one for a stream that gets work), two-step
+//!   copies through pinned staging buffers, events.
 //! - `code_object`: device images read without the driver: target IDs, compatibility, the
 //!   metadata note, kernels and globals.
 //! - `kernel_args`, `kernarg_pool`: kernel argument segments and their reusable buffers.

@@ -16,6 +16,14 @@ pub const DEFAULT_INITIAL_SIGNALS: u32 = 64;
 /// wait's timeout hint, in ticks of the runtime's timestamp, which ROCm counts in nanoseconds.
 pub const DEFAULT_STREAM_BUSY_WAIT_NS: u32 = 2_000_000;
 
+/// LLVM's default of `LIBOMPTARGET_AMDGPU_HSA_QUEUE_BUSY_TRACKING`.
+pub const DEFAULT_QUEUE_BUSY_TRACKING: bool = true;
+/// LLVM's default of `LIBOMPTARGET_AMDGPU_USE_MULTIPLE_SDMA_ENGINES`.
+pub const DEFAULT_MULTIPLE_SDMA_ENGINES: bool = false;
+
+pub const QUEUE_BUSY_TRACKING_VAR: &str = "LIBOMPTARGET_AMDGPU_HSA_QUEUE_BUSY_TRACKING";
+pub const MULTIPLE_SDMA_ENGINES_VAR: &str = "LIBOMPTARGET_AMDGPU_USE_MULTIPLE_SDMA_ENGINES";
+
 /// AMDGPU-specific values from the environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AmdgpuSettings {
@@ -33,6 +41,12 @@ pub struct AmdgpuSettings {
     /// `LIBOMPTARGET_AMDGPU_STREAM_BUSYWAIT`: nanoseconds a stream's synchronisation spins
     /// before it sleeps (0: it sleeps at once).
     pub stream_busy_wait_ns: u32,
+    /// `LIBOMPTARGET_AMDGPU_HSA_QUEUE_BUSY_TRACKING`: a stream getting work takes the HSA queue
+    /// fewest streams use, rather than the next one round-robin.
+    pub queue_busy_tracking: bool,
+    /// `LIBOMPTARGET_AMDGPU_USE_MULTIPLE_SDMA_ENGINES`: copies alternate between the GPU's
+    /// first two SDMA engines instead of leaving the choice to the runtime.
+    pub multiple_sdma_engines: bool,
 }
 
 impl AmdgpuSettings {
@@ -69,6 +83,12 @@ impl AmdgpuSettings {
                 "LIBOMPTARGET_AMDGPU_STREAM_BUSYWAIT",
                 DEFAULT_STREAM_BUSY_WAIT_NS,
             ),
+            queue_busy_tracking: flag(&get, QUEUE_BUSY_TRACKING_VAR, DEFAULT_QUEUE_BUSY_TRACKING),
+            multiple_sdma_engines: flag(
+                &get,
+                MULTIPLE_SDMA_ENGINES_VAR,
+                DEFAULT_MULTIPLE_SDMA_ENGINES,
+            ),
         }
     }
 
@@ -80,6 +100,22 @@ impl AmdgpuSettings {
         // Round down to a power of two: HSA refuses other sizes.
         let size = 1u32 << (31 - wanted.leading_zeros());
         (count, size)
+    }
+}
+
+/// A boolean variable as LLVM's `BoolEnvar` reads it: `true`, `yes`, `on` or `1`, `false`,
+/// `no`, `off` or `0`, in any case; anything else keeps `default`.
+pub fn flag(get: &impl Fn(&str) -> Option<String>, name: &str, default: bool) -> bool {
+    let Some(text) = get(name) else {
+        return default;
+    };
+    match text.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => true,
+        "false" | "no" | "off" | "0" => false,
+        _ => {
+            log::warn!("{name}='{text}' is not a boolean; using {default}");
+            default
+        }
     }
 }
 
@@ -96,6 +132,30 @@ mod tests {
         assert_eq!(s.max_async_copy_bytes, 1 << 20);
         assert_eq!(s.initial_signals, 64);
         assert_eq!(s.stream_busy_wait_ns, 2_000_000);
+        assert!(s.queue_busy_tracking);
+        assert!(!s.multiple_sdma_engines);
+    }
+
+    #[test]
+    fn booleans_read_as_llvm_reads_them() {
+        let with = |value: &'static str| {
+            AmdgpuSettings::from_lookup(move |name| {
+                [QUEUE_BUSY_TRACKING_VAR, MULTIPLE_SDMA_ENGINES_VAR]
+                    .contains(&name)
+                    .then(|| value.to_string())
+            })
+        };
+        for off in ["0", "false", "OFF", "No"] {
+            let s = with(off);
+            assert!(!s.queue_busy_tracking && !s.multiple_sdma_engines, "{off}");
+        }
+        for on in ["1", "TRUE", "on", "yes"] {
+            let s = with(on);
+            assert!(s.queue_busy_tracking && s.multiple_sdma_engines, "{on}");
+        }
+        // Not a boolean (LLVM does not trim either): the defaults.
+        let s = with(" 1");
+        assert!(s.queue_busy_tracking && !s.multiple_sdma_engines);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::hsa_interface::{Agent, HsaError, HsaInterface, MemoryPool};
 use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargPool;
 use crate::settings::AmdgpuSettings;
-use crate::stream::{Event, Stream, StreamConfig, StreamManager};
+use crate::stream::{Event, Stream, StreamConfig, StreamManager, StreamPolicy};
 use gpu_plugin::images::Images;
 use gpu_plugin::launch_buffers::LaunchBufferPool;
 use gpu_plugin::launch_traces::LaunchTraces;
@@ -154,7 +154,7 @@ impl AmdgpuDevice {
         }
         .limited_by(settings.num_teams, settings.teams_thread_limit);
         let (num_queues, queue_size) = amd.queues_for(agent.queues_max, agent.queue_max_size);
-        let streams = StreamManager::new(
+        let streams = StreamManager::with_policy(
             hsa.clone(),
             StreamConfig {
                 agent: agent.agent,
@@ -166,6 +166,7 @@ impl AmdgpuDevice {
                 initial_signals: amd.initial_signals,
                 busy_wait: std::time::Duration::from_nanos(amd.stream_busy_wait_ns.into()),
             },
+            StreamPolicy::from_settings(amd),
         )
         .map_err(|e| failed("creating the device's streams", e))?;
         log::debug!(

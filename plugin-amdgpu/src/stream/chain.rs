@@ -30,8 +30,14 @@ pub struct Stream<H: HsaInterface> {
 }
 
 pub(super) struct ChainState<H: HsaInterface> {
-    /// The HSA queue, shared with other streams; replaced when it stopped for good.
+    /// The HSA queue, shared with other streams; replaced when it stopped for good, and chosen
+    /// again when the stream gets work after being idle (see [`Stream::activate`]).
     queue: Arc<QueueHealth<H>>,
+    /// The stream counts as a user of `queue`: it has work that was not completed yet.
+    counted: bool,
+    /// The queue was handed out ([`Stream::hsa_queue`]): the stream stays on it (counted as
+    /// its user while it has work, as any stream).
+    pinned: bool,
     pub(super) slots: Vec<Slot<H>>,
     /// The queues the pending work went through (its packets', and those of events waited on).
     watch: QueueSet<H>,
@@ -146,8 +152,11 @@ impl<H: HsaInterface> Stream<H> {
         Stream {
             shared,
             id,
+            // Created for work: the manager counted the stream as the queue's user.
             state: Mutex::new(ChainState {
                 queue,
+                counted: true,
+                pinned: false,
                 slots: Vec::new(),
                 watch: QueueSet::default(),
                 abandoned: Vec::new(),
@@ -156,9 +165,49 @@ impl<H: HsaInterface> Stream<H> {
         }
     }
 
-    /// The HSA queue this stream's packets go to (shared with other streams).
+    /// The HSA queue this stream's packets go to (shared with other streams). The stream keeps
+    /// it from now on (the caller may submit packets to it, an OpenMP interop object's
+    /// `targetsync`), unless it stops for good.
     pub fn hsa_queue(&self) -> Queue {
-        self.state().queue.queue()
+        let mut state = self.state();
+        if let Err(err) = self.pin(&mut state) {
+            // An idle stream that could not get a queue keeps the one it had, which exists.
+            log::warn!("choosing an HSA queue for a stream: {err}");
+            state.pinned = true;
+        }
+        state.queue.queue()
+    }
+
+    /// Makes the stream a user of a queue when it gets work after being idle: the queue pool
+    /// chooses one (the least used, or the next round-robin), as LLVM assigns a queue each time
+    /// a stream leaves the device's pool. A stream with work in flight keeps its queue, so that
+    /// its packets stay ordered.
+    pub(super) fn activate(&self, state: &mut ChainState<H>) -> HsaResult<()> {
+        if state.counted {
+            return Ok(());
+        }
+        if state.pinned {
+            state.queue.add_user();
+        } else {
+            state.queue = self.shared.queues.assign()?;
+        }
+        state.counted = true;
+        Ok(())
+    }
+
+    /// Keeps the stream on its queue for good, choosing it now if the stream is idle.
+    fn pin(&self, state: &mut ChainState<H>) -> HsaResult<()> {
+        self.activate(state)?;
+        state.pinned = true;
+        Ok(())
+    }
+
+    /// The stream's work is done: it lets its queue go (a pinned stream keeps it, uncounted).
+    fn go_idle(state: &mut ChainState<H>) {
+        if state.counted {
+            state.queue.release_user();
+            state.counted = false;
+        }
     }
 
     /// The stream's queue, replaced by a working one when it stopped for good (HSA reported an
@@ -174,7 +223,9 @@ impl<H: HsaInterface> Stream<H> {
                 state.queue.queue().0,
                 err.message
             );
-            state.queue = self.shared.queues.replace(&state.queue)?;
+            let replacement = self.shared.queues.replace(&state.queue)?;
+            state.queue.release_user();
+            state.queue = replacement;
         }
         Ok(Arc::clone(&state.queue))
     }
@@ -240,6 +291,7 @@ impl<H: HsaInterface> Stream<H> {
     ) -> HsaResult<()> {
         let hsa = self.hsa();
         self.check_failed(state)?;
+        self.activate(state)?;
         let health = self.working_queue(state)?;
         let queue = health.queue();
         let stuck = || health.failure();
@@ -345,6 +397,7 @@ impl<H: HsaInterface> Stream<H> {
                 return Err(err);
             }
         }
+        self.activate(&mut state)?;
         let health = self.working_queue(&mut state)?;
         let queue = health.queue();
         let done = self.shared.signals.acquire()?;
@@ -387,7 +440,9 @@ impl<H: HsaInterface> Stream<H> {
         let hsa = self.hsa();
         let mut state = self.state();
         self.check_failed(&state)?;
-        // Not replaced: the fence is for this very queue, which the program also uses.
+        // The queue the program was given ([`Stream::hsa_queue`]); not replaced: the fence is
+        // for this very queue, which the program also uses.
+        self.pin(&mut state)?;
         let health = Arc::clone(&state.queue);
         if let Some(err) = health.failure() {
             return Err(err);
@@ -438,6 +493,7 @@ impl<H: HsaInterface> Stream<H> {
             let last_done = result.is_ok();
             let finished = state.take_completed(last_done);
             state.time_completed(self.hsa(), &finished, last_done);
+            Self::go_idle(&mut state);
             (finished, result)
         };
         let released = finish_slots(&self.shared, finished);
@@ -459,10 +515,11 @@ impl<H: HsaInterface> Stream<H> {
                 },
             };
             let finished = match result {
-                Ok(false) => Vec::new(),
+                Ok(false) => return Ok(false),
                 Ok(true) => state.take_completed(true),
                 Err(_) => state.take_completed(false),
             };
+            Self::go_idle(&mut state);
             state.time_completed(self.hsa(), &finished, result.is_ok());
             (finished, result)
         };
@@ -508,7 +565,7 @@ impl<H: HsaInterface> std::fmt::Debug for Stream<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stream")
             .field("id", &self.id)
-            .field("queue", &self.hsa_queue())
+            .field("queue", &self.state().queue.queue())
             .field("pending_slots", &self.state().slots.len())
             .finish()
     }
@@ -519,7 +576,14 @@ impl<H: HsaInterface> Drop for Stream<H> {
         if let Err(err) = self.synchronize() {
             log::warn!("stream dropped with failed work: {err}");
         }
-        let abandoned = std::mem::take(&mut self.state().abandoned);
+        let abandoned = {
+            let mut state = self.state();
+            if state.counted {
+                state.queue.release_user();
+                state.counted = false;
+            }
+            std::mem::take(&mut state.abandoned)
+        };
         if !abandoned.is_empty() {
             lock(&self.shared.graveyard).extend(abandoned);
         }

@@ -82,6 +82,7 @@ impl<H: HsaInterface> Stream<H> {
         check_addresses(dst, pinned_src.unwrap_or(src))?;
         let mut state = self.state();
         self.check_failed(&state)?;
+        self.activate(&mut state)?;
         let op = state.begin_op(work);
         let timed = op.is_some();
         // SAFETY: the caller's promise, passed on.
@@ -157,6 +158,7 @@ impl<H: HsaInterface> Stream<H> {
         check_addresses(pinned_dst.unwrap_or(dst), src)?;
         let mut state = self.state();
         self.check_failed(&state)?;
+        self.activate(&mut state)?;
         let op = state.begin_op(Work::Counted);
         let timed = op.is_some();
         // SAFETY: the caller's promise, passed on.
@@ -222,6 +224,7 @@ impl<H: HsaInterface> Stream<H> {
         check_addresses(dst, src)?;
         let mut state = self.state();
         self.check_failed(&state)?;
+        self.activate(&mut state)?;
         let copy = CopyOp {
             dst,
             dst_agent,
@@ -251,7 +254,29 @@ impl<H: HsaInterface> Stream<H> {
             }
             None => &[],
         };
-        self.hsa().async_copy(
+        let hsa = self.hsa();
+        let config = &self.shared.config;
+        if let Some(engine) =
+            self.shared
+                .engines
+                .choose(hsa, op.dst_agent, op.src_agent, config.host_agent)
+        {
+            match hsa.async_copy_on_engine(
+                op.dst,
+                op.dst_agent,
+                op.src,
+                op.src_agent,
+                op.size,
+                deps,
+                completion,
+                engine,
+            ) {
+                Ok(()) => return Ok(()),
+                // Refused before anything was queued: the runtime's own choice instead.
+                Err(err) => log::debug!("copy on SDMA engine {:#x} refused: {err}", engine.id),
+            }
+        }
+        hsa.async_copy(
             op.dst,
             op.dst_agent,
             op.src,

@@ -1,13 +1,14 @@
 //! The per-device owner of queues, signals and staging buffers that streams draw from.
 
 use super::chain::Stream;
+use super::copy_engines::CopyEngines;
 use super::event::Event;
 use super::queue_pool::QueuePool;
 use super::shared::Shared;
 use super::signal_pool::SignalPool;
 use super::staging::StagingPool;
 use super::timing::Clock;
-use super::StreamConfig;
+use super::{StreamConfig, StreamPolicy};
 use crate::hsa_interface::{HsaError, HsaInterface, HsaResult};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -38,8 +39,9 @@ pub struct StreamManager<H: HsaInterface> {
 }
 
 impl<H: HsaInterface> StreamManager<H> {
-    /// Creates the initial signals; queues are created when streams first need them.
-    pub fn new(hsa: Arc<H>, config: StreamConfig) -> HsaResult<Self> {
+    /// Creates the initial signals; queues are created when streams first need them, and
+    /// chosen, with the copies' engines, as `policy` says.
+    pub fn with_policy(hsa: Arc<H>, config: StreamConfig, policy: StreamPolicy) -> HsaResult<Self> {
         if config.num_queues == 0 {
             return Err(HsaError::new(
                 HsaError::STATUS_INVALID_ARGUMENT,
@@ -52,6 +54,7 @@ impl<H: HsaInterface> StreamManager<H> {
             config.agent,
             config.num_queues,
             config.queue_size,
+            policy.queue_busy_tracking,
         );
         let staging = StagingPool::new(Arc::clone(&hsa), config.staging_pool, config.agent);
         Ok(StreamManager {
@@ -61,6 +64,7 @@ impl<H: HsaInterface> StreamManager<H> {
                 signals,
                 queues,
                 staging,
+                engines: CopyEngines::new(policy.multiple_sdma_engines),
                 graveyard: Mutex::new(Vec::new()),
                 live_streams: AtomicUsize::new(0),
                 next_stream_id: AtomicU64::new(0),
@@ -70,7 +74,7 @@ impl<H: HsaInterface> StreamManager<H> {
         })
     }
 
-    /// A stream on the next HSA queue in round-robin order (created now if needed).
+    /// A stream, on the HSA queue the policy chooses (created now if needed).
     pub fn create_stream(&self) -> HsaResult<Stream<H>> {
         if self.shared.closed.load(Ordering::Acquire) {
             return Err(HsaError::new(
@@ -110,6 +114,12 @@ impl<H: HsaInterface> StreamManager<H> {
     /// Whether [`StreamManager::start_work_timing`] succeeded.
     pub fn times_work(&self) -> bool {
         self.shared.clock.get().is_some()
+    }
+
+    /// How many streams hold each queue place for work (0 for a queue not created).
+    #[cfg(test)]
+    pub(crate) fn queue_users(&self) -> Vec<usize> {
+        self.shared.queues.users()
     }
 
     pub fn stats(&self) -> ManagerStats {

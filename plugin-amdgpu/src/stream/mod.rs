@@ -6,8 +6,9 @@
 //! ```text
 //! StreamConfig { agent, host_agent, staging_pool, num_queues, queue_size,
 //!                max_async_copy_bytes, initial_signals }        (StreamConfig::with_defaults)
-//! StreamManager::<H>::new(hsa: Arc<H>, config) -> HsaResult<StreamManager<H>>
-//!   .create_stream() -> HsaResult<Stream<H>>     (queue taken round-robin, created lazily)
+//! StreamManager::<H>::with_policy(hsa: Arc<H>, config, StreamPolicy)
+//!   -> HsaResult<StreamManager<H>>           (StreamPolicy: queue and copy engine choice)
+//!   .create_stream() -> HsaResult<Stream<H>>     (queue chosen as StreamPolicy says, created lazily)
 //!   .create_event() -> Event<H>
 //!   .stats() -> ManagerStats
 //!   .start_work_timing() -> HsaResult<()>        (profiles queues and copies; see `timing`)
@@ -41,7 +42,12 @@
 //! signal goes back to the pool when the last holder lets go *and* its value is 0; one that
 //! never completed (its work died with a queue) is parked, never reused.
 //!
-//! Ordering on shared queues: streams share HSA queues round-robin, so a queue interleaves the
+//! Queue choice: a stream takes a queue from the pool when it gets work after being idle and
+//! lets it go once that work completed, as LLVM's streams take one each time they leave the
+//! device's pool: the least used queue, or the next round-robin without busy tracking
+//! ([`StreamPolicy`]). A stream with work in flight keeps its queue.
+//!
+//! Ordering on shared queues: streams share HSA queues, so a queue interleaves the
 //! packets of several streams. A kernel packet has the barrier bit and starts after every earlier
 //! packet of its queue, so it needs no barrier when the stream's previous slot was itself a packet
 //! on the same queue. Otherwise (a copy, a host step, or nothing known) a barrier-AND packet on
@@ -65,6 +71,7 @@
 
 mod chain;
 mod copies;
+mod copy_engines;
 mod event;
 mod host_copy;
 mod manager;
@@ -90,9 +97,36 @@ use crate::hsa_interface::{Agent, MemoryPool};
 use std::time::Duration;
 
 use crate::settings::{
-    DEFAULT_INITIAL_SIGNALS, DEFAULT_MAX_ASYNC_COPY_BYTES, DEFAULT_NUM_QUEUES, DEFAULT_QUEUE_SIZE,
-    DEFAULT_STREAM_BUSY_WAIT_NS,
+    AmdgpuSettings, DEFAULT_INITIAL_SIGNALS, DEFAULT_MAX_ASYNC_COPY_BYTES,
+    DEFAULT_MULTIPLE_SDMA_ENGINES, DEFAULT_NUM_QUEUES, DEFAULT_QUEUE_BUSY_TRACKING,
+    DEFAULT_QUEUE_SIZE, DEFAULT_STREAM_BUSY_WAIT_NS,
 };
+
+/// How a device's streams choose HSA queues and copy engines (LLVM's AMDGPU settings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamPolicy {
+    /// `LIBOMPTARGET_AMDGPU_HSA_QUEUE_BUSY_TRACKING`: a stream getting work takes the queue
+    /// fewest streams use (else the next one round-robin).
+    pub queue_busy_tracking: bool,
+    /// `LIBOMPTARGET_AMDGPU_USE_MULTIPLE_SDMA_ENGINES`: copies alternate between SDMA engines
+    /// `HSA_AMD_SDMA_ENGINE_0` and `_1` (else the runtime picks the engine).
+    pub multiple_sdma_engines: bool,
+}
+
+impl StreamPolicy {
+    /// LLVM's defaults: busy tracking on, one engine chosen by the runtime.
+    pub const LLVM_DEFAULTS: StreamPolicy = StreamPolicy {
+        queue_busy_tracking: DEFAULT_QUEUE_BUSY_TRACKING,
+        multiple_sdma_engines: DEFAULT_MULTIPLE_SDMA_ENGINES,
+    };
+
+    pub fn from_settings(settings: &AmdgpuSettings) -> StreamPolicy {
+        StreamPolicy {
+            queue_busy_tracking: settings.queue_busy_tracking,
+            multiple_sdma_engines: settings.multiple_sdma_engines,
+        }
+    }
+}
 
 /// How one device's streams are set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,7 +137,7 @@ pub struct StreamConfig {
     pub host_agent: Agent,
     /// Fine-grained host pool the pinned staging buffers come from.
     pub staging_pool: MemoryPool,
-    /// HSA queues, created lazily and shared round-robin by streams (at least 1).
+    /// HSA queues, created lazily and shared by streams (at least 1).
     pub num_queues: u32,
     /// Packets per HSA queue (a power of two).
     pub queue_size: u32,

@@ -1,5 +1,13 @@
-//! The HSA queues of one device: created lazily, handed to streams round-robin, replaced when
-//! they stopped for good, destroyed at shutdown; and whether each one can still make progress.
+//! The HSA queues of one device: created lazily, handed to streams, replaced when they stopped
+//! for good, destroyed at shutdown; and whether each one can still make progress.
+//!
+//! Which queue a stream gets (LLVM's `AMDGPUStreamManagerTy::assignNextQueue`): with busy
+//! tracking (`LIBOMPTARGET_AMDGPU_HSA_QUEUE_BUSY_TRACKING`, on by default) the first created
+//! queue that no stream uses, else the one with the fewest users (a queue not created yet has
+//! none: it is created then); without, the next queue round-robin. A queue's users are the
+//! streams holding it for work (see `Stream`'s activation): a stream takes a queue when it gets
+//! work after being idle and lets it go once that work is done, as LLVM's streams take one when
+//! they leave the device's pool and let it go when they return to it.
 //!
 //! A queue stops for good in two ways: HSA reports an error for it (a kernel faulted), or a
 //! barrier packet in it waits for another stream's work that went through a stopped queue.
@@ -17,7 +25,13 @@ pub(crate) struct QueuePool<H: HsaInterface> {
     agent: Agent,
     size: u32,
     entries: Vec<Entry<H>>,
+    /// The next queue of the round-robin choice.
     next: AtomicUsize,
+    /// Choose the least used queue (LLVM's busy tracking) rather than round-robin.
+    busy_tracking: bool,
+    /// Held while a queue is chosen and its user counted, so that two streams choosing at
+    /// once see each other's choice (LLVM chooses under its stream pool's lock).
+    choosing: Mutex<()>,
     /// Queues that stopped and were replaced: destroyed at shutdown, when no stream refers to
     /// them any more.
     retired: Mutex<Vec<Arc<QueueHealth<H>>>>,
@@ -32,7 +46,13 @@ struct Entry<H: HsaInterface> {
 }
 
 impl<H: HsaInterface> QueuePool<H> {
-    pub(crate) fn new(hsa: Arc<H>, agent: Agent, count: u32, size: u32) -> Self {
+    pub(crate) fn new(
+        hsa: Arc<H>,
+        agent: Agent,
+        count: u32,
+        size: u32,
+        busy_tracking: bool,
+    ) -> Self {
         let entries = (0..count)
             .map(|_| Entry {
                 health: Mutex::new(None),
@@ -44,6 +64,8 @@ impl<H: HsaInterface> QueuePool<H> {
             size,
             entries,
             next: AtomicUsize::new(0),
+            busy_tracking,
+            choosing: Mutex::new(()),
             retired: Mutex::new(Vec::new()),
             profiling: AtomicBool::new(false),
         }
@@ -62,9 +84,16 @@ impl<H: HsaInterface> QueuePool<H> {
         Ok(())
     }
 
-    /// The next queue in round-robin order, created if it does not exist yet.
+    /// A queue for a stream that gets work, counted as one more user of it: the least used one
+    /// with busy tracking, else the next in round-robin order; created if it does not exist
+    /// yet. The stream gives it back with [`QueueHealth::release_user`].
     pub(crate) fn assign(&self) -> HsaResult<Arc<QueueHealth<H>>> {
-        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.entries.len().max(1);
+        let _choosing = lock(&self.choosing);
+        let index = if self.busy_tracking {
+            self.least_used()
+        } else {
+            self.next.fetch_add(1, Ordering::Relaxed) % self.entries.len().max(1)
+        };
         let entry = self.entries.get(index).ok_or_else(|| {
             HsaError::new(
                 HsaError::STATUS_INVALID_ARGUMENT,
@@ -72,12 +101,50 @@ impl<H: HsaInterface> QueuePool<H> {
             )
         })?;
         let mut health = lock(&entry.health);
-        if let Some(health) = health.as_ref() {
-            return Ok(Arc::clone(health));
+        let queue = match health.as_ref() {
+            Some(health) => Arc::clone(health),
+            None => {
+                let created = self.create()?;
+                *health = Some(Arc::clone(&created));
+                created
+            }
+        };
+        queue.users.fetch_add(1, Ordering::AcqRel);
+        Ok(queue)
+    }
+
+    /// LLVM's choice with busy tracking: the first created queue without users, else the
+    /// first with the fewest (a queue not created yet counts as none, but is taken only when
+    /// every created one is in use).
+    fn least_used(&self) -> usize {
+        let mut chosen = 0;
+        let mut fewest = usize::MAX;
+        for (index, entry) in self.entries.iter().enumerate() {
+            let users = lock(&entry.health)
+                .as_ref()
+                .map(|health| health.users.load(Ordering::Acquire));
+            if users == Some(0) {
+                return index;
+            }
+            let users = users.unwrap_or(0);
+            if users < fewest {
+                (chosen, fewest) = (index, users);
+            }
         }
-        let created = self.create()?;
-        *health = Some(Arc::clone(&created));
-        Ok(created)
+        chosen
+    }
+
+    /// How many streams use each queue place (0 for one not created): for tests.
+    #[cfg(test)]
+    pub(crate) fn users(&self) -> Vec<usize> {
+        self.entries
+            .iter()
+            .map(|entry| {
+                lock(&entry.health)
+                    .as_ref()
+                    .map_or(0, |health| health.users.load(Ordering::Acquire))
+            })
+            .collect()
     }
 
     fn create(&self) -> HsaResult<Arc<QueueHealth<H>>> {
@@ -92,14 +159,15 @@ impl<H: HsaInterface> QueuePool<H> {
         Ok(Arc::new(QueueHealth {
             hsa: Arc::clone(&self.hsa),
             queue,
+            users: AtomicUsize::new(0),
             waits: Mutex::new(Vec::new()),
             submit: Mutex::new(()),
         }))
     }
 
     /// A working queue for a stream whose queue `failed` stopped for good: the queue that took
-    /// its place, created now if nobody replaced it yet. The stopped queue is destroyed at
-    /// shutdown.
+    /// its place, created now if nobody replaced it yet, counted as one more user of it (the
+    /// stream lets the stopped one go). The stopped queue is destroyed at shutdown.
     pub(crate) fn replace(&self, failed: &Arc<QueueHealth<H>>) -> HsaResult<Arc<QueueHealth<H>>> {
         for entry in &self.entries {
             let mut health = lock(&entry.health);
@@ -107,10 +175,11 @@ impl<H: HsaInterface> QueuePool<H> {
                 let created = self.create()?;
                 lock(&self.retired).push(Arc::clone(failed));
                 *health = Some(Arc::clone(&created));
+                created.users.fetch_add(1, Ordering::AcqRel);
                 return Ok(created);
             }
         }
-        // Replaced already by another stream: take a queue round-robin.
+        // Replaced already by another stream: take a queue as a stream getting work does.
         self.assign()
     }
 
@@ -144,6 +213,8 @@ impl<H: HsaInterface> QueuePool<H> {
 pub(crate) struct QueueHealth<H: HsaInterface> {
     hsa: Arc<H>,
     queue: Queue,
+    /// Streams holding this queue for work (see [`QueuePool::assign`]).
+    users: AtomicUsize,
     waits: Mutex<Vec<CrossWait<H>>>,
     /// Held while a barrier and its kernel are written, so no other packet comes between them
     /// (not needed for correctness: it keeps other streams from queueing behind our barrier).
@@ -160,6 +231,19 @@ struct CrossWait<H: HsaInterface> {
 impl<H: HsaInterface> QueueHealth<H> {
     pub(crate) fn queue(&self) -> Queue {
         self.queue
+    }
+
+    /// A stream that keeps this queue (handed out) has work for it again.
+    pub(crate) fn add_user(&self) {
+        self.users.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A stream that held this queue for work lets it go.
+    pub(crate) fn release_user(&self) {
+        let released = self
+            .users
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        debug_assert!(released.is_ok(), "queue released more often than assigned");
     }
 
     pub(crate) fn submit_lock(&self) -> std::sync::MutexGuard<'_, ()> {
@@ -191,10 +275,7 @@ impl<H: HsaInterface> QueueHealth<H> {
         }
         seen.push(me);
         if let Some(err) = self.hsa.queue_error(self.queue) {
-            return Some(HsaError::new(
-                err.status,
-                format!("HSA queue {:#x} failed: {}", self.queue.0, err.message),
-            ));
+            return Some(err);
         }
         // Copied out so no lock is held while other queues are asked (they may ask us).
         let blocking: Vec<Vec<Arc<Self>>> = {

@@ -1,6 +1,7 @@
 //! What the streams of one device share: the pools they draw from, the work failed streams
 //! left behind, and the release actions that give resources back once work completed.
 
+use super::copy_engines::CopyEngines;
 use super::queue_pool::QueuePool;
 use super::signal_pool::SignalPool;
 use super::slot::{Release, Slot};
@@ -19,6 +20,8 @@ pub(crate) struct Shared<H: HsaInterface> {
     pub(crate) signals: SignalPool<H>,
     pub(crate) queues: QueuePool<H>,
     pub(crate) staging: StagingPool<H>,
+    /// Which SDMA engine each copy asks for.
+    pub(crate) engines: CopyEngines,
     /// Slots of dropped streams whose work failed and never completed; kept so their signals and
     /// buffers are not reused while a dead barrier or copy may still refer to them.
     pub(crate) graveyard: Mutex<Vec<Slot<H>>>,

@@ -3,7 +3,7 @@
 //! accept only ranges the GPU may use.
 
 use super::profiling::system_ticks;
-use super::{invalid, FaultOp, Inner, SoftwareHsa, DEVICE_POOL, GPU_AGENT, HOST_POOL};
+use super::{invalid, FaultOp, Inner, SoftwareHsa, DEVICE_POOL, GPU_AGENT, HOST_AGENT, HOST_POOL};
 use crate::hsa_interface::{Agent, HsaError, HsaResult, MemoryPool, Signal};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
@@ -350,4 +350,31 @@ impl Inner {
         x ^= x >> 31;
         Duration::from_micros(x % (max + 1))
     }
+}
+
+/// ROCr's refusals of `hsa_amd_memory_async_copy_on_engine` for the double's GPU (gfx90a, two
+/// SDMA engines): an id that is not one bit or names no engine, and engine 1 for a copy that
+/// is not from the host to the GPU (nor within the GPU).
+pub(super) fn check_engine(dst_agent: Agent, src_agent: Agent, id: u32) -> HsaResult<()> {
+    let host_to_gpu = src_agent == HOST_AGENT && dst_agent == GPU_AGENT;
+    let within_gpu = src_agent == dst_agent;
+    if !matches!(id, 1 | 2) || (id == 1 && !host_to_gpu && !within_gpu) {
+        return Err(invalid(format!(
+            "SDMA engine id {id:#x} cannot copy from agent {:#x} to agent {:#x}",
+            src_agent.0, dst_agent.0
+        )));
+    }
+    Ok(())
+}
+
+/// `hsa_amd_memory_copy_engine_status` for the double's GPU: engines 1 and 2 from the host,
+/// engine 2 towards it; a copy within the GPU has none (`INVALID_AGENT`).
+pub(super) fn engine_status(dst_agent: Agent, src_agent: Agent) -> HsaResult<u32> {
+    if dst_agent == src_agent {
+        return Err(HsaError::new(
+            hsa_sys::HSA_STATUS_ERROR_INVALID_AGENT,
+            "a copy within one agent runs on no SDMA engine",
+        ));
+    }
+    Ok(if src_agent == HOST_AGENT { 0b11 } else { 0b10 })
 }

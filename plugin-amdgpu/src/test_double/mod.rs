@@ -12,6 +12,9 @@
 //!   completion signal is never decremented.
 //! - Each async copy runs on its own thread (after an optional random delay, to shake out
 //!   missing dependences): waits for its dependences, copies, decrements the completion signal.
+//!   A copy on a named SDMA engine is checked by ROCr's rules for an MI200 (gfx90a) GPU with
+//!   two engines: engine 1 copies only from the host; `copy_engine_status` lists engines 1 and
+//!   2 from the host, engine 2 towards it, none within the GPU.
 //! - Memory comes from two pools: [`DEVICE_POOL`] and the fine-grained [`HOST_POOL`], real heap
 //!   memory. `async_copy` rejects (`INVALID_ARGUMENT`, synchronously) any range that is not pool
 //!   memory or the agent address of locked host memory; host-pool memory also needs
@@ -42,7 +45,7 @@ pub use memory::DeviceMemory;
 
 use crate::hsa_interface::{
     Agent, HsaError, HsaInterface, HsaResult, KernelDispatch, MemoryPool, Queue, QueueOrder,
-    Signal, SignalHandler, Stuck, WaitMode,
+    SdmaEngine, Signal, SignalHandler, Stuck, WaitMode,
 };
 use memory::Memory;
 use profiling::CLOCK_HZ;
@@ -135,6 +138,11 @@ struct Inner {
     copy_profiling: AtomicBool,
     /// How long each copy takes once started (a slow copy engine), in microseconds.
     copy_us: AtomicU64,
+    /// The SDMA engine id each copy was submitted for, in submission order (`None`: the
+    /// runtime's choice, `hsa_amd_memory_async_copy`).
+    copy_engines: Mutex<Vec<Option<u32>>>,
+    /// What `copy_engine_status` answers instead of its rules, when set.
+    engine_status: Mutex<Option<u32>>,
 }
 
 #[derive(Default)]
@@ -177,6 +185,8 @@ impl SoftwareHsa {
             rng: AtomicU64::new(0x853c_49e6_748f_ea9b),
             copy_profiling: AtomicBool::new(false),
             copy_us: AtomicU64::new(0),
+            copy_engines: Mutex::new(Vec::new()),
+            engine_status: Mutex::new(None),
         });
         let worker = Arc::clone(&inner);
         let handler_thread = thread::Builder::new()
@@ -215,6 +225,16 @@ impl SoftwareHsa {
     /// The next `successes` calls of `op` succeed, the one after fails (once).
     pub fn fail_after(&self, op: FaultOp, successes: usize) {
         lock(&self.inner.faults).insert(op, successes);
+    }
+
+    /// The SDMA engine id each copy was submitted for, in order (`None`: no engine named).
+    pub fn copy_engines(&self) -> Vec<Option<u32>> {
+        lock(&self.inner.copy_engines).clone()
+    }
+
+    /// Makes `copy_engine_status` answer `mask` (0: no engine free) instead of its rules.
+    pub fn set_engine_status(&self, mask: Option<u32>) {
+        *lock(&self.inner.engine_status) = mask;
     }
 
     /// Misuses seen so far (empty when the code under test behaved).
@@ -402,7 +422,40 @@ impl HsaInterface for SoftwareHsa {
         deps: &[Signal],
         completion: Signal,
     ) -> HsaResult<()> {
-        self.inner.async_copy(dst, src, size, deps, completion)
+        self.inner.async_copy(dst, src, size, deps, completion)?;
+        lock(&self.inner.copy_engines).push(None);
+        Ok(())
+    }
+
+    fn async_copy_on_engine(
+        &self,
+        dst: usize,
+        dst_agent: Agent,
+        src: usize,
+        src_agent: Agent,
+        size: usize,
+        deps: &[Signal],
+        completion: Signal,
+        engine: SdmaEngine,
+    ) -> HsaResult<()> {
+        memory::check_engine(dst_agent, src_agent, engine.id)?;
+        self.inner.async_copy(dst, src, size, deps, completion)?;
+        lock(&self.inner.copy_engines).push(Some(engine.id));
+        Ok(())
+    }
+
+    fn copy_engine_status(&self, dst_agent: Agent, src_agent: Agent) -> HsaResult<u32> {
+        let mask = match *lock(&self.inner.engine_status) {
+            Some(mask) => mask,
+            None => memory::engine_status(dst_agent, src_agent)?,
+        };
+        if mask == 0 {
+            return Err(HsaError::new(
+                HsaError::STATUS_OUT_OF_RESOURCES,
+                "no SDMA engine is free for this copy",
+            ));
+        }
+        Ok(mask)
     }
 
     fn allocate(&self, pool: MemoryPool, size: usize) -> HsaResult<usize> {

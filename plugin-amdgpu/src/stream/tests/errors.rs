@@ -144,7 +144,8 @@ fn waiting_on_the_event_of_a_failed_stream_fails() {
 #[test]
 fn a_queue_blocked_by_a_barrier_on_failed_work_fails_its_other_streams() {
     watchdog(|| {
-        // Three queues taken round-robin: A q0, B q1, C q2, (spare q0), D q1 beside B.
+        // Three queues, each stream taking the least used: A q0, B q1, C q2, (spare q0), D q1
+        // beside B.
         let fx = Fixture::new(3);
         let a = fx.stream();
         let b = fx.stream();

@@ -1,7 +1,7 @@
 //! Fixture, watchdog and kernels shared by the tests.
 
 use crate::hsa_interface::KernelDispatch;
-use crate::stream::{Stream, StreamConfig, StreamManager};
+use crate::stream::{Stream, StreamConfig, StreamManager, StreamPolicy};
 use crate::test_double::{DeviceMemory, SoftwareHsa};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -45,14 +45,23 @@ impl Fixture {
         Self::with_config(|config| config.num_queues = num_queues)
     }
 
-    /// Defaults: 4 queues, 8 initial signals, LLVM's other defaults.
+    /// Defaults: 4 queues, 8 initial signals, LLVM's other defaults (whatever the environment
+    /// of the test run says).
     pub(super) fn with_config(adjust: impl FnOnce(&mut StreamConfig)) -> Self {
+        Self::with_policy(adjust, StreamPolicy::LLVM_DEFAULTS)
+    }
+
+    pub(super) fn with_policy(
+        adjust: impl FnOnce(&mut StreamConfig),
+        policy: StreamPolicy,
+    ) -> Self {
         let hsa = Arc::new(SoftwareHsa::new());
         let mut config =
             StreamConfig::with_defaults(hsa.gpu_agent(), hsa.host_agent(), hsa.host_pool());
         config.initial_signals = 8;
         adjust(&mut config);
-        let manager = StreamManager::new(Arc::clone(&hsa), config).expect("stream manager");
+        let manager =
+            StreamManager::with_policy(Arc::clone(&hsa), config, policy).expect("stream manager");
         let mem = hsa.memory();
         Fixture {
             hsa,
