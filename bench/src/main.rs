@@ -418,45 +418,38 @@ fn report(m: &Measurements, o: &Options) -> (String, bool) {
             );
         }
     }
-    for rt in [Runtime::Ours, Runtime::Llvm] {
-        let share = median(m, "mapped_bandwidth", rt)
-            .zip(median(m, "memcpy_bandwidth", rt))
-            .map(|(a, b)| a / b);
-        let (what, met) = match rt {
-            Runtime::Ours => (
-                "mapped copy bandwidth ≥ 90% of memcpy (ours)",
-                share.map(|s| s >= 0.9),
-            ),
-            Runtime::Llvm => (
-                "mapped copy bandwidth / memcpy (LLVM 19, for reference)",
-                None,
-            ),
-        };
-        check(
-            what.into(),
-            share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
-            met,
-        );
-    }
-    for rt in [Runtime::Ours, Runtime::Llvm] {
-        let share = median(m, "target_memset_bandwidth", rt)
-            .zip(median(m, "memset_bandwidth", rt))
-            .map(|(a, b)| a / b);
-        let (what, met) = match rt {
-            Runtime::Ours => (
-                "omp_target_memset bandwidth ≥ 90% of memset (ours)",
-                share.map(|s| s >= 0.9),
-            ),
-            Runtime::Llvm => (
-                "omp_target_memset bandwidth / memset (LLVM 19, for reference)",
-                None,
-            ),
-        };
-        check(
-            what.into(),
-            share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
-            met,
-        );
+    // Bandwidths against the machine's own limit in the same process: ours must reach 90%.
+    for (runtime_metric, limit_metric, what, of) in [
+        (
+            "mapped_bandwidth",
+            "memcpy_bandwidth",
+            "mapped copy bandwidth",
+            "memcpy",
+        ),
+        (
+            "target_memset_bandwidth",
+            "memset_bandwidth",
+            "omp_target_memset bandwidth",
+            "memset",
+        ),
+    ] {
+        for rt in [Runtime::Ours, Runtime::Llvm] {
+            let share = median(m, runtime_metric, rt)
+                .zip(median(m, limit_metric, rt))
+                .map(|(a, b)| a / b);
+            let (what, met) = match rt {
+                Runtime::Ours => (
+                    format!("{what} ≥ 90% of {of} (ours)"),
+                    share.map(|s| s >= 0.9),
+                ),
+                Runtime::Llvm => (format!("{what} / {of} (LLVM 19, for reference)"), None),
+            };
+            check(
+                what,
+                share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
+                met,
+            );
+        }
     }
     // A ratio of ours with LLVM 19's beside it.
     let beside_llvm = |metric: &str| {
@@ -563,7 +556,10 @@ fn main() {
     }
     let selected = selected_cases(&o);
     if selected.is_empty() {
-        eprintln!("no benchmark program is named {:?}", o.only.unwrap_or_default());
+        eprintln!(
+            "no benchmark program is named {:?}",
+            o.only.unwrap_or_default()
+        );
         std::process::exit(2);
     }
     let mut programs: Vec<&str> = selected.iter().map(|c| c.program).collect();

@@ -89,6 +89,34 @@ fn raw_signals(signals: &[Signal]) -> Vec<hsa_signal_t> {
     signals.iter().map(|&signal| raw_signal(signal)).collect()
 }
 
+/// A copy's dependency signals as the runtime's copy calls take them: the list, its length,
+/// and a pointer that is null for none (the list lives as long as this).
+struct Dependencies {
+    signals: Vec<hsa_signal_t>,
+    count: u32,
+}
+
+impl Dependencies {
+    fn of(deps: &[Signal]) -> HsaResult<Dependencies> {
+        Ok(Dependencies {
+            signals: raw_signals(deps),
+            count: count(deps.len(), "dependency signals")?,
+        })
+    }
+
+    fn pointer(&self) -> *const hsa_signal_t {
+        if self.signals.is_empty() {
+            std::ptr::null()
+        } else {
+            self.signals.as_ptr()
+        }
+    }
+}
+
+fn raw_agent(agent: Agent) -> hsa_agent_t {
+    hsa_agent_t { handle: agent.0 }
+}
+
 /// A count of agents or signals as the `u32` HSA takes.
 fn count(len: usize, what: &str) -> HsaResult<u32> {
     u32::try_from(len).map_err(|_| {
@@ -216,29 +244,19 @@ impl HsaInterface for RealHsa {
         deps: &[Signal],
         completion: Signal,
     ) -> HsaResult<()> {
-        let deps = raw_signals(deps);
-        let dep_count = count(deps.len(), "dependency signals")?;
-        let dep_pointer = if deps.is_empty() {
-            std::ptr::null()
-        } else {
-            deps.as_ptr()
-        };
+        let deps = Dependencies::of(deps)?;
         // SAFETY: the seam's contract: both ranges are device memory or host memory the
         // agents may access, and the signals are live; `deps` outlives the call (the runtime
         // copies the dependency list before returning).
         let status = unsafe {
             (self.library().hsa_amd_memory_async_copy)(
                 dst as *mut c_void,
-                hsa_agent_t {
-                    handle: dst_agent.0,
-                },
+                raw_agent(dst_agent),
                 src as *const c_void,
-                hsa_agent_t {
-                    handle: src_agent.0,
-                },
+                raw_agent(src_agent),
                 size,
-                dep_count,
-                dep_pointer,
+                deps.count,
+                deps.pointer(),
                 raw_signal(completion),
             )
         };
@@ -260,27 +278,17 @@ impl HsaInterface for RealHsa {
             self.library().hsa_amd_memory_async_copy_on_engine,
             "hsa_amd_memory_async_copy_on_engine",
         )?;
-        let deps = raw_signals(deps);
-        let dep_count = count(deps.len(), "dependency signals")?;
-        let dep_pointer = if deps.is_empty() {
-            std::ptr::null()
-        } else {
-            deps.as_ptr()
-        };
+        let deps = Dependencies::of(deps)?;
         // SAFETY: as for `async_copy`; the engine is a plain id the runtime checks.
         let status = unsafe {
             copy(
                 dst as *mut c_void,
-                hsa_agent_t {
-                    handle: dst_agent.0,
-                },
+                raw_agent(dst_agent),
                 src as *const c_void,
-                hsa_agent_t {
-                    handle: src_agent.0,
-                },
+                raw_agent(src_agent),
                 size,
-                dep_count,
-                dep_pointer,
+                deps.count,
+                deps.pointer(),
                 raw_signal(completion),
                 engine.id,
                 engine.force_sdma,

@@ -130,6 +130,37 @@ fn run_llvm_19(exe: &Path) -> Run {
     run_with(exe, path, &[("OMP_DEFAULT_DEVICE", device)])
 }
 
+/// After the fault of the null-write program, the plugin names the kernels the device launched
+/// last, newest first, as LLVM 22 words it; with `OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES=1`, the
+/// last launch's host stack, down to the program's `main`.
+fn the_null_write_s_launches_are_reported(gpu: EmulatedGpu, exe: &Path, run: &Run) {
+    assert!(
+        run.says("Display last 2 kernels launched:", "")
+            && run.says(
+                "Kernel 0: 'omp target in main @ 16 (__omp_offloading_",
+                "_main_l16)'"
+            )
+            && run.says("Kernel 1: 'omp target in main @ 12 (", ""),
+        "{}",
+        run.stderr
+    );
+    let traced = run_ours_with(
+        gpu,
+        exe,
+        &[("OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES", "1".into())],
+    );
+    traced.survived_the_fault();
+    assert!(
+        traced.says("Display 1 of the 2 last kernel launch traces", "")
+            && traced.says("Kernel 0: 'omp target in main @ 16", "")
+            && !traced.says("Kernel 1:", "")
+            && traced.says("#", " __tgt_target_kernel")
+            && traced.says("#", " main"),
+        "{}",
+        traced.stderr
+    );
+}
+
 #[test]
 fn a_null_write_in_a_kernel_is_the_cuda_drivers_illegal_address() {
     let exe = tests::compile_cuda_twin(NULL_WRITE);
@@ -146,31 +177,11 @@ fn a_null_write_in_a_kernel_is_the_cuda_drivers_illegal_address() {
         run.says(
             "OFFLOAD ERROR",
             "a kernel on CUDA device 0 faulted: CUDA_ERROR_ILLEGAL_ADDRESS (700)"
-        ) && run.says("Display last 2 kernels launched:", "")
-            && run.says(
-                "Kernel 0: 'omp target in main @ 16 (__omp_offloading_",
-                "_main_l16)'"
-            )
-            && run.says("Kernel 1: 'omp target in main @ 12 (", ""),
+        ),
         "{}",
         run.stderr
     );
-    // With the launches' host stacks: the last one's, down to the program's `main`.
-    let traced = run_ours_with(
-        EmulatedGpu::Cuda,
-        &exe,
-        &[("OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES", "1".into())],
-    );
-    traced.survived_the_fault();
-    assert!(
-        traced.says("Display 1 of the 2 last kernel launch traces", "")
-            && traced.says("Kernel 0: 'omp target in main @ 16", "")
-            && !traced.says("Kernel 1:", "")
-            && traced.says("#", " __tgt_target_kernel")
-            && traced.says("#", " main"),
-        "{}",
-        traced.stderr
-    );
+    the_null_write_s_launches_are_reported(EmulatedGpu::Cuda, &exe, &run);
     let llvm = run_llvm_19(&exe);
     llvm.survived_the_fault();
     assert!(
@@ -223,30 +234,7 @@ fn a_null_write_in_a_kernel_is_an_hsa_memory_fault() {
         "{}",
         run.stderr
     );
-    // Then the kernels the GPU launched last, newest first; with stacks when asked for.
-    assert!(
-        run.says("Display last 2 kernels launched:", "")
-            && run.says(
-                "Kernel 0: 'omp target in main @ 16 (__omp_offloading_",
-                "_main_l16)'"
-            )
-            && run.says("Kernel 1: 'omp target in main @ 12 (", ""),
-        "{}",
-        run.stderr
-    );
-    let traced = run_ours_with(
-        EmulatedGpu::Amdgpu,
-        &exe,
-        &[("OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES", "1".into())],
-    );
-    traced.survived_the_fault();
-    assert!(
-        traced.says("Display 1 of the 2 last kernel launch traces", "")
-            && traced.says("Kernel 0: 'omp target in main @ 16", "")
-            && traced.says("#", " main"),
-        "{}",
-        traced.stderr
-    );
+    the_null_write_s_launches_are_reported(EmulatedGpu::Amdgpu, &exe, &run);
     let llvm = run_llvm_19(&exe);
     llvm.survived_the_fault();
     assert!(

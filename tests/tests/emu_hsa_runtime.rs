@@ -23,6 +23,9 @@ unsafe extern "C" fn on_event(event: *const hsa_amd_event_t, _data: *mut c_void)
     HSA_STATUS_SUCCESS
 }
 
+#[path = "support/hsa_agents.rs"]
+mod hsa_agents;
+
 /// Initialises the runtime once (with a system event handler, so faults are reported to the
 /// test instead of stopping the process) and returns (CPU, GPUs).
 fn system() -> &'static (hsa_agent_t, Vec<hsa_agent_t>) {
@@ -33,37 +36,7 @@ fn system() -> &'static (hsa_agent_t, Vec<hsa_agent_t>) {
             hsa_amd_register_system_event_handler(Some(on_event), std::ptr::null_mut()),
             HSA_STATUS_SUCCESS
         );
-        unsafe extern "C" fn collect(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
-            // SAFETY: `data` is the vector below.
-            unsafe { (*(data as *mut Vec<hsa_agent_t>)).push(agent) };
-            HSA_STATUS_SUCCESS
-        }
-        let mut agents: Vec<hsa_agent_t> = Vec::new();
-        assert_eq!(
-            hsa_iterate_agents(Some(collect), &mut agents as *mut _ as *mut c_void),
-            HSA_STATUS_SUCCESS
-        );
-        let kind = |a: hsa_agent_t| {
-            let mut device = u32::MAX;
-            assert_eq!(
-                hsa_agent_get_info(
-                    a,
-                    HSA_AGENT_INFO_DEVICE,
-                    &mut device as *mut _ as *mut c_void
-                ),
-                HSA_STATUS_SUCCESS
-            );
-            device
-        };
-        let cpu = *agents
-            .iter()
-            .find(|&&a| kind(a) == HSA_DEVICE_TYPE_CPU)
-            .unwrap();
-        let gpus = agents
-            .into_iter()
-            .filter(|&a| kind(a) == HSA_DEVICE_TYPE_GPU)
-            .collect();
-        (cpu, gpus)
+        hsa_agents::agents()
     })
 }
 

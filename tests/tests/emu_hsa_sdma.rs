@@ -8,33 +8,12 @@ use hsa_sys::*;
 use omptarget_emu_hsa::*;
 use std::ffi::c_void;
 
+#[path = "support/hsa_agents.rs"]
+mod hsa_agents;
+
 fn agents() -> (hsa_agent_t, Vec<hsa_agent_t>) {
     assert_eq!(hsa_init(), HSA_STATUS_SUCCESS);
-    unsafe extern "C" fn collect(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
-        // SAFETY: `data` is the vector below.
-        unsafe { (*(data as *mut Vec<hsa_agent_t>)).push(agent) };
-        HSA_STATUS_SUCCESS
-    }
-    let mut agents: Vec<hsa_agent_t> = Vec::new();
-    assert_eq!(
-        hsa_iterate_agents(Some(collect), &mut agents as *mut _ as *mut c_void),
-        HSA_STATUS_SUCCESS
-    );
-    let is_gpu = |a: hsa_agent_t| {
-        let mut device = u32::MAX;
-        assert_eq!(
-            hsa_agent_get_info(
-                a,
-                HSA_AGENT_INFO_DEVICE,
-                &mut device as *mut _ as *mut c_void
-            ),
-            HSA_STATUS_SUCCESS
-        );
-        device == HSA_DEVICE_TYPE_GPU
-    };
-    let cpu = *agents.iter().find(|&&a| !is_gpu(a)).unwrap();
-    let gpus = agents.into_iter().filter(|&a| is_gpu(a)).collect();
-    (cpu, gpus)
+    hsa_agents::agents()
 }
 
 fn device_memory(gpu: hsa_agent_t, size: usize) -> *mut u8 {

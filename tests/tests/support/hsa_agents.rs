@@ -1,0 +1,41 @@
+//! The emulated HSA runtime's agents, as a test that calls it in-process finds them (shared by
+//! such tests through `#[path]`).
+
+use hsa_sys::*;
+use omptarget_emu_hsa::*;
+use std::ffi::c_void;
+
+/// The CPU agent and the GPU agents, in the runtime's order (after `hsa_init`).
+pub fn agents() -> (hsa_agent_t, Vec<hsa_agent_t>) {
+    unsafe extern "C" fn collect(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
+        // SAFETY: `data` is the vector below.
+        unsafe { (*(data as *mut Vec<hsa_agent_t>)).push(agent) };
+        HSA_STATUS_SUCCESS
+    }
+    let mut agents: Vec<hsa_agent_t> = Vec::new();
+    assert_eq!(
+        hsa_iterate_agents(Some(collect), &mut agents as *mut _ as *mut c_void),
+        HSA_STATUS_SUCCESS
+    );
+    let kind = |a: hsa_agent_t| {
+        let mut device = u32::MAX;
+        assert_eq!(
+            hsa_agent_get_info(
+                a,
+                HSA_AGENT_INFO_DEVICE,
+                &mut device as *mut _ as *mut c_void
+            ),
+            HSA_STATUS_SUCCESS
+        );
+        device
+    };
+    let cpu = *agents
+        .iter()
+        .find(|&&a| kind(a) == HSA_DEVICE_TYPE_CPU)
+        .unwrap();
+    let gpus = agents
+        .into_iter()
+        .filter(|&a| kind(a) == HSA_DEVICE_TYPE_GPU)
+        .collect();
+    (cpu, gpus)
+}
