@@ -4,7 +4,7 @@
 use omptarget_rtl_amdgpu::hsa::HsaRuntime;
 use omptarget_rtl_amdgpu::hsa_interface::KernelDispatch;
 use omptarget_rtl_amdgpu::hsa_real::RealHsa;
-use omptarget_rtl_amdgpu::stream::{StreamConfig, StreamManager};
+use omptarget_rtl_amdgpu::stream::{StreamConfig, StreamManager, StreamPolicy};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,7 +45,8 @@ fn a_full_ring_behind_a_barrier_on_failed_work_fails_and_the_stream_moves_on() {
     let mut config = StreamConfig::with_defaults(gpu.agent, cpu.agent, fine.pool);
     config.num_queues = 2;
     config.queue_size = 64;
-    let manager = StreamManager::new(Arc::new(RealHsa::new(runtime.clone())), config).unwrap();
+    let hsa = Arc::new(RealHsa::new(runtime.clone()));
+    let manager = StreamManager::with_policy(hsa, config, StreamPolicy::LLVM_DEFAULTS).unwrap();
     // Round-robin: A on the first queue, B on the second, C (unused) on the first, D beside B.
     let (a, b, _c, d) = (
         manager.create_stream().unwrap(),
