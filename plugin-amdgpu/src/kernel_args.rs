@@ -26,14 +26,37 @@ impl LaunchShape {
     }
 }
 
-/// Builds the argument segment of `kernel` for `values` (one pointer-sized value per explicit
-/// argument, launch environment first when the kernel takes one).
+/// The explicit arguments of a launch.
+#[derive(Copy, Clone, Debug)]
+pub enum Explicit<'a> {
+    /// One pointer-sized value per explicit argument (an OpenMP launch: the launch environment
+    /// first when the kernel takes one), each placed where the metadata says.
+    Values(&'a [usize]),
+    /// The explicit arguments as the kernel language laid them out (a kernel-language launch,
+    /// LLVM 22's `llvmLaunchKernel`): copied to the start of the segment as they are.
+    Buffer(&'a [u8]),
+}
+
+/// Builds the argument segment of `kernel` for `explicit`, then its hidden arguments.
 pub fn build(
     kernel: &KernelMetadata,
-    values: &[usize],
+    explicit: Explicit<'_>,
     shape: LaunchShape,
 ) -> Result<Vec<u8>, String> {
     let mut segment = vec![0u8; kernel.kernarg_segment_size as usize];
+    match explicit {
+        Explicit::Values(values) => place_values(kernel, &mut segment, values)?,
+        Explicit::Buffer(buffer) => place_buffer(kernel, &mut segment, buffer)?,
+    }
+    place_hidden(kernel, &mut segment, shape)?;
+    Ok(segment)
+}
+
+fn place_values(
+    kernel: &KernelMetadata,
+    segment: &mut [u8],
+    values: &[usize],
+) -> Result<(), String> {
     let explicit: Vec<_> = kernel
         .args
         .iter()
@@ -48,14 +71,46 @@ pub fn build(
         ));
     }
     for (arg, value) in explicit.iter().zip(values) {
-        put(
-            &mut segment,
-            arg.offset,
-            arg.size,
-            *value as u64,
-            &kernel.name,
-        )?;
+        put(segment, arg.offset, arg.size, *value as u64, &kernel.name)?;
     }
+    Ok(())
+}
+
+/// A kernel-language parameter buffer: exactly the bytes the explicit arguments span (their
+/// last one's end), which is what the compiler's parameter struct holds.
+fn place_buffer(kernel: &KernelMetadata, segment: &mut [u8], buffer: &[u8]) -> Result<(), String> {
+    let span = kernel
+        .args
+        .iter()
+        .filter(|a| !a.value_kind.starts_with("hidden_"))
+        .map(|a| (a.offset + a.size) as usize)
+        .max()
+        .unwrap_or(0);
+    if buffer.len() != span {
+        return Err(format!(
+            "kernel '{}' takes {span} bytes of explicit arguments, the launch passes a \
+             {}-byte parameter buffer",
+            kernel.name,
+            buffer.len()
+        ));
+    }
+    segment
+        .get_mut(..span)
+        .ok_or_else(|| {
+            format!(
+                "kernel '{}' has explicit arguments beyond its argument segment",
+                kernel.name
+            )
+        })?
+        .copy_from_slice(buffer);
+    Ok(())
+}
+
+fn place_hidden(
+    kernel: &KernelMetadata,
+    segment: &mut [u8],
+    shape: LaunchShape,
+) -> Result<(), String> {
     for arg in kernel
         .args
         .iter()
@@ -75,9 +130,9 @@ pub fn build(
             // null, which the device code checks.
             _ => 0,
         };
-        put(&mut segment, arg.offset, arg.size, value, &kernel.name)?;
+        put(segment, arg.offset, arg.size, value, &kernel.name)?;
     }
-    Ok(segment)
+    Ok(())
 }
 
 /// Writes the low `size` bytes of `value` at `offset`.
@@ -121,7 +176,7 @@ mod tests {
             let kernel = kernel_named(&code, "saxpy");
             let explicit: Vec<_> = kernel.args.iter().filter(|a| !a.is_hidden()).collect();
             let values: Vec<usize> = (0..explicit.len()).map(|i| 0x1000 + i).collect();
-            let segment = build(kernel, &values, shape).unwrap();
+            let segment = build(kernel, Explicit::Values(&values), shape).unwrap();
             assert_eq!(
                 segment.len(),
                 kernel.kernarg_segment_size as usize,
@@ -151,7 +206,7 @@ mod tests {
                 dynamic_lds: 0,
             };
             if let Some(a) = kernel.arg("hidden_block_count_x") {
-                let segment = build(kernel, &values, cube).unwrap();
+                let segment = build(kernel, Explicit::Values(&values), cube).unwrap();
                 let read = |kind: &str| {
                     let a = kernel.arg(kind).unwrap();
                     let mut bytes = [0u8; 4];
@@ -167,7 +222,7 @@ mod tests {
                 assert_eq!(read("hidden_grid_dims"), 3);
             }
             // Too few or too many values: refused, naming the kernel.
-            let why = build(kernel, &values[1..], shape).unwrap_err();
+            let why = build(kernel, Explicit::Values(&values[1..]), shape).unwrap_err();
             assert!(
                 why.contains(&kernel.name) && why.contains("arguments"),
                 "{why}"
@@ -190,7 +245,7 @@ mod tests {
         };
         let why = build(
             &kernel,
-            &[1],
+            Explicit::Values(&[1]),
             LaunchShape {
                 blocks: [1; 3],
                 threads: [1; 3],
@@ -199,5 +254,40 @@ mod tests {
         )
         .unwrap_err();
         assert!(why.contains("outside its argument segment"), "{why}");
+    }
+
+    /// A kernel-language launch: the parameter buffer lands where the explicit arguments are,
+    /// byte for byte, and the hidden arguments follow as for any launch; a buffer of another
+    /// size is refused, naming both sizes.
+    #[test]
+    fn parameter_buffers_fill_the_explicit_arguments() {
+        let shape = LaunchShape {
+            blocks: [7, 1, 1],
+            threads: [64, 1, 1],
+            dynamic_lds: 0,
+        };
+        let code = images().code_object("gfx90a");
+        let kernel = kernel_named(&code, "saxpy");
+        let span = kernel
+            .args
+            .iter()
+            .filter(|a| !a.is_hidden())
+            .map(|a| (a.offset + a.size) as usize)
+            .max()
+            .unwrap();
+        let buffer: Vec<u8> = (0..span).map(|i| i as u8 ^ 0x5a).collect();
+        let segment = build(kernel, Explicit::Buffer(&buffer), shape).unwrap();
+        assert_eq!(&segment[..span], &buffer[..]);
+        let a = kernel.arg("hidden_block_count_x").unwrap();
+        assert_eq!(u32::from_le_bytes(word(&segment, a.offset)), 7);
+        for wrong in [span - 4, span + 4] {
+            let why = build(kernel, Explicit::Buffer(&vec![0; wrong]), shape).unwrap_err();
+            assert!(
+                why.contains(&kernel.name)
+                    && why.contains(&format!("takes {span} bytes"))
+                    && why.contains(&format!("a {wrong}-byte parameter buffer")),
+                "{why}"
+            );
+        }
     }
 }

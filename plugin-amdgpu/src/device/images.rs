@@ -5,6 +5,7 @@
 use super::{failed, AmdgpuDevice, Kernel, Result, DEFAULT_HEAP_SIZE};
 use crate::code_object::{self, CodeObject};
 use crate::hsa::Executable;
+use crate::kernel_args::Explicit;
 use gpu_plugin::images::{Constructors, ImageDriver};
 use gpu_plugin::{DeviceEnvironment, KernelEnvironment, KernelLimits, KERNEL_ENVIRONMENT_SIZE};
 use plugin_api::LaunchConfig;
@@ -77,7 +78,14 @@ impl ImageDriver for AmdgpuDevice {
             thread_limit: [1, 1, 1],
             ..Default::default()
         };
-        self.dispatch(&kernel, &[], [1; 3], [1; 3], &config, QueueHandle::SYNC)
+        self.dispatch(
+            &kernel,
+            Explicit::Values(&[]),
+            [1; 3],
+            [1; 3],
+            &config,
+            QueueHandle::SYNC,
+        )
     }
 
     fn unload_module(&self, module: AmdgpuModule) -> Result<()> {

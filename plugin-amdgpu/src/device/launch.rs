@@ -6,7 +6,7 @@ use super::{invalid_handle, AmdgpuDevice, Kernel, Result, DEFAULT_STACK_SIZE};
 use crate::hsa_interface::{HsaError, HsaInterface, KernelDispatch};
 use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargBuffer;
-use crate::kernel_args::{self, LaunchShape};
+use crate::kernel_args::{self, Explicit, LaunchShape};
 use crate::stream::Stream;
 use gpu_plugin::launch_buffers::LaunchBuffer;
 use gpu_plugin::{KernelLimits, NO_LAUNCH_ENVIRONMENT};
@@ -35,14 +35,56 @@ impl AmdgpuDevice {
             threads,
             kernel.limits.mode_name(config),
         );
-        self.dispatch(&kernel, args, blocks, threads, config, queue)
+        self.dispatch(
+            &kernel,
+            Explicit::Values(args),
+            blocks,
+            threads,
+            config,
+            queue,
+        )
+    }
+
+    /// Launches a kernel-language (CUDA/HIP) kernel, LLVM 22's `llvmLaunchKernel`: its
+    /// parameter buffer as the explicit arguments, exactly the grid and block asked for, no
+    /// launch environment.
+    pub(super) fn launch_kernel_params(
+        &self,
+        handle: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        let kernel = self
+            .kernels
+            .get(handle.0)
+            .ok_or_else(|| invalid_handle("kernel", handle.0))?;
+        let blocks = config.num_teams.map(|n| n.max(1));
+        let threads = config.thread_limit.map(|n| n.max(1));
+        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            plugin_api::info::line(
+                self.ordinal,
+                &format!(
+                    "Launching kernel {} with {blocks:?} blocks and {threads:?} threads (HIP)",
+                    kernel.name
+                ),
+            );
+        }
+        self.dispatch(
+            &kernel,
+            Explicit::Buffer(params),
+            blocks,
+            threads,
+            config,
+            queue,
+        )
     }
 
     /// Queues an AQL dispatch packet for `kernel` with the given geometry.
     pub(super) fn dispatch(
         &self,
         kernel: &Kernel,
-        args: &[usize],
+        explicit: Explicit<'_>,
         blocks: [u32; 3],
         threads: [u32; 3],
         config: &LaunchConfig,
@@ -89,25 +131,38 @@ impl AmdgpuDevice {
                     threads,
                     dynamic_lds,
                 };
-                let build = |values: &[usize]| {
-                    kernel_args::build(&kernel.metadata, values, shape)
+                let build = |explicit: Explicit<'_>| {
+                    kernel_args::build(&kernel.metadata, explicit, shape)
                         .map_err(|m| HsaError::new(HsaError::STATUS_INVALID_ARGUMENT, m))
                 };
-                let mut values = Vec::with_capacity(args.len() + 1);
-                if config.kernel_args_version >= 3 {
-                    values.push(NO_LAUNCH_ENVIRONMENT);
-                }
-                values.extend_from_slice(args);
+                // An OpenMP launch takes the launch environment first (from KernelArgsTy
+                // version 3 on); a kernel-language one has none.
+                let mut values = Vec::new();
+                let environment = match explicit {
+                    Explicit::Values(args) => {
+                        values.reserve(args.len() + 1);
+                        if config.kernel_args_version >= 3 {
+                            values.push(NO_LAUNCH_ENVIRONMENT);
+                        }
+                        values.extend_from_slice(args);
+                        config.kernel_args_version >= 3
+                    }
+                    Explicit::Buffer(_) => false,
+                };
+                let explicit_now = match explicit {
+                    Explicit::Values(_) => Explicit::Values(&values),
+                    buffer => buffer,
+                };
                 // Check the arguments against the kernel before anything is allocated or queued.
-                let mut segment = build(&values)?;
+                let mut segment = build(explicit_now)?;
                 let mut launch_buffer = None;
                 let prepared = (|| {
-                    if config.kernel_args_version >= 3 {
+                    if environment {
                         let env =
                             self.launch_environment(&kernel.limits, stream, &mut launch_buffer)?;
                         if env != NO_LAUNCH_ENVIRONMENT {
                             values[0] = env;
-                            segment = build(&values)?;
+                            segment = build(Explicit::Values(&values))?;
                         }
                     }
                     self.host.kernargs.take(&segment)

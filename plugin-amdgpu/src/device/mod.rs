@@ -633,6 +633,16 @@ impl Device for AmdgpuDevice {
     ) -> Result<()> {
         AmdgpuDevice::launch_kernel(self, kernel, args, config, queue)
     }
+
+    fn launch_kernel_params(
+        &self,
+        kernel: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        AmdgpuDevice::launch_kernel_params(self, kernel, params, config, queue)
+    }
 }
 
 impl AmdgpuDevice {
