@@ -76,19 +76,38 @@ fn place_values(
     Ok(())
 }
 
-/// A kernel-language parameter buffer: exactly the bytes the explicit arguments span (their
-/// last one's end), which is what the compiler's parameter struct holds.
-fn place_buffer(kernel: &KernelMetadata, segment: &mut [u8], buffer: &[u8]) -> Result<(), String> {
-    let span = kernel
+/// The bytes a kernel-language parameter buffer for `kernel` may have: from the end of its
+/// last explicit argument up to that end rounded up to the widest alignment its arguments can
+/// have. The compiler's parameter struct has the kernel's layout (natural alignment on host
+/// and device), so its size is the span rounded up to the struct's alignment: `(long *, int)`
+/// spans 12 bytes and clang passes 16.
+fn buffer_sizes(kernel: &KernelMetadata) -> std::ops::RangeInclusive<usize> {
+    let span = kernel.explicit_args_size() as usize;
+    // An argument's alignment divides its size and its offset (any alignment divides 0).
+    let widest_divisor = |n: u32| 1u32 << n.trailing_zeros().min(31);
+    let align = kernel
         .args
         .iter()
-        .filter(|a| !a.value_kind.starts_with("hidden_"))
-        .map(|a| (a.offset + a.size) as usize)
+        .filter(|a| !a.is_hidden())
+        .map(|a| widest_divisor(a.size.max(1)).min(widest_divisor(a.offset)))
         .max()
-        .unwrap_or(0);
-    if buffer.len() != span {
+        .unwrap_or(1) as usize;
+    span..=span.next_multiple_of(align)
+}
+
+/// A kernel-language parameter buffer: the bytes its explicit arguments span, copied as they
+/// are (the struct's tail padding, if passed, is not: a kernel without hidden arguments has a
+/// segment no longer than its arguments).
+fn place_buffer(kernel: &KernelMetadata, segment: &mut [u8], buffer: &[u8]) -> Result<(), String> {
+    let sizes = buffer_sizes(kernel);
+    let span = *sizes.start();
+    if !sizes.contains(&buffer.len()) {
+        let padded = match sizes.end() - span {
+            0 => String::new(),
+            _ => format!(" ({} with the parameter struct's padding)", sizes.end()),
+        };
         return Err(format!(
-            "kernel '{}' takes {span} bytes of explicit arguments, the launch passes a \
+            "kernel '{}' takes {span} bytes of explicit arguments{padded}, the launch passes a \
              {}-byte parameter buffer",
             kernel.name,
             buffer.len()
@@ -102,7 +121,7 @@ fn place_buffer(kernel: &KernelMetadata, segment: &mut [u8], buffer: &[u8]) -> R
                 kernel.name
             )
         })?
-        .copy_from_slice(buffer);
+        .copy_from_slice(&buffer[..span]);
     Ok(())
 }
 
@@ -289,5 +308,119 @@ mod tests {
                 "{why}"
             );
         }
+    }
+
+    fn argument(offset: u32, size: u32, kind: &str) -> crate::code_object::KernelArgument {
+        crate::code_object::KernelArgument {
+            offset,
+            size,
+            value_kind: kind.into(),
+            name: None,
+        }
+    }
+
+    /// Hidden arguments of a code-object-v5 kernel from `at` on (block counts, group sizes,
+    /// grid dimensions), as clang-22 lays them out.
+    fn hidden_from(at: u32) -> Vec<crate::code_object::KernelArgument> {
+        vec![
+            argument(at, 4, "hidden_block_count_x"),
+            argument(at + 4, 4, "hidden_block_count_y"),
+            argument(at + 8, 4, "hidden_block_count_z"),
+            argument(at + 12, 2, "hidden_group_size_x"),
+            argument(at + 14, 2, "hidden_group_size_y"),
+            argument(at + 16, 2, "hidden_group_size_z"),
+            argument(at + 64, 2, "hidden_grid_dims"),
+        ]
+    }
+
+    /// clang-22's parameter struct holds the explicit arguments with their tail padding: the
+    /// kernels below are clang-22's gfx90a code for `-foffload-via-llvm` CUDA kernels. The
+    /// bytes the arguments span are copied (the padding is not: the first kernel's segment
+    /// ends with its arguments), the hidden arguments follow; a buffer shorter than the
+    /// arguments or longer than the padded struct is refused.
+    #[test]
+    fn parameter_buffers_may_hold_the_structs_tail_padding() {
+        let shape = LaunchShape {
+            blocks: [3, 2, 1],
+            threads: [8, 4, 1],
+            dynamic_lds: 0,
+        };
+        // __global__ void fill(long *out, int n): 12 bytes, no hidden arguments; clang passes 16.
+        let fill = KernelMetadata {
+            name: "_Z4fillPli".into(),
+            kernarg_segment_size: 12,
+            args: vec![argument(0, 8, "global_buffer"), argument(8, 4, "by_value")],
+            ..Default::default()
+        };
+        assert_eq!(buffer_sizes(&fill), 12..=16);
+        let buffer: Vec<u8> = (1..=16).collect();
+        let segment = build(&fill, Explicit::Buffer(&buffer), shape).unwrap();
+        assert_eq!(segment, &buffer[..12]);
+        assert_eq!(
+            build(&fill, Explicit::Buffer(&buffer[..12]), shape).unwrap(),
+            &buffer[..12]
+        );
+        for wrong in [8, 20] {
+            let why = build(&fill, Explicit::Buffer(&vec![0; wrong]), shape).unwrap_err();
+            assert_eq!(
+                why,
+                format!(
+                    "kernel '_Z4fillPli' takes 12 bytes of explicit arguments (16 with the \
+                     parameter struct's padding), the launch passes a {wrong}-byte parameter \
+                     buffer"
+                )
+            );
+        }
+
+        // LLVM's basic_launch_multi_arg.cu: (int *, short, int *, short), 26 bytes; clang
+        // passes 32, and the hidden arguments start there.
+        let mut args = vec![
+            argument(0, 8, "global_buffer"),
+            argument(8, 2, "by_value"),
+            argument(16, 8, "global_buffer"),
+            argument(24, 2, "by_value"),
+        ];
+        args.extend(hidden_from(32));
+        let square = KernelMetadata {
+            name: "_Z6squarePisS_s".into(),
+            kernarg_segment_size: 32 + 256,
+            args,
+            ..Default::default()
+        };
+        assert_eq!(buffer_sizes(&square), 26..=32);
+        let buffer: Vec<u8> = (0..32).map(|i| 0xa0 ^ i).collect();
+        let segment = build(&square, Explicit::Buffer(&buffer), shape).unwrap();
+        assert_eq!(&segment[..26], &buffer[..26]);
+        assert_eq!(&segment[26..32], &[0; 6], "the padding is not copied");
+        assert_eq!(u32::from_le_bytes(word(&segment, 32)), 3);
+        assert_eq!(u32::from_le_bytes(word(&segment, 36)), 2);
+        assert_eq!(u32::from_le_bytes(word(&segment, 40)), 1);
+        assert_eq!(u16::from_le_bytes(word(&segment, 44)), 8);
+        assert_eq!(u16::from_le_bytes(word(&segment, 46)), 4);
+        assert_eq!(u16::from_le_bytes(word(&segment, 48)), 1);
+        assert_eq!(u16::from_le_bytes(word(&segment, 96)), 2);
+        assert!(build(&square, Explicit::Buffer(&[0; 40]), shape).is_err());
+
+        // A 16-byte aligned argument (CUDA's float4) before an int: 20 bytes, 32 with padding.
+        let float4 = KernelMetadata {
+            name: "k".into(),
+            kernarg_segment_size: 20,
+            args: vec![argument(0, 16, "by_value"), argument(16, 4, "by_value")],
+            ..Default::default()
+        };
+        assert_eq!(buffer_sizes(&float4), 20..=32);
+        // Without explicit arguments only an empty buffer fits.
+        let none = KernelMetadata {
+            name: "k".into(),
+            kernarg_segment_size: 256,
+            args: hidden_from(0),
+            ..Default::default()
+        };
+        assert_eq!(buffer_sizes(&none), 0..=0);
+        let why = build(&none, Explicit::Buffer(&[0; 8]), shape).unwrap_err();
+        assert!(
+            why.contains("takes 0 bytes of explicit arguments, the launch passes a 8-byte"),
+            "{why}"
+        );
     }
 }

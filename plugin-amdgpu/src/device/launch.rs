@@ -1,4 +1,5 @@
-//! Kernel launches: geometry by LLVM's rules, the argument segment in a kernarg buffer, the
+//! Kernel launches: OpenMP ones with geometry by LLVM's rules and kernel-language (CUDA/HIP)
+//! ones with the grid and block asked for, the argument segment in a kernarg buffer, the
 //! launch environment for kernels with team reductions, and what is released when the kernel
 //! completed.
 
@@ -22,11 +23,54 @@ impl AmdgpuDevice {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
+        self.launch(handle, Explicit::Values(args), config, queue, |kernel| {
+            Ok(kernel.limits.dimensions(&self.grid, config))
+        })
+    }
+
+    /// Launches a kernel-language (CUDA/HIP) kernel, LLVM 22's `llvmLaunchKernel`: its
+    /// parameter buffer as the explicit arguments, exactly the grid and block asked for (no
+    /// OpenMP team and thread rules), no launch environment.
+    pub(super) fn launch_kernel_params(
+        &self,
+        handle: KernelHandle,
+        params: &[u8],
+        config: &LaunchConfig,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        self.launch(handle, Explicit::Buffer(params), config, queue, |kernel| {
+            let blocks = config.num_teams.map(|n| n.max(1));
+            let threads = config.thread_limit.map(|n| n.max(1));
+            // The kernel's code is compiled for at most this many work-items per work-group
+            // (`__launch_bounds__`, else 1024): more is undefined on the GPU.
+            let most = kernel.metadata.max_flat_workgroup_size.max(1);
+            let asked = threads.iter().map(|&t| u64::from(t)).product::<u64>();
+            if asked > u64::from(most) {
+                return Err(PluginError::invalid_argument(format!(
+                    "kernel '{}' runs at most {most} threads per block; the launch asks for \
+                     {}x{}x{}",
+                    kernel.name, threads[0], threads[1], threads[2]
+                )));
+            }
+            Ok((blocks, threads))
+        })
+    }
+
+    /// What every launch does: finds the kernel, takes its geometry from `geometry`, reports
+    /// the launch (`LIBOMPTARGET_INFO`) and dispatches it.
+    fn launch(
+        &self,
+        handle: KernelHandle,
+        explicit: Explicit<'_>,
+        config: &LaunchConfig,
+        queue: QueueHandle,
+        geometry: impl FnOnce(&Kernel) -> Result<([u32; 3], [u32; 3])>,
+    ) -> Result<()> {
         let kernel = self
             .kernels
             .get(handle.0)
             .ok_or_else(|| invalid_handle("kernel", handle.0))?;
-        let (blocks, threads) = kernel.limits.dimensions(&self.grid, config);
+        let (blocks, threads) = geometry(&kernel)?;
         plugin_api::info::kernel_launch(
             self.ordinal,
             config,
@@ -35,49 +79,7 @@ impl AmdgpuDevice {
             threads,
             kernel.limits.mode_name(config),
         );
-        self.dispatch(
-            &kernel,
-            Explicit::Values(args),
-            blocks,
-            threads,
-            config,
-            queue,
-        )
-    }
-
-    /// Launches a kernel-language (CUDA/HIP) kernel, LLVM 22's `llvmLaunchKernel`: its
-    /// parameter buffer as the explicit arguments, exactly the grid and block asked for, no
-    /// launch environment.
-    pub(super) fn launch_kernel_params(
-        &self,
-        handle: KernelHandle,
-        params: &[u8],
-        config: &LaunchConfig,
-        queue: QueueHandle,
-    ) -> Result<()> {
-        let kernel = self
-            .kernels
-            .get(handle.0)
-            .ok_or_else(|| invalid_handle("kernel", handle.0))?;
-        let blocks = config.num_teams.map(|n| n.max(1));
-        let threads = config.thread_limit.map(|n| n.max(1));
-        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
-            plugin_api::info::line(
-                self.ordinal,
-                &format!(
-                    "Launching kernel {} with {blocks:?} blocks and {threads:?} threads (HIP)",
-                    kernel.name
-                ),
-            );
-        }
-        self.dispatch(
-            &kernel,
-            Explicit::Buffer(params),
-            blocks,
-            threads,
-            config,
-            queue,
-        )
+        self.dispatch(&kernel, explicit, blocks, threads, config, queue)
     }
 
     /// Queues an AQL dispatch packet for `kernel` with the given geometry.
@@ -137,24 +139,21 @@ impl AmdgpuDevice {
                 };
                 // An OpenMP launch takes the launch environment first (from KernelArgsTy
                 // version 3 on); a kernel-language one has none.
+                let environment =
+                    matches!(explicit, Explicit::Values(_)) && config.kernel_args_version >= 3;
                 let mut values = Vec::new();
-                let environment = match explicit {
-                    Explicit::Values(args) => {
-                        values.reserve(args.len() + 1);
-                        if config.kernel_args_version >= 3 {
-                            values.push(NO_LAUNCH_ENVIRONMENT);
-                        }
-                        values.extend_from_slice(args);
-                        config.kernel_args_version >= 3
+                if let Explicit::Values(args) = explicit {
+                    values.reserve(args.len() + 1);
+                    if environment {
+                        values.push(NO_LAUNCH_ENVIRONMENT);
                     }
-                    Explicit::Buffer(_) => false,
-                };
-                let explicit_now = match explicit {
+                    values.extend_from_slice(args);
+                }
+                // Check the arguments against the kernel before anything is allocated or queued.
+                let mut segment = build(match explicit {
                     Explicit::Values(_) => Explicit::Values(&values),
                     buffer => buffer,
-                };
-                // Check the arguments against the kernel before anything is allocated or queued.
-                let mut segment = build(explicit_now)?;
+                })?;
                 let mut launch_buffer = None;
                 let prepared = (|| {
                     if environment {
