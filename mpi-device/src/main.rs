@@ -7,6 +7,7 @@
 //! ends.
 
 mod devices;
+mod fill;
 mod heartbeat;
 mod memory;
 mod runtime_libs;

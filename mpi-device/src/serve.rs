@@ -2,9 +2,10 @@
 //! (the protocol's rule: the program's queues then only wait for replies).
 
 use crate::devices::Devices;
+use crate::fill::{Allocations, FillTarget};
 use crate::memory::BlockCache;
 use mpi_wire::mpi::{self, Comm, Mpi};
-use mpi_wire::protocol::{Op, Reader, Writer, MAX_REPLY, MAX_REQUEST, REQUEST_TAG};
+use mpi_wire::protocol::{Op, Reader, Writer, CAPABILITIES, MAX_REPLY, MAX_REQUEST, REQUEST_TAG};
 use omptarget_core::plugins::PluginLibrary;
 use plugin_api::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,6 +66,8 @@ pub struct Server {
     gone: Arc<[AtomicBool]>,
     /// Large freed blocks, kept for the next allocation of their size.
     blocks: BlockCache,
+    /// The device memory the program holds, which its fills may write.
+    allocations: Allocations,
     /// The reply buffer, reused.
     spare_reply: Writer,
     /// Images the program stored, by its number for them.
@@ -75,6 +78,22 @@ pub struct Server {
 
 /// Variable that makes device processes print each request they execute.
 pub const TRACE_VAR: &str = "OMPTARGET_MPI_TRACE";
+
+/// What a trace line says after the device: the bytes a copy moves (and its peer process), or
+/// the bytes a fill writes (none of which crossed the wire).
+fn trace_detail(op: Op, mut r: Reader<'_>) -> String {
+    if op == Op::Fill {
+        return match r.fill() {
+            Ok(f) => format!(" filled={} pattern={}", f.size, f.pattern.len()),
+            Err(_) => String::new(),
+        };
+    }
+    match copy_extent(op, r) {
+        Some((bytes, Some(peer))) => format!(" bytes={bytes} peer={peer}"),
+        Some((bytes, None)) => format!(" bytes={bytes}"),
+        None => String::new(),
+    }
+}
 
 /// The bytes a copy request moves, and the peer process of a copy between processes.
 fn copy_extent(op: Op, mut r: Reader<'_>) -> Option<(u64, Option<i32>)> {
@@ -199,6 +218,37 @@ impl Target<'_> {
     }
 }
 
+impl FillTarget for Target<'_> {
+    fn fill_memory(
+        &self,
+        dst: usize,
+        pattern: &[u8],
+        size: u64,
+        queue: QueueHandle,
+    ) -> Option<Result<()>> {
+        self.plugin
+            .fill_memory(self.local, dst, pattern, size, queue)
+    }
+
+    unsafe fn copy_to_device(
+        &self,
+        dst: usize,
+        src: usize,
+        size: u64,
+        queue: QueueHandle,
+    ) -> Result<()> {
+        // SAFETY: the caller's promise (`FillTarget::copy_to_device`) is the plugin's.
+        unsafe {
+            self.plugin
+                .copy_to_device(self.local, dst, src, size, queue)
+        }
+    }
+
+    fn finish(&self, queue: QueueHandle) -> Result<()> {
+        Target::finish(self, queue)
+    }
+}
+
 impl Server {
     pub fn new(mpi: &'static Mpi, comm: Comm, program: i32, devices: Devices) -> Self {
         let trace = std::env::var_os(TRACE_VAR)
@@ -215,6 +265,7 @@ impl Server {
                 .map(|_| AtomicBool::new(false))
                 .collect(),
             blocks: BlockCache::from_env(),
+            allocations: Allocations::default(),
             spare_reply: Writer::default(),
             images: std::collections::HashMap::new(),
         }
@@ -274,15 +325,23 @@ impl Server {
                 Ok(h) => h,
                 Err(e) => {
                     eprintln!("omptarget-mpi-device: {}", e.message);
+                    // A newer program's request: refused on its tag, or the program would wait
+                    // for the reply for ever.
+                    if let Some(tag) = Reader::unknown_request_tag(message) {
+                        self.reply(
+                            tag,
+                            &Writer::error(&PluginError::unsupported(format!(
+                                "the device process does not know request {} (it is older \
+                                 than the program's MPI plugin)",
+                                message[0]
+                            ))),
+                        );
+                    }
                     continue;
                 }
             };
             if let Some(rank) = self.trace {
-                let extent = match copy_extent(op, r.clone()) {
-                    Some((bytes, Some(peer))) => format!(" bytes={bytes} peer={peer}"),
-                    Some((bytes, None)) => format!(" bytes={bytes}"),
-                    None => String::new(),
-                };
+                let extent = trace_detail(op, r.clone());
                 // One write per line (`eprintln!` writes each piece apart, which the launcher
                 // may interleave with other processes' lines).
                 omptarget_core::logging::stderr_line(format_args!(
@@ -345,7 +404,7 @@ impl Server {
                 for d in &self.devices.list {
                     ok.str(&self.devices.plugins[d.plugin].name).i32(d.local);
                 }
-                ok.str(&self.devices.summary());
+                ok.str(&self.devices.summary()).u64(CAPABILITIES);
             }
             Op::StoreImage => {
                 let id = r.u64()?;
@@ -402,6 +461,7 @@ impl Server {
                 let image = ImageHandle(r.u64()?);
                 let t = self.target(device)?;
                 t.plugin.unload_image(t.local, image)?;
+                self.allocations.unloaded(device, image.0);
             }
             Op::GetKernel => {
                 let (image, name) = (ImageHandle(r.u64()?), r.str()?);
@@ -412,15 +472,20 @@ impl Server {
                 let (image, name, size) = (ImageHandle(r.u64()?), r.str()?, r.u64()?);
                 let t = self.target(device)?;
                 let global = t.plugin.get_global(t.local, image, name, size)?;
+                self.allocations
+                    .global(device, image.0, global.address, global.size);
                 ok.u64(global.address as u64).u64(global.size);
             }
             Op::Alloc => {
                 let (size, kind) = (r.u64()?, AllocKind(r.u32()?));
-                ok.u64(self.allocate(device, size, kind)? as u64);
+                let address = self.allocate(device, size, kind)?;
+                self.allocations.allocated(device, address, size);
+                ok.u64(address as u64);
             }
             Op::Free => {
                 let (ptr, kind) = (r.usize()?, AllocKind(r.u32()?));
                 self.target(device)?;
+                self.allocations.freed(device, ptr);
                 if !self.blocks.keep(device, ptr) {
                     let t = self.target(device)?;
                     t.plugin.free(t.local, ptr, kind)?;
@@ -455,6 +520,11 @@ impl Server {
                 let (peer, data_tag) = (r.i32()?, r.i32()?);
                 self.receive_from_peer(tag, device, dst, size, peer, data_tag)?;
                 return Ok(false);
+            }
+            Op::Fill => {
+                let request = r.fill()?;
+                let t = self.target(device)?;
+                crate::fill::fill(&t, &self.allocations, device, &request)?;
             }
             Op::Launch => {
                 let (kernel, queue, config, count) = r.launch()?;

@@ -88,7 +88,20 @@ operations! {
     /// A notice without a reply (only under a launcher that lets a job outlive a process): the
     /// device process of the rank that follows died, so copies with it end with an error.
     PeerGone,
+    /// A 1-, 2- or 4-byte pattern repeated over device memory, written by the device process:
+    /// the request carries the pattern, and no data follows ([`Writer::fill`]). Sent only to a
+    /// device process that announced [`CAN_FILL`]. New operations go last: the bytes of the
+    /// others stay what older device processes read.
+    Fill,
 }
+
+/// What a device process can do beyond the operations every version knows, announced at the
+/// end of its `ListDevices` reply ([`Reader::capabilities`]). A device process older than this
+/// field sends none, read as 0, so the program never sends it a request it cannot read (it
+/// would not even know which reply tag to answer on).
+pub const CAN_FILL: u64 = 1 << 0;
+/// Everything this build's device process can do.
+pub const CAPABILITIES: u64 = CAN_FILL;
 
 impl Op {
     fn from_byte(b: u8) -> Option<Op> {
@@ -98,6 +111,8 @@ impl Op {
 
 /// A request's header: operation, reply tag, device.
 const HEADER: usize = 1 + 4 + 4;
+/// The longest fill pattern.
+const MAX_PATTERN: usize = 4;
 /// A launch request up to its argument values: header, kernel, queue, 12 bytes of teams and
 /// of threads, shared memory, trip count, version, flags, argument count.
 const LAUNCH_FIXED: usize = HEADER + 8 + 8 + 12 + 12 + 4 + 8 + 4 + 8 + 4;
@@ -149,6 +164,20 @@ impl Writer {
     pub fn str(&mut self, v: &str) -> &mut Self {
         self.bytes(v.as_bytes())
     }
+    /// A fill request whole: header, queue, destination, size, then the pattern (as
+    /// [`Writer::bytes`] writes it). The fields are those of [`Reader::fill`].
+    pub fn fill(
+        reply_tag: i32,
+        device: u32,
+        queue: u64,
+        dst: u64,
+        size: u64,
+        pattern: &[u8],
+    ) -> Writer {
+        let mut w = Writer::request(Op::Fill, reply_tag, device);
+        w.u64(queue).u64(dst).u64(size).bytes(pattern);
+        w
+    }
     /// A launch request whole: header, kernel, queue, configuration and argument values, in
     /// one fixed block and one write for the values (an empty region's request is encoded in
     /// a few dozen instructions; the fields are those of [`Reader::launch`]).
@@ -189,6 +218,15 @@ impl Writer {
         }
         self
     }
+}
+
+/// A fill request as read ([`Reader::fill`]).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Fill<'a> {
+    pub queue: u64,
+    pub dst: usize,
+    pub size: u64,
+    pub pattern: &'a [u8],
 }
 
 /// Reads a message; every read fails cleanly on a short or malformed message.
@@ -264,10 +302,47 @@ impl<'a> Reader<'a> {
         }
         Ok((u64_at(0), u64_at(8), config, count))
     }
+    /// The rest of a fill request after its header ([`Writer::fill`]): queue, destination,
+    /// size and pattern. A pattern other than 1, 2 or 4 bytes, a size that is not a whole
+    /// number of patterns, and bytes after the pattern are refused: such a request was damaged.
+    pub fn fill(&mut self) -> Result<Fill<'a>, PluginError> {
+        let (queue, dst, size) = (self.u64()?, self.usize()?, self.u64()?);
+        let len = self.usize()?;
+        if !matches!(len, 1 | 2 | MAX_PATTERN) {
+            return Err(malformed("fill pattern length"));
+        }
+        let pattern = self.take(len)?;
+        if size % len as u64 != 0 {
+            return Err(malformed("fill size"));
+        }
+        if !self.bytes.is_empty() {
+            return Err(malformed("bytes after a fill request"));
+        }
+        Ok(Fill {
+            queue,
+            dst,
+            size,
+            pattern,
+        })
+    }
     /// A request's operation, reply tag and device.
     pub fn request(&mut self) -> Result<(Op, i32, u32), PluginError> {
         let op = Op::from_byte(self.u8()?).ok_or_else(|| malformed("unknown operation"))?;
         Ok((op, self.i32()?, self.u32()?))
+    }
+    /// The reply tag of a request whose operation [`Reader::request`] refused (one of a newer
+    /// program's), so that the device process can refuse it on that tag instead of leaving the
+    /// program waiting. `None` for a notice (tag below [`FIRST_REPLY_TAG`]: nobody waits) or a
+    /// message shorter than a header.
+    pub fn unknown_request_tag(bytes: &[u8]) -> Option<i32> {
+        let tag = i32::from_le_bytes(bytes.get(1..5)?.try_into().ok()?);
+        (bytes.len() >= HEADER && tag >= FIRST_REPLY_TAG).then_some(tag)
+    }
+    /// What a device process can do, at the end of its `ListDevices` reply (after its
+    /// summary): nothing beyond every version's operations when the field is absent (a device
+    /// process older than it).
+    pub fn capabilities(&mut self) -> u64 {
+        self.u64().unwrap_or(0)
     }
     /// A reply's outcome: `Ok` leaves the reader at the result.
     pub fn reply(&mut self) -> Result<(), PluginError> {
@@ -320,6 +395,84 @@ mod tests {
     }
 
     #[test]
+    fn a_fill_request_reads_back_as_written_and_carries_no_data() {
+        for pattern in [&[0xa5][..], &[1, 2], &[1, 2, 3, 4]] {
+            let w = Writer::fill(79, 4, 6, 0x7000_0001, 12, pattern);
+            // Header, queue, destination, size, the pattern's length and the pattern: the
+            // request's length does not grow with the size filled.
+            assert_eq!(w.0.len(), HEADER + 8 * 4 + pattern.len());
+            let mut r = Reader::new(&w.0);
+            assert_eq!(r.request().unwrap(), (Op::Fill, 79, 4));
+            assert_eq!(
+                r.fill().unwrap(),
+                Fill {
+                    queue: 6,
+                    dst: 0x7000_0001,
+                    size: 12,
+                    pattern
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn a_damaged_fill_request_is_refused() {
+        let refused = |bytes: &[u8]| {
+            let mut r = Reader::new(bytes);
+            r.request().unwrap();
+            r.fill().is_err()
+        };
+        let w = Writer::fill(80, 0, 0, 0x1000, 8, &[1, 2, 3, 4]);
+        // Cut anywhere after the header: in the fixed fields, the length or the pattern.
+        for cut in HEADER..w.0.len() {
+            assert!(refused(&w.0[..cut]), "cut at {cut}");
+        }
+        // Bytes after the pattern.
+        let mut longer = w.0.clone();
+        longer.push(0);
+        assert!(refused(&longer));
+        // A pattern of 3, 0 or 8 bytes; a size that is no whole number of patterns.
+        for pattern in [&[1, 2, 3][..], &[], &[0; 8]] {
+            assert!(refused(&Writer::fill(80, 0, 0, 0x1000, 24, pattern).0));
+        }
+        assert!(refused(&Writer::fill(80, 0, 0, 0x1000, 6, &[1, 2, 3, 4]).0));
+        // A pattern length beyond the message.
+        let mut huge = Writer::request(Op::Fill, 80, 0);
+        huge.u64(0).u64(0x1000).u64(4).u64(u64::MAX);
+        assert!(refused(&huge.0));
+    }
+
+    #[test]
+    fn an_unknown_request_is_answered_on_its_tag_and_a_notice_is_not() {
+        let mut newer = Writer::request(Op::Fill, 81, 1);
+        newer.0[0] = Op::ALL.len() as u8;
+        assert!(Reader::new(&newer.0).request().is_err());
+        assert_eq!(Reader::unknown_request_tag(&newer.0), Some(81));
+        let mut notice = Writer::request(Op::PeerGone, 0, 0);
+        notice.0[0] = Op::ALL.len() as u8;
+        assert_eq!(Reader::unknown_request_tag(&notice.0), None);
+        assert_eq!(Reader::unknown_request_tag(&newer.0[..HEADER - 1]), None);
+    }
+
+    #[test]
+    fn a_device_list_without_capabilities_offers_none() {
+        // As a device process older than the field answers: count, devices, summary.
+        let mut older = Writer::ok();
+        older.u32(1).str("host").i32(0).str("host: 1 devices");
+        let mut newer = Writer::ok();
+        newer.0.extend_from_slice(&older.0[4..]);
+        newer.u64(CAPABILITIES);
+        for (reply, want) in [(&older, 0), (&newer, CAN_FILL)] {
+            let mut r = Reader::new(&reply.0);
+            r.reply().unwrap();
+            assert_eq!(r.u32().unwrap(), 1);
+            assert_eq!((r.str().unwrap(), r.i32().unwrap()), ("host", 0));
+            assert_eq!(r.str().unwrap(), "host: 1 devices");
+            assert_eq!(r.capabilities() & CAN_FILL, want);
+        }
+    }
+
+    #[test]
     fn replies_carry_the_error_code_and_message() {
         let e = PluginError::new(ErrorCode::OUT_OF_MEMORY, "no room");
         let w = Writer::error(&e);
@@ -344,6 +497,11 @@ mod tests {
         }
         assert_eq!(Op::from_byte(Op::Shutdown as u8), Some(Op::Shutdown));
         assert_eq!(Op::from_byte(Op::ListDevices as u8), Some(Op::ListDevices));
+        // Older device processes read these bytes: new operations only ever go last.
+        assert_eq!(
+            (Op::CopyToDevice as u8, Op::PeerGone as u8, Op::Fill as u8),
+            (12, 21, 22)
+        );
         assert_eq!(Op::from_byte(Op::ALL.len() as u8), None);
     }
 }

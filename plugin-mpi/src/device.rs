@@ -8,7 +8,7 @@
 
 use crate::link::{mpi_error, Link};
 use mpi_wire::mpi::Request;
-use mpi_wire::protocol::{Op, Reader, Writer};
+use mpi_wire::protocol::{Op, Reader, Writer, CAN_FILL};
 use plugin_api::*;
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -126,6 +126,8 @@ pub struct MpiDevice {
     pub remote: u32,
     /// Its plugin there and the plugin's number for it, for messages.
     pub label: String,
+    /// What its device process announced it can do (`mpi_wire::protocol::CAPABILITIES`).
+    capabilities: u64,
     /// The program's queues of this device: `QueueHandle(i + 1)` is slot `i`.
     queues: Mutex<Vec<QueueSlot>>,
     events: Mutex<HashMap<u64, Arc<Batch>>>,
@@ -133,12 +135,13 @@ pub struct MpiDevice {
 }
 
 impl MpiDevice {
-    pub fn new(link: Arc<Link>, rank: i32, remote: u32, label: String) -> Self {
+    pub fn new(link: Arc<Link>, rank: i32, remote: u32, label: String, capabilities: u64) -> Self {
         MpiDevice {
             link,
             rank,
             remote,
             label,
+            capabilities,
             queues: Mutex::default(),
             events: Mutex::default(),
             next_event: AtomicU64::new(1),
@@ -253,6 +256,36 @@ impl MpiDevice {
         self.submit(queue, InFlight::reply(self.rank, from_tag))?;
         self.submit(queue, InFlight::reply(target.rank, to_tag))
     }
+}
+
+/// The fill request for a device of device process `rank`, or `UNSUPPORTED` where that process
+/// did not announce fills (older than them: it could not read the request, and the runtime then
+/// copies the pattern instead).
+#[allow(clippy::too_many_arguments)]
+fn fill_request(
+    capabilities: u64,
+    rank: i32,
+    tag: i32,
+    remote: u32,
+    remote_queue: QueueHandle,
+    dst: usize,
+    pattern: &[u8],
+    size: u64,
+) -> Result<Writer> {
+    if capabilities & CAN_FILL == 0 {
+        return Err(PluginError::unsupported(format!(
+            "the MPI device process (rank {rank}) cannot fill device memory (it is older than \
+             this plugin)"
+        )));
+    }
+    Ok(Writer::fill(
+        tag,
+        remote,
+        remote_queue.0,
+        dst as u64,
+        size,
+        pattern,
+    ))
 }
 
 impl Device for MpiDevice {
@@ -634,10 +667,54 @@ impl Device for MpiDevice {
         })
     }
 
+    /// One request carrying the pattern, in the queue's order as a copy is; the device process
+    /// writes the bytes, so none cross the wire.
+    fn fill_memory(&self, dst: usize, pattern: &[u8], size: u64, queue: QueueHandle) -> Result<()> {
+        let tag = self.link.tag();
+        let request = fill_request(
+            self.capabilities,
+            self.rank,
+            tag,
+            self.remote,
+            self.remote_queue(queue)?,
+            dst,
+            pattern,
+            size,
+        )?;
+        self.link.send(self.rank, &request)?;
+        self.submit(queue, InFlight::reply(self.rank, tag))
+    }
+
     fn set_indirect_calls(&self, _image: ImageHandle, _calls: &[IndirectCall]) -> Result<()> {
         Err(PluginError::unsupported(
             "`declare target indirect` functions cannot be called on a remote device: the \
              program's function pointers are addresses in another process",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fill_is_one_request_only_to_a_device_process_that_can_fill() {
+        let Err(older) = fill_request(0, 3, 40, 1, QueueHandle(2), 0x1000, &[7], 1 << 20) else {
+            panic!("a fill request for a device process that cannot fill");
+        };
+        assert_eq!(older.code, ErrorCode::UNSUPPORTED, "{}", older.message);
+        assert!(older.message.contains("rank 3"), "{}", older.message);
+
+        let request =
+            fill_request(CAN_FILL, 3, 40, 1, QueueHandle(2), 0x1001, &[7], 1 << 20).unwrap();
+        // The size filled travels as a number: a mebibyte's fill is a few dozen bytes.
+        assert!(request.0.len() < 64, "{} bytes", request.0.len());
+        let mut r = Reader::new(&request.0);
+        assert_eq!(r.request().unwrap(), (Op::Fill, 40, 1));
+        let fill = r.fill().unwrap();
+        assert_eq!(
+            (fill.queue, fill.dst, fill.size, fill.pattern),
+            (2, 0x1001, 1 << 20, &[7][..])
+        );
     }
 }

@@ -190,16 +190,23 @@ impl MpiPlugin {
             let mut r = Reader::new(&reply);
             r.reply()?;
             let count = r.u32()?;
-            for remote in 0..count {
+            let mut labels = Vec::with_capacity(count as usize);
+            for _ in 0..count {
                 let (plugin, local) = (r.str()?, r.i32()?);
+                labels.push(format!("{plugin} device {local}"));
+            }
+            notes.push(format!("rank {rank}: {}", r.str()?));
+            // After the summary, where a device process older than them sends nothing.
+            let capabilities = r.capabilities();
+            for (remote, label) in labels.into_iter().enumerate() {
                 devices.push(MpiDevice::new(
                     Arc::clone(link),
                     rank,
-                    remote,
-                    format!("{plugin} device {local}"),
+                    remote as u32,
+                    label,
+                    capabilities,
                 ));
             }
-            notes.push(format!("rank {rank}: {}", r.str()?));
         }
         Ok((devices, notes))
     }

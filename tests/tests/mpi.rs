@@ -123,6 +123,52 @@ fn two_remote_devices_work_at_once_and_copy_directly_between_their_processes() {
     );
 }
 
+/// `omp_target_memset` on a remote device is one fill request carrying the pattern: the device
+/// process writes the bytes, and none cross the wire. The program fills 3, 9, 1 and 1 MiB + 1
+/// bytes inside buffers it copied to the device and reads back whole; the copy the runtime
+/// falls back on would send each filled range to the device as well (1 MiB more).
+#[test]
+fn a_memset_on_a_remote_device_is_one_fill_request_without_data() {
+    let exe = compile(
+        Compiler::Clang19,
+        &["../conformance/device_api/memset_unaligned.c"],
+        &[],
+    );
+    let out = output(mpi_job(&exe, 1, 1, &[("OMPTARGET_MPI_TRACE", "1")]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("small=ok large=ok"),
+        "{}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    // The device process (rank 1) traces every request it executes.
+    let requests: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("omptarget-mpi-device rank 1: "))
+        .collect();
+    let fills: Vec<&str> = requests
+        .iter()
+        .copied()
+        .filter(|r| r.starts_with("Fill "))
+        .collect();
+    let filled = [3, 9, 1, (1 << 20) + 1];
+    assert_eq!(
+        fills,
+        filled
+            .iter()
+            .map(|n| format!("Fill device=0 filled={n} pattern=1"))
+            .collect::<Vec<_>>(),
+        "{stderr}"
+    );
+    // Only the program's own copies of the whole buffers went to the device.
+    let sent: Vec<u64> = requests
+        .iter()
+        .filter_map(|r| r.strip_prefix("CopyToDevice device=0 bytes="))
+        .map(|n| n.parse().expect("a byte count"))
+        .collect();
+    assert_eq!(sent, [16, 16, 64, (1 << 20) + 16], "{stderr}");
+}
+
 /// Open MPI applies `mpirun -x VAR` to the first application context of an MPMD command only:
 /// `mpirun -x LD_LIBRARY_PATH=dist/lib -np 1 ./prog : -np 2 omptarget-mpi-device` gives the
 /// program the loader path and the device processes nothing. Their images still load (their
