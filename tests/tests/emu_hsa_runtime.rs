@@ -25,6 +25,7 @@ unsafe extern "C" fn on_event(event: *const hsa_amd_event_t, _data: *mut c_void)
 
 #[path = "support/hsa_agents.rs"]
 mod hsa_agents;
+use hsa_agents::{allocate, signal};
 
 /// Initialises the runtime once (with a system event handler, so faults are reported to the
 /// test instead of stopping the process) and returns (CPU, GPUs).
@@ -56,24 +57,6 @@ fn pools(agent: hsa_agent_t) -> Vec<hsa_amd_memory_pool_t> {
         HSA_STATUS_SUCCESS
     );
     found
-}
-
-fn allocate(pool: hsa_amd_memory_pool_t, size: usize) -> *mut u8 {
-    let mut ptr = std::ptr::null_mut();
-    assert_eq!(
-        hsa_amd_memory_pool_allocate(pool, size, 0, &mut ptr),
-        HSA_STATUS_SUCCESS
-    );
-    ptr.cast()
-}
-
-fn signal(value: i64) -> hsa_signal_t {
-    let mut s = hsa_signal_t::default();
-    assert_eq!(
-        hsa_signal_create(value, 0, std::ptr::null(), &mut s),
-        HSA_STATUS_SUCCESS
-    );
-    s
 }
 
 fn wait_zero(s: hsa_signal_t, ms: u64) -> i64 {

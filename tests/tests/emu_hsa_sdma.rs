@@ -10,6 +10,7 @@ use std::ffi::c_void;
 
 #[path = "support/hsa_agents.rs"]
 mod hsa_agents;
+use hsa_agents::signal;
 
 fn agents() -> (hsa_agent_t, Vec<hsa_agent_t>) {
     assert_eq!(hsa_init(), HSA_STATUS_SUCCESS);
@@ -24,21 +25,7 @@ fn device_memory(gpu: hsa_agent_t, size: usize) -> *mut u8 {
     }
     let mut pool = hsa_amd_memory_pool_t::default();
     hsa_amd_agent_iterate_memory_pools(gpu, Some(first), &mut pool as *mut _ as *mut c_void);
-    let mut ptr = std::ptr::null_mut();
-    assert_eq!(
-        hsa_amd_memory_pool_allocate(pool, size, 0, &mut ptr),
-        HSA_STATUS_SUCCESS
-    );
-    ptr.cast()
-}
-
-fn signal(value: i64) -> hsa_signal_t {
-    let mut s = hsa_signal_t::default();
-    assert_eq!(
-        hsa_signal_create(value, 0, std::ptr::null(), &mut s),
-        HSA_STATUS_SUCCESS
-    );
-    s
+    hsa_agents::allocate(pool, size)
 }
 
 fn wait_zero(s: hsa_signal_t) -> i64 {

@@ -1,5 +1,5 @@
-//! The emulated HSA runtime's agents, as a test that calls it in-process finds them (shared by
-//! such tests through `#[path]`).
+//! What tests that call the emulated HSA runtime in-process share (through `#[path]`): its
+//! agents, as a plugin finds them, a pool allocation and a signal.
 
 use hsa_sys::*;
 use omptarget_emu_hsa::*;
@@ -38,4 +38,24 @@ pub fn agents() -> (hsa_agent_t, Vec<hsa_agent_t>) {
         .filter(|&a| kind(a) == HSA_DEVICE_TYPE_GPU)
         .collect();
     (cpu, gpus)
+}
+
+/// `size` bytes from `pool`.
+pub fn allocate(pool: hsa_amd_memory_pool_t, size: usize) -> *mut u8 {
+    let mut ptr = std::ptr::null_mut();
+    assert_eq!(
+        hsa_amd_memory_pool_allocate(pool, size, 0, &mut ptr),
+        HSA_STATUS_SUCCESS
+    );
+    ptr.cast()
+}
+
+/// A signal starting at `value`.
+pub fn signal(value: i64) -> hsa_signal_t {
+    let mut s = hsa_signal_t::default();
+    assert_eq!(
+        hsa_signal_create(value, 0, std::ptr::null(), &mut s),
+        HSA_STATUS_SUCCESS
+    );
+    s
 }
