@@ -253,26 +253,38 @@ fn overlaps(blocks: &BTreeMap<usize, Block>, start: usize, end: usize) -> bool {
         .is_some_and(|(_, b)| b.start + b.len > start)
 }
 
+/// One guard page, never accessible, follows every mapping: on a GPU nothing is mapped past an
+/// allocation, so a kernel that runs off its end faults there instead of writing into whatever
+/// mapping the host kernel placed next.
+const GUARD: usize = 4096;
+
 fn map(len: usize) -> Option<usize> {
+    let with_guard = len.checked_add(GUARD)?;
     // SAFETY: an anonymous private mapping at an address of the kernel's choosing; nothing
     // else refers to it until it is returned.
     let address = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            len,
+            with_guard,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
         )
     };
-    (address != libc::MAP_FAILED).then_some(address as usize)
+    if address == libc::MAP_FAILED {
+        return None;
+    }
+    let start = address as usize;
+    // SAFETY: the last page of the mapping just made, which nothing refers to yet.
+    unsafe { libc::mprotect((start + len) as *mut libc::c_void, GUARD, libc::PROT_NONE) };
+    Some(start)
 }
 
 fn unmap(start: usize, len: usize) {
-    // SAFETY: `start..start + len` is one mapping made by `map` and removed from the registry,
-    // so no new work can reach it.
-    unsafe { libc::munmap(start as *mut libc::c_void, len) };
+    // SAFETY: `start..start + len` and its guard page are one mapping made by `map` and
+    // removed from the registry, so no new work can reach it.
+    unsafe { libc::munmap(start as *mut libc::c_void, len + GUARD) };
 }
 
 #[cfg(test)]

@@ -101,13 +101,15 @@ impl Runtime {
     /// A GPU touched memory it may not: the system event handlers are told (they decide what
     /// happens, as on ROCm); with no handler the process stops with ROCm's message. A queue
     /// whose packet faulted is failed by its processor afterwards, so its error callback comes
-    /// after the handlers.
+    /// after the handlers. The event names the faulting page, as the GPU's does.
     pub fn memory_fault(&self, fault: Fault) {
         let event = hsa_amd_event_t {
             event_type: HSA_AMD_GPU_MEMORY_FAULT_EVENT,
             memory_fault: hsa_amd_gpu_memory_fault_info_t {
                 agent: System::agent_handle(fault.agent),
-                virtual_address: fault.address as u64,
+                // The GPU reports the page, not the byte: LLVM's report of the closest
+                // allocation says "might be by page" for this reason.
+                virtual_address: (fault.address & !(crate::agents::GRANULE - 1)) as u64,
                 fault_reason_mask: if fault.unmapped {
                     HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT
                 } else {

@@ -5,8 +5,8 @@
 //! kernels are numbered from the most recent, and each is named as LLVM prettifies OpenMP
 //! kernel names (`omp target in main @ 29 (__omp_offloading_…_main_l29)`).
 
+use crate::host_stacks::{HostStack, Operation};
 use offload_image::kernel_names::pretty_kernel_name;
-use std::backtrace::Backtrace;
 use std::collections::VecDeque;
 use std::fmt::Write;
 use std::io::Write as _;
@@ -23,7 +23,7 @@ pub const STACKS_VARIABLE: &str = "OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES";
 struct Launch {
     kernel: Arc<str>,
     /// The host stack of the launch, when stacks are tracked.
-    stack: Option<Backtrace>,
+    stack: Option<HostStack>,
 }
 
 /// One device's last launches.
@@ -97,7 +97,7 @@ impl LaunchTraces {
 
     /// Records a launch of `kernel`, with the caller's stack when stacks are tracked.
     pub fn record(&self, kernel: &Arc<str>) {
-        let stack = (self.stacks > 0).then(Backtrace::force_capture);
+        let stack = (self.stacks > 0).then(|| HostStack::capture(Operation::LaunchKernel));
         let mut launches = lock(&self.launches);
         if launches.len() == KEPT {
             launches.pop_front();
@@ -121,7 +121,7 @@ impl LaunchTraces {
         let launches = lock(&self.launches);
         let mut text = String::new();
         if let Some(stack) = launches.back().and_then(|l| l.stack.as_ref()) {
-            write_stack(&mut text, stack);
+            stack.write(&mut text);
         }
         text
     }
@@ -153,7 +153,7 @@ impl LaunchTraces {
                     let _ = writeln!(text, "Kernel {i}: '{name}'");
                 }
                 if let Some(stack) = &launch.stack {
-                    write_stack(&mut text, stack);
+                    stack.write(&mut text);
                 }
                 text.push('\n');
             }
@@ -173,45 +173,6 @@ impl LaunchTraces {
             "Use '{STACKS_VARIABLE}=<n>' to see the host stacks of the last n launches"
         );
         text
-    }
-}
-
-/// Writes `stack` one frame a line (`    #<n> <function> <file>:<line>:<column>`), leaving
-/// out the frames of the capture itself.
-fn write_stack(text: &mut String, stack: &Backtrace) {
-    let mut frames: Vec<(String, Option<String>)> = Vec::new();
-    for line in stack.to_string().lines() {
-        let trimmed = line.trim_start();
-        if let Some(location) = trimmed.strip_prefix("at ") {
-            if let Some(frame) = frames.last_mut() {
-                frame.1.get_or_insert_with(|| location.to_owned());
-            }
-        } else if let Some((number, function)) = trimmed.split_once(": ") {
-            if number.bytes().all(|b| b.is_ascii_digit()) {
-                frames.push((function.to_owned(), None));
-            }
-        }
-    }
-    // The capture's frames come first: the standard library's, then `record`'s.
-    let first = frames
-        .iter()
-        .position(|(function, _)| function.contains("LaunchTraces::record"))
-        .map(|i| i + 1)
-        .unwrap_or_else(|| {
-            frames
-                .iter()
-                .take_while(|(function, _)| function.contains("backtrace"))
-                .count()
-        });
-    // Frames without a symbol (the runtime's own, stripped) say nothing.
-    let named = frames[first..]
-        .iter()
-        .filter(|(function, _)| function != "<unknown>");
-    for (n, (function, location)) in named.enumerate() {
-        let _ = match location {
-            Some(location) => writeln!(text, "    #{n} {function} {location}"),
-            None => writeln!(text, "    #{n} {function}"),
-        };
     }
 }
 
@@ -283,7 +244,11 @@ mod tests {
             "{report}"
         );
         assert!(!report.contains("Backtrace"), "{report}");
-        assert!(!report.contains("LaunchTraces::record"), "{report}");
+        // The stack starts with the operation, in LLVM's words.
+        assert!(
+            report.contains("Kernel 0: 'third'\n    #0 launchKernel (offload plugin)\n"),
+            "{report}"
+        );
         assert!(traces.last_stack().contains("launch_from_here"));
         assert_eq!(traces.last_kernel().as_deref(), Some("third"));
     }

@@ -13,15 +13,20 @@
 //! - [`device_slots`]: a plugin's devices, each started once.
 //! - [`fill`]: a fill from any address split into the aligned words GPU drivers fill.
 //! - [`launch_traces`]: the kernels a device launched last, for the report of a fault.
+//! - [`allocation_traces`]: where a device's memory came from, for reports of bad frees and
+//!   faults.
+//! - [`host_stacks`]: the host stacks those reports show.
 
+pub mod allocation_traces;
 pub mod device_runtime;
 pub mod device_slots;
 pub mod fill;
 pub mod handles;
+pub mod host_stacks;
 pub mod images;
-pub mod launch_traces;
 pub mod launch_buffers;
 pub mod launch_rules;
+pub mod launch_traces;
 pub mod pinning;
 pub mod settings;
 

@@ -45,8 +45,8 @@ impl Twin {
 /// Loads the twin of the GPU image at `image` (`len` bytes), whose kernels are `kernels`: the
 /// x86-64 image of the same object's offload section, searched in every loaded object, then in
 /// the program file `also_in` (not loaded; the emulators' `OMPTARGET_EMU_TWINS`). There an image
-/// no program holds (a bare cubin or PTX file a tool loads) takes the program's x86-64 image if
-/// that defines every one of its kernels. `Ok(None)` when there is none; `Err` when it would
+/// no program holds (a bare cubin or PTX file a tool loads), or one whose object has no x86-64
+/// image, takes that program's x86-64 image if it defines every one of its kernels. `Ok(None)` when there is none; `Err` when it would
 /// not load.
 pub fn load_for(
     image: usize,
@@ -74,14 +74,16 @@ pub fn load_for(
                     .any(|c| offload_binary::unwrap(c).is_ok_and(|u| u.bytes.starts_with(wanted)))
             })
         });
-    let twin = match owner {
-        Some(owner) => x86_image(owner),
-        None if also_in.is_some() && !kernels.is_empty() => sections
-            .last()
-            .and_then(x86_image)
-            .filter(|twin| defines_all(twin, kernels)),
-        None => None,
+    // The twins program names the kernels' twins where the image's own object has none (a
+    // program built for the GPU alone, whose twin was built apart so that no runtime numbers
+    // host devices for it).
+    let from_twins_program = || {
+        (also_in.is_some() && !kernels.is_empty())
+            .then(|| sections.last().and_then(x86_image))
+            .flatten()
+            .filter(|twin| defines_all(twin, kernels))
     };
+    let twin = owner.and_then(x86_image).or_else(from_twins_program);
     let Some(twin) = twin else {
         return Ok(None);
     };

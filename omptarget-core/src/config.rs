@@ -292,6 +292,12 @@ fn flag(name: &str) -> bool {
     })
 }
 
+/// `OFFLOAD_TRACK_ALLOCATION_TRACES` (LLVM 22, default false): the plugins keep every
+/// allocation and free with its stack, for reports of bad frees and memory faults.
+pub(crate) fn track_allocation_traces() -> bool {
+    flag("OFFLOAD_TRACK_ALLOCATION_TRACES")
+}
+
 /// `LIBOMPTARGET_TREAT_ATTACH_AUTO_AS_ALWAYS` (LLVM 22, default false): every ATTACH entry of a
 /// construct attaches its pointer, as if the compiler had marked it `attach(always)`; by
 /// default one attaches only when the construct newly mapped the pointer or the pointee.

@@ -38,8 +38,13 @@ pub(crate) fn slab_bytes(class: u64) -> u64 {
 }
 
 /// The threshold from `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`: unset means the default,
-/// 0 turns the pool off.
+/// 0 turns the pool off. Off too while the plugins track allocations
+/// (`OFFLOAD_TRACK_ALLOCATION_TRACES`): a block the pool hands out or takes back is an
+/// allocation or free the plugin would never see, and a double free of one would go unnoticed.
 pub(crate) fn threshold_from_env() -> u64 {
+    if crate::config::track_allocation_traces() {
+        return 0;
+    }
     match std::env::var("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD")
         .ok()
         .and_then(|v| crate::config::parse_number(&v))

@@ -91,8 +91,10 @@ fn copy(
     )
 }
 
-/// Waits up to two seconds for a fault at `address`.
+/// Waits up to two seconds for a fault at `address`, which the event names by its page, as a
+/// GPU does.
 fn fault_at(address: u64) -> bool {
+    let address = address & !4095;
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(2) {
         if FAULTS.lock().unwrap().iter().any(|&(_, a)| a == address) {

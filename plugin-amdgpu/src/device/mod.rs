@@ -13,6 +13,7 @@ use crate::hsa_real::RealHsa;
 use crate::kernarg_pool::KernargPool;
 use crate::settings::AmdgpuSettings;
 use crate::stream::{Event, Stream, StreamConfig, StreamManager, StreamPolicy};
+use gpu_plugin::allocation_traces::AllocationTraces;
 use gpu_plugin::images::Images;
 use gpu_plugin::launch_buffers::LaunchBufferPool;
 use gpu_plugin::launch_traces::LaunchTraces;
@@ -104,9 +105,65 @@ pub struct AmdgpuDevice {
     /// The kernels launched last, for the report of a kernel that faults (shared with the
     /// memory-fault handler).
     launches: Arc<LaunchTraces>,
+    /// Where the device's memory came from, when tracked, for reports of bad frees and of
+    /// memory faults (shared with the memory-fault handler).
+    allocations: Arc<AllocationTraces>,
 }
 
 impl AmdgpuDevice {
+    /// `size` bytes of `kind` from the agent's pools.
+    fn allocate(&self, size: u64, kind: AllocKind) -> Result<usize> {
+        let size = usize::try_from(size.max(1))
+            .map_err(|_| PluginError::new(ErrorCode::OUT_OF_MEMORY, "allocation too large"))?;
+        let what = || format!("allocating {size} bytes of {} memory", kind.name());
+        match kind {
+            AllocKind::DEFAULT | AllocKind::DEVICE | AllocKind::DEVICE_NON_BLOCKING => {
+                let ptr = self
+                    .hsa
+                    .allocate(self.device_pool, size)
+                    .map_err(|e| failed(what(), e))?;
+                // Device memory is reachable by default only from its own GPU; the others
+                // need it for device-to-device copies (a copy engine of either side may run
+                // them) and for kernels given another device's pointer, as LLVM grants too.
+                if self.host.gpu_agents.len() > 1 {
+                    if let Err(e) = self.hsa.allow_access(&self.host.gpu_agents, ptr) {
+                        let _ = self.hsa.free(ptr);
+                        return Err(failed(what(), e));
+                    }
+                }
+                Ok(ptr)
+            }
+            // Fine-grained host memory the GPUs may access (LLVM uses it for shared memory
+            // too: without XNACK there is no migration).
+            AllocKind::HOST | AllocKind::SHARED => {
+                let ptr = self
+                    .hsa
+                    .allocate(self.host.fine_pool, size)
+                    .map_err(|e| failed(what(), e))?;
+                if let Err(e) = self.hsa.allow_access(&self.host.gpu_agents, ptr) {
+                    let _ = self.hsa.free(ptr);
+                    return Err(failed(what(), e));
+                }
+                lock(&self.host.allocations).insert(ptr, size);
+                Ok(ptr)
+            }
+            _ => Err(PluginError::invalid_argument(format!(
+                "unknown allocation kind {}",
+                kind.0
+            ))),
+        }
+    }
+
+    /// Gives `ptr`, allocated as `kind`, back to its pool.
+    fn release(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        if matches!(kind, AllocKind::HOST | AllocKind::SHARED) {
+            lock(&self.host.allocations).remove(&ptr);
+        }
+        self.hsa
+            .free(ptr)
+            .map_err(|e| failed(format!("freeing {} memory at {ptr:#x}", kind.name()), e))
+    }
+
     /// Sets up the device's pools, streams and limits (LLVM's `AMDGPUDeviceTy::initImpl`).
     #[allow(clippy::too_many_arguments)]
     pub fn initialize(
@@ -177,7 +234,8 @@ impl AmdgpuDevice {
             grid.max_threads
         );
         let launches = Arc::new(LaunchTraces::from_env());
-        memory_fault::report_launches_with(agent.agent.0, Arc::clone(&launches));
+        let allocations = Arc::new(AllocationTraces::from_env());
+        memory_fault::report_faults_with(agent.agent.0, &launches, &allocations);
         Ok(AmdgpuDevice {
             hardware_parallelism: agent.compute_units as u64 * agent.max_waves_per_cu.max(1) as u64,
             hsa,
@@ -201,6 +259,7 @@ impl AmdgpuDevice {
             pinned: RwLock::default(),
             launch_buffers: Arc::default(),
             launches,
+            allocations,
         })
     }
 
@@ -455,55 +514,15 @@ impl Device for AmdgpuDevice {
 
     // ---- memory ----
 
-    fn alloc(&self, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
-        let size = usize::try_from(size.max(1))
-            .map_err(|_| PluginError::new(ErrorCode::OUT_OF_MEMORY, "allocation too large"))?;
-        let what = || format!("allocating {size} bytes of {} memory", kind.name());
-        match kind {
-            AllocKind::DEFAULT | AllocKind::DEVICE | AllocKind::DEVICE_NON_BLOCKING => {
-                let ptr = self
-                    .hsa
-                    .allocate(self.device_pool, size)
-                    .map_err(|e| failed(what(), e))?;
-                // Device memory is reachable by default only from its own GPU; the others
-                // need it for device-to-device copies (a copy engine of either side may run
-                // them) and for kernels given another device's pointer, as LLVM grants too.
-                if self.host.gpu_agents.len() > 1 {
-                    if let Err(e) = self.hsa.allow_access(&self.host.gpu_agents, ptr) {
-                        let _ = self.hsa.free(ptr);
-                        return Err(failed(what(), e));
-                    }
-                }
-                Ok(ptr)
-            }
-            // Fine-grained host memory the GPUs may access (LLVM uses it for shared memory
-            // too: without XNACK there is no migration).
-            AllocKind::HOST | AllocKind::SHARED => {
-                let ptr = self
-                    .hsa
-                    .allocate(self.host.fine_pool, size)
-                    .map_err(|e| failed(what(), e))?;
-                if let Err(e) = self.hsa.allow_access(&self.host.gpu_agents, ptr) {
-                    let _ = self.hsa.free(ptr);
-                    return Err(failed(what(), e));
-                }
-                lock(&self.host.allocations).insert(ptr, size);
-                Ok(ptr)
-            }
-            _ => Err(PluginError::invalid_argument(format!(
-                "unknown allocation kind {}",
-                kind.0
-            ))),
-        }
+    fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        let ptr = self.allocate(size, kind)?;
+        self.allocations.allocated(ptr, size, host_ptr, kind);
+        Ok(ptr)
     }
 
     fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
-        if matches!(kind, AllocKind::HOST | AllocKind::SHARED) {
-            lock(&self.host.allocations).remove(&ptr);
-        }
-        self.hsa
-            .free(ptr)
-            .map_err(|e| failed(format!("freeing {} memory at {ptr:#x}", kind.name()), e))
+        self.allocations.freeing(ptr, kind);
+        self.release(ptr, kind)
     }
 
     /// A range inside one already pinned counts on it, as in LLVM's plugins.

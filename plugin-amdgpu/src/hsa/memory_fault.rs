@@ -2,13 +2,15 @@
 //!
 //! A kernel that touches an address it may not reaches the runtime as a system event. The
 //! faulting queue is dead and the state of device memory unknown, so, as LLVM's plugin does,
-//! the handler reports the fault, with the kernels the faulting GPU launched last, and aborts
-//! rather than let the program run on with results that will never arrive.
+//! the handler reports the fault, with what the tracked allocations say about the address and
+//! the kernels the faulting GPU launched last, and aborts rather than let the program run on
+//! with results that will never arrive.
 
 use super::attributes;
 use super::error::check;
 use super::runtime::HsaRuntime;
 use crate::hsa_interface::HsaError;
+use gpu_plugin::allocation_traces::AllocationTraces;
 use gpu_plugin::launch_traces::LaunchTraces;
 use hsa_sys::*;
 use std::ffi::c_void;
@@ -18,23 +20,42 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use sync_util::lock;
 
-/// Each GPU agent's launch traces (by agent handle), for the report of its faults.
-static LAUNCHES: Mutex<Vec<(u64, Arc<LaunchTraces>)>> = Mutex::new(Vec::new());
-
-/// From now on a memory fault by `agent` reports the kernels in `traces`.
-pub fn report_launches_with(agent: u64, traces: Arc<LaunchTraces>) {
-    let mut launches = lock(&LAUNCHES);
-    launches.retain(|(known, _)| *known != agent);
-    launches.push((agent, traces));
+/// What a GPU agent's device knows for the report of its faults.
+struct FaultContext {
+    agent: u64,
+    launches: Arc<LaunchTraces>,
+    allocations: Arc<AllocationTraces>,
 }
 
-/// The report of the kernels `agent` launched last, if its device registered them.
-fn launches_of(agent: u64) -> String {
-    lock(&LAUNCHES)
-        .iter()
-        .find(|(known, _)| *known == agent)
-        .map(|(_, traces)| traces.report())
-        .unwrap_or_default()
+/// Each GPU agent's fault context.
+static CONTEXTS: Mutex<Vec<FaultContext>> = Mutex::new(Vec::new());
+
+/// From now on a memory fault by `agent` reports the kernels in `launches` and what
+/// `allocations` say about the faulting address.
+pub fn report_faults_with(
+    agent: u64,
+    launches: &Arc<LaunchTraces>,
+    allocations: &Arc<AllocationTraces>,
+) {
+    let mut contexts = lock(&CONTEXTS);
+    contexts.retain(|known| known.agent != agent);
+    contexts.push(FaultContext {
+        agent,
+        launches: Arc::clone(launches),
+        allocations: Arc::clone(allocations),
+    });
+}
+
+/// The report of `agent`'s fault at `address` after its first line: the allocations at the
+/// address, then the kernels the agent launched last (nothing if its device registered none).
+fn fault_context(agent: u64, address: u64) -> String {
+    let contexts = lock(&CONTEXTS);
+    let Some(context) = contexts.iter().find(|known| known.agent == agent) else {
+        return String::new();
+    };
+    let mut text = context.allocations.describe_address(address as usize);
+    text.push_str(&context.launches.report());
+    text
 }
 
 impl HsaRuntime {
@@ -90,8 +111,8 @@ unsafe extern "C" fn on_system_event(
             fault.virtual_address,
             fault.fault_reason_mask,
         );
-        let launches = launches_of(fault.agent.handle);
-        let _ = write!(std::io::stderr(), "{message}\n{launches}");
+        let context = fault_context(fault.agent.handle, fault.virtual_address);
+        let _ = write!(std::io::stderr(), "{message}\n{context}");
         std::process::abort();
     }));
     // Only a panic while reporting gets here with a memory fault pending; abort all the same.

@@ -1,4 +1,4 @@
-//! Device memory from the stream-ordered allocator, page-locked host ranges, fills and peer
+//! Device memory of each kind from the driver, from the stream-ordered allocator, page-locked host ranges, fills and peer
 //! access.
 
 use super::*;
@@ -7,6 +7,42 @@ use gpu_plugin::fill::{Edge, FillPlan};
 
 impl CudaDevice {
     // ---- memory ----
+
+    /// `size` bytes of `kind` from the driver.
+    pub(super) fn allocate(&self, size: u64, kind: AllocKind) -> Result<usize> {
+        self.activate()?;
+        let size = size.max(1);
+        let what = || format!("allocating {size} bytes of {} memory", kind.name());
+        let address = match kind {
+            AllocKind::DEFAULT | AllocKind::DEVICE => self.driver.alloc_device(size),
+            AllocKind::HOST => self.driver.alloc_host(size).map(|p| p as u64),
+            AllocKind::SHARED => self.driver.alloc_managed(size),
+            AllocKind::DEVICE_NON_BLOCKING => self.alloc_non_blocking(size),
+            _ => {
+                return Err(PluginError::invalid_argument(format!(
+                    "unknown allocation kind {}",
+                    kind.0
+                )))
+            }
+        };
+        address.map(|a| a as usize).map_err(|e| failed(what(), e))
+    }
+
+    /// Gives `ptr`, allocated as `kind`, back to the driver.
+    pub(super) fn release(&self, ptr: usize, kind: AllocKind) -> Result<()> {
+        self.activate()?;
+        let result = match kind {
+            AllocKind::HOST => self.driver.free_host(ptr),
+            AllocKind::DEVICE_NON_BLOCKING if self.driver.has_async_allocator() => {
+                self.allocation_stream().and_then(|s| {
+                    self.driver.free_async(ptr as u64, s)?;
+                    self.driver.synchronize(s)
+                })
+            }
+            _ => self.driver.free_device(ptr as u64),
+        };
+        result.map_err(|e| failed(format!("freeing {ptr:#x}"), e))
+    }
 
     /// Device memory from the stream-ordered allocator, on a stream of its own: it does not
     /// wait for running kernels, so device-side malloc pools can grow while a kernel runs.

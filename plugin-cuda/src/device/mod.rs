@@ -12,6 +12,7 @@ use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::resources::{PooledResource, ResourcePool};
 use crate::work_timing::WorkTimer;
+use gpu_plugin::allocation_traces::AllocationTraces;
 use gpu_plugin::images::{Constructors, ImageDriver, Images};
 use gpu_plugin::launch_buffers::{LaunchBuffer, LaunchBufferPool};
 use gpu_plugin::launch_traces::LaunchTraces;
@@ -150,6 +151,8 @@ pub struct CudaDevice {
     timer: WorkTimer,
     /// The kernels launched last, for the report of a kernel that faults.
     launches: LaunchTraces,
+    /// Where the device's memory came from, when tracked, for reports of bad frees.
+    allocations: AllocationTraces,
     /// The retained primary context, taken and released by `deinit`. Last: fields drop in
     /// order, and everything above was created in this context.
     primary: Mutex<Option<PrimaryContext>>,
@@ -274,6 +277,7 @@ impl CudaDevice {
             released: std::sync::atomic::AtomicBool::new(false),
             timer: WorkTimer::default(),
             launches: LaunchTraces::from_env(),
+            allocations: AllocationTraces::from_env(),
             primary: Mutex::new(Some(primary)),
         })
     }
@@ -555,38 +559,15 @@ impl Device for CudaDevice {
 
     // ---- memory ----
 
-    fn alloc(&self, size: u64, _host_ptr: usize, kind: AllocKind) -> Result<usize> {
-        self.activate()?;
-        let size = size.max(1);
-        let what = || format!("allocating {size} bytes of {} memory", kind.name());
-        let address = match kind {
-            AllocKind::DEFAULT | AllocKind::DEVICE => self.driver.alloc_device(size),
-            AllocKind::HOST => self.driver.alloc_host(size).map(|p| p as u64),
-            AllocKind::SHARED => self.driver.alloc_managed(size),
-            AllocKind::DEVICE_NON_BLOCKING => self.alloc_non_blocking(size),
-            _ => {
-                return Err(PluginError::invalid_argument(format!(
-                    "unknown allocation kind {}",
-                    kind.0
-                )))
-            }
-        };
-        address.map(|a| a as usize).map_err(|e| failed(what(), e))
+    fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        let address = self.allocate(size, kind)?;
+        self.allocations.allocated(address, size, host_ptr, kind);
+        Ok(address)
     }
 
     fn free(&self, ptr: usize, kind: AllocKind) -> Result<()> {
-        self.activate()?;
-        let result = match kind {
-            AllocKind::HOST => self.driver.free_host(ptr),
-            AllocKind::DEVICE_NON_BLOCKING if self.driver.has_async_allocator() => {
-                self.allocation_stream().and_then(|s| {
-                    self.driver.free_async(ptr as u64, s)?;
-                    self.driver.synchronize(s)
-                })
-            }
-            _ => self.driver.free_device(ptr as u64),
-        };
-        result.map_err(|e| failed(format!("freeing {ptr:#x}"), e))
+        self.allocations.freeing(ptr, kind);
+        self.release(ptr, kind)
     }
 
     // ---- copies ----
