@@ -220,8 +220,10 @@ pub fn allocate_host(size: usize) -> Result<usize> {
     sys::map_host(size).map_err(|_| status::OUT_OF_MEMORY)
 }
 
+/// Freed page-locked memory stays reserved with no access for a while, so that a kernel
+/// writing after the free faults as on a GPU.
 pub fn free_host(address: usize, size: usize) {
-    sys::unmap(address, size.next_multiple_of(PAGE));
+    omptarget_emu_support::retired_memory::retire(address, size.next_multiple_of(PAGE));
 }
 
 /// The memory-mapping calls, each in one small function.
@@ -290,11 +292,6 @@ mod sys {
         } else {
             Ok(p as usize)
         }
-    }
-
-    pub fn unmap(address: usize, size: usize) {
-        // SAFETY: the range is a mapping from map_host, no longer referenced by the driver.
-        unsafe { libc::munmap(address as *mut libc::c_void, size) };
     }
 }
 

@@ -281,10 +281,10 @@ fn map(len: usize) -> Option<usize> {
     Some(start)
 }
 
+/// A freed allocation and its guard page stay reserved with no access for a while, so that a
+/// kernel writing after the free faults as on a GPU.
 fn unmap(start: usize, len: usize) {
-    // SAFETY: `start..start + len` and its guard page are one mapping made by `map` and
-    // removed from the registry, so no new work can reach it.
-    unsafe { libc::munmap(start as *mut libc::c_void, len + GUARD) };
+    omptarget_emu_support::retired_memory::retire(start, len + GUARD);
 }
 
 #[cfg(test)]
