@@ -20,10 +20,47 @@ pub const KEPT: usize = 8;
 /// The variable that asks for the host stacks of the last N launches.
 pub const STACKS_VARIABLE: &str = "OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES";
 
+/// A launch's teams (blocks) and threads per team, per dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub teams: [u32; 3],
+    pub threads: [u32; 3],
+}
+
+impl std::fmt::Display for Geometry {
+    /// `1 team of 256 threads`; a grid or block of more than one dimension as `[x, y, z]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let part = |f: &mut std::fmt::Formatter<'_>, counts: [u32; 3], one: &str, many: &str| {
+            if counts[1] == 1 && counts[2] == 1 {
+                let name = if counts[0] == 1 { one } else { many };
+                write!(f, "{} {name}", counts[0])
+            } else {
+                write!(f, "[{}, {}, {}] {many}", counts[0], counts[1], counts[2])
+            }
+        };
+        part(f, self.teams, "team", "teams")?;
+        f.write_str(" of ")?;
+        part(f, self.threads, "thread", "threads")
+    }
+}
+
 struct Launch {
     kernel: Arc<str>,
+    geometry: Geometry,
     /// The host stack of the launch, when stacks are tracked.
     stack: Option<HostStack>,
+}
+
+impl Launch {
+    /// `'<kernel, prettified>' launched with <geometry>`: LLVM 22's quoted name (which its
+    /// tests look for), then the geometry it leaves out.
+    fn describe(&self) -> String {
+        format!(
+            "'{}' launched with {}",
+            pretty_kernel_name(&self.kernel),
+            self.geometry
+        )
+    }
 }
 
 /// One device's last launches.
@@ -85,9 +122,11 @@ impl LaunchTraces {
         if !self.first_fault() {
             return;
         }
-        let kernel = self.last_kernel().map_or_else(String::new, |name| {
-            format!("OFFLOAD ERROR: Kernel '{name}'\n")
-        });
+        let kernel = lock(&self.launches)
+            .back()
+            .map_or_else(String::new, |launch| {
+                format!("OFFLOAD ERROR: Kernel {}\n", launch.describe())
+            });
         let _ = write!(
             std::io::stderr(),
             "{kernel}OFFLOAD ERROR: {cause}\n{}",
@@ -95,8 +134,9 @@ impl LaunchTraces {
         );
     }
 
-    /// Records a launch of `kernel`, with the caller's stack when stacks are tracked.
-    pub fn record(&self, kernel: &Arc<str>) {
+    /// Records a launch of `kernel` with `geometry`, with the caller's stack when stacks are
+    /// tracked.
+    pub fn record(&self, kernel: &Arc<str>, geometry: Geometry) {
         let stack = (self.stacks > 0).then(|| HostStack::capture(Operation::LaunchKernel));
         let mut launches = lock(&self.launches);
         if launches.len() == KEPT {
@@ -104,6 +144,7 @@ impl LaunchTraces {
         }
         launches.push_back(Launch {
             kernel: kernel.clone(),
+            geometry,
             stack,
         });
     }
@@ -146,11 +187,11 @@ impl LaunchTraces {
                 );
             }
             for (i, launch) in newest_first.take(shown).enumerate() {
-                let name = pretty_kernel_name(&launch.kernel);
+                let kernel = launch.describe();
                 if kept == 1 {
-                    let _ = writeln!(text, "Kernel '{name}'");
+                    let _ = writeln!(text, "Kernel {kernel}");
                 } else {
-                    let _ = writeln!(text, "Kernel {i}: '{name}'");
+                    let _ = writeln!(text, "Kernel {i}: {kernel}");
                 }
                 if let Some(stack) = &launch.stack {
                     stack.write(&mut text);
@@ -161,11 +202,11 @@ impl LaunchTraces {
         }
         if kept == 1 {
             text.push_str("Display only launched kernel:\n");
-            let _ = writeln!(text, "Kernel '{}'", pretty_kernel_name(&launches[0].kernel));
+            let _ = writeln!(text, "Kernel {}", launches[0].describe());
         } else {
             let _ = writeln!(text, "Display last {kept} kernels launched:");
             for (i, launch) in newest_first.enumerate() {
-                let _ = writeln!(text, "Kernel {i}: '{}'", pretty_kernel_name(&launch.kernel));
+                let _ = writeln!(text, "Kernel {i}: {}", launch.describe());
             }
         }
         let _ = writeln!(
@@ -180,6 +221,15 @@ impl LaunchTraces {
 mod tests {
     use super::*;
 
+    const ONE: Geometry = Geometry {
+        teams: [1, 1, 1],
+        threads: [1, 1, 1],
+    };
+    const WIDE: Geometry = Geometry {
+        teams: [4, 2, 1],
+        threads: [256, 1, 1],
+    };
+
     fn kernels(names: &[&str]) -> Vec<Arc<str>> {
         names.iter().map(|&n| Arc::from(n)).collect()
     }
@@ -189,17 +239,17 @@ mod tests {
         let traces = LaunchTraces::new(0);
         assert_eq!(traces.report(), "");
         let names = kernels(&["__omp_offloading_1_2_main_l3", "k1", "k2"]);
-        traces.record(&names[0]);
+        traces.record(&names[0], ONE);
         let single = traces.report();
         assert!(single.starts_with(
             "Display only launched kernel:\nKernel 'omp target in main @ 3 \
-             (__omp_offloading_1_2_main_l3)'\n"
+             (__omp_offloading_1_2_main_l3)' launched with 1 team of 1 thread\n"
         ));
         for _ in 0..5 {
-            traces.record(&names[1]);
+            traces.record(&names[1], ONE);
         }
-        traces.record(&names[2]);
-        traces.record(&names[0]);
+        traces.record(&names[2], WIDE);
+        traces.record(&names[0], ONE);
         let report = traces.report();
         assert!(
             report.starts_with("Display last 8 kernels launched:\n"),
@@ -209,12 +259,15 @@ mod tests {
             report.contains("Kernel 0: 'omp target in main @ 3"),
             "{report}"
         );
-        assert!(report.contains("Kernel 1: 'k2'\n"), "{report}");
+        assert!(
+            report.contains("Kernel 1: 'k2' launched with [4, 2, 1] teams of 256 threads\n"),
+            "{report}"
+        );
         assert!(
             report.contains("Kernel 7: 'omp target in main @ 3"),
             "{report}"
         );
-        traces.record(&names[1]);
+        traces.record(&names[1], ONE);
         let report = traces.report();
         assert!(!report.contains("Kernel 8:"), "{report}");
         assert!(
@@ -232,7 +285,7 @@ mod tests {
         }
         let report = traces.report();
         assert!(
-            report.starts_with("Display 2 of the 3 last kernel launch traces\nKernel 0: 'third'\n"),
+            report.starts_with("Display 2 of the 3 last kernel launch traces\nKernel 0: 'third' launched with 1 team of 1 thread\n"),
             "{report}"
         );
         assert!(report.contains("Kernel 1: 'second'"), "{report}");
@@ -246,7 +299,7 @@ mod tests {
         assert!(!report.contains("Backtrace"), "{report}");
         // The stack starts with the operation, in LLVM's words.
         assert!(
-            report.contains("Kernel 0: 'third'\n    #0 launchKernel (offload plugin)\n"),
+            report.contains("thread\n    #0 launchKernel (offload plugin)\n"),
             "{report}"
         );
         assert!(traces.last_stack().contains("launch_from_here"));
@@ -257,7 +310,7 @@ mod tests {
     /// not left by a tail call.
     #[inline(never)]
     fn launch_from_here(traces: &LaunchTraces, kernel: &Arc<str>) -> usize {
-        traces.record(kernel);
+        traces.record(kernel, ONE);
         std::hint::black_box(kernel.len())
     }
 }

@@ -131,14 +131,15 @@ fn run_llvm_19(exe: &Path) -> Run {
 }
 
 /// After the fault of the null-write program, the plugin names the kernels the device launched
-/// last, newest first, as LLVM 22 words it; with `OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES=1`, the
-/// last launch's host stack, down to the program's `main`.
+/// last, newest first, as LLVM 22 words it, each with its launch geometry; with
+/// `OFFLOAD_TRACK_NUM_KERNEL_LAUNCH_TRACES=1`, the last launch's host stack from the plugin's
+/// operation down to the program's `main`.
 fn the_null_write_s_launches_are_reported(gpu: EmulatedGpu, exe: &Path, run: &Run) {
     assert!(
         run.says("Display last 2 kernels launched:", "")
             && run.says(
                 "Kernel 0: 'omp target in main @ 16 (__omp_offloading_",
-                "_main_l16)'"
+                "_main_l16)' launched with "
             )
             && run.says("Kernel 1: 'omp target in main @ 12 (", ""),
         "{}",
@@ -154,7 +155,8 @@ fn the_null_write_s_launches_are_reported(gpu: EmulatedGpu, exe: &Path, run: &Ru
         traced.says("Display 1 of the 2 last kernel launch traces", "")
             && traced.says("Kernel 0: 'omp target in main @ 16", "")
             && !traced.says("Kernel 1:", "")
-            && traced.says("#", " __tgt_target_kernel")
+            && traced.says("#0", "launchKernel (offload plugin)")
+            && traced.says("#1", " __tgt_target_kernel")
             && traced.says("#", " main"),
         "{}",
         traced.stderr

@@ -10,6 +10,7 @@ use crate::kernarg_pool::KernargBuffer;
 use crate::kernel_args::{self, Explicit, LaunchShape};
 use crate::stream::Stream;
 use gpu_plugin::launch_buffers::LaunchBuffer;
+use gpu_plugin::launch_traces::Geometry;
 use gpu_plugin::{KernelLimits, NO_LAUNCH_ENVIRONMENT};
 use plugin_api::{KernelHandle, LaunchConfig, PluginError, QueueHandle};
 
@@ -92,7 +93,11 @@ impl AmdgpuDevice {
         config: &LaunchConfig,
         queue: QueueHandle,
     ) -> Result<()> {
-        self.launches.record(&kernel.name);
+        let geometry = Geometry {
+            teams: blocks,
+            threads,
+        };
+        self.launches.record(&kernel.name, geometry);
         // AQL counts the grid in work-items; a work-group's size is 16 bits per dimension.
         let mut grid_size = [0u32; 3];
         let mut workgroup_size = [0u16; 3];

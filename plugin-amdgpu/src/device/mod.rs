@@ -515,6 +515,10 @@ impl Device for AmdgpuDevice {
     // ---- memory ----
 
     fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        // Untracked, nothing is kept across the driver's allocation.
+        if !self.allocations.is_on() {
+            return self.allocate(size, kind);
+        }
         let ptr = self.allocate(size, kind)?;
         self.allocations.allocated(ptr, size, host_ptr, kind);
         Ok(ptr)

@@ -2,6 +2,7 @@
 //! launch environment and its reduction buffer, kernel-language launches.
 
 use super::*;
+use gpu_plugin::launch_traces::Geometry;
 
 impl CudaDevice {
     pub(super) fn launch_kernel(
@@ -26,7 +27,11 @@ impl CudaDevice {
         // here, and fails on a thread whose first call is a launch).
         self.activate()?;
         self.reserve_shared_memory(&kernel, shared)?;
-        self.launches.record(&kernel.name);
+        let geometry = Geometry {
+            teams: blocks,
+            threads,
+        };
+        self.launches.record(&kernel.name, geometry);
         self.on_queue(queue, |stream| {
             let mut packed = Vec::with_capacity(args.len() + 1);
             if config.kernel_args_version >= 3 {
@@ -72,7 +77,11 @@ impl CudaDevice {
         let shared = config.dyn_shared_mem;
         self.activate()?;
         self.reserve_shared_memory(&kernel, shared)?;
-        self.launches.record(&kernel.name);
+        let geometry = Geometry {
+            teams: grid,
+            threads: block,
+        };
+        self.launches.record(&kernel.name, geometry);
         let mut owned = params.to_vec();
         self.on_queue(queue, |stream| {
             self.timed(queue, stream, || {

@@ -560,6 +560,10 @@ impl Device for CudaDevice {
     // ---- memory ----
 
     fn alloc(&self, size: u64, host_ptr: usize, kind: AllocKind) -> Result<usize> {
+        // Untracked, nothing is kept across the driver's allocation.
+        if !self.allocations.is_on() {
+            return self.allocate(size, kind);
+        }
         let address = self.allocate(size, kind)?;
         self.allocations.allocated(address, size, host_ptr, kind);
         Ok(address)
