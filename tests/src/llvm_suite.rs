@@ -2,7 +2,9 @@
 //! `scripts/fetch-llvm-offload-tests.sh`; never copied into this repository) on the x86_64
 //! host-offload target, against LLVM's runtime or ours. Two releases: LLVM 19's suite built by
 //! clang-19 against LLVM 19's `libomptarget.so.19.1`, and LLVM 22's suite built by clang-22
-//! against LLVM 22's `libomptarget.so.22.1`; each side by side with ours.
+//! against LLVM 22's `libomptarget.so.22.1`; each side by side with ours. LLVM 22's suite also
+//! runs on the emulated GPUs of `dist/emu` (see [`Target`]): gfx90a and sm_90, whose kernels run
+//! through an x86-64 twin of each program.
 //!
 //! This is a small stand-in for lit, enough for these tests: it reads each file's `RUN:`,
 //! `REQUIRES:`, `UNSUPPORTED:` and `XFAIL:` lines, expands the substitutions that offload's
@@ -11,6 +13,7 @@
 //! `LD_LIBRARY_PATH` picks the runtime they load. A test whose directives or substitutions we
 //! do not understand is skipped with the reason, never guessed at.
 
+use crate::conformance::EmulatedGpu;
 use crate::workspace_root;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -98,8 +101,10 @@ const FEATURES_22: &[&str] = &[
 
 /// Features lit.cfg may set that these configurations lack: they are false, not unknown.
 /// (`libomptarget-debug`: Debian's runtimes are built without LIBOMPTARGET_DEBUG output;
-/// `nvptx` and `debug`, which LLVM 22's tests name, are set by no lit.cfg of offload.)
+/// `nvptx` and `debug`, which LLVM 22's tests name, are set by no lit.cfg of offload; `host`
+/// and the GPU features are the target's, present only where [`Target`] lists them.)
 const ABSENT_FEATURES: &[&str] = &[
+    "host",
     "nvptx",
     "debug",
     "gpu",
@@ -228,10 +233,12 @@ impl Release {
     }
 
     /// lit.cfg's add_libraries(): LLVM 19 adds the device runtime archive when its tree has
-    /// one; LLVM 22 adds nothing for a host target.
-    fn libraries(self, source: &str) -> String {
+    /// one; LLVM 22 adds nothing for a host target, and the device runtime for a GPU target
+    /// (which the emulated targets' compiler links from its own build instead).
+    fn libraries(self, target: Target, source: &str) -> String {
         let devicertl = Path::new(LLVM19_LIB_DIR).join("libomptarget.devicertl.a");
         match self {
+            _ if target.gpu().is_some() => format!("{source} -Xoffload-linker -lompdevice"),
             Release::Llvm19 if devicertl.exists() => format!("{source} {}", devicertl.display()),
             _ => source.to_string(),
         }
@@ -264,8 +271,8 @@ impl Release {
         self.list_dir().join("known-gaps.txt")
     }
 
-    fn feature(self, name: &str) -> Result<bool, String> {
-        if self.features().contains(&name) {
+    fn feature(self, target: Target, name: &str) -> Result<bool, String> {
+        if target.features(self).contains(&name) {
             return Ok(true);
         }
         let compiler_version = ["clang-", "gcc", "icc"].iter().any(|p| name.starts_with(p));
@@ -274,6 +281,104 @@ impl Release {
             return Ok(false);
         }
         Err(format!("unknown feature '{name}'"))
+    }
+}
+
+/// lit's current offload target: the x86_64 host, or a GPU of `dist/emu`'s emulated drivers
+/// (LLVM 22 only). A program for an emulated GPU is built twice from the same command (see
+/// `emu_compiler_script`): for the GPU alone, so that no runtime numbers host devices before
+/// the GPU, and as its twin `<program>.twin`, with an x86-64 image too, whose kernels (named
+/// alike, being built from the same source) the emulated driver runs: it reads the twin file
+/// that `OMPTARGET_EMU_TWINS` names.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The x86_64 host-offload target, as before emulated GPUs.
+    Host,
+    /// `amdgcn-amd-amdhsa`, gfx90a, on the emulated HSA runtime.
+    AmdgcnEmu,
+    /// `nvptx64-nvidia-cuda`, sm_90, on the emulated CUDA driver.
+    NvptxEmu,
+}
+
+/// lit.cfg's features of an amdgcn target whose `amdgpu_test_arch` is gfx90a: unified shared
+/// memory and the large allocation pool; not an APU (only gfx942 may be one).
+const FEATURES_AMDGCN: &[&str] = &[
+    "amdgcn-amd-amdhsa",
+    "gpu",
+    "amdgpu",
+    "unified_shared_memory",
+    "large_allocation_memory_pool",
+];
+/// lit.cfg's features of an nvptx target whose `cuda_test_arch` is sm_90 (70 or more: unified
+/// shared memory).
+const FEATURES_NVPTX: &[&str] = &[
+    "nvptx64-nvidia-cuda",
+    "gpu",
+    "nvidiagpu",
+    "unified_shared_memory",
+];
+
+impl Target {
+    pub const ALL: [Target; 3] = [Target::Host, Target::AmdgcnEmu, Target::NvptxEmu];
+
+    pub fn parse(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Host => "host",
+            Target::AmdgcnEmu => "amdgcn-emu",
+            Target::NvptxEmu => "nvptx-emu",
+        }
+    }
+
+    /// The emulated GPU, for a GPU target.
+    pub fn gpu(self) -> Option<EmulatedGpu> {
+        match self {
+            Target::Host => None,
+            Target::AmdgcnEmu => Some(EmulatedGpu::Amdgpu),
+            Target::NvptxEmu => Some(EmulatedGpu::Cuda),
+        }
+    }
+
+    /// lit's `libomptarget_current_target`.
+    pub fn triple(self, release: Release) -> &'static str {
+        match self {
+            Target::Host => release.target(),
+            Target::AmdgcnEmu => "amdgcn-amd-amdhsa",
+            Target::NvptxEmu => "nvptx64-nvidia-cuda",
+        }
+    }
+
+    /// lit.cfg's features: the target's own, then the compiler's and `ompt` as for the host
+    /// (the same compiler and runtimes build and run them).
+    fn features(self, release: Release) -> Vec<&'static str> {
+        let own = match self {
+            Target::Host => return release.features().to_vec(),
+            Target::AmdgcnEmu => FEATURES_AMDGCN,
+            Target::NvptxEmu => FEATURES_NVPTX,
+        };
+        let common = release.features().iter().copied();
+        let common = common.filter(|f| *f == "ompt" || f.starts_with("clang"));
+        own.iter().copied().chain(common).collect()
+    }
+
+    /// Where this target's lists are: the release's folder for the host, a subfolder named
+    /// after the target for an emulated GPU.
+    pub fn list_dir(self, release: Release) -> PathBuf {
+        match self {
+            Target::Host => release.list_dir(),
+            _ => release.list_dir().join(self.name()),
+        }
+    }
+
+    /// lit.cfg's `%libomptarget-run-<target>`: an emulated GPU's program names its twin.
+    fn run_command(self) -> &'static str {
+        match self {
+            Target::Host => "%t",
+            _ => "env OMPTARGET_EMU_TWINS=%t.twin %t",
+        }
     }
 }
 
@@ -444,19 +549,29 @@ impl Directives {
 
     /// Why lit would not run this test on `release`'s x86_64 host offloading, if it would not.
     pub fn skip_reason(&self, release: Release) -> Result<Option<String>, String> {
+        self.skip_reason_on(release, Target::Host)
+    }
+
+    /// Why lit would not run this test on `release`'s `target`, if it would not.
+    pub fn skip_reason_on(
+        &self,
+        release: Release,
+        target: Target,
+    ) -> Result<Option<String>, String> {
+        let holds = |expr: &str| eval_features_on(release, target, expr);
         for expr in &self.requires {
-            if !eval_features(release, expr)? {
+            if !holds(expr)? {
                 return Ok(Some(format!("REQUIRES: {expr}")));
             }
         }
         for expr in &self.unsupported {
-            if eval_features(release, expr)? {
+            if holds(expr)? {
                 return Ok(Some(format!("UNSUPPORTED: {expr}")));
             }
         }
         for expr in &self.xfail {
             // An expected failure is no program LLVM passes.
-            if expr == "*" || eval_features(release, expr)? {
+            if expr == "*" || holds(expr)? {
                 return Ok(Some(format!("XFAIL: {expr}")));
             }
         }
@@ -467,12 +582,18 @@ impl Directives {
     }
 }
 
+/// Evaluates a lit boolean feature expression for `release`'s x86_64 host target.
+pub fn eval_features(release: Release, expr: &str) -> Result<bool, String> {
+    eval_features_on(release, Target::Host, expr)
+}
+
 /// Evaluates a lit boolean feature expression: names, `!`, `&&`, `||` and parentheses.
 /// Regular expressions (`{{...}}`) are not supported: the caller skips such tests.
-pub fn eval_features(release: Release, expr: &str) -> Result<bool, String> {
+pub fn eval_features_on(release: Release, target: Target, expr: &str) -> Result<bool, String> {
     let tokens = tokenize(expr)?;
     let mut pos = 0;
-    let value = parse_or(release, &tokens, &mut pos)?;
+    let feature = |name: &str| release.feature(target, name);
+    let value = parse_or(&feature, &tokens, &mut pos)?;
     if pos != tokens.len() {
         return Err(format!("cannot parse feature expression '{expr}'"));
     }
@@ -504,34 +625,37 @@ fn tokenize(expr: &str) -> Result<Vec<String>, String> {
     Ok(tokens)
 }
 
-fn parse_or(release: Release, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
-    let mut value = parse_and(release, tokens, pos)?;
+/// Whether a feature holds; an error for one lit.cfg never sets.
+type Feature<'a> = dyn Fn(&str) -> Result<bool, String> + 'a;
+
+fn parse_or(feature: &Feature, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
+    let mut value = parse_and(feature, tokens, pos)?;
     while tokens.get(*pos).is_some_and(|t| t == "||") {
         *pos += 1;
-        value |= parse_and(release, tokens, pos)?;
+        value |= parse_and(feature, tokens, pos)?;
     }
     Ok(value)
 }
 
-fn parse_and(release: Release, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
-    let mut value = parse_not(release, tokens, pos)?;
+fn parse_and(feature: &Feature, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
+    let mut value = parse_not(feature, tokens, pos)?;
     while tokens.get(*pos).is_some_and(|t| t == "&&") {
         *pos += 1;
-        value &= parse_not(release, tokens, pos)?;
+        value &= parse_not(feature, tokens, pos)?;
     }
     Ok(value)
 }
 
-fn parse_not(release: Release, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
+fn parse_not(feature: &Feature, tokens: &[String], pos: &mut usize) -> Result<bool, String> {
     let token = tokens
         .get(*pos)
         .ok_or("feature expression ends early")?
         .as_str();
     *pos += 1;
     match token {
-        "!" => Ok(!parse_not(release, tokens, pos)?),
+        "!" => Ok(!parse_not(feature, tokens, pos)?),
         "(" => {
-            let value = parse_or(release, tokens, pos)?;
+            let value = parse_or(feature, tokens, pos)?;
             if tokens.get(*pos).map(String::as_str) != Some(")") {
                 return Err("unbalanced parentheses in feature expression".into());
             }
@@ -539,7 +663,7 @@ fn parse_not(release: Release, tokens: &[String], pos: &mut usize) -> Result<boo
             Ok(value)
         }
         "&&" | "||" | ")" => Err(format!("unexpected '{token}' in feature expression")),
-        name => release.feature(name),
+        name => feature(name),
     }
 }
 
@@ -611,10 +735,22 @@ impl TestPaths {
 /// lit.cfg's `echo ignored-command`, made safe to pipe into (see install_helpers).
 const IGNORED: &str = "ignored-command";
 
-/// lit.cfg's substitutions for the current target, then lit's defaults, in lit's order: lit
-/// applies each once, in turn, so a substitution may produce another found later in the list.
+/// lit.cfg's substitutions for `release`'s x86_64 host target (see [`substitutions_for`]).
 pub fn substitutions(
     release: Release,
+    suite: &Path,
+    tools: &Tools,
+    link_dir: &Path,
+    paths: &TestPaths,
+) -> Vec<(String, String)> {
+    substitutions_for(release, Target::Host, suite, tools, link_dir, paths)
+}
+
+/// lit.cfg's substitutions for the current target, then lit's defaults, in lit's order: lit
+/// applies each once, in turn, so a substitution may produce another found later in the list.
+pub fn substitutions_for(
+    release: Release,
+    target: Target,
     suite: &Path,
     tools: &Tools,
     link_dir: &Path,
@@ -623,14 +759,14 @@ pub fn substitutions(
     let mut subs: Vec<(String, String)> = Vec::new();
     let mut add = |from: String, to: String| subs.push((from, to));
     let fc = &tools.filecheck;
-    let libs = |s: &str| release.libraries(s);
+    let libs = |s: &str| release.libraries(target, s);
     for &t in release.all_targets() {
         let base = t
             .strip_suffix("-JIT-LTO")
             .or(t.strip_suffix("-LTO"))
             .unwrap_or(t);
         let lt = |n: &str| format!("%libomptarget-{n}-{t}");
-        if t == release.target() {
+        if t == target.triple(release) {
             let generic = [
                 "compilexx-run-and-check",
                 "compile-run-and-check",
@@ -710,8 +846,11 @@ pub fn substitutions(
                 lt("compileopt"),
                 format!("%clang-{t}{}", libs(" -O3 %s -o %t")),
             );
-            add(lt("run"), "%t".into());
-            add(lt("run-fail"), "%not --crash %t".into());
+            add(lt("run"), target.run_command().into());
+            add(
+                lt("run-fail"),
+                format!("%not --crash {}", target.run_command()),
+            );
             let flags = "%cuda_flags %flags %flags_clang -fopenmp-targets=";
             add(
                 format!("%clangxx-{t}"),
@@ -762,9 +901,11 @@ pub fn substitutions(
     add("%clang".into(), tools.clang.clone());
     // No %flang: there is no Fortran compiler, so Fortran tests keep it and are skipped.
     if release == Release::Llvm22 {
-        add("%target_triple".into(), release.target().into());
+        add("%target_triple".into(), target.triple(release).into());
     }
     add("%openmp_flags".into(), "-fopenmp -pthread".into());
+    // An nvptx target's `--cuda-path` and `--libomptarget-nvptx-bc-path`: the emulated
+    // targets' compiler passes its own (see emu_compiler_script).
     add("%cuda_flags".into(), String::new());
     add("%flags_clang".into(), String::new());
     add("%flags_flang".into(), String::new());
@@ -779,9 +920,13 @@ pub fn substitutions(
     if link_dir != Path::new(LLVM19_LIB_DIR) {
         link.push_str(&format!(" -L {LLVM19_LIB_DIR}"));
     }
+    let nogpulib = match target {
+        Target::NvptxEmu => "",
+        _ => " -nogpulib",
+    };
     add(
         "%flags".into(),
-        format!("-I {}{headers}{link} -nogpulib", suite.display()),
+        format!("-I {}{headers}{link}{nogpulib}", suite.display()),
     );
     add("%not".into(), tools.not.clone());
     // No %offload-device-info or %offload-tblgen (LLVM 22's liboffload tools, not packaged):
@@ -877,9 +1022,12 @@ pub struct Config {
     pub release: Release,
     pub suite: PathBuf,
     pub runtime: Runtime,
+    /// lit's current target: the host, or an emulated GPU.
+    pub target: Target,
     pub lib_dir: PathBuf,
-    /// lit's exec root: `%t` files and logs, one tree per release and runtime.
+    /// lit's exec root: `%t` files and logs, one tree per release, runtime and target.
     pub exec_root: PathBuf,
+    /// For an emulated GPU, the compilers are `emu-clang` and `emu-clang++` of `bin_dir`.
     pub tools: Tools,
     /// Put first in PATH: `FileCheck`, `not` and `ignored-command` (see install_helpers).
     pub bin_dir: PathBuf,
@@ -893,7 +1041,23 @@ pub struct Config {
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Config {
+    /// A run on `release`'s x86_64 host-offload target.
     pub fn new(release: Release, runtime: Runtime) -> Result<Config, String> {
+        Config::with_target(release, runtime, Target::Host)
+    }
+
+    /// A run on `target`: emulated GPUs run LLVM 22's suite only (its clang-22 twin builds).
+    pub fn with_target(
+        release: Release,
+        runtime: Runtime,
+        target: Target,
+    ) -> Result<Config, String> {
+        if target != Target::Host && release != Release::Llvm22 {
+            return Err(format!(
+                "target '{}' runs LLVM 22's suite only",
+                target.name()
+            ));
+        }
         let suite = suite_root(release)?;
         let tools = Tools::find(release)?;
         let lib_dir = runtime.lib_dir(release);
@@ -908,22 +1072,54 @@ impl Config {
         let work = workspace_root()
             .join("target/llvm-offload-suite-work")
             .join(release.major().to_string());
-        let exec_root = work.join(runtime.name());
+        let exec_root = work.join(match target {
+            Target::Host => runtime.name().to_string(),
+            _ => format!("{}-{}", runtime.name(), target.name()),
+        });
         let bin_dir = exec_root.join("bin");
         install_helpers(&bin_dir, &tools)?;
+        let tools = match target.gpu() {
+            Some(gpu) => install_emu_compilers(&bin_dir, &tools, target.triple(release), gpu)?,
+            None => tools,
+        };
         let link_dir = link_dir(release, &work)?;
+        let run_on_host = match target {
+            Target::Host => read_names(&release.run_on_host_file()).unwrap_or_default(),
+            _ => Vec::new(),
+        };
         Ok(Config {
             release,
             suite,
             runtime,
+            target,
             lib_dir,
             exec_root,
             tools,
             bin_dir,
             link_dir,
             timeout: DEFAULT_TIMEOUT,
-            run_on_host: read_names(&release.run_on_host_file()).unwrap_or_default(),
+            run_on_host,
         })
+    }
+
+    /// This release's and target's lists (`tests/llvm-offload-suite/<major>/[<target>/]`).
+    pub fn list_dir(&self) -> PathBuf {
+        self.target.list_dir(self.release)
+    }
+
+    /// The tests that pass against LLVM's runtime here: our target.
+    pub fn expected_pass_file(&self) -> PathBuf {
+        self.list_dir().join("expected-pass.txt")
+    }
+
+    /// Tests of expected-pass.txt ours does not pass yet, each with why.
+    pub fn known_gaps_file(&self) -> PathBuf {
+        self.list_dir().join("known-gaps.txt")
+    }
+
+    /// Tests LLVM's runtime fails here that ours passes: kept passing.
+    pub fn beyond_llvm_file(&self) -> PathBuf {
+        self.list_dir().join("beyond-llvm.txt")
     }
 
     /// The commands lit would run for a test, or why it is skipped.
@@ -935,13 +1131,14 @@ impl Config {
         if self.run_on_host.iter().any(|n| n == name) {
             directives.requires.retain(|r| r.trim() != "gpu");
         }
-        match directives.skip_reason(self.release) {
+        match directives.skip_reason_on(self.release, self.target) {
             Ok(None) => {}
             Ok(Some(why)) => return Err(Outcome::Skip(why)),
             Err(why) => return Err(Outcome::Skip(why)),
         }
-        let subs = substitutions(
+        let subs = substitutions_for(
             self.release,
+            self.target,
             &self.suite,
             &self.tools,
             &self.link_dir,
@@ -957,7 +1154,7 @@ impl Config {
         if !commands.iter().any(|(_, c)| compiles(c)) {
             return Err(Outcome::Skip(format!(
                 "no RUN line for {}",
-                self.release.target()
+                self.target.triple(self.release)
             )));
         }
         Ok((paths, commands))
@@ -1041,13 +1238,25 @@ impl Config {
         if self.release == Release::Llvm22 {
             cmd.env("IS_APU", "0");
         }
-        // The runtime's directory first; LLVM 19's after it, so every run loads LLVM 19's
-        // libomp (Debian's LLVM 22 runtime uses it too).
-        let mut libs = vec![self.lib_dir.clone()];
+        cmd.env("LD_LIBRARY_PATH", self.library_path());
+        if let (Some(gpu), Runtime::Ours) = (self.target.gpu(), self.runtime) {
+            set_emulator_env(cmd, gpu);
+        }
+    }
+
+    /// An emulated GPU's driver first (both runtimes load `libhsa-runtime64.so.1` or
+    /// `libcuda.so.1` by that name), then the runtime's directory, then LLVM 19's, so every
+    /// run loads LLVM 19's libomp (Debian's LLVM 22 runtime uses it too).
+    fn library_path(&self) -> std::ffi::OsString {
+        let mut libs = Vec::new();
+        if self.target.gpu().is_some() {
+            libs.push(crate::dist().join("emu"));
+        }
+        libs.push(self.lib_dir.clone());
         if self.lib_dir != Path::new(LLVM19_LIB_DIR) {
             libs.push(LLVM19_LIB_DIR.into());
         }
-        cmd.env("LD_LIBRARY_PATH", std::env::join_paths(libs).unwrap());
+        std::env::join_paths(libs).unwrap()
     }
 
     /// Runs tests on `jobs` threads, calling `report` as each finishes; results in input order.
@@ -1084,6 +1293,17 @@ impl Config {
     }
 }
 
+/// Our runtime on an emulated GPU, as the emulators' own tests run it (tests::emulated::run):
+/// only that GPU's plugin, and the AMDGPU plugin told where the emulated HSA runtime is (it
+/// would otherwise look for ROCm's). LLVM's runtime needs neither.
+fn set_emulator_env(cmd: &mut Command, gpu: EmulatedGpu) {
+    cmd.env("LIBOMPTARGET_PLUGINS_TO_LOAD", gpu.plugin());
+    if gpu == EmulatedGpu::Amdgpu {
+        let hsa = crate::dist().join("emu/libhsa-runtime64.so.1");
+        cmd.env("HSA_RUNTIME_LIB", hsa);
+    }
+}
+
 /// lit's internal shell runs commands that bash cannot run as they are; these stand-ins go
 /// first in PATH:
 /// - `not`: a bare `not` is lit's builtin, which also counts a crash as a failure (LLVM's
@@ -1093,7 +1313,6 @@ impl Config {
 ///   of SIGPIPE, which pipefail would report.
 /// - `FileCheck`, for RUN lines naming it bare.
 fn install_helpers(bin_dir: &Path, tools: &Tools) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
     let not = format!(
         "#!/bin/sh\n\
          if [ \"$1\" = --crash ]; then exec {} \"$@\"; fi\n\
@@ -1103,21 +1322,110 @@ fn install_helpers(bin_dir: &Path, tools: &Tools) -> Result<(), String> {
     );
     let ignored = "#!/bin/sh\ncat >/dev/null 2>&1\necho ignored-command \"$@\"\n".to_string();
     let filecheck = format!("#!/bin/sh\nexec {} \"$@\"\n", tools.filecheck);
-    fs::create_dir_all(bin_dir).map_err(|e| format!("{}: {e}", bin_dir.display()))?;
     for (name, text) in [
         ("not", not),
         ("ignored-command", ignored),
         ("FileCheck", filecheck),
     ] {
-        let path = bin_dir.join(name);
-        // Written aside and renamed: another run may be using the old one.
-        let tmp = bin_dir.join(format!(".{name}.{}", std::process::id()));
-        let io = |e: std::io::Error| format!("{}: {e}", path.display());
-        fs::write(&tmp, text).map_err(io)?;
-        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755)).map_err(io)?;
-        fs::rename(&tmp, &path).map_err(io)?;
+        install_script(bin_dir, name, &text)?;
     }
     Ok(())
+}
+
+/// Writes an executable script into `bin_dir`: aside, then renamed, as another run may be
+/// using the old one.
+fn install_script(bin_dir: &Path, name: &str, text: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::create_dir_all(bin_dir).map_err(|e| format!("{}: {e}", bin_dir.display()))?;
+    let path = bin_dir.join(name);
+    let tmp = bin_dir.join(format!(".{name}.{}", std::process::id()));
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    fs::write(&tmp, text).map_err(io)?;
+    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755)).map_err(io)?;
+    fs::rename(&tmp, &path).map_err(io)
+}
+
+/// Installs `emu-clang` and `emu-clang++` for `gpu` (see emu_compiler_script) and answers the
+/// tools with them as the compilers.
+fn install_emu_compilers(
+    bin_dir: &Path,
+    tools: &Tools,
+    triple: &str,
+    gpu: EmulatedGpu,
+) -> Result<Tools, String> {
+    // The twin flags of the emulators' own tests; the command names the offload targets.
+    let flags: Vec<String> = crate::clang22_twin_flags(gpu)
+        .into_iter()
+        .filter(|f| !f.starts_with("-fopenmp-targets="))
+        .collect();
+    let path = crate::clang22_twin_path(gpu);
+    let mut emu = tools.clone();
+    for (name, compiler) in [
+        ("emu-clang", &mut emu.clang),
+        ("emu-clang++", &mut emu.clangxx),
+    ] {
+        let script = emu_compiler_script(compiler, triple, &flags, &path);
+        install_script(bin_dir, name, &script)?;
+        *compiler = bin_dir.join(name).display().to_string();
+    }
+    Ok(emu)
+}
+
+/// A compiler for an emulated GPU's programs, called as lit calls clang: each command that
+/// offloads to `triple` and names its output (`-o X`) builds X for the GPU alone and X.twin
+/// with an x86-64 image too (`-fopenmp-targets=<triple>,x86_64-pc-linux-gnu`), from the same
+/// arguments plus `flags` (the GPU's architecture and LLVM 22's device runtime, which stands
+/// for lit's `-Xoffload-linker -lompdevice`: Debian has no libompdevice). An input that has a
+/// twin (an object an earlier command built) is replaced by it in the twin's build. Each output
+/// is written aside and renamed, so that a failed build or a parallel test never leaves half a
+/// file; other commands (nothing offloaded, no output named) run once, as they are.
+fn emu_compiler_script(compiler: &str, triple: &str, flags: &[String], path: &str) -> String {
+    let flags: Vec<String> = flags.iter().map(|f| sh_quote(f)).collect();
+    format!(
+        r#"#!/bin/bash
+# lit's compiler for an emulated GPU: see emu_compiler_script in tests/src/llvm_suite.rs.
+export PATH={path}
+compiler={compiler}
+triple={triple}
+gpu_flags=({flags})
+out= offload= args=() twin_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -o) out=${{2-}}; shift; [ $# -gt 0 ] && shift; continue ;;
+        -Xoffload-linker) if [ "${{2-}}" = -lompdevice ]; then shift 2; continue; fi ;;
+    esac
+    case "$1" in
+        "-fopenmp-targets=$triple")
+            offload=1; args+=("$1"); twin_args+=("$1,x86_64-pc-linux-gnu") ;;
+        *)
+            args+=("$1")
+            if [ -f "$1.twin" ]; then twin_args+=("$1.twin"); else twin_args+=("$1"); fi ;;
+    esac
+    shift
+done
+if [ -z "$offload" ]; then exec "$compiler" "${{args[@]}}" ${{out:+-o "$out"}}; fi
+if [ -z "$out" ]; then exec "$compiler" "${{args[@]}}" "${{gpu_flags[@]}}"; fi
+build() {{
+    final=$1; shift
+    part="$final.part$$"
+    if "$compiler" "$@" "${{gpu_flags[@]}}" -o "$part"; then
+        mv -f "$part" "$final"
+    else
+        status=$?; rm -f "$part"; return $status
+    fi
+}}
+build "$out.twin" "${{twin_args[@]}}" && build "$out" "${{args[@]}}"
+"#,
+        path = sh_quote(path),
+        compiler = sh_quote(compiler),
+        triple = sh_quote(triple),
+        flags = flags.join(" "),
+    )
+}
+
+/// `text` as one shell word.
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// The folder whose `libomptarget.so` programs link against: LLVM 19's own tree has one; for
@@ -1350,5 +1658,143 @@ mod tests {
         let old_host = expand("%libomptarget-compile-x86_64-pc-linux-gnu", &subs);
         assert!(old_host.is_err(), "{old_host:?}");
         assert!(expand("%offload-device-info", &subs).is_err());
+    }
+
+    #[test]
+    fn emulated_gpus_have_their_targets_features() {
+        let (r, amd, nv) = (Release::Llvm22, Target::AmdgcnEmu, Target::NvptxEmu);
+        let on = |t, e| eval_features_on(r, t, e);
+        assert_eq!(
+            on(amd, "gpu && amdgpu && amdgcn-amd-amdhsa && ompt"),
+            Ok(true)
+        );
+        assert_eq!(
+            on(amd, "large_allocation_memory_pool && clang-22"),
+            Ok(true)
+        );
+        assert_eq!(on(amd, "host || apu || nvidiagpu"), Ok(false));
+        assert_eq!(on(amd, "x86_64-unknown-linux-gnu"), Ok(false));
+        assert_eq!(
+            on(nv, "gpu && nvidiagpu && unified_shared_memory"),
+            Ok(true)
+        );
+        assert_eq!(on(nv, "large_allocation_memory_pool || amdgpu"), Ok(false));
+        assert_eq!(on(Target::Host, "host && !gpu"), Ok(true));
+    }
+
+    #[test]
+    fn generic_commands_expand_for_an_emulated_gpu() {
+        let tools = Tools {
+            clang: "/b/emu-clang".into(),
+            clangxx: "/b/emu-clang++".into(),
+            filecheck: "FileCheck-22".into(),
+            not: "not-22".into(),
+        };
+        let paths = TestPaths::new(Path::new("/s"), Path::new("/x"), "sanitizer/a.c");
+        let subs = substitutions_for(
+            Release::Llvm22,
+            Target::AmdgcnEmu,
+            Path::new("/s"),
+            &tools,
+            Path::new("/l"),
+            &paths,
+        );
+        let compile = expand("%libomptarget-compileopt-generic -g", &subs).unwrap();
+        assert!(compile.starts_with("/b/emu-clang -fopenmp"), "{compile}");
+        assert!(
+            compile.ends_with(
+                "-nogpulib  -fopenmp-targets=amdgcn-amd-amdhsa -O3 /s/sanitizer/a.c \
+                 -o /x/sanitizer/Output/a.c.tmp -Xoffload-linker -lompdevice -g"
+            ),
+            "{compile}"
+        );
+        let run = "%not --crash env -u V T=1 %libomptarget-run-generic 2>&1 | %fcheck-generic";
+        assert_eq!(
+            expand(run, &subs).unwrap(),
+            "not-22 --crash env -u V T=1 env OMPTARGET_EMU_TWINS=/x/sanitizer/Output/a.c.tmp.twin \
+             /x/sanitizer/Output/a.c.tmp 2>&1 | FileCheck-22 /s/sanitizer/a.c"
+        );
+        let fail = expand("%libomptarget-run-fail-generic", &subs).unwrap();
+        assert!(
+            fail.starts_with("not-22 --crash env OMPTARGET_EMU_TWINS="),
+            "{fail}"
+        );
+        assert_eq!(
+            expand("%target_triple", &subs).unwrap(),
+            "amdgcn-amd-amdhsa"
+        );
+        let host = expand("%libomptarget-compile-x86_64-unknown-linux-gnu", &subs);
+        assert_eq!(host.unwrap(), IGNORED);
+    }
+
+    /// Runs the emulated targets' compiler script with a stand-in compiler that writes its
+    /// arguments into its output, or fails when told to.
+    fn run_emu_compiler(dir: &Path, args: &[&str], fail: bool) -> bool {
+        let fake = dir.join("fake-clang");
+        let body = "#!/bin/bash\nfor a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n\
+                    [ -n \"$FAIL\" ] && { echo half > \"$out\"; exit 3; }\n\
+                    echo \"$*\" > \"$out\"\n";
+        install_script(dir, "fake-clang", body).unwrap();
+        let flags = ["-march=gfx90a".to_string()];
+        let script = emu_compiler_script(
+            &fake.display().to_string(),
+            "amdgcn-amd-amdhsa",
+            &flags,
+            "/usr/bin:/bin",
+        );
+        install_script(dir, "emu-clang", &script).unwrap();
+        let mut cmd = Command::new(dir.join("emu-clang"));
+        cmd.args(args).current_dir(dir);
+        if fail {
+            cmd.env("FAIL", "1");
+        }
+        // Just written: another test thread's fork may briefly hold it open.
+        let status = crate::retry_while_busy(|| cmd.status()).unwrap();
+        status.success()
+    }
+
+    #[test]
+    fn emulated_compiler_builds_a_program_and_its_twin() {
+        let dir = std::env::temp_dir().join(format!("llvm-suite-emu-cc-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let read = |name: &str| fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let offload = "-fopenmp-targets=amdgcn-amd-amdhsa";
+        let args = [
+            offload,
+            "a.c",
+            "-c",
+            "-o",
+            "a.o",
+            "-Xoffload-linker",
+            "-lompdevice",
+        ];
+        assert!(run_emu_compiler(&dir, &args, false));
+        // Built aside (`.part<pid>`), then renamed.
+        let gpu_build = format!("{offload} a.c -c -march=gfx90a -o a.o.part");
+        assert!(read("a.o").starts_with(&gpu_build), "{}", read("a.o"));
+        let suffix = read("a.o.twin")
+            .split_once(" a.c")
+            .map(|(t, _)| t.to_string());
+        assert_eq!(suffix.unwrap(), format!("{offload},x86_64-pc-linux-gnu"));
+        // A later link takes the object's twin into the program's twin.
+        assert!(run_emu_compiler(&dir, &[offload, "a.o", "-o", "p"], false));
+        assert!(read("p").contains(" a.o -march"), "{}", read("p"));
+        assert!(
+            read("p.twin").contains(" a.o.twin -march"),
+            "{}",
+            read("p.twin")
+        );
+        // A failed build leaves nothing, not half a file; nothing offloaded: one build.
+        assert!(!run_emu_compiler(&dir, &[offload, "b.c", "-o", "q"], true));
+        assert!(run_emu_compiler(&dir, &["c.c", "-o", "r"], false));
+        let left: Vec<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('q') || n.contains(".part") || n.starts_with("r."))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        assert_eq!(read("r"), "c.c -o r\n");
+        let _ = fs::remove_dir_all(&dir);
     }
 }

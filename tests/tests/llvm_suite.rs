@@ -1,9 +1,11 @@
 //! LLVM's own offload tests that LLVM's runtime passes on the x86_64 host target
 //! (tests/llvm-offload-suite/<release>/expected-pass.txt) must pass on ours too: LLVM 19's
-//! suite built by clang-19, and LLVM 22's built by clang-22. The tests themselves are fetched,
-//! not kept here: scripts/fetch-llvm-offload-tests.sh.
+//! suite built by clang-19, and LLVM 22's built by clang-22. Likewise LLVM 22's tests on the
+//! emulated GPUs (tests/llvm-offload-suite/22/<target>/), built for gfx90a and sm_90 with their
+//! x86-64 twins. The tests themselves are fetched, not kept here:
+//! scripts/fetch-llvm-offload-tests.sh.
 
-use tests::llvm_suite::{self, Config, Outcome, Release, Runtime};
+use tests::llvm_suite::{self, Config, Outcome, Release, Runtime, Target};
 
 #[test]
 fn llvm19_offload_suite_passes_on_our_runtime() {
@@ -15,11 +17,42 @@ fn llvm22_offload_suite_passes_on_our_runtime() {
     suite_passes_on_our_runtime(Release::Llvm22);
 }
 
+#[test]
+fn llvm22_sanitizer_tests_pass_on_emulated_amdgpu() {
+    emulated_suite_passes_on_our_runtime(Target::AmdgcnEmu);
+}
+
+#[test]
+fn llvm22_sanitizer_tests_pass_on_emulated_cuda() {
+    emulated_suite_passes_on_our_runtime(Target::NvptxEmu);
+}
+
 fn suite_passes_on_our_runtime(release: Release) {
     let config = Config::new(release, Runtime::Ours).unwrap_or_else(|e| panic!("{e}"));
-    let expected = llvm_suite::read_names(&release.expected_pass_file()).unwrap();
+    let expected = llvm_suite::read_names(&config.expected_pass_file()).unwrap();
     assert!(!expected.is_empty(), "expected-pass.txt lists no test");
-    let gaps = known_gaps(release);
+    lists_pass(&config, &expected);
+}
+
+/// An emulated GPU's expected-pass.txt may be empty (LLVM's runtime may pass none of the tests
+/// there), but then beyond-llvm.txt must name some: a run of nothing proves nothing.
+fn emulated_suite_passes_on_our_runtime(target: Target) {
+    let config = Config::with_target(Release::Llvm22, Runtime::Ours, target)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let expected = llvm_suite::read_names(&config.expected_pass_file()).unwrap();
+    let beyond = llvm_suite::read_names(&config.beyond_llvm_file()).unwrap_or_default();
+    assert!(
+        !expected.is_empty() || !beyond.is_empty(),
+        "neither expected-pass.txt nor beyond-llvm.txt of {} lists a test",
+        config.list_dir().display()
+    );
+    lists_pass(&config, &expected);
+}
+
+/// The tests of expected-pass.txt but known gaps, then those of beyond-llvm.txt, must pass on
+/// ours; each known gap must still fail.
+fn lists_pass(config: &Config, expected: &[String]) {
+    let gaps = known_gaps(config);
     let names: Vec<String> = expected
         .iter()
         .filter(|n| !gaps.iter().any(|(g, _)| g == *n))
@@ -43,14 +76,15 @@ fn suite_passes_on_our_runtime(release: Release) {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} of {} LLVM {} offload tests that pass on LLVM's runtime fail on ours:\n\n{}",
+        "{} of {} LLVM {} offload tests ({}) that pass on LLVM's runtime fail on ours:\n\n{}",
         failures.len(),
         names.len(),
-        release.major(),
+        config.release.major(),
+        config.target.name(),
         failures.join("\n")
     );
     // Tests LLVM's runtime fails here and ours passes stay passing.
-    let beyond = llvm_suite::read_names(&release.beyond_llvm_file()).unwrap_or_default();
+    let beyond = llvm_suite::read_names(&config.beyond_llvm_file()).unwrap_or_default();
     let regressions: Vec<String> = config
         .run_tests(&beyond, llvm_suite::default_jobs(), |r| {
             eprintln!("(beyond LLVM) {}", r.line())
@@ -78,10 +112,9 @@ fn suite_passes_on_our_runtime(release: Release) {
     );
 }
 
-/// `tests/llvm-offload-suite/<release>/known-gaps.txt`: (test, reason) pairs.
-fn known_gaps(release: Release) -> Vec<(String, String)> {
-    let path = release.known_gaps_file();
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+/// The run's known-gaps.txt: (test, reason) pairs.
+fn known_gaps(config: &Config) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(config.known_gaps_file()).unwrap_or_default();
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))

@@ -1,21 +1,24 @@
-//! Runs LLVM's offload test suite on the x86_64 host target:
-//! `llvm-suite [--llvm 19|22] [--runtime llvm|ours] [--list-out FILE] [--only FILE] [-j N]
-//! [--timeout SECS] [-v] [TEST|DIR/ ...]`. `--llvm` picks the release (suite, clang and LLVM's
-//! runtime; default 19). Prints one PASS/FAIL/SKIP line per test and a summary; exits 1 if any
+//! Runs LLVM's offload test suite on the x86_64 host target or an emulated GPU:
+//! `llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu] [--runtime llvm|ours]
+//! [--list-out FILE] [--only FILE] [-j N] [--timeout SECS] [-v] [TEST|DIR/ ...]`. `--llvm` picks
+//! the release (suite, clang and LLVM's runtime; default 19); `--target` lit's current target
+//! (default host; the emulated GPUs of dist/emu, gfx90a and sm_90, with `--llvm 22` only).
+//! Prints one PASS/FAIL/SKIP line per test and a summary; exits 1 if any
 //! test failed. `--list-out` writes the names of the passing tests (how
-//! tests/llvm-offload-suite/<release>/expected-pass.txt is made, with `--runtime llvm`). Tests
+//! tests/llvm-offload-suite/<release>/[<target>/]expected-pass.txt is made, with
+//! `--runtime llvm`). Tests
 //! are named relative to offload/test (`mapping/pr38704.c`); a name ending in `/` selects a
 //! folder.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
-use tests::llvm_suite::{self, Config, Outcome, Release, Runtime};
+use tests::llvm_suite::{self, Config, Outcome, Release, Runtime, Target};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: llvm-suite [--llvm 19|22] [--runtime llvm|ours] [--list-out FILE] [--only FILE] [-j N] \
-         [--timeout SECS] [-v] [TEST|DIR/ ...]"
+        "usage: llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu] [--runtime llvm|ours] \
+         [--list-out FILE] [--only FILE] [-j N] [--timeout SECS] [-v] [TEST|DIR/ ...]"
     );
     std::process::exit(2)
 }
@@ -23,6 +26,7 @@ fn usage() -> ! {
 fn main() {
     let mut runtime = Runtime::Ours;
     let mut release = Release::Llvm19;
+    let mut target = Target::Host;
     let mut list_out: Option<PathBuf> = None;
     let mut only: Option<PathBuf> = None;
     let mut jobs = llvm_suite::default_jobs();
@@ -35,6 +39,7 @@ fn main() {
         match arg.as_str() {
             "--llvm" => release = Release::parse(&value()).unwrap_or_else(|| usage()),
             "--runtime" => runtime = Runtime::parse(&value()).unwrap_or_else(|| usage()),
+            "--target" => target = Target::parse(&value()).unwrap_or_else(|| usage()),
             "--list-out" => list_out = Some(value().into()),
             "--only" => only = Some(value().into()),
             "-j" | "--jobs" => jobs = value().parse().unwrap_or_else(|_| usage()),
@@ -45,7 +50,7 @@ fn main() {
             name => selected.push(name.to_string()),
         }
     }
-    let mut config = Config::new(release, runtime).unwrap_or_else(|e| {
+    let mut config = Config::with_target(release, runtime, target).unwrap_or_else(|e| {
         eprintln!("llvm-suite: {e}");
         std::process::exit(2)
     });
@@ -54,10 +59,11 @@ fn main() {
     }
     let names = select(&config, only, &selected);
     eprintln!(
-        "running {} tests of LLVM {}'s {} against {} ({})",
+        "running {} tests of LLVM {}'s {} on {} against {} ({})",
         names.len(),
         release.major(),
         config.suite.display(),
+        config.target.triple(release),
         runtime.name(),
         config.lib_dir.display()
     );
@@ -75,8 +81,9 @@ fn main() {
     let failed = count(|o| matches!(o, Outcome::Fail(_)));
     let skipped = count(|o| matches!(o, Outcome::Skip(_)));
     println!(
-        "\nsummary (LLVM {}, {}): {passed} passed, {failed} failed, {skipped} skipped",
+        "\nsummary (LLVM {}, {}, {}): {passed} passed, {failed} failed, {skipped} skipped",
         release.major(),
+        target.name(),
         runtime.name()
     );
     for r in results
