@@ -217,6 +217,9 @@ pub fn allocate_host(size: usize) -> Result<usize> {
     let size = size
         .checked_next_multiple_of(PAGE)
         .ok_or(status::OUT_OF_MEMORY)?;
+    if let Some(start) = omptarget_emu_support::retired_memory::reuse(size, size) {
+        return Ok(start);
+    }
     sys::map_host(size).map_err(|_| status::OUT_OF_MEMORY)
 }
 

@@ -260,6 +260,9 @@ const GUARD: usize = 4096;
 
 fn map(len: usize) -> Option<usize> {
     let with_guard = len.checked_add(GUARD)?;
+    if let Some(start) = omptarget_emu_support::retired_memory::reuse(with_guard, len) {
+        return Some(start);
+    }
     // SAFETY: an anonymous private mapping at an address of the kernel's choosing; nothing
     // else refers to it until it is returned.
     let address = unsafe {

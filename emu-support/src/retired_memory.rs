@@ -3,7 +3,9 @@
 //! allocations. Unmapped at once, the host kernel would place the next mappings (a launch's
 //! arguments, a queue) in the freed range, and a kernel writing after a free would write into
 //! them instead of faulting. Retired ranges keep no memory; the oldest are unmapped once the
-//! retired address space or their number passes a bound.
+//! retired address space or their number passes a bound. As a GPU's allocator hands a freed
+//! block out again, a new allocation of a retired range's exact length takes the range retired
+//! last ([`reuse`]): freeing and allocating again gives the same address, as on a GPU.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -43,7 +45,36 @@ pub fn retire(start: usize, len: usize) {
     }
 }
 
+/// A retired range of exactly `len` bytes, the one retired last, its first `accessible` bytes
+/// made readable and writable again (zero-filled; the rest, a guard, stays inaccessible) for a
+/// new allocation; `None` when there is none.
+pub fn reuse(len: usize, accessible: usize) -> Option<usize> {
+    let mut retired = lock(&RETIRED);
+    let at = retired.ranges.iter().rposition(|&(_, l)| l == len)?;
+    let (start, _) = retired.ranges.remove(at)?;
+    retired.bytes -= len;
+    drop(retired);
+    if sys::make_accessible(start, accessible.min(len)) {
+        Some(start)
+    } else {
+        sys::unmap(start, len);
+        None
+    }
+}
+
 mod sys {
+    /// Read and write access to a retired range (whose pages were dropped: it reads zeros).
+    pub fn make_accessible(start: usize, len: usize) -> bool {
+        // SAFETY: a retired range, taken out of the list, which nothing else refers to.
+        unsafe {
+            libc::mprotect(
+                start as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+            ) == 0
+        }
+    }
+
     /// Maps `start..start + len` anew with no access and no memory behind it.
     pub fn replace_with_no_access(start: usize, len: usize) -> bool {
         // SAFETY: the range is a whole mapping of the caller's that nothing refers to any
@@ -98,5 +129,13 @@ mod tests {
         let retired = lock(&RETIRED);
         assert!(retired.ranges.contains(&(start, len)));
         assert!(retired.ranges.len() <= MAX_RANGES && retired.bytes <= MAX_BYTES);
+        drop(retired);
+        // The same length again: the same range, accessible and zeroed.
+        let again = reuse(len, len).expect("the retired range");
+        assert_eq!(again, start);
+        // SAFETY: accessible again, `len` bytes.
+        assert_eq!(unsafe { *(again as *const u8) }, 0);
+        // SAFETY: as above.
+        unsafe { libc::munmap(again as *mut libc::c_void, len) };
     }
 }
