@@ -16,6 +16,7 @@
 //! - [`allocation_traces`]: where a device's memory came from, for reports of bad frees and
 //!   faults.
 //! - [`host_stacks`]: the host stacks those reports show.
+//! - [`rpc`]: the server of device code's calls to the host (`printf`, files, `malloc`).
 
 pub mod allocation_traces;
 pub mod device_runtime;
@@ -28,6 +29,7 @@ pub mod launch_buffers;
 pub mod launch_rules;
 pub mod launch_traces;
 pub mod pinning;
+pub mod rpc;
 pub mod settings;
 
 pub use device_runtime::{

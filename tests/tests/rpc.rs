@@ -1,0 +1,399 @@
+//! The RPC server (`gpu_plugin::rpc`) against LLVM 22's own client: `rpc.h` of the LLVM 22
+//! sources (fetched by scripts/fetch-llvm-offload-tests.sh 22), built for x86-64 around
+//! tests/programs/rpc_client.cpp, runs on host threads over shared memory, one lane per port as
+//! on a CPU. Every request the server knows, many ports and threads at once, and damaged or
+//! unknown requests, which are reported and stop the serving of that mailbox without a crash
+//! or a hang.
+
+use gpu_plugin::rpc::handlers::DeviceServices;
+use gpu_plugin::rpc::mailbox::{self, Mailbox};
+use gpu_plugin::rpc::server::RpcServer;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use tests::llvm_suite::{self, Release};
+
+/// LLVM's client as a shared library, built once.
+fn client_library() -> &'static libloading::Library {
+    static LIBRARY: OnceLock<libloading::Library> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        let suite = llvm_suite::suite_root(Release::Llvm22).unwrap_or_else(|e| panic!("{e}"));
+        let sources = suite.parent().unwrap().parent().unwrap();
+        let out = tests::build_dir().join(format!("librpc_client-{}.so", std::process::id()));
+        let status = std::process::Command::new("clang++-22")
+            .args(["-O2", "-shared", "-fPIC", "-std=c++17", "-I"])
+            .arg(sources.join("libc/shared"))
+            .arg("-I")
+            .arg(sources.join("offload/include"))
+            .arg(tests::program("rpc_client.cpp"))
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .expect("run clang++-22");
+        assert!(status.success(), "LLVM's RPC client did not build");
+        // SAFETY: the library runs no initialisers of consequence.
+        let library = unsafe { libloading::Library::new(&out) }.expect("load the client");
+        let _ = std::fs::remove_file(&out);
+        library
+    })
+}
+
+/// A function of the client library.
+fn function<T: Copy>(name: &str) -> T {
+    // SAFETY: each name is looked up with the type its definition in rpc_client.cpp has.
+    unsafe { *client_library().get::<T>(name.as_bytes()).expect(name) }
+}
+
+/// Host memory standing for device memory: the server's `malloc` and `free`.
+#[derive(Default)]
+struct HostMemory {
+    allocated: AtomicU64,
+    freed: AtomicU64,
+}
+
+impl DeviceServices for HostMemory {
+    fn allocate(&self, size: u64) -> Option<u64> {
+        self.allocated.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: plain malloc.
+        let address = unsafe { libc_malloc(size as usize) } as u64;
+        (address != 0).then_some(address)
+    }
+    fn free(&self, address: u64) {
+        self.freed.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: an address `allocate` returned.
+        unsafe { libc_free(address as *mut c_void) };
+    }
+}
+
+extern "C" {
+    #[link_name = "malloc"]
+    fn libc_malloc(size: usize) -> *mut c_void;
+    #[link_name = "free"]
+    fn libc_free(address: *mut c_void);
+}
+
+/// A mailbox, its client object, and a server running for it.
+struct Setup {
+    server: RpcServer,
+    key: u64,
+    client: Vec<u64>,
+    _memory: Vec<u64>,
+    services: Arc<HostMemory>,
+}
+
+impl Setup {
+    fn new(ports: u32) -> Setup {
+        let size = mailbox::allocation_size(ports, 1) as usize;
+        let mut memory = vec![0u64; size.div_ceil(8)];
+        let base = memory.as_mut_ptr() as usize;
+        let mut client = vec![0u64; mailbox::CLIENT_BYTES / 8];
+        let bytes = mailbox::client_bytes(ports, base as u64);
+        for (word, chunk) in client.iter_mut().zip(bytes.chunks(8)) {
+            *word = u64::from_le_bytes(chunk.try_into().unwrap());
+        }
+        let server = RpcServer::new();
+        let services = Arc::new(HostMemory::default());
+        // SAFETY: `memory` is 8-aligned, of the mailbox's size, and outlives the server (the
+        // server is dropped first: fields drop in order).
+        let mailbox = unsafe { Mailbox::new(base, ports, 1) };
+        let key = server.add(mailbox, services.clone());
+        server.begin_use();
+        Setup {
+            server,
+            key,
+            client,
+            _memory: memory,
+            services,
+        }
+    }
+
+    fn client(&self) -> usize {
+        self.client.as_ptr() as usize
+    }
+}
+
+type Increment = unsafe extern "C" fn(usize, u64) -> u64;
+
+#[test]
+fn the_client_is_the_size_our_server_writes() {
+    let size: unsafe extern "C" fn() -> u64 = function("rpc_client_size");
+    // SAFETY: no arguments.
+    assert_eq!(unsafe { size() }, mailbox::CLIENT_BYTES as u64);
+}
+
+#[test]
+fn many_threads_on_many_ports_each_get_their_own_answers() {
+    let setup = Setup::new(16);
+    let increment: Increment = function("rpc_increment");
+    let echo: unsafe extern "C" fn(usize, *const u8, u64, *mut u8) -> u64 = function("rpc_echo");
+    let client = setup.client();
+    std::thread::scope(|scope| {
+        for thread in 0..12u64 {
+            scope.spawn(move || {
+                for i in 0..200u64 {
+                    let value = thread << 32 | i;
+                    // SAFETY: the client object lives for the scope.
+                    assert_eq!(unsafe { increment(client, value) }, value + 1);
+                    let data: Vec<u8> = (0..(i * 7 % 300))
+                        .map(|b| (b as u8) ^ (thread as u8))
+                        .collect();
+                    let mut back = vec![0u8; data.len()];
+                    // SAFETY: `back` holds as many bytes as are sent.
+                    let size = unsafe {
+                        echo(client, data.as_ptr(), data.len() as u64, back.as_mut_ptr())
+                    };
+                    assert_eq!(size, data.len() as u64);
+                    assert_eq!(back, data);
+                }
+            });
+        }
+    });
+    assert_eq!(setup.server.failure(setup.key), None);
+}
+
+#[test]
+fn sizes_around_the_packet_boundaries_go_there_and_back() {
+    let setup = Setup::new(4);
+    let echo: unsafe extern "C" fn(usize, *const u8, u64, *mut u8) -> u64 = function("rpc_echo");
+    for len in [
+        0usize, 1, 55, 56, 57, 63, 64, 119, 120, 121, 184, 185, 4096, 100_000,
+    ] {
+        let data: Vec<u8> = (0..len).map(|b| (b * 31 % 251) as u8).collect();
+        let mut back = vec![0u8; len];
+        // SAFETY: `back` holds `len` bytes.
+        let size = unsafe { echo(setup.client(), data.as_ptr(), len as u64, back.as_mut_ptr()) };
+        assert_eq!((size, &back), (len as u64, &data), "{len} bytes");
+    }
+}
+
+#[test]
+fn mixed_sends_and_receives_follow_llvms_interface_test() {
+    let setup = Setup::new(2);
+    let interface: unsafe extern "C" fn(usize, bool, u64) -> u64 = function("rpc_interface");
+    // SAFETY: the client object lives for the test.
+    assert_eq!(unsafe { interface(setup.client(), true, 10) }, 16);
+    // SAFETY: as above.
+    assert_eq!(unsafe { interface(setup.client(), false, 10) }, 17);
+}
+
+fn c(text: &str) -> CString {
+    CString::new(text).unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = tests::build_dir().join(format!("rpc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn files_are_opened_written_read_and_closed_on_the_host() {
+    let setup = Setup::new(8);
+    let client = setup.client();
+    let fopen: unsafe extern "C" fn(usize, *const c_char, *const c_char) -> u64 =
+        function("rpc_fopen");
+    let write: unsafe extern "C" fn(usize, c_int, u64, *const c_char, u64) -> u64 =
+        function("rpc_write");
+    let op: unsafe extern "C" fn(usize, c_int, u64) -> u64 = function("rpc_stream_op");
+    let fseek: unsafe extern "C" fn(usize, u64, i64, c_int) -> u64 = function("rpc_fseek");
+    let fread: unsafe extern "C" fn(usize, u64, *mut u8, u64) -> u64 = function("rpc_fread");
+    let fgets: unsafe extern "C" fn(usize, u64, *mut u8, c_int) -> u64 = function("rpc_fgets");
+    let ungetc: unsafe extern "C" fn(usize, c_int, u64) -> u64 = function("rpc_ungetc");
+    let path_op: unsafe extern "C" fn(usize, c_int, *const c_char) -> u64 = function("rpc_path_op");
+    let rename: unsafe extern "C" fn(usize, *const c_char, *const c_char) -> u64 =
+        function("rpc_rename");
+    let path = scratch("file.txt");
+    let text = "first line\nsecond line\n";
+    // SAFETY: (every call below) the client object lives for the test, strings are
+    // NUL-terminated and buffers hold the sizes passed.
+    unsafe {
+        let file = fopen(client, c(path.to_str().unwrap()).as_ptr(), c("w+").as_ptr());
+        assert_ne!(file, 0, "fopen");
+        assert_eq!(
+            write(client, 3, file, c(text).as_ptr(), text.len() as u64),
+            text.len() as u64
+        );
+        assert_eq!(op(client, 4, file), 0, "fflush");
+        assert_eq!(op(client, 3, file), text.len() as u64, "ftell");
+        assert_eq!(fseek(client, file, 0, 0), 0, "fseek");
+        let mut line = [0u8; 64];
+        assert_eq!(
+            fgets(client, file, line.as_mut_ptr(), 64),
+            12,
+            "fgets: the line and its NUL"
+        );
+        assert_eq!(&line[..12], b"first line\n\0");
+        assert_eq!(ungetc(client, b's' as c_int, file), b's' as u64);
+        let mut rest = [0u8; 64];
+        // The pushed-back character comes first.
+        assert_eq!(fread(client, file, rest.as_mut_ptr(), 64), 13);
+        assert_eq!(&rest[..13], b"ssecond line\n");
+        assert_ne!(op(client, 1, file), 0, "feof after the end");
+        assert_eq!(op(client, 2, file), 0, "ferror");
+        op(client, 5, file);
+        assert_eq!(op(client, 1, file), 0, "clearerr cleared the end");
+        assert_eq!(op(client, 0, file), 0, "fclose");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        let renamed = scratch("renamed.txt");
+        assert_eq!(
+            rename(
+                client,
+                c(path.to_str().unwrap()).as_ptr(),
+                c(renamed.to_str().unwrap()).as_ptr()
+            ),
+            0
+        );
+        assert!(renamed.exists() && !path.exists());
+        assert_eq!(
+            path_op(client, 0, c(renamed.to_str().unwrap()).as_ptr()),
+            0,
+            "remove"
+        );
+        assert!(!renamed.exists());
+        assert_eq!(path_op(client, 1, c("exit 3").as_ptr()), 3 << 8, "system");
+        // Standard streams: the bytes written come back (stdout with its newline).
+        assert_eq!(write(client, 0, 0, c("rpc: to stdout ").as_ptr(), 15), 15);
+        assert_eq!(write(client, 2, 0, c("rpc: a line").as_ptr(), 11), 12);
+        assert_eq!(write(client, 1, 0, c("rpc: to stderr\n").as_ptr(), 15), 15);
+    }
+}
+
+#[test]
+fn device_malloc_and_free_reach_the_device_services() {
+    let setup = Setup::new(4);
+    let malloc: unsafe extern "C" fn(usize, u64) -> u64 = function("rpc_malloc");
+    let free: unsafe extern "C" fn(usize, u64) = function("rpc_free");
+    // SAFETY: the client object lives for the test.
+    let address = unsafe { malloc(setup.client(), 4096) };
+    assert_ne!(address, 0);
+    // SAFETY: as above.
+    unsafe { free(setup.client(), address) };
+    // The free is answered by nothing: wait for the server to have taken it.
+    let start = std::time::Instant::now();
+    while setup.services.freed.load(Ordering::Relaxed) == 0 && start.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(setup.services.allocated.load(Ordering::Relaxed), 1);
+    assert_eq!(setup.services.freed.load(Ordering::Relaxed), 1);
+}
+
+/// The host function a device calls: the sum of its argument block's bytes, plus one.
+extern "C" fn sum_plus_one(data: *mut c_void) -> u64 {
+    // SAFETY: the server passes the copy of the 100-byte block the client sent.
+    let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, 100) };
+    bytes.iter().map(|&b| u64::from(b)).sum::<u64>() + 1
+}
+
+#[test]
+fn llvm_omp_host_call_runs_the_host_function_on_the_sent_block() {
+    let setup = Setup::new(4);
+    let call: unsafe extern "C" fn(usize, *const c_void, *const u8, u64) -> u64 =
+        function("rpc_host_call");
+    let block: Vec<u8> = (0..100u8).collect();
+    // SAFETY: a host function of the expected type and a 100-byte block.
+    let result = unsafe {
+        call(
+            setup.client(),
+            sum_plus_one as *const c_void,
+            block.as_ptr(),
+            100,
+        )
+    };
+    assert_eq!(result, (0..100u64).sum::<u64>() + 1);
+}
+
+/// The argument block of `%d %s|%5.2f|%c|%x|%s` as the device packs it (each argument at its
+/// alignment) for 42, "text", 1.23456, 'Z', 0xbeef, a null string.
+fn printf_arguments(text: *const c_char) -> Vec<u8> {
+    let mut block = Vec::new();
+    block.extend_from_slice(&42i32.to_le_bytes());
+    block.extend_from_slice(&[0; 4]);
+    block.extend_from_slice(&(text as u64).to_le_bytes());
+    block.extend_from_slice(&1.23456f64.to_le_bytes());
+    block.extend_from_slice(&(b'Z' as i32).to_le_bytes());
+    block.extend_from_slice(&0xbeefu32.to_le_bytes());
+    block.extend_from_slice(&0u64.to_le_bytes());
+    block
+}
+
+#[test]
+fn printf_formats_on_the_host_with_strings_read_from_the_client() {
+    let setup = Setup::new(8);
+    let client = setup.client();
+    let fopen: unsafe extern "C" fn(usize, *const c_char, *const c_char) -> u64 =
+        function("rpc_fopen");
+    let op: unsafe extern "C" fn(usize, c_int, u64) -> u64 = function("rpc_stream_op");
+    let printf: unsafe extern "C" fn(
+        usize,
+        c_int,
+        bool,
+        u64,
+        *const c_char,
+        *const u8,
+        u64,
+    ) -> c_int = function("rpc_printf");
+    let path = scratch("printf.txt");
+    let text = c("text");
+    let format = c("%d %s|%5.2f|%c|%x|%s\n");
+    let arguments = printf_arguments(text.as_ptr());
+    let expected = "42 text| 1.23|Z|beef|(null)\n";
+    // SAFETY: (every call) live client, NUL-terminated strings, the argument block's size.
+    unsafe {
+        let file = fopen(client, c(path.to_str().unwrap()).as_ptr(), c("w").as_ptr());
+        assert_ne!(file, 0);
+        let lines = 50;
+        std::thread::scope(|scope| {
+            for _ in 0..5 {
+                scope.spawn(|| {
+                    for _ in 0..lines / 5 {
+                        let n = printf(
+                            client,
+                            2,
+                            false,
+                            file,
+                            format.as_ptr(),
+                            arguments.as_ptr(),
+                            arguments.len() as u64,
+                        );
+                        assert_eq!(n, expected.len() as c_int);
+                    }
+                });
+            }
+        });
+        assert_eq!(op(client, 0, file), 0);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            expected.repeat(lines)
+        );
+        // %n is refused: -1, nothing written.
+        let refused = printf(client, 0, false, 0, c("%n").as_ptr(), arguments.as_ptr(), 8);
+        assert_eq!(refused, -1);
+    }
+}
+
+#[test]
+fn unknown_and_damaged_requests_are_reported_and_nothing_hangs() {
+    for (function_name, what) in [
+        ("rpc_unknown", "unknown request, opcode 0x7a000007 ('z' 7)"),
+        ("rpc_damaged", "more than any request may"),
+    ] {
+        let setup = Setup::new(4);
+        let request: unsafe extern "C" fn(usize) = function(function_name);
+        let client = setup.client();
+        // The client waits for an answer that never comes: its thread is left behind.
+        let _ = std::thread::Builder::new().spawn(move || {
+            // SAFETY: the client object is leaked below, so it outlives this thread.
+            unsafe { request(client) }
+        });
+        let start = std::time::Instant::now();
+        while setup.server.failure(setup.key).is_none() && start.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let failure = setup.server.failure(setup.key).unwrap_or_default();
+        assert!(failure.contains(what), "{failure}");
+        // Shutting down does not wait for the silent client.
+        setup.server.shut_down();
+        std::mem::forget(setup);
+    }
+}
