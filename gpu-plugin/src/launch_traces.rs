@@ -47,6 +47,8 @@ impl std::fmt::Display for Geometry {
 struct Launch {
     kernel: Arc<str>,
     geometry: Geometry,
+    /// The plugin's queue the launch went to (the ABI's queue handle).
+    queue: u64,
     /// The host stack of the launch, when stacks are tracked.
     stack: Option<HostStack>,
 }
@@ -118,25 +120,35 @@ impl LaunchTraces {
     /// The first time the device faults: the kernel launched last and `cause` as LLVM 22 reports
     /// a kernel that trapped (`OFFLOAD ERROR: Kernel '<name>'`, `OFFLOAD ERROR: <cause>`), with
     /// the launch's host stack when stacks are tracked.
-    pub fn report_kernel_fault(&self, cause: &str) {
-        if !self.first_fault() {
-            return;
+    pub fn report_kernel_fault(&self, cause: &str, queue: Option<u64>) {
+        if self.first_fault() {
+            let text = self.kernel_fault_report(cause, queue);
+            let _ = std::io::stderr().write_all(text.as_bytes());
         }
-        let kernel = lock(&self.launches)
-            .back()
-            .map_or_else(String::new, |launch| {
-                format!("OFFLOAD ERROR: Kernel {}\n", launch.describe())
-            });
-        let _ = write!(
-            std::io::stderr(),
-            "{kernel}OFFLOAD ERROR: {cause}\n{}",
-            self.last_stack()
-        );
     }
 
-    /// Records a launch of `kernel` with `geometry`, with the caller's stack when stacks are
-    /// tracked.
-    pub fn record(&self, kernel: &Arc<str>, geometry: Geometry) {
+    /// The text of [`LaunchTraces::report_kernel_fault`].
+    fn kernel_fault_report(&self, cause: &str, queue: Option<u64>) -> String {
+        let launches = lock(&self.launches);
+        // The queue that failed ran the faulting kernel: of concurrent launches on several
+        // queues (`nowait` regions), the newest on that queue, not the newest of all.
+        let faulted = queue
+            .and_then(|queue| launches.iter().rev().find(|l| l.queue == queue))
+            .or_else(|| launches.back());
+        let mut text = String::new();
+        if let Some(launch) = faulted {
+            let _ = writeln!(text, "OFFLOAD ERROR: Kernel {}", launch.describe());
+        }
+        let _ = writeln!(text, "OFFLOAD ERROR: {cause}");
+        if let Some(stack) = faulted.and_then(|l| l.stack.as_ref()) {
+            stack.write(&mut text);
+        }
+        text
+    }
+
+    /// Records a launch of `kernel` with `geometry` on `queue`, with the caller's stack when
+    /// stacks are tracked.
+    pub fn record(&self, kernel: &Arc<str>, geometry: Geometry, queue: u64) {
         let stack = (self.stacks > 0).then(|| HostStack::capture(Operation::LaunchKernel));
         let mut launches = lock(&self.launches);
         if launches.len() == KEPT {
@@ -145,6 +157,7 @@ impl LaunchTraces {
         launches.push_back(Launch {
             kernel: kernel.clone(),
             geometry,
+            queue,
             stack,
         });
     }
@@ -239,17 +252,17 @@ mod tests {
         let traces = LaunchTraces::new(0);
         assert_eq!(traces.report(), "");
         let names = kernels(&["__omp_offloading_1_2_main_l3", "k1", "k2"]);
-        traces.record(&names[0], ONE);
+        traces.record(&names[0], ONE, 1);
         let single = traces.report();
         assert!(single.starts_with(
             "Display only launched kernel:\nKernel 'omp target in main @ 3 \
              (__omp_offloading_1_2_main_l3)' launched with 1 team of 1 thread\n"
         ));
         for _ in 0..5 {
-            traces.record(&names[1], ONE);
+            traces.record(&names[1], ONE, 1);
         }
-        traces.record(&names[2], WIDE);
-        traces.record(&names[0], ONE);
+        traces.record(&names[2], WIDE, 1);
+        traces.record(&names[0], ONE, 1);
         let report = traces.report();
         assert!(
             report.starts_with("Display last 8 kernels launched:\n"),
@@ -267,7 +280,7 @@ mod tests {
             report.contains("Kernel 7: 'omp target in main @ 3"),
             "{report}"
         );
-        traces.record(&names[1], ONE);
+        traces.record(&names[1], ONE, 1);
         let report = traces.report();
         assert!(!report.contains("Kernel 8:"), "{report}");
         assert!(
@@ -310,7 +323,25 @@ mod tests {
     /// not left by a tail call.
     #[inline(never)]
     fn launch_from_here(traces: &LaunchTraces, kernel: &Arc<str>) -> usize {
-        traces.record(kernel, ONE);
+        traces.record(kernel, ONE, 1);
         std::hint::black_box(kernel.len())
+    }
+
+    #[test]
+    fn a_queue_that_failed_blames_its_own_last_kernel() {
+        let traces = LaunchTraces::new(0);
+        let names = kernels(&["on_one", "on_two", "on_one_again_no"]);
+        traces.record(&names[0], ONE, 1);
+        traces.record(&names[1], ONE, 2);
+        let report = traces.kernel_fault_report("trapped", Some(1));
+        assert_eq!(
+            report,
+            "OFFLOAD ERROR: Kernel 'on_one' launched with 1 team of 1 thread\n\
+             OFFLOAD ERROR: trapped\n"
+        );
+        // A queue with no launch: the newest launch of all.
+        assert!(traces
+            .kernel_fault_report("trapped", Some(9))
+            .starts_with("OFFLOAD ERROR: Kernel 'on_two'"));
     }
 }

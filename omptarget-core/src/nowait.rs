@@ -102,7 +102,8 @@ pub(crate) unsafe fn query(slot: *mut *mut c_void) {
     let pending = unsafe { &mut *(*slot as *mut Deferred) };
     let backoff = &*BACKOFF;
     let polls = PENDING_POLLS.with(Cell::get);
-    if !backoff.waits(polls) && matches!(pending.queue.is_done(), Ok(false)) {
+    let polled = (!backoff.waits(polls)).then(|| pending.queue.is_done());
+    if matches!(polled, Some(Ok(false))) {
         PENDING_POLLS.with(|p| p.set(backoff.after_pending(polls)));
         return;
     }
@@ -115,7 +116,14 @@ pub(crate) unsafe fn query(slot: *mut *mut c_void) {
     let _span = crate::observe::profile::enabled()
         .then(|| completion_span(&deferred))
         .flatten();
-    if let Err(e) = deferred.queue.finish() {
+    // A query that found the work failed has dropped it (the plugin reports a failure once):
+    // its error is the construct's, whatever finishing then says.
+    let finished = deferred.queue.finish();
+    let outcome = match polled {
+        Some(Err(e)) => Err(e),
+        _ => finished,
+    };
+    if let Err(e) = outcome {
         Runtime::get().report_failure(&e, loc);
     }
 }

@@ -16,6 +16,7 @@ use tests::conformance::{EmulatedGpu, LLVM19_FIRST_GPU_DEVICE, LLVM19_LIB_DIR};
 
 const NULL_WRITE: &str = "emu_fault_null_write.c";
 const TRAP: &str = "emu_fault_trap.c";
+const TRAP_NOWAIT: &str = "emu_fault_trap_nowait.c";
 /// No run may take longer: a faulting kernel must not hang the program.
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -284,6 +285,39 @@ fn a_trap_in_a_kernel_is_an_hsa_exception_on_its_queue() {
         "{}",
         llvm.stderr
     );
+}
+
+/// A `nowait` region that traps ends the program with the runtime's fatal error (the failure
+/// its task's poll found is not lost), naming the region that trapped (line 20) even when
+/// other `nowait` regions were launched after it.
+#[test]
+fn a_trap_in_a_nowait_region_is_fatal_and_names_its_kernel() {
+    for (gpu, exe) in [
+        (EmulatedGpu::Amdgpu, tests::compile_amdgpu_twin(TRAP_NOWAIT)),
+        (EmulatedGpu::Cuda, tests::compile_cuda_twin(TRAP_NOWAIT)),
+    ] {
+        let run = run_ours(gpu, &exe);
+        run.survived_the_fault();
+        assert_eq!(
+            run.status.signal(),
+            Some(6),
+            "{gpu:?}: {:?}\n{}",
+            run.status,
+            run.stderr
+        );
+        assert!(
+            run.says("omptarget fatal error", ""),
+            "{gpu:?}:\n{}",
+            run.stderr
+        );
+        if gpu == EmulatedGpu::Amdgpu {
+            assert!(
+                run.says("OFFLOAD ERROR: Kernel 'omp target in main @ 20 (", ""),
+                "{}",
+                run.stderr
+            );
+        }
+    }
 }
 
 /// The catcher changes nothing for kernels that do not fault.

@@ -97,7 +97,7 @@ impl AmdgpuDevice {
             teams: blocks,
             threads,
         };
-        self.launches.record(&kernel.name, geometry);
+        self.launches.record(&kernel.name, geometry, queue.0);
         // AQL counts the grid in work-items; a work-group's size is 16 bits per dimension.
         let mut grid_size = [0u32; 3];
         let mut workgroup_size = [0u16; 3];

@@ -263,10 +263,10 @@ impl AmdgpuDevice {
         })
     }
 
-    /// Reports the kernel launched last the first time a queue of the device stops for a
-    /// kernel's trap or illegal instruction, as LLVM 22 does (a memory fault is reported by its
-    /// own handler, which stops the program).
-    fn report_kernel_fault(&self, error: &HsaError) {
+    /// Reports the kernel launched last on `queue` the first time a queue of the device stops
+    /// for a kernel's trap or illegal instruction, as LLVM 22 does (a memory fault is reported
+    /// by its own handler, which stops the program).
+    fn report_kernel_fault(&self, error: &HsaError, queue: QueueHandle) {
         use hsa_sys::{HSA_STATUS_ERROR_EXCEPTION, HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION};
         if [
             HSA_STATUS_ERROR_EXCEPTION,
@@ -274,8 +274,10 @@ impl AmdgpuDevice {
         ]
         .contains(&error.status)
         {
-            self.launches
-                .report_kernel_fault("execution interrupted by hardware trap instruction");
+            self.launches.report_kernel_fault(
+                "execution interrupted by hardware trap instruction",
+                Some(queue.0),
+            );
         }
     }
 
@@ -390,7 +392,7 @@ impl Device for AmdgpuDevice {
                 .map_err(|e| failed("fencing the program's work on an interop queue", e))?;
         }
         stream.synchronize().map_err(|e| {
-            self.report_kernel_fault(&e);
+            self.report_kernel_fault(&e, queue);
             failed("waiting for the device", e)
         })
     }
@@ -465,7 +467,7 @@ impl Device for AmdgpuDevice {
             .get(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
         stream.query().map_err(|e| {
-            self.report_kernel_fault(&e);
+            self.report_kernel_fault(&e, queue);
             failed("querying the device", e)
         })
     }

@@ -31,7 +31,7 @@ impl CudaDevice {
             teams: blocks,
             threads,
         };
-        self.launches.record(&kernel.name, geometry);
+        self.launches.record(&kernel.name, geometry, queue.0);
         self.on_queue(queue, |stream| {
             let mut packed = Vec::with_capacity(args.len() + 1);
             if config.kernel_args_version >= 3 {
@@ -81,7 +81,7 @@ impl CudaDevice {
             teams: grid,
             threads: block,
         };
-        self.launches.record(&kernel.name, geometry);
+        self.launches.record(&kernel.name, geometry, queue.0);
         let mut owned = params.to_vec();
         self.on_queue(queue, |stream| {
             self.timed(queue, stream, || {
