@@ -1,9 +1,9 @@
 //! The life of an image on a GPU, written once over each vendor's driver primitives (LLVM's
 //! `GenericDeviceTy::loadBinary`, `setupDeviceEnvironment`, `setupDeviceMemoryPool`,
 //! `callGlobalConstructors` and `unloadBinary`): once the vendor's driver has loaded a module,
-//! the device runtime's globals are filled in, the module's global constructors run, and the
-//! image gets its handle; unloading runs the destructors, frees what was placed for the image
-//! and unloads the module.
+//! the device runtime's globals are filled in, its RPC client is connected, the module's
+//! global constructors run, and the image gets its handle; unloading runs the destructors,
+//! frees what was placed for the image and unloads the module.
 
 use crate::{indirect_call_table, DeviceEnvironment, HandleTable};
 use plugin_api::{AllocKind, Device, ErrorCode, GlobalInfo, ImageHandle, IndirectCall};
@@ -93,6 +93,12 @@ pub trait ImageDriver: SyncMemory {
     fn run_on_one_thread(&self, module: &Self::Module, name: &str) -> Result<()>;
     /// Unloads the module.
     fn unload_module(&self, module: Self::Module) -> Result<()>;
+    /// Gives the device code's RPC client (the module's `__llvm_rpc_client`, `size` bytes at
+    /// `address`) the device's mailbox; a device without an RPC server has nothing to do.
+    fn connect_rpc(&self, address: u64, size: u64) -> Result<()> {
+        let _ = (address, size);
+        Ok(())
+    }
 }
 
 /// One loaded image.
@@ -137,6 +143,7 @@ impl<M: Send + Sync> Images<M> {
     pub fn add<D: ImageDriver<Module = M>>(&self, device: &D, module: M) -> Result<ImageHandle> {
         let prepared = write_device_environment(device, &module, (0, 0))
             .and_then(|()| self.provide_malloc_pool(device, &module))
+            .and_then(|()| connect_rpc_client(device, &module))
             .and_then(|()| run_constructors(device, &module, Phase::Init));
         if let Err(e) = prepared {
             if let Err(unloading) = device.unload_module(module) {
@@ -277,6 +284,14 @@ impl<M: Send + Sync> Images<M> {
             write_exactly(device, MEMORY_POOL_TRACKER, tracker, &zeroed)?;
         }
         write_exactly(device, MEMORY_POOL, pool_global, &words(&[address, size]))
+    }
+}
+
+/// Gives the module's RPC client, if its device code has one, the device's mailbox.
+fn connect_rpc_client<D: ImageDriver>(device: &D, module: &D::Module) -> Result<()> {
+    match device.global(module, crate::rpc::device_rpc::CLIENT_SYMBOL)? {
+        Some((address, size)) => device.connect_rpc(address, size),
+        None => Ok(()),
     }
 }
 

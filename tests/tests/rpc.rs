@@ -397,3 +397,152 @@ fn unknown_and_damaged_requests_are_reported_and_nothing_hangs() {
         std::mem::forget(setup);
     }
 }
+
+// --- Through the plugins, on the emulated drivers ----------------------------------------------
+
+use tests::conformance::EmulatedGpu;
+
+/// tests/programs/rpc_host_call.cpp built with clang++-22 twice: for `gpu` alone (the program)
+/// and for `gpu` and x86-64 (its twin, `<program>.twin`), each written aside and renamed.
+fn build_host_call_program(gpu: EmulatedGpu) -> PathBuf {
+    let suite = llvm_suite::suite_root(Release::Llvm22).unwrap_or_else(|e| panic!("{e}"));
+    let sources = suite.parent().unwrap().parent().unwrap();
+    let out = tests::build_dir().join(format!(
+        "rpc_host_call-{}-{}",
+        gpu.arch(),
+        std::process::id()
+    ));
+    let twin_flags = tests::clang22_twin_flags(gpu);
+    let gpu_only: Vec<String> = twin_flags
+        .iter()
+        .map(|f| f.replace(",x86_64-pc-linux-gnu", ""))
+        .collect();
+    for (flags, path) in [
+        (&gpu_only, out.clone()),
+        (&twin_flags, out.with_extension("twin")),
+    ] {
+        let partial = path.with_extension("part");
+        let output = std::process::Command::new("clang++-22")
+            .env("PATH", tests::clang22_twin_path(gpu))
+            .args(["-O2", "-fopenmp", "-Wno-openmp-target"])
+            .args(flags)
+            .arg(format!("-I{}", tests::clang22_include().display()))
+            .arg(format!("-I{}", sources.join("libc/shared").display()))
+            .arg(format!("-I{}", sources.join("offload/include").display()))
+            .arg(format!("-L{}", tests::lib_dir().display()))
+            .arg("-L/usr/lib/llvm-19/lib")
+            .arg(tests::program("rpc_host_call.cpp"))
+            .arg("-o")
+            .arg(&partial)
+            .output()
+            .expect("run clang++-22");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::fs::rename(&partial, &path).unwrap();
+    }
+    out
+}
+
+const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; device malloc: 63";
+
+/// A kernel calls a host function, writes a line and allocates device memory through our
+/// plugin's server; LLVM 22's runtime runs the same binary as the judge on the emulated HSA
+/// runtime (its CUDA plugin cannot load the emulated CUDA driver yet).
+#[test]
+fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
+    for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {
+        let exe = build_host_call_program(gpu);
+        let twin = exe.with_extension("twin");
+        let env = [("OMPTARGET_EMU_TWINS", twin.display().to_string())];
+        let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, &[], &env);
+        assert_eq!(code, Some(0), "{gpu:?}: {stdout}{stderr}");
+        assert!(
+            stdout.contains("hello from the device\n") && stdout.contains(HOST_CALL_OUTPUT),
+            "{gpu:?}: {stdout}"
+        );
+        if gpu == EmulatedGpu::Amdgpu {
+            let llvm = std::process::Command::new("timeout")
+                .arg("60")
+                .arg(&exe)
+                .env(
+                    "LD_LIBRARY_PATH",
+                    format!(
+                        "{}:{}:/usr/lib/llvm-19/lib",
+                        tests::dist().join("emu").display(),
+                        tests::llvm22_lib_dir().display()
+                    ),
+                )
+                .env("OMPTARGET_EMU_TWINS", &twin)
+                .env("OMP_TARGET_OFFLOAD", "mandatory")
+                .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
+                .env_remove("HSA_RUNTIME_LIB")
+                .output()
+                .expect("run under LLVM 22");
+            let llvm_stdout = String::from_utf8_lossy(&llvm.stdout);
+            assert!(
+                llvm.status.success() && llvm_stdout.contains(HOST_CALL_OUTPUT),
+                "LLVM 22: {llvm:?}"
+            );
+        }
+        let _ = std::fs::remove_file(&exe);
+        let _ = std::fs::remove_file(&twin);
+    }
+}
+
+/// The CPU time of this process's thread named `name` (user and system, in clock ticks).
+fn thread_cpu_ticks(name: &str) -> Option<u64> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            return Some(
+                fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?,
+            );
+        }
+    }
+    None
+}
+
+/// With no kernel that may call running, the server's thread waits without using the CPU. In a
+/// child process of its own, so that other tests' servers are not measured.
+#[test]
+fn an_idle_server_uses_no_cpu() {
+    const CHILD: &str = "OMPTARGET_TEST_RPC_IDLE_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "an_idle_server_uses_no_cpu",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return;
+    }
+    let setup = Setup::new(4);
+    let increment: Increment = function("rpc_increment");
+    // SAFETY: the client object lives for the test.
+    assert_eq!(unsafe { increment(setup.client(), 1) }, 2);
+    setup.server.end_use();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let before = thread_cpu_ticks("omptarget-rpc").expect("the server's thread");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let after = thread_cpu_ticks("omptarget-rpc").expect("the server's thread");
+    assert!(
+        after - before <= 1,
+        "{} ticks in half a second while idle",
+        after - before
+    );
+}

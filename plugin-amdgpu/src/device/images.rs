@@ -29,6 +29,10 @@ impl ImageDriver for AmdgpuDevice {
         fini: "amdgcn.device.fini",
     };
 
+    fn connect_rpc(&self, address: u64, size: u64) -> Result<()> {
+        self.rpc.connect(self, address, size)
+    }
+
     fn ordinal(&self) -> i32 {
         self.ordinal
     }

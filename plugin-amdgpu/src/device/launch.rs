@@ -130,69 +130,74 @@ impl AmdgpuDevice {
             kernel.private_segment_size
         };
         let what = || format!("launching '{}'", kernel.name);
-        self.on_queue(
-            queue,
-            |stream| {
-                let shape = LaunchShape {
-                    blocks,
-                    threads,
-                    dynamic_lds,
-                };
-                let build = |explicit: Explicit<'_>| {
-                    kernel_args::build(&kernel.metadata, explicit, shape)
-                        .map_err(|m| HsaError::new(HsaError::STATUS_INVALID_ARGUMENT, m))
-                };
-                // An OpenMP launch takes the launch environment first (from KernelArgsTy
-                // version 3 on); a kernel-language one has none.
-                let environment =
-                    matches!(explicit, Explicit::Values(_)) && config.kernel_args_version >= 3;
-                let mut values = Vec::new();
-                if let Explicit::Values(args) = explicit {
-                    values.reserve(args.len() + 1);
-                    if environment {
-                        values.push(NO_LAUNCH_ENVIRONMENT);
-                    }
-                    values.extend_from_slice(args);
-                }
-                // Check the arguments against the kernel before anything is allocated or queued.
-                let mut segment = build(match explicit {
-                    Explicit::Values(_) => Explicit::Values(&values),
-                    buffer => buffer,
-                })?;
-                let mut launch_buffer = None;
-                let prepared = (|| {
-                    if environment {
-                        let env =
-                            self.launch_environment(&kernel.limits, stream, &mut launch_buffer)?;
-                        if env != NO_LAUNCH_ENVIRONMENT {
-                            values[0] = env;
-                            segment = build(Explicit::Values(&values))?;
+        self.rpc.launch(queue, || {
+            self.on_queue(
+                queue,
+                |stream| {
+                    let shape = LaunchShape {
+                        blocks,
+                        threads,
+                        dynamic_lds,
+                    };
+                    let build = |explicit: Explicit<'_>| {
+                        kernel_args::build(&kernel.metadata, explicit, shape)
+                            .map_err(|m| HsaError::new(HsaError::STATUS_INVALID_ARGUMENT, m))
+                    };
+                    // An OpenMP launch takes the launch environment first (from KernelArgsTy
+                    // version 3 on); a kernel-language one has none.
+                    let environment =
+                        matches!(explicit, Explicit::Values(_)) && config.kernel_args_version >= 3;
+                    let mut values = Vec::new();
+                    if let Explicit::Values(args) = explicit {
+                        values.reserve(args.len() + 1);
+                        if environment {
+                            values.push(NO_LAUNCH_ENVIRONMENT);
                         }
+                        values.extend_from_slice(args);
                     }
-                    self.host.kernargs.take(&segment)
-                })();
-                let buffer = match prepared {
-                    Ok(buffer) => buffer,
-                    Err(e) => {
-                        self.discard_launch_buffer(stream, launch_buffer);
-                        return Err(e);
-                    }
-                };
-                let dispatch = KernelDispatch {
-                    kernel_object: kernel.kernel_object,
-                    kernarg_address: buffer.address,
-                    workgroup_size,
-                    grid_size,
-                    group_segment_size: group_memory,
-                    private_segment_size: private,
-                };
-                // The stream runs `release` when the kernel completed, or at once if it could
-                // not be queued.
-                let release = self.after_kernel(buffer, launch_buffer);
-                stream.push_kernel(&dispatch, Some(release))
-            },
-            &what,
-        )
+                    // Check the arguments against the kernel before anything is allocated or queued.
+                    let mut segment = build(match explicit {
+                        Explicit::Values(_) => Explicit::Values(&values),
+                        buffer => buffer,
+                    })?;
+                    let mut launch_buffer = None;
+                    let prepared = (|| {
+                        if environment {
+                            let env = self.launch_environment(
+                                &kernel.limits,
+                                stream,
+                                &mut launch_buffer,
+                            )?;
+                            if env != NO_LAUNCH_ENVIRONMENT {
+                                values[0] = env;
+                                segment = build(Explicit::Values(&values))?;
+                            }
+                        }
+                        self.host.kernargs.take(&segment)
+                    })();
+                    let buffer = match prepared {
+                        Ok(buffer) => buffer,
+                        Err(e) => {
+                            self.discard_launch_buffer(stream, launch_buffer);
+                            return Err(e);
+                        }
+                    };
+                    let dispatch = KernelDispatch {
+                        kernel_object: kernel.kernel_object,
+                        kernarg_address: buffer.address,
+                        workgroup_size,
+                        grid_size,
+                        group_segment_size: group_memory,
+                        private_segment_size: private,
+                    };
+                    // The stream runs `release` when the kernel completed, or at once if it could
+                    // not be queued.
+                    let release = self.after_kernel(buffer, launch_buffer);
+                    stream.push_kernel(&dispatch, Some(release))
+                },
+                &what,
+            )
+        })
     }
 
     /// Gives back the launch buffer of a launch that failed before its kernel was queued. The

@@ -18,6 +18,7 @@ use gpu_plugin::images::Images;
 use gpu_plugin::launch_buffers::LaunchBufferPool;
 use gpu_plugin::launch_traces::LaunchTraces;
 use gpu_plugin::pinning::PinTable;
+use gpu_plugin::rpc::device_rpc::DeviceRpc;
 use gpu_plugin::HandleTable;
 use gpu_plugin::{GridValues, KernelLimits, Settings};
 use plugin_api::WorkTime;
@@ -108,6 +109,8 @@ pub struct AmdgpuDevice {
     /// Where the device's memory came from, when tracked, for reports of bad frees and of
     /// memory faults (shared with the memory-fault handler).
     allocations: Arc<AllocationTraces>,
+    /// The device's mailbox for its kernels' calls to the host.
+    rpc: DeviceRpc,
 }
 
 impl AmdgpuDevice {
@@ -235,6 +238,7 @@ impl AmdgpuDevice {
         );
         let launches = Arc::new(LaunchTraces::from_env());
         let allocations = Arc::new(AllocationTraces::from_env());
+        let rpc = DeviceRpc::new(agent.wavefront_size);
         memory_fault::report_faults_with(agent.agent.0, &launches, &allocations);
         Ok(AmdgpuDevice {
             hardware_parallelism: agent.compute_units as u64 * agent.max_waves_per_cu.max(1) as u64,
@@ -260,6 +264,7 @@ impl AmdgpuDevice {
             launch_buffers: Arc::default(),
             launches,
             allocations,
+            rpc,
         })
     }
 
@@ -369,6 +374,7 @@ impl Device for AmdgpuDevice {
             .queues
             .remove(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        self.rpc.finished(queue);
         // Timings not asked for go with the queue: the stream's next user starts afresh.
         stream.stop_timing();
         // The core synchronised the queue; a stream still shared elsewhere is simply dropped.
@@ -391,10 +397,12 @@ impl Device for AmdgpuDevice {
                 .fence_queue()
                 .map_err(|e| failed("fencing the program's work on an interop queue", e))?;
         }
-        stream.synchronize().map_err(|e| {
+        let finished = stream.synchronize().map_err(|e| {
             self.report_kernel_fault(&e, queue);
             failed("waiting for the device", e)
-        })
+        });
+        self.rpc.finished(queue);
+        finished
     }
 
     /// The handles of an OpenMP interop object: the agent and, for `targetsync`, the HSA queue
@@ -466,10 +474,14 @@ impl Device for AmdgpuDevice {
             .queues
             .get(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
-        stream.query().map_err(|e| {
+        let done = stream.query().map_err(|e| {
             self.report_kernel_fault(&e, queue);
             failed("querying the device", e)
-        })
+        });
+        if !matches!(done, Ok(false)) {
+            self.rpc.finished(queue);
+        }
+        done
     }
 
     // ---- events ----
@@ -690,6 +702,7 @@ impl AmdgpuDevice {
     pub fn deinit(&self) -> Result<()> {
         // Images first: their destructors run on the device's streams.
         let mut result = self.images.unload_all(self);
+        result = result.and(self.rpc.disconnect(self));
         self.queues.drain();
         self.events.drain();
         lock(&self.idle_streams).clear();

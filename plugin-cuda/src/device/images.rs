@@ -150,6 +150,10 @@ impl ImageDriver for CudaDevice {
 
     const CONSTRUCTORS: Constructors = Constructors::GatheredArrays;
 
+    fn connect_rpc(&self, address: u64, size: u64) -> Result<()> {
+        self.rpc.connect(self, address, size)
+    }
+
     fn ordinal(&self) -> i32 {
         self.identity.ordinal
     }

@@ -32,23 +32,25 @@ impl CudaDevice {
             threads,
         };
         self.launches.record(&kernel.name, geometry, queue.0);
-        self.on_queue(queue, |stream| {
-            let mut packed = Vec::with_capacity(args.len() + 1);
-            if config.kernel_args_version >= 3 {
-                packed.push(self.launch_environment(&kernel.limits, stream)?);
-            }
-            packed.extend_from_slice(args);
-            self.timed(queue, stream, || {
-                self.driver
-                    .launch(
-                        kernel.function,
-                        blocks,
-                        threads,
-                        shared,
-                        stream,
-                        &mut packed,
-                    )
-                    .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+        self.rpc.launch(queue, || {
+            self.on_queue(queue, |stream| {
+                let mut packed = Vec::with_capacity(args.len() + 1);
+                if config.kernel_args_version >= 3 {
+                    packed.push(self.launch_environment(&kernel.limits, stream)?);
+                }
+                packed.extend_from_slice(args);
+                self.timed(queue, stream, || {
+                    self.driver
+                        .launch(
+                            kernel.function,
+                            blocks,
+                            threads,
+                            shared,
+                            stream,
+                            &mut packed,
+                        )
+                        .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+                })
             })
         })
     }
@@ -83,11 +85,13 @@ impl CudaDevice {
         };
         self.launches.record(&kernel.name, geometry, queue.0);
         let mut owned = params.to_vec();
-        self.on_queue(queue, |stream| {
-            self.timed(queue, stream, || {
-                self.driver
-                    .launch_grid(kernel.function, grid, block, shared, stream, &mut owned)
-                    .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+        self.rpc.launch(queue, || {
+            self.on_queue(queue, |stream| {
+                self.timed(queue, stream, || {
+                    self.driver
+                        .launch_grid(kernel.function, grid, block, shared, stream, &mut owned)
+                        .map_err(|e| failed(format!("launching '{}'", kernel.name), e))
+                })
             })
         })
     }

@@ -16,6 +16,7 @@ use gpu_plugin::allocation_traces::AllocationTraces;
 use gpu_plugin::images::{Constructors, ImageDriver, Images};
 use gpu_plugin::launch_buffers::{LaunchBuffer, LaunchBufferPool};
 use gpu_plugin::launch_traces::LaunchTraces;
+use gpu_plugin::rpc::device_rpc::DeviceRpc;
 use gpu_plugin::HandleTable;
 use gpu_plugin::{DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use gpu_plugin::{GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE};
@@ -153,6 +154,8 @@ pub struct CudaDevice {
     launches: LaunchTraces,
     /// Where the device's memory came from, when tracked, for reports of bad frees.
     allocations: AllocationTraces,
+    /// The device's mailbox for its kernels' calls to the host.
+    rpc: DeviceRpc,
     /// The retained primary context, taken and released by `deinit`. Last: fields drop in
     /// order, and everything above was created in this context.
     primary: Mutex<Option<PrimaryContext>>,
@@ -278,6 +281,7 @@ impl CudaDevice {
             timer: WorkTimer::default(),
             launches: LaunchTraces::from_env(),
             allocations: AllocationTraces::from_env(),
+            rpc: DeviceRpc::new(grid.warp_size),
             primary: Mutex::new(Some(primary)),
         })
     }
@@ -438,6 +442,7 @@ impl Device for CudaDevice {
             .queues
             .remove(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
+        self.rpc.finished(queue);
         self.timer.discard(stream);
         self.streams.give_back(stream);
         Ok(())
@@ -447,7 +452,9 @@ impl Device for CudaDevice {
         if queue == QueueHandle::SYNC {
             return Ok(());
         }
-        self.finish(self.stream_of(queue)?)
+        let finished = self.finish(self.stream_of(queue)?);
+        self.rpc.finished(queue);
+        finished
     }
 
     /// The handles of an OpenMP interop object: the CUDA runtime API's view (LLVM's choice),
@@ -485,10 +492,12 @@ impl Device for CudaDevice {
         let stream = self.stream_of(queue)?;
         let done = self.driver.query(stream).map_err(|e| {
             self.report_kernel_fault(&e);
+            self.rpc.finished(queue);
             failed("querying the device", e)
         })?;
         if done {
             self.run_deferred(stream);
+            self.rpc.finished(queue);
         }
         Ok(done)
     }
@@ -739,6 +748,9 @@ impl CudaDevice {
             return Err(failed("making the device's context current", e));
         }
         let mut first_error = self.images.unload_all(self).err();
+        if let Err(e) = self.rpc.disconnect(self) {
+            first_error = first_error.or(Some(e));
+        }
         // Launches still deferred were never synchronised; their buffers go with the rest.
         let pending = std::mem::take(&mut *lock(&self.deferred));
         for item in pending.into_values().flatten() {

@@ -1,0 +1,118 @@
+// A GPU kernel calls the host through the plugin's RPC server: __llvm_omp_host_call (LLVM 22's
+// OpenMP device runtime) runs a host function on a block of data, and the kernel writes a line
+// to stdout, allocates and frees device memory the way LLVM's GPU libc does (puts, malloc and
+// free go over the same client). The GPU image takes all of it from LLVM 22's device runtime.
+// Its x86-64 twin, which the emulated drivers run, has the client of LLVM 22's rpc.h itself
+// (this file, for the x86-64 device only), and its own __llvm_rpc_client, which the emulators
+// give the GPU image's global: the twin is then the real client of the same server.
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc.h"
+#include "rpc_opcodes.h"
+#include "Shared/RPCOpcodes.h"
+
+extern "C" unsigned long long __llvm_omp_host_call(void *fn, void *data, size_t size);
+
+#pragma omp begin declare target
+// The client object, in every image (the device runtime's own is weak): the GPU image's is the
+// one the plugin fills in, and the twin's the one the emulators give the GPU image's global.
+extern "C" [[gnu::visibility("default")]] rpc::Client __llvm_rpc_client;
+rpc::Client __llvm_rpc_client;
+
+#if !defined(__AMDGPU__) && !defined(__NVPTX__)
+// The twin's __llvm_omp_host_call, as LLVM 22's device runtime makes the call.
+extern "C" unsigned long long __llvm_omp_host_call(void *fn, void *data, size_t size) {
+  rpc::Client::Port port = __llvm_rpc_client.open<OFFLOAD_HOST_CALL>();
+  port.send_n(data, size);
+  port.send([=](rpc::Buffer *buffer, uint32_t) {
+    buffer->data[0] = reinterpret_cast<uintptr_t>(fn);
+  });
+  unsigned long long ret = 0;
+  port.recv([&](rpc::Buffer *buffer, uint32_t) { ret = buffer->data[0]; });
+  port.close();
+  return ret;
+}
+#endif
+#pragma omp end declare target
+
+#pragma omp begin declare target
+// puts, malloc and free as LLVM's GPU libc sends them, made through the twin's client: the
+// GPU image has no GPU libc linked, so on a real GPU these are empty (the program is for the
+// emulated drivers).
+static unsigned long long rpc_puts(const char *text) {
+#if !defined(__AMDGPU__) && !defined(__NVPTX__)
+  rpc::Client::Port port = __llvm_rpc_client.open<LIBC_WRITE_TO_STDOUT_NEWLINE>();
+  port.send_n(text, strlen(text));
+  unsigned long long written = 0;
+  port.recv([&](rpc::Buffer *buffer, uint32_t) { written = buffer->data[0]; });
+  port.close();
+  return written;
+#else
+  (void)text;
+  return 0;
+#endif
+}
+
+static void *rpc_malloc(unsigned long long size) {
+#if !defined(__AMDGPU__) && !defined(__NVPTX__)
+  rpc::Client::Port port = __llvm_rpc_client.open<LIBC_MALLOC>();
+  void *result = nullptr;
+  port.send_and_recv([=](rpc::Buffer *buffer, uint32_t) { buffer->data[0] = size; },
+                     [&](rpc::Buffer *buffer, uint32_t) {
+                       result = reinterpret_cast<void *>(buffer->data[0]);
+                     });
+  port.close();
+  return result;
+#else
+  (void)size;
+  return nullptr;
+#endif
+}
+
+static void rpc_free(void *address) {
+#if !defined(__AMDGPU__) && !defined(__NVPTX__)
+  rpc::Client::Port port = __llvm_rpc_client.open<LIBC_FREE>();
+  port.send([=](rpc::Buffer *buffer, uint32_t) {
+    buffer->data[0] = reinterpret_cast<uintptr_t>(address);
+  });
+  port.close();
+#else
+  (void)address;
+#endif
+}
+#pragma omp end declare target
+
+// The host function the device calls: the sum of the block's ints, times ten.
+extern "C" unsigned long long sum_times_ten(void *data) {
+  int *values = static_cast<int *>(data);
+  unsigned long long sum = 0;
+  for (int i = 0; i < 8; i++)
+    sum += values[i];
+  return sum * 10;
+}
+
+int main() {
+  void *fn = reinterpret_cast<void *>(&sum_times_ten);
+  unsigned long long result = 0, written = 0;
+  int wrote = 0;
+#pragma omp target map(from : result, written, wrote) firstprivate(fn)
+  {
+    int values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    result = __llvm_omp_host_call(fn, values, sizeof values);
+    written = rpc_puts("hello from the device");
+    int *block = static_cast<int *>(rpc_malloc(64 * sizeof(int)));
+    if (block) {
+      for (int i = 0; i < 64; i++)
+        block[i] = i;
+      wrote = block[63];
+      rpc_free(block);
+    }
+  }
+  fflush(stdout);
+  printf("host call: %llu (expected 360); puts wrote %llu; device malloc: %d\n", result,
+         written, wrote);
+  return result == 360 && written == 22 && wrote == 63 ? 0 : 1;
+}
