@@ -94,7 +94,7 @@ extern "C" unsigned long long sum_times_ten(void *data) {
   return sum * 10;
 }
 
-int main() {
+int main(int argc, char **argv) {
   void *fn = reinterpret_cast<void *>(&sum_times_ten);
   unsigned long long result = 0, written = 0;
   int wrote = 0;
@@ -114,5 +114,20 @@ int main() {
   fflush(stdout);
   printf("host call: %llu (expected 360); puts wrote %llu; device malloc: %d\n", result,
          written, wrote);
+  // With a count: that many host calls in one kernel, timed, for the cost of a round trip.
+  int calls = argc > 1 ? atoi(argv[1]) : 0;
+  if (calls > 0) {
+    double start = omp_get_wtime();
+#pragma omp target map(tofrom : result) firstprivate(fn, calls)
+    {
+      int values[8] = {0};
+      for (int i = 0; i < calls; i++) {
+        values[0] = i;
+        result += __llvm_omp_host_call(fn, values, sizeof values);
+      }
+    }
+    double seconds = omp_get_wtime() - start;
+    printf("%d host calls: %.2f us each\n", calls, seconds * 1e6 / calls);
+  }
   return result == 360 && written == 22 && wrote == 63 ? 0 : 1;
 }
