@@ -36,7 +36,7 @@
 # run.sh's environment: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds
 #   for all programs, default 420, then the rest are skipped so the benchmarks still run within
 #   the device tool's 600 s), ONLY (run only programs whose name contains it), SKIP_CONFORMANCE=1,
-#   SKIP_BENCH=1, STEPS (the steps in order, default "conformance bench"; also "placement": where
+#   SKIP_BENCH=1, STEPS (the steps in order, default "conformance rpc bench"; also "placement": where
 #   the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
 #   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle, then
 #   bench/diagnostics/machine_costs.c, then slow_episodes.c and first_rounds.c on each;
@@ -174,6 +174,23 @@ PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -o "$dir/bench/per_construct" "
 PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -I "$root/bench/programs" -o "$dir/bench/large_maps" \
     "$root/bench/programs/large_maps.c" -lpthread
 
+# A kernel calling a host function through our RPC server (__llvm_omp_host_call of LLVM 22's
+# device runtime; tests/programs/rpc_host_call.cpp), with clang-22, when LLVM 22's device
+# runtime and sources are here.
+llvm22_src=$root/target/llvm-offload-suite/llvm-toolchain-22_22.1.8
+if command -v clang++-22 >/dev/null && [ -e "$root/target/llvm22-device-runtime/libomptarget-nvptx.bc" ] &&
+    [ -d "$llvm22_src/libc/shared" ]; then
+    echo "building rpc_host_call for sm_90 (clang-22)"
+    PATH=$cuda_min/bin:$PATH clang++-22 -O2 -fopenmp -Wno-openmp-target -nogpulib \
+        -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_90 \
+        -Xoffload-linker-nvptx64-nvidia-cuda "$root/target/llvm22-device-runtime/libomptarget-nvptx.bc" \
+        -foffload-lto --cuda-path="$cuda_min" \
+        -I "${LLVM22_OMP_ROOT:-/opt/llvm22-omp}/usr/lib/llvm-22/lib/clang/22/include" \
+        -I "$llvm22_src/libc/shared" -I "$llvm22_src/offload/include" -L "$dist/lib" \
+        -L "$llvm_lib" -o "$dir/bench/rpc_host_call" "$root/tests/programs/rpc_host_call.cpp" ||
+        echo "gpu-run.sh: WARNING: rpc_host_call did not build; run.sh's rpc step will say so" >&2
+fi
+
 # The host benchmark suite's runner and its programs, built here (the GPU machine has no clang).
 echo "building the host benchmarks"
 (cd "$root" && cargo build --quiet --release -p omptarget-bench)
@@ -244,7 +261,7 @@ cat <<'RUN'
 # The GPU half of scripts/gpu-run.sh (made by `scripts/gpu-run.sh bundle`; docs/gpu-validation.md).
 # Runs every conformance program against our runtime on the CUDA plugin, then the benchmarks.
 # Env: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds in all, default 420),
-# ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1, STEPS (default "conformance bench";
+# ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1, STEPS (default "conformance rpc bench";
 # also placement, host_bench, soak), HOST_RUNS (host_bench's --runs, default 9), SOAK_RUNS (runs of
 # each soak program, default 100) and SOAK_JOBS (at a time, default 8).
 # Report: $OUT/gpu-results.txt when $OUT is set, else <bundle>/results/ (written as it goes, so a
@@ -642,6 +659,22 @@ placement() {
 
 # The host benchmark suite (bench/, issue 19's figures) on this machine's CPUs: the same
 # clang-19 programs on ours and on LLVM 19's runtime, alternating, as `target/release/bench`.
+# A kernel calling the host through the RPC server (tests/programs/rpc_host_call.cpp): the host
+# call's answer and 1000 timed round trips, ours then LLVM 22's when the bundle has it.
+rpc() {
+    local exe=$here/bench/rpc_host_call status=0
+    [ -x "$exe" ] || { echo "rpc: the bundle has no rpc_host_call (built with clang-22)"; return 1; }
+    echo "== rpc: ours"
+    LD_LIBRARY_PATH=$here/lib LIBOMPTARGET_PLUGINS_TO_LOAD=cuda OMP_TARGET_OFFLOAD=mandatory \
+        timeout "${TIMEOUT:-30}" "$exe" 1000 || status=1
+    if [ -n "$llvm22_lib" ]; then
+        echo "== rpc: LLVM 22"
+        LD_LIBRARY_PATH=$llvm22_lib:$here/lib OMP_TARGET_OFFLOAD=mandatory \
+            timeout "${TIMEOUT:-30}" "$exe" 1000 || echo "(LLVM 22 failed)"
+    fi
+    return $status
+}
+
 host_bench() {
     local ours=${TMPDIR:-/tmp}/omptarget-host-dist
     [ -x "$here/hostbench/bench" ] || { echo "host_bench: the bundle has no hostbench/"; return 1; }
@@ -706,11 +739,11 @@ main() {
         echo "FATAL: libraries missing (above)"
         return 1
     fi
-    for step in ${STEPS:-conformance bench}; do
+    for step in ${STEPS:-conformance rpc bench}; do
         case $step in
             conformance) [ -n "${SKIP_CONFORMANCE:-}" ] || conformance || status=1 ;;
             bench) [ -n "${SKIP_BENCH:-}" ] || bench || status=1 ;;
-            placement | host_bench | soak) $step || status=1 ;;
+            placement | host_bench | soak | rpc) $step || status=1 ;;
             *) echo "run.sh: no step '$step'"; status=1 ;;
         esac
     done
