@@ -253,23 +253,28 @@ fn overlaps(blocks: &BTreeMap<usize, Block>, start: usize, end: usize) -> bool {
         .is_some_and(|(_, b)| b.start + b.len > start)
 }
 
-/// One guard page, never accessible, follows every mapping: on a GPU nothing is mapped past an
-/// allocation, so a kernel that runs off its end faults there instead of writing into whatever
-/// mapping the host kernel placed next.
+/// A guard page, never accessible, on either side of every mapping: on a GPU nothing is mapped
+/// next to an allocation, so a kernel that runs off either end faults there instead of writing
+/// into whatever mapping the host kernel placed beside it.
 const GUARD: usize = 4096;
 
+/// `len` bytes with their guard pages: the whole mapping's length.
+fn guarded(len: usize) -> Option<usize> {
+    len.checked_add(2 * GUARD)
+}
+
 fn map(len: usize) -> Option<usize> {
-    let with_guard = len.checked_add(GUARD)?;
-    if let Some(start) = omptarget_emu_support::retired_memory::reuse(with_guard, len) {
-        return Some(start);
+    let whole = guarded(len)?;
+    if let Some(start) = omptarget_emu_support::retired_memory::reuse(whole, GUARD..GUARD + len) {
+        return Some(start + GUARD);
     }
-    // SAFETY: an anonymous private mapping at an address of the kernel's choosing; nothing
-    // else refers to it until it is returned.
+    // SAFETY: an anonymous private mapping with no access at an address of the kernel's
+    // choosing; nothing else refers to it until it is returned.
     let address = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            with_guard,
-            libc::PROT_READ | libc::PROT_WRITE,
+            whole,
+            libc::PROT_NONE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
@@ -278,16 +283,30 @@ fn map(len: usize) -> Option<usize> {
     if address == libc::MAP_FAILED {
         return None;
     }
-    let start = address as usize;
-    // SAFETY: the last page of the mapping just made, which nothing refers to yet.
-    unsafe { libc::mprotect((start + len) as *mut libc::c_void, GUARD, libc::PROT_NONE) };
+    let start = address as usize + GUARD;
+    // SAFETY: the middle of the mapping just made (the guards stay without access), which
+    // nothing refers to yet.
+    let opened = unsafe {
+        libc::mprotect(
+            start as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+        )
+    };
+    if opened != 0 {
+        // SAFETY: the mapping just made, whole.
+        unsafe { libc::munmap(address, whole) };
+        return None;
+    }
     Some(start)
 }
 
-/// A freed allocation and its guard page stay reserved with no access for a while, so that a
+/// A freed allocation and its guard pages stay reserved with no access for a while, so that a
 /// kernel writing after the free faults as on a GPU.
 fn unmap(start: usize, len: usize) {
-    omptarget_emu_support::retired_memory::retire(start, len + GUARD);
+    if let Some(whole) = guarded(len) {
+        omptarget_emu_support::retired_memory::retire(start - GUARD, whole);
+    }
 }
 
 #[cfg(test)]

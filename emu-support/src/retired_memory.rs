@@ -45,16 +45,18 @@ pub fn retire(start: usize, len: usize) {
     }
 }
 
-/// A retired range of exactly `len` bytes, the one retired last, its first `accessible` bytes
-/// made readable and writable again (zero-filled; the rest, a guard, stays inaccessible) for a
-/// new allocation; `None` when there is none.
-pub fn reuse(len: usize, accessible: usize) -> Option<usize> {
+/// A retired range of exactly `len` bytes, the one retired last, the bytes `accessible` of it
+/// (offsets) made readable and writable again (zero-filled; the rest, guards, stay without
+/// access) for a new allocation; `None` when there is none.
+pub fn reuse(len: usize, accessible: std::ops::Range<usize>) -> Option<usize> {
     let mut retired = lock(&RETIRED);
     let at = retired.ranges.iter().rposition(|&(_, l)| l == len)?;
     let (start, _) = retired.ranges.remove(at)?;
     retired.bytes -= len;
     drop(retired);
-    if sys::make_accessible(start, accessible.min(len)) {
+    let end = accessible.end.min(len);
+    let begin = accessible.start.min(end);
+    if sys::make_accessible(start + begin, end - begin) {
         Some(start)
     } else {
         sys::unmap(start, len);
@@ -131,7 +133,7 @@ mod tests {
         assert!(retired.ranges.len() <= MAX_RANGES && retired.bytes <= MAX_BYTES);
         drop(retired);
         // The same length again: the same range, accessible and zeroed.
-        let again = reuse(len, len).expect("the retired range");
+        let again = reuse(len, 0..len).expect("the retired range");
         assert_eq!(again, start);
         // SAFETY: accessible again, `len` bytes.
         assert_eq!(unsafe { *(again as *const u8) }, 0);
