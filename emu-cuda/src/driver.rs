@@ -298,8 +298,10 @@ impl Driver {
         for (handle, module) in self.modules.remove_where(|m| m.device == device) {
             self.unload(handle, &module);
         }
+        // A module's globals go with the module; mapped memory with its reservation, which
+        // belongs to the process (`vmm`), not to the context.
         for region in self.book.regions_of(device) {
-            if region.kind != Kind::ModuleGlobal {
+            if !matches!(region.kind, Kind::ModuleGlobal | Kind::Mapped) {
                 let _ = self.free(region.start, &[region.kind]);
             }
         }
@@ -327,7 +329,7 @@ pub struct Handles<T> {
 }
 
 impl<T> Handles<T> {
-    fn new(tag: usize) -> Self {
+    pub fn new(tag: usize) -> Self {
         Handles {
             tag,
             next: AtomicUsize::new(1),

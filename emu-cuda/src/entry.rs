@@ -1,5 +1,5 @@
-//! The driver's C entry points: exactly those that our CUDA plugin or LLVM 19's resolve, with
-//! the driver's signatures. Each checks its arguments, goes through `trace::call` and leaves
+//! The driver's C entry points: exactly those that our CUDA plugin, LLVM 19's or LLVM 22's
+//! resolve, with the driver's signatures (the virtual-memory family is in `vmm`). Each checks its arguments, goes through `trace::call` and leaves
 //! the work to the modules beside it.
 
 // The entry points take the driver API's raw pointers from C callers; their contract is the
@@ -825,6 +825,99 @@ pub extern "C" fn cuMemsetD32_v2(dst: CUdeviceptr, value: c_uint, count: usize) 
     call("cuMemsetD32_v2", |c| memset(c, dst, 4, value, count, None))
 }
 
+/// The driver's rules for `cuMemsetD2D{8,16,32}Async`: `height` rows of `width` elements,
+/// `pitch` bytes apart (the pitch is unused for one row). As for the one-dimensional memsets:
+/// a current context without a sticky error and a stream of it, a `dst` aligned to the
+/// element's width; and the pitch aligned to it too and at least a row's bytes, and every row
+/// inside one region the device reaches. Any of these wrong is `INVALID_VALUE`. Then the rows
+/// are set in stream order. LLVM 22's plugin fills memory with patterns of other sizes this
+/// way: one element per row, the pattern's size as the pitch.
+#[allow(clippy::too_many_arguments)]
+fn memset_2d(
+    c: &mut Call,
+    dst: CUdeviceptr,
+    pitch: usize,
+    width: usize,
+    value: u32,
+    element: usize,
+    height: usize,
+    stream: Handle,
+) -> Result<()> {
+    note_stream(c, stream);
+    c.note(|| {
+        let size = width.saturating_mul(element).saturating_mul(height);
+        format!(
+            "dst={dst:#x} pitch={pitch} value={value:#x} width={width} height={height} size={size}"
+        )
+    });
+    let (driver, d) = current()?;
+    let queue = driver.stream(stream, d)?;
+    let dst = dst as usize;
+    let row = width.checked_mul(element).ok_or(status::INVALID_VALUE)?;
+    if !dst.is_multiple_of(element) {
+        return Err(status::INVALID_VALUE);
+    }
+    if height > 1 && (!pitch.is_multiple_of(element) || pitch < row) {
+        return Err(status::INVALID_VALUE);
+    }
+    if width == 0 || height == 0 {
+        return Ok(());
+    }
+    let span = (height - 1)
+        .checked_mul(pitch)
+        .and_then(|rows| rows.checked_add(row))
+        .ok_or(status::INVALID_VALUE)?;
+    driver.book.device_range(dst, span)?;
+    in_order(driver, d, queue, move || {
+        for r in 0..height {
+            set_elements(dst + r * pitch, element, value, width);
+        }
+    });
+    Ok(())
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD2D8Async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uchar,
+    width: usize,
+    height: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemsetD2D8Async", |c| {
+        memset_2d(c, dst, pitch, width, value.into(), 1, height, stream)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD2D16Async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_ushort,
+    width: usize,
+    height: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemsetD2D16Async", |c| {
+        memset_2d(c, dst, pitch, width, value.into(), 2, height, stream)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD2D32Async(
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: c_uint,
+    width: usize,
+    height: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemsetD2D32Async", |c| {
+        memset_2d(c, dst, pitch, width, value, 4, height, stream)
+    })
+}
+
 // ---- streams and events -----------------------------------------------------------------
 
 #[no_mangle]
@@ -922,6 +1015,86 @@ pub extern "C" fn cuStreamWaitEvent(stream: Handle, event: Handle, flags: c_uint
         driver.usable(stream.device)?;
         stream.submit(move || event.wait_for(mark));
         Ok(())
+    })
+}
+
+/// `CUhostFn`: a host function queued with `cuLaunchHostFunc`.
+type HostFn = Option<unsafe extern "C" fn(*mut c_void)>;
+/// `CUstreamCallback`: a callback queued with `cuStreamAddCallback`.
+type StreamCallback = Option<unsafe extern "C" fn(Handle, CuResult, *mut c_void)>;
+
+/// Runs a host function in stream order, on the stream's worker (or at once after the
+/// blocking streams, on the legacy default stream). As the driver documents, it is not called
+/// once a kernel fault has made the context's error sticky: an abandoned stream drops it.
+#[no_mangle]
+pub extern "C" fn cuLaunchHostFunc(
+    stream: Handle,
+    function: HostFn,
+    data: *mut c_void,
+) -> CuResult {
+    call("cuLaunchHostFunc", |c| {
+        note_stream(c, stream);
+        let (driver, d) = current()?;
+        let queue = driver.stream(stream, d)?;
+        let function = function.ok_or(status::INVALID_VALUE)?;
+        let data = data as usize;
+        in_order(driver, d, queue, move || {
+            // SAFETY: the caller's host function with the caller's data, as the driver calls it.
+            unsafe { function(data as *mut c_void) }
+        });
+        Ok(())
+    })
+}
+
+/// Queues a callback that runs in stream order like a host function, but, as the driver
+/// documents, also after a kernel fault: then with the context's sticky error as its status
+/// (queued as an event's mark is, so that an abandoned stream still reaches it).
+#[no_mangle]
+pub extern "C" fn cuStreamAddCallback(
+    stream: Handle,
+    callback: StreamCallback,
+    data: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
+    call("cuStreamAddCallback", |c| {
+        note_stream(c, stream);
+        let (driver, d) = current()?;
+        let queue = driver.stream(stream, d)?;
+        let callback = callback.ok_or(status::INVALID_VALUE)?;
+        if flags != 0 {
+            return Err(status::INVALID_VALUE);
+        }
+        let data = data as usize;
+        let run = move || {
+            let result = driver.usable(d).err().map_or(status::SUCCESS, |e| e.0);
+            // SAFETY: the caller's callback with the caller's data, as the driver calls it.
+            unsafe { callback(stream, result, data as *mut c_void) }
+        };
+        match queue {
+            Some(queue) => queue.submit_marker(run),
+            None => {
+                driver.legacy_sync(d);
+                run();
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Whether the stream has reached the event's latest record: `CUDA_SUCCESS` (also for an
+/// event never recorded) or `CUDA_ERROR_NOT_READY`.
+#[no_mangle]
+pub extern "C" fn cuEventQuery(event: Handle) -> CuResult {
+    call("cuEventQuery", |c| {
+        c.note(|| format!("event={event:#x}"));
+        let driver = driver::get()?;
+        let event = driver.events.get(event)?;
+        driver.usable(event.device)?;
+        if event.complete() {
+            Ok(())
+        } else {
+            Err(status::NOT_READY)
+        }
     })
 }
 
@@ -1204,6 +1377,76 @@ pub extern "C" fn cuFuncSetAttribute(function: Handle, attribute: c_int, value: 
     })
 }
 
+/// The offset and size of a kernel's parameter `index` in its parameter buffer, from the
+/// layout its image records (the layout launches are checked against); `INVALID_VALUE` past
+/// the last, which is how callers (LLVM 22's plugin) find the parameter buffer's size.
+#[no_mangle]
+pub extern "C" fn cuFuncGetParamInfo(
+    function: Handle,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CuResult {
+    call("cuFuncGetParamInfo", |c| {
+        c.note(|| format!("index={index}"));
+        let driver = driver::get()?;
+        let f = driver.functions.get(function)?;
+        driver.usable(f.device)?;
+        let kernel = &f.kernel;
+        if kernel.params.is_empty() && kernel.param_size > 0 {
+            eprintln!(
+                "omptarget-emu (CUDA): kernel {} has no parameter records in its image; the \
+                 emulator cannot tell its parameters' layout",
+                f.name
+            );
+            return Err(status::NOT_SUPPORTED);
+        }
+        let &(at, bytes) = kernel.params.get(index).ok_or(status::INVALID_VALUE)?;
+        c.note(|| format!("offset={at} size={bytes}"));
+        out(offset, at as usize)?;
+        if !size.is_null() {
+            out(size, bytes as usize)?;
+        }
+        Ok(())
+    })
+}
+
+/// `CUoccupancyB2DSize`: the dynamic shared memory a block size needs.
+type BlockSizeToShared = Option<unsafe extern "C" fn(c_int) -> usize>;
+
+/// The block size that keeps the emulated device's multiprocessors fullest and the smallest
+/// grid that fills the device with it (`launch::potential_block_size`), given the dynamic
+/// shared memory (`shared`, or what `to_shared` says for each block size) and an upper limit
+/// on the block size (0: none).
+#[no_mangle]
+pub extern "C" fn cuOccupancyMaxPotentialBlockSize(
+    min_grid: *mut c_int,
+    block: *mut c_int,
+    function: Handle,
+    to_shared: BlockSizeToShared,
+    shared: usize,
+    limit: c_int,
+) -> CuResult {
+    call("cuOccupancyMaxPotentialBlockSize", |c| {
+        c.note(|| format!("shared={shared} limit={limit}"));
+        let driver = driver::get()?;
+        let f = driver.functions.get(function)?;
+        driver.usable(f.device)?;
+        let limit = u32::try_from(limit).map_err(|_| status::INVALID_VALUE)?;
+        if min_grid.is_null() || block.is_null() {
+            return Err(status::INVALID_VALUE);
+        }
+        let (grid, size) = launch::potential_block_size(&f, limit, |threads| match to_shared {
+            // SAFETY: the caller's function of a block size, as the driver calls it.
+            Some(to_shared) => unsafe { to_shared(threads as c_int) },
+            None => shared,
+        });
+        c.note(|| format!("min_grid={grid} block={size}"));
+        out(min_grid, grid as c_int)?;
+        out(block, size as c_int)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuLaunchKernel(
     function: Handle,
@@ -1280,9 +1523,32 @@ pub unsafe extern "C" fn cuLaunchKernel(
 mod tests {
     use super::*;
 
-    /// A context whose kernel faulted refuses memsets with its sticky error, and they write
-    /// nothing (the only test here that touches the process's driver, so the error set by
-    /// hand reaches no other test).
+    /// Host function and callback arguments for the test below: what ran, and with what status.
+    static HOST_FUNCTIONS_RAN: AtomicU32 = AtomicU32::new(0);
+    static CALLBACK_STATUS: AtomicU32 = AtomicU32::new(u32::MAX);
+
+    unsafe extern "C" fn count_host_function(_: *mut c_void) {
+        HOST_FUNCTIONS_RAN.fetch_add(1, Ordering::SeqCst);
+    }
+
+    unsafe extern "C" fn record_status(_: Handle, result: CuResult, _: *mut c_void) {
+        CALLBACK_STATUS.store(result, Ordering::SeqCst);
+    }
+
+    /// A stand-in for a faulting kernel: holds its stream until the gate at `data` opens.
+    unsafe extern "C" fn wait_at_gate(data: *mut c_void) {
+        // SAFETY: the test's gate, which outlives the stream's work.
+        let gate = unsafe { &*data.cast::<(std::sync::Mutex<bool>, std::sync::Condvar)>() };
+        let mut open = lock(&gate.0);
+        while !*open {
+            open = sync_util::wait(&gate.1, open);
+        }
+    }
+
+    /// A kernel fault makes the context's error sticky, as on hardware: host functions queued
+    /// behind the faulting kernel never run, a stream callback runs with the error as its
+    /// status, and later calls, memsets among them, return the error and write nothing (the
+    /// only test here that touches the process's driver, so the error reaches no other test).
     #[test]
     fn a_context_with_a_sticky_error_refuses_memsets() {
         assert_eq!(cuInit(0), 0);
@@ -1294,9 +1560,30 @@ mod tests {
         assert_eq!(cuMemsetD8_v2(device, 0x11, 4096), 0);
         let mut stream = 0usize;
         assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+        let gate = Box::leak(Box::new((
+            std::sync::Mutex::new(false),
+            std::sync::Condvar::new(),
+        )));
+        let gate_data = (gate as *mut (std::sync::Mutex<bool>, std::sync::Condvar)).cast();
+        assert_eq!(cuLaunchHostFunc(stream, Some(wait_at_gate), gate_data), 0);
+        let null = std::ptr::null_mut();
+        assert_eq!(cuLaunchHostFunc(stream, Some(count_host_function), null), 0);
+        assert_eq!(cuStreamAddCallback(stream, Some(record_status), null, 0), 0);
         let driver = driver::get().unwrap();
-        let sticky = &driver.devices[0].context.sticky;
-        sticky.store(status::ILLEGAL_ADDRESS.0, Ordering::Release);
+        let faulting = driver.streams.get(stream).unwrap();
+        driver.kernel_faulted(0, status::ILLEGAL_ADDRESS, Some(&faulting));
+        *lock(&gate.0) = true;
+        gate.1.notify_all();
+        assert_eq!(
+            CALLBACK_STATUS.load(Ordering::SeqCst),
+            status::ILLEGAL_ADDRESS.0,
+            "the callback runs, with the error"
+        );
+        assert_eq!(HOST_FUNCTIONS_RAN.load(Ordering::SeqCst), 0);
+        assert_eq!(
+            cuLaunchHostFunc(stream, Some(count_host_function), null),
+            status::ILLEGAL_ADDRESS.0
+        );
         let refused = status::ILLEGAL_ADDRESS.0;
         assert_eq!(cuMemsetD8Async(device, 0, 4096, stream), refused);
         assert_eq!(cuMemsetD16Async(device, 0, 2048, stream), refused);

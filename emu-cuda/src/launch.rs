@@ -119,3 +119,57 @@ pub fn twin_arguments(function: &Function, buffer: &[u8]) -> Result<Vec<usize>> 
         .map(|w| usize::from_ne_bytes(w.try_into().unwrap()))
         .collect())
 }
+
+/// How many blocks of `block` threads, each with `dynamic` bytes of dynamic shared memory, one
+/// multiprocessor of the emulated device holds at once: limited by its threads (whole warps),
+/// its block slots and its shared memory (static, dynamic and the system's reserve per block).
+/// A block over the kernel's allowance of dynamic shared memory cannot run at all.
+pub fn blocks_per_multiprocessor(function: &Function, block: u32, dynamic: usize) -> u32 {
+    let allowed = function.max_dynamic_shared.load(Ordering::Relaxed) as usize;
+    if block == 0 || dynamic > allowed {
+        return 0;
+    }
+    let threads = block.div_ceil(profile::WARP_SIZE) * profile::WARP_SIZE;
+    let by_threads = profile::THREADS_PER_MULTIPROCESSOR / threads;
+    let shared = function.kernel.static_shared as usize
+        + dynamic
+        + profile::SHARED_RESERVED_PER_BLOCK as usize;
+    let by_shared = profile::SHARED_PER_MULTIPROCESSOR as usize / shared;
+    by_threads
+        .min(profile::BLOCKS_PER_MULTIPROCESSOR)
+        .min(u32::try_from(by_shared).unwrap_or(u32::MAX))
+}
+
+/// `cuOccupancyMaxPotentialBlockSize`, as CUDA's occupancy calculator (`cuda_occupancy.h`)
+/// computes it: the block size, at most `limit` (0: none) and the kernel's and device's
+/// limits, that keeps the most threads resident per multiprocessor, trying sizes from the
+/// largest down in whole warps and stopping at the first that fills a multiprocessor; and the
+/// smallest grid that fills the device with it. `dynamic` gives the dynamic shared memory a
+/// block size needs. Answers (0, 0) when no block size fits.
+pub fn potential_block_size(
+    function: &Function,
+    limit: u32,
+    mut dynamic: impl FnMut(u32) -> usize,
+) -> (u32, u32) {
+    let mut largest = function
+        .kernel
+        .max_threads
+        .min(profile::MAX_THREADS_PER_BLOCK);
+    if limit > 0 {
+        largest = largest.min(limit);
+    }
+    let (mut best_block, mut best_blocks, mut best_threads) = (0, 0, 0);
+    let mut aligned = largest.div_ceil(profile::WARP_SIZE) * profile::WARP_SIZE;
+    while aligned > 0 {
+        let block = aligned.min(largest);
+        let blocks = blocks_per_multiprocessor(function, block, dynamic(block));
+        if block * blocks > best_threads {
+            (best_block, best_blocks, best_threads) = (block, blocks, block * blocks);
+        }
+        if best_threads == profile::THREADS_PER_MULTIPROCESSOR {
+            break;
+        }
+        aligned -= profile::WARP_SIZE;
+    }
+    (best_blocks * profile::MULTIPROCESSORS, best_block)
+}

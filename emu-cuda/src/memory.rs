@@ -5,6 +5,7 @@
 
 use crate::status::{self, Result};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use sync_util::lock;
 
@@ -22,6 +23,9 @@ pub enum Kind {
     Managed,
     /// A module's global variables (the cubin's data, or the twin image's storage).
     ModuleGlobal,
+    /// Physical memory of `cuMemCreate` mapped with `cuMemMap` and made accessible with
+    /// `cuMemSetAccess` (see `vmm`): device memory that `cuMemFree` does not take.
+    Mapped,
     /// `cuMemAllocHost`: page-locked host memory.
     HostAllocated,
     /// `cuMemHostRegister`: page-locked user memory.
@@ -134,12 +138,16 @@ impl AddressBook {
     }
 }
 
-/// One device's memory: a reserved range and the allocations in it (first fit, page sized).
+/// One device's memory: a reserved range and the allocations in it (first fit, page sized),
+/// and the physical memory of `cuMemCreate`, which counts against the same size.
 pub struct DeviceMemory {
     base: usize,
     size: usize,
     /// Offset -> size of each live allocation.
     allocations: Mutex<BTreeMap<usize, usize>>,
+    /// Bytes of physical memory created with `cuMemCreate` and not yet released (changed
+    /// under the allocations' lock, so that the two never overcommit together).
+    physical: AtomicUsize,
 }
 
 impl DeviceMemory {
@@ -159,6 +167,7 @@ impl DeviceMemory {
             base,
             size,
             allocations: Mutex::new(BTreeMap::new()),
+            physical: AtomicUsize::new(0),
         })
     }
 
@@ -167,7 +176,31 @@ impl DeviceMemory {
     }
 
     pub fn used(&self) -> usize {
-        lock(&self.allocations).values().sum()
+        let allocations = lock(&self.allocations);
+        allocations.values().sum::<usize>() + self.physical.load(Ordering::Relaxed)
+    }
+
+    /// Whether `size` more bytes fit beside the allocations and the physical memory.
+    fn fits(&self, allocations: &BTreeMap<usize, usize>, size: usize) -> bool {
+        let used = allocations.values().sum::<usize>() + self.physical.load(Ordering::Relaxed);
+        used.checked_add(size)
+            .is_some_and(|total| total <= self.size)
+    }
+
+    /// Counts `size` bytes of physical memory (`cuMemCreate`) against the device's size.
+    pub fn claim(&self, size: usize) -> Result<()> {
+        let allocations = lock(&self.allocations);
+        if !self.fits(&allocations, size) {
+            return Err(status::OUT_OF_MEMORY);
+        }
+        self.physical.fetch_add(size, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Gives back physical memory counted by [`claim`](Self::claim).
+    pub fn unclaim(&self, size: usize) {
+        let _allocations = lock(&self.allocations);
+        self.physical.fetch_sub(size, Ordering::Relaxed);
     }
 
     /// A new accessible range of at least `size` bytes.
@@ -186,7 +219,7 @@ impl DeviceMemory {
             }
             candidate = offset + len;
         }
-        if self.size - candidate < size {
+        if self.size - candidate < size || !self.fits(&allocations, size) {
             return Err(status::OUT_OF_MEMORY);
         }
         let address = self.base + candidate;
@@ -217,7 +250,7 @@ pub fn allocate_host(size: usize) -> Result<usize> {
     let size = size
         .checked_next_multiple_of(PAGE)
         .ok_or(status::OUT_OF_MEMORY)?;
-    if let Some(start) = omptarget_emu_support::retired_memory::reuse(size, size) {
+    if let Some(start) = omptarget_emu_support::retired_memory::reuse(size, 0..size) {
         return Ok(start);
     }
     sys::map_host(size).map_err(|_| status::OUT_OF_MEMORY)

@@ -231,7 +231,8 @@ impl Event {
         }
     }
 
-    #[cfg(test)]
+    /// Whether its latest record has been reached (`cuEventQuery`; an event never recorded
+    /// is complete).
     pub fn complete(&self) -> bool {
         let marks = lock(&self.marks);
         marks.reached >= marks.recorded

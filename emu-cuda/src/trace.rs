@@ -14,7 +14,11 @@ pub fn calls() -> &'static Calls {
 
 /// The error an injected failure returns: what the driver says when it runs out.
 fn injected_error(function: &str) -> CuResult {
-    if function.contains("Alloc") || function.contains("Register") {
+    if function.contains("Alloc")
+        || function.contains("Register")
+        || function == "cuMemCreate"
+        || function == "cuMemAddressReserve"
+    {
         status::OUT_OF_MEMORY.0
     } else if function == "cuLaunchKernel" {
         status::LAUNCH_FAILED.0

@@ -3,11 +3,12 @@
 //! driver's). Modules use the sm_90 cubin of a real clang-19 program.
 
 use omptarget_emu_cuda::*;
-use std::ffi::{c_void, CString};
-use std::sync::OnceLock;
+use std::ffi::{c_int, c_void, CString};
+use std::sync::{Condvar, Mutex, OnceLock};
 
 const INVALID_VALUE: u32 = 1;
 const OUT_OF_MEMORY: u32 = 2;
+const INVALID_DEVICE: u32 = 101;
 const INVALID_IMAGE: u32 = 200;
 const INVALID_CONTEXT: u32 = 201;
 const NO_BINARY_FOR_GPU: u32 = 209;
@@ -411,7 +412,7 @@ const MEMSET_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// An asynchronous memset runs on its stream's worker like a copy: after the work queued
 /// before it, after the emulator's delay, not before the call returns; and each call is a
-/// line of the trace with its element count and bytes.
+/// line of the trace with its element count and bytes (a 2D one with its pitch and shape).
 #[test]
 fn async_memsets_run_in_stream_order_after_the_delay_and_are_traced() {
     if std::env::var_os(MEMSET_CHILD).is_none() {
@@ -451,6 +452,13 @@ fn async_memsets_run_in_stream_order_after_the_delay_and_are_traced() {
         assert!(
             trace.lines().any(
                 |l| l.starts_with("cuMemsetD16_v2 ") && l.ends_with("CUDA_ERROR_INVALID_VALUE")
+            ),
+            "{trace}"
+        );
+        assert!(
+            line(
+                "cuMemsetD2D32Async ",
+                "pitch=8 value=0x1 width=1 height=4 size=16"
             ),
             "{trace}"
         );
@@ -499,7 +507,543 @@ fn async_memsets_run_in_stream_order_after_the_delay_and_are_traced() {
     assert!(start.elapsed() >= MEMSET_DELAY);
     assert_eq!(host(size..size + 64), [0x5a; 64]);
     assert_eq!(cuMemsetD16_v2(at + 1, 0, 1), INVALID_VALUE);
+    assert_eq!(cuMemsetD2D32Async(device, 8, 1, 1, 4, stream), 0);
+    assert_eq!(cuStreamSynchronize(stream), 0);
     assert_eq!(cuStreamDestroy_v2(stream), 0);
     assert_eq!(cuMemFreeHost(pinned), 0);
     assert_eq!(cuMemFree_v2(device), 0);
+}
+
+/// A gate that a host function holds its stream at until the test opens it.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.changed.notify_all();
+    }
+
+    fn as_data(&self) -> *mut c_void {
+        (self as *const Gate).cast_mut().cast()
+    }
+}
+
+/// A host function: waits at the `Gate` its data points to.
+unsafe extern "C" fn wait_at_gate(data: *mut c_void) {
+    // SAFETY: the test's gate, which outlives the stream's work.
+    let gate = unsafe { &*data.cast::<Gate>() };
+    let mut open = gate.open.lock().unwrap();
+    while !*open {
+        open = gate.changed.wait(open).unwrap();
+    }
+}
+
+/// What host functions and callbacks saw: a label, the thread they ran on and the status a
+/// callback got.
+type Seen = Mutex<Vec<(&'static str, std::thread::ThreadId, u32)>>;
+
+/// The data of `note_host_function` and `note_callback`.
+struct Note {
+    seen: &'static Seen,
+    label: &'static str,
+}
+
+impl Note {
+    fn leak(seen: &'static Seen, label: &'static str) -> *mut c_void {
+        Box::into_raw(Box::new(Note { seen, label })).cast()
+    }
+
+    fn record(data: *mut c_void, status: u32) {
+        // SAFETY: a leaked `Note` (`Note::leak`).
+        let note = unsafe { &*data.cast::<Note>() };
+        let thread = std::thread::current().id();
+        note.seen.lock().unwrap().push((note.label, thread, status));
+    }
+}
+
+unsafe extern "C" fn note_host_function(data: *mut c_void) {
+    Note::record(data, u32::MAX);
+}
+
+unsafe extern "C" fn note_callback(_stream: usize, status: u32, data: *mut c_void) {
+    Note::record(data, status);
+}
+
+/// `cuLaunchHostFunc` and `cuStreamAddCallback` (the first after each launch in LLVM 22's
+/// plugin): the host function runs in stream order on the stream's worker, not on the caller's
+/// thread and not before the work queued before it; a callback gets `CUDA_SUCCESS`. The
+/// driver's argument checks. (After a kernel fault: the sticky-error test in emu-cuda.)
+#[test]
+fn host_functions_and_callbacks_run_in_stream_order_on_the_streams_worker() {
+    with_context();
+    static SEEN: Seen = Mutex::new(Vec::new());
+    let gate = Box::leak(Box::default()) as &'static Gate;
+    let mut stream = 0usize;
+    assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+    let device = allocate(4096);
+    assert_eq!(
+        cuLaunchHostFunc(stream, Some(wait_at_gate), gate.as_data()),
+        0
+    );
+    assert_eq!(cuMemsetD8Async(device, 0x33, 4096, stream), 0);
+    let first = Note::leak(&SEEN, "host function");
+    assert_eq!(cuLaunchHostFunc(stream, Some(note_host_function), first), 0);
+    let second = Note::leak(&SEEN, "callback");
+    assert_eq!(
+        cuStreamAddCallback(stream, Some(note_callback), second, 0),
+        0
+    );
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(SEEN.lock().unwrap().is_empty(), "held behind the gate");
+    assert_eq!(cuStreamQuery(stream), NOT_READY);
+    gate.open();
+    assert_eq!(cuStreamSynchronize(stream), 0);
+    let seen = SEEN.lock().unwrap().clone();
+    let labels: Vec<_> = seen.iter().map(|s| (s.0, s.2)).collect();
+    assert_eq!(labels, [("host function", u32::MAX), ("callback", 0)]);
+    let me = std::thread::current().id();
+    assert!(seen.iter().all(|s| s.1 == seen[0].1 && s.1 != me));
+    assert_eq!(
+        read_back(device, 4096),
+        vec![0x33; 4096],
+        "the memset ran first"
+    );
+
+    assert_eq!(cuLaunchHostFunc(stream, None, first), INVALID_VALUE);
+    assert_eq!(cuStreamAddCallback(stream, None, second, 0), INVALID_VALUE);
+    assert_eq!(
+        cuStreamAddCallback(stream, Some(note_callback), second, 1),
+        INVALID_VALUE,
+        "flags must be 0"
+    );
+    assert_eq!(cuStreamDestroy_v2(stream), 0);
+    assert_eq!(
+        cuLaunchHostFunc(stream, Some(note_host_function), first),
+        INVALID_HANDLE
+    );
+    assert_eq!(
+        cuStreamAddCallback(stream, Some(note_callback), second, 0),
+        INVALID_HANDLE
+    );
+    assert_eq!(cuMemFree_v2(device), 0);
+    std::thread::spawn(|| {
+        let null = std::ptr::null_mut();
+        assert_eq!(
+            cuLaunchHostFunc(0, Some(note_host_function), null),
+            INVALID_CONTEXT
+        );
+    })
+    .join()
+    .unwrap();
+}
+
+/// `cuEventQuery`: `CUDA_SUCCESS` for an event never recorded or whose latest record the
+/// stream reached, `CUDA_ERROR_NOT_READY` before; a destroyed event is an invalid handle.
+#[test]
+fn an_event_query_says_whether_the_stream_reached_the_latest_record() {
+    with_context();
+    let gate = Box::leak(Box::default()) as &'static Gate;
+    let (mut stream, mut event) = (0usize, 0usize);
+    assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+    assert_eq!(cuEventCreate(&mut event, 2), 0);
+    assert_eq!(cuEventQuery(event), 0, "never recorded");
+    assert_eq!(cuEventRecord(event, stream), 0);
+    assert_eq!(cuEventSynchronize(event), 0);
+    assert_eq!(cuEventQuery(event), 0);
+    assert_eq!(
+        cuLaunchHostFunc(stream, Some(wait_at_gate), gate.as_data()),
+        0
+    );
+    assert_eq!(cuEventRecord(event, stream), 0);
+    assert_eq!(cuEventQuery(event), NOT_READY);
+    gate.open();
+    assert_eq!(cuEventSynchronize(event), 0);
+    assert_eq!(cuEventQuery(event), 0);
+    assert_eq!(cuEventQuery(stream), INVALID_HANDLE, "a stream");
+    assert_eq!(cuEventDestroy_v2(event), 0);
+    assert_eq!(cuEventQuery(event), INVALID_HANDLE);
+    assert_eq!(cuStreamDestroy_v2(stream), 0);
+}
+
+/// The saxpy kernel's function handle, in a module of its own.
+fn saxpy_function() -> (usize, usize) {
+    with_context();
+    let (bytes, kernel) = cubin();
+    let module = load(bytes).unwrap();
+    let name = CString::new(kernel.as_str()).unwrap();
+    let mut function = 0usize;
+    assert_eq!(cuModuleGetFunction(&mut function, module, name.as_ptr()), 0);
+    (module, function)
+}
+
+/// Launches `function` with a zeroed parameter buffer of `size` bytes (see `launch`).
+fn launch_with_buffer(function: usize, size: usize) -> u32 {
+    let mut params = vec![0u8; size.max(1)];
+    let mut size = size;
+    #[allow(clippy::manual_dangling_ptr)]
+    let mut extra: [*mut c_void; 5] = [
+        1usize as *mut c_void,
+        params.as_mut_ptr().cast(),
+        2usize as *mut c_void,
+        (&mut size as *mut usize).cast(),
+        std::ptr::null_mut(),
+    ];
+    // SAFETY: the parameter buffer and its size outlive the call.
+    unsafe {
+        cuLaunchKernel(
+            function,
+            1,
+            1,
+            1,
+            1,
+            1,
+            1,
+            0,
+            0,
+            std::ptr::null_mut(),
+            extra.as_mut_ptr(),
+        )
+    }
+}
+
+/// `cuFuncGetParamInfo`, as LLVM 22's plugin walks it to size a kernel's parameter buffer:
+/// each parameter's offset and size in the layout the cubin records (an OpenMP kernel's are
+/// 8-byte values, one after the other), `INVALID_VALUE` past the last; a buffer of exactly the
+/// size found passes the launch's check, one byte less does not.
+#[test]
+fn parameter_info_walks_the_kernels_parameter_layout() {
+    let (module, function) = saxpy_function();
+    let mut layout = Vec::new();
+    loop {
+        let (mut offset, mut size) = (usize::MAX, usize::MAX);
+        match cuFuncGetParamInfo(function, layout.len(), &mut offset, &mut size) {
+            0 => layout.push((offset, size)),
+            INVALID_VALUE => break,
+            other => panic!("cuFuncGetParamInfo: {other}"),
+        }
+    }
+    assert!(!layout.is_empty());
+    for (i, &(offset, size)) in layout.iter().enumerate() {
+        assert_eq!((offset, size), (8 * i, 8), "{layout:?}");
+    }
+    let mut offset = 0usize;
+    assert_eq!(
+        cuFuncGetParamInfo(function, 0, &mut offset, std::ptr::null_mut()),
+        0,
+        "the size is optional"
+    );
+    assert_eq!(
+        cuFuncGetParamInfo(function, 0, std::ptr::null_mut(), &mut 0),
+        INVALID_VALUE,
+        "the offset is not"
+    );
+    let end = layout.last().map(|&(o, s)| o + s).unwrap();
+    // Past the parameter checks; this process has no twin of the kernel.
+    assert_eq!(launch_with_buffer(function, end), NOT_SUPPORTED);
+    assert_eq!(launch_with_buffer(function, end - 1), INVALID_VALUE);
+    assert_eq!(cuModuleUnload(module), 0);
+    assert_eq!(
+        cuFuncGetParamInfo(function, 0, &mut offset, &mut 0),
+        INVALID_HANDLE
+    );
+}
+
+/// Dynamic shared memory of 512 bytes per thread (a `CUoccupancyB2DSize`).
+unsafe extern "C" fn shared_per_thread(block: c_int) -> usize {
+    block as usize * 512
+}
+
+/// `cuOccupancyMaxPotentialBlockSize` from the emulated H100's limits (2048 threads, 32 blocks
+/// and 228 KiB of shared memory per multiprocessor, 1 KiB of it reserved per block, 132
+/// multiprocessors), as CUDA's occupancy calculator answers: the block size, within the
+/// kernel's limit and the caller's, that keeps the most threads resident (the largest that
+/// fills a multiprocessor), with the kernel's dynamic shared memory allowance; and the grid
+/// that fills the device with it.
+#[test]
+fn occupancy_answers_from_the_devices_limits() {
+    let (module, function) = saxpy_function();
+    let (mut max_threads, mut static_shared) = (0, 0);
+    assert_eq!(cuFuncGetAttribute(&mut max_threads, 0, function), 0);
+    assert_eq!(cuFuncGetAttribute(&mut static_shared, 1, function), 0);
+    assert_eq!(
+        (max_threads, static_shared),
+        (128, 0),
+        "the sums below are for this kernel"
+    );
+    let occupancy = |shared: usize, limit: c_int, callback| {
+        let (mut grid, mut block) = (-1, -1);
+        let code = cuOccupancyMaxPotentialBlockSize(
+            &mut grid, &mut block, function, callback, shared, limit,
+        );
+        assert_eq!(code, 0);
+        (grid, block)
+    };
+    assert_eq!(occupancy(0, 0, None), (16 * 132, 128), "16 blocks of 128");
+    assert_eq!(occupancy(0, i32::MAX, None), (16 * 132, 128));
+    // 96 threads: 21 blocks, 2016 threads; 64 threads: 32 blocks (all slots), 2048 threads.
+    assert_eq!(occupancy(0, 96, None), (32 * 132, 64));
+    assert_eq!(
+        occupancy(100 * 1024, 0, None),
+        (0, 0),
+        "over the 48 KiB allowed without opting in"
+    );
+    // 512 bytes a thread: 128 threads would need 64 KiB, over the allowance; 96 threads: 4
+    // blocks of 49 KiB (384 threads); 64: 6 blocks of 33 KiB (384, no better); 32: 13 blocks
+    // of 17 KiB (416 threads).
+    let per_thread = Some(shared_per_thread as unsafe extern "C" fn(c_int) -> usize);
+    assert_eq!(occupancy(0, 0, per_thread), (13 * 132, 32));
+    assert_eq!(cuFuncSetAttribute(function, 8, 100 * 1024), 0);
+    assert_eq!(
+        occupancy(100 * 1024, 0, None),
+        (2 * 132, 128),
+        "opted in: two blocks of 101 KiB fit"
+    );
+    let (mut grid, mut block) = (0, 0);
+    let null = std::ptr::null_mut();
+    assert_eq!(
+        cuOccupancyMaxPotentialBlockSize(null, &mut block, function, None, 0, 0),
+        INVALID_VALUE
+    );
+    assert_eq!(
+        cuOccupancyMaxPotentialBlockSize(&mut grid, &mut block, function, None, 0, -1),
+        INVALID_VALUE,
+        "a negative limit"
+    );
+    assert_eq!(cuModuleUnload(module), 0);
+    assert_eq!(
+        cuOccupancyMaxPotentialBlockSize(&mut grid, &mut block, function, None, 0, 0),
+        INVALID_HANDLE
+    );
+}
+
+/// `cuMemsetD2D{8,16,32}Async`: `height` rows of `width` elements, `pitch` bytes apart, as LLVM
+/// 22's plugin fills memory with an 8-byte pattern (two 4-byte columns, the pattern's size as
+/// the pitch). The start and the pitch aligned to the element, the pitch at least a row (unused
+/// for one row), every row inside one allocation; else `INVALID_VALUE`, nothing written.
+#[test]
+fn two_dimensional_memsets_set_rows_a_pitch_apart() {
+    with_context();
+    let size = 4096;
+    let a = allocate(size);
+    let mut stream = 0usize;
+    assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+    assert_eq!(cuMemsetD8Async(a, 0, size, stream), 0);
+    // The pattern 0x1111111122222222 over the first 64 bytes.
+    let pattern = 0x1111_1111_2222_2222u64;
+    assert_eq!(cuMemsetD2D32Async(a, 8, pattern as u32, 1, 8, stream), 0);
+    assert_eq!(
+        cuMemsetD2D32Async(a + 4, 8, (pattern >> 32) as u32, 1, 8, stream),
+        0
+    );
+    // Three 16-bit elements per row, rows 10 bytes apart, from byte 100.
+    assert_eq!(cuMemsetD2D16Async(a + 100, 10, 0xbeef, 3, 4, stream), 0);
+    // One row: the pitch is not used.
+    assert_eq!(cuMemsetD2D8Async(a + 200, 0, 0x5a, 5, 1, stream), 0);
+    assert_eq!(
+        cuMemsetD2D32Async(a, 3, 0, 0, 5, stream),
+        INVALID_VALUE,
+        "pitch"
+    );
+    assert_eq!(cuStreamSynchronize(stream), 0);
+    // On the legacy stream, which a non-blocking stream does not wait for: after the sync.
+    assert_eq!(
+        cuMemsetD2D8Async(a + 300, 3, 0x77, 2, 3, 0),
+        0,
+        "legacy stream"
+    );
+    let mut expected = vec![0u8; size];
+    for word in expected[..64].chunks_mut(8) {
+        word.copy_from_slice(&pattern.to_le_bytes());
+    }
+    for row in 0..4 {
+        let at = 100 + 10 * row;
+        expected[at..at + 6].copy_from_slice(&[0xef, 0xbe, 0xef, 0xbe, 0xef, 0xbe]);
+    }
+    expected[200..205].fill(0x5a);
+    for row in 0..3 {
+        expected[300 + 3 * row..302 + 3 * row].fill(0x77);
+    }
+    assert!(read_back(a, size) == expected, "rows as set");
+
+    let refused = [
+        (cuMemsetD2D16Async(a + 1, 2, 0, 1, 2, stream), "odd start"),
+        (
+            cuMemsetD2D32Async(a, 6, 0, 1, 2, stream),
+            "pitch not 4-aligned",
+        ),
+        (
+            cuMemsetD2D16Async(a, 4, 0, 3, 2, stream),
+            "pitch under a row",
+        ),
+        (
+            cuMemsetD2D32Async(a, 1024, 0, 4, 5, stream),
+            "the last row past the end",
+        ),
+        (
+            cuMemsetD2D8Async(a, usize::MAX / 2, 0, 1, 3, stream),
+            "rows past the address space",
+        ),
+    ];
+    for (code, why) in refused {
+        assert_eq!(code, INVALID_VALUE, "{why}");
+    }
+    assert_eq!(cuMemsetD2D8Async(a, 1, 0, 0, 9, stream), 0, "no elements");
+    assert_eq!(cuMemsetD2D8Async(a, 1, 0, 9, 0, stream), 0, "no rows");
+    assert_eq!(cuStreamSynchronize(stream), 0);
+    assert!(
+        read_back(a, size) == expected,
+        "refused calls wrote nothing"
+    );
+    assert_eq!(cuStreamDestroy_v2(stream), 0);
+    assert_eq!(
+        cuMemsetD2D8Async(a, 1, 0, 1, 1, stream),
+        INVALID_HANDLE,
+        "a destroyed stream"
+    );
+    assert_eq!(cuMemFree_v2(a), 0);
+    assert_eq!(cuMemsetD2D8Async(a, 1, 0, 1, 1, 0), INVALID_VALUE, "freed");
+}
+
+/// Pinned device memory of device `device` (a `CUmemAllocationProp`).
+fn pinned_on(device: c_int) -> AllocationProp {
+    AllocationProp {
+        kind: 1,
+        requested_handle_types: 0,
+        location: Location {
+            kind: 1,
+            id: device,
+        },
+        win32_handle_metadata: std::ptr::null_mut(),
+        alloc_flags: [0; 8],
+    }
+}
+
+fn read_write_on(device: c_int) -> AccessDesc {
+    AccessDesc {
+        location: Location {
+            kind: 1,
+            id: device,
+        },
+        flags: 3,
+    }
+}
+
+/// The virtual memory management calls, as LLVM's plugin uses them for record and replay:
+/// granularity, a reservation, physical memory, a mapping, access; then the range is device
+/// memory (copies, memsets) until unmapped; then released and freed. With the driver's checks
+/// on granules, ranges, whole mappings and handles.
+#[test]
+fn virtual_memory_is_reserved_mapped_granted_and_given_back() {
+    with_context();
+    let prop = pinned_on(0);
+    let mut granule = 0usize;
+    assert_eq!(cuMemGetAllocationGranularity(&mut granule, &prop, 0), 0);
+    assert_eq!(granule, 2 << 20);
+    assert_eq!(cuMemGetAllocationGranularity(&mut granule, &prop, 1), 0);
+    assert_eq!(
+        cuMemGetAllocationGranularity(&mut granule, &prop, 2),
+        INVALID_VALUE
+    );
+    assert_eq!(
+        cuMemGetAllocationGranularity(&mut granule, &pinned_on(7), 0),
+        INVALID_DEVICE
+    );
+
+    let mut base = 0u64;
+    assert_eq!(cuMemAddressReserve(&mut base, 3 * granule, 0, 0, 0), 0);
+    assert_eq!(base % granule as u64, 0);
+    assert_eq!(
+        cuMemAddressReserve(&mut 0, granule + 1, 0, 0, 0),
+        INVALID_VALUE,
+        "not whole granules"
+    );
+    let mut handle = 0u64;
+    assert_eq!(cuMemCreate(&mut handle, 2 * granule, &prop, 0), 0);
+    assert_eq!(cuMemCreate(&mut 0, granule / 2, &prop, 0), INVALID_VALUE);
+    assert_eq!(
+        cuMemCreate(&mut 0, 5 << 30, &prop, 0),
+        OUT_OF_MEMORY,
+        "over the device's 4 GiB"
+    );
+    let mut shareable = prop;
+    shareable.requested_handle_types = 1;
+    assert_eq!(cuMemCreate(&mut 0, granule, &shareable, 0), NOT_SUPPORTED);
+
+    let at = base + granule as u64;
+    assert_eq!(
+        cuMemMap(base + 2 * granule as u64, 2 * granule, 0, handle, 0),
+        INVALID_VALUE,
+        "past the reservation"
+    );
+    assert_eq!(
+        cuMemMap(at, 2 * granule, granule, handle, 0),
+        INVALID_VALUE,
+        "offset"
+    );
+    assert_eq!(cuMemMap(at, 2 * granule, 0, 7, 0), INVALID_VALUE, "handle");
+    assert_eq!(cuMemMap(at, 2 * granule, 0, handle, 0), 0);
+    assert_eq!(
+        cuMemMap(base, 2 * granule, 0, handle, 0),
+        INVALID_VALUE,
+        "overlap"
+    );
+    let mut data = vec![9u8; 64];
+    assert_eq!(
+        cuMemcpyHtoD_v2(at, data.as_ptr().cast(), 64),
+        INVALID_VALUE,
+        "mapped, not yet accessible"
+    );
+    let access = read_write_on(0);
+    assert_eq!(
+        cuMemSetAccess(at, granule, &access, 1),
+        INVALID_VALUE,
+        "part of a mapping"
+    );
+    assert_eq!(
+        cuMemSetAccess(base, 3 * granule, &access, 1),
+        INVALID_VALUE,
+        "unmapped part"
+    );
+    let mut read_only = access;
+    read_only.flags = 1;
+    assert_eq!(
+        cuMemSetAccess(at, 2 * granule, &read_only, 1),
+        NOT_SUPPORTED
+    );
+    assert_eq!(cuMemSetAccess(at, 2 * granule, &access, 1), 0);
+
+    let end = at + 2 * granule as u64;
+    assert_eq!(cuMemcpyHtoD_v2(end - 64, data.as_ptr().cast(), 64), 0);
+    assert_eq!(cuMemsetD32_v2(at, 0x0102_0304, 4), 0);
+    assert_eq!(read_back(end - 64, 64), data);
+    assert_eq!(read_back(at, 8), [4, 3, 2, 1, 4, 3, 2, 1]);
+    assert_eq!(cuMemFree_v2(at), INVALID_VALUE, "not cuMemAlloc's");
+    assert_eq!(
+        cuMemAddressFree(base, 3 * granule),
+        INVALID_VALUE,
+        "still mapped"
+    );
+
+    assert_eq!(cuMemRelease(handle), 0, "the mapping keeps the memory");
+    assert_eq!(read_back(at, 4), [4, 3, 2, 1]);
+    assert_eq!(cuMemRelease(handle), INVALID_VALUE);
+    assert_eq!(cuMemUnmap(at, granule), INVALID_VALUE, "part of a mapping");
+    assert_eq!(cuMemUnmap(at, 2 * granule), 0);
+    assert_eq!(
+        cuMemcpyDtoH_v2(data.as_mut_ptr().cast(), at, 64),
+        INVALID_VALUE,
+        "unmapped"
+    );
+    assert_eq!(cuMemUnmap(at, 2 * granule), INVALID_VALUE);
+    assert_eq!(
+        cuMemAddressFree(base, 2 * granule),
+        INVALID_VALUE,
+        "not the whole"
+    );
+    assert_eq!(cuMemAddressFree(base, 3 * granule), 0);
+    assert_eq!(cuMemAddressFree(base, 3 * granule), INVALID_VALUE);
 }

@@ -1,5 +1,5 @@
 // RULE: `interop use` (without nowait) and `interop destroy` on a targetsync object return only after the work the program queued on its native queue itself (CUDA: a host function on the CUstream) has run; on a device without a foreign runtime (the host devices) the object exists with no targetsync handle (omp_irc_no_value) and use/destroy still work
-// NOT-ON-EMULATOR: the program calls cuLaunchHostFunc itself, which neither plugin resolves, so the emulated driver does not export it (run it on a GPU: scripts/gpu-run.sh)
+// NOT-ON-EMULATOR: it queues CUDA work itself and expects no foreign runtime on other devices, while the emulated HSA runtime's interop objects are HSA's (on the emulated CUDA driver alone, which exports cuLaunchHostFunc since 2026-11-28, it passed 4 runs of 4; on a GPU: scripts/gpu-run.sh)
 // LLVM-DIFFERS: LLVM 19 crashes creating an interop object on a host device and never waits for the queue; LLVM 22 gives omp_interop_none on host devices, and its CUDA plugin has no sync barrier (fatal in use/destroy)
 // EXPECT: interop targetsync ok
 #include <dlfcn.h>
