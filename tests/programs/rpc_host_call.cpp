@@ -83,6 +83,70 @@ static void rpc_free(void *address) {
   (void)address;
 #endif
 }
+
+// printf("%s %d\n", text, value) to stdout as LLVM's GPU libc sends it: the format, then (told
+// their size) the arguments packed as the device packs its va_list, then the text of the %s
+// argument when the server asks for it.
+static int rpc_printf_text_int(const char *text, int value) {
+#if !defined(__AMDGPU__) && !defined(__NVPTX__)
+  const char *format = "%s %d\n";
+  struct {
+    const char *text;
+    int value;
+  } args = {text, value};
+  rpc::Client::Port port = __llvm_rpc_client.open<LIBC_PRINTF_TO_STDOUT>();
+  port.send_n(format, strlen(format) + 1);
+  uint64_t size = 0;
+  port.recv([&](rpc::Buffer *buffer, uint32_t) { size = buffer->data[0]; });
+  port.send_n(&args, size < sizeof args ? size : sizeof args);
+  int result = 0;
+  for (;;) {
+    const char *str = nullptr;
+    port.recv([&](rpc::Buffer *buffer, uint32_t) {
+      result = static_cast<int>(buffer->data[0]);
+      str = reinterpret_cast<const char *>(buffer->data[1]);
+    });
+    if (!str)
+      break;
+    port.send_n(str, strlen(str) + 1);
+  }
+  port.close();
+  return result;
+#else
+  (void)text;
+  (void)value;
+  return 0;
+#endif
+}
+
+// fopen(path, "w"), fputs(text) and fclose as LLVM's GPU libc sends them: the bytes written.
+static unsigned long long rpc_write_file(const char *path, const char *text) {
+#if !defined(__AMDGPU__) && !defined(__NVPTX__)
+  rpc::Client::Port open = __llvm_rpc_client.open<LIBC_OPEN_FILE>();
+  open.send_n(path, strlen(path) + 1);
+  uint64_t file = 0;
+  open.send_and_recv([](rpc::Buffer *buffer, uint32_t) { memcpy(buffer->data, "w", 2); },
+                     [&](rpc::Buffer *buffer, uint32_t) { file = buffer->data[0]; });
+  open.close();
+  if (!file)
+    return 0;
+  rpc::Client::Port write = __llvm_rpc_client.open<LIBC_WRITE_TO_STREAM>();
+  write.send([=](rpc::Buffer *buffer, uint32_t) { buffer->data[0] = file; });
+  write.send_n(text, strlen(text));
+  uint64_t written = 0;
+  write.recv([&](rpc::Buffer *buffer, uint32_t) { written = buffer->data[0]; });
+  write.close();
+  rpc::Client::Port close = __llvm_rpc_client.open<LIBC_CLOSE_FILE>();
+  close.send_and_recv([=](rpc::Buffer *buffer, uint32_t) { buffer->data[0] = file; },
+                      [](rpc::Buffer *, uint32_t) {});
+  close.close();
+  return written;
+#else
+  (void)path;
+  (void)text;
+  return 0;
+#endif
+}
 #pragma omp end declare target
 
 // The host function the device calls: the sum of the block's ints, times ten.
@@ -96,13 +160,22 @@ extern "C" unsigned long long sum_times_ten(void *data) {
 
 int main(int argc, char **argv) {
   void *fn = reinterpret_cast<void *>(&sum_times_ten);
-  unsigned long long result = 0, written = 0;
-  int wrote = 0;
-#pragma omp target map(from : result, written, wrote) firstprivate(fn)
+  unsigned long long result = 0, written = 0, filed = 0;
+  int wrote = 0, printed = 0;
+  // The file the device writes: the program's own path with .txt (the twin reads it in place).
+  char path[4096];
+  snprintf(path, sizeof path, "%s.txt", argv[0]);
+#pragma omp target map(from : result, written, wrote, printed, filed) firstprivate(fn)         \
+    map(to : path)
   {
     int values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     result = __llvm_omp_host_call(fn, values, sizeof values);
     written = rpc_puts("hello from the device");
+    printed = rpc_printf_text_int("printf from the device:", 42);
+    filed = rpc_write_file(path, "written by the device\n");
+    // Last: a free is not answered, so a request right after it could find the first port
+    // still the server's and take another, which a twin (one lane per port, where the mailbox
+    // has a GPU's) does not address as the server does.
     int *block = static_cast<int *>(rpc_malloc(64 * sizeof(int)));
     if (block) {
       for (int i = 0; i < 64; i++)
@@ -114,6 +187,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
   printf("host call: %llu (expected 360); puts wrote %llu; device malloc: %d\n", result,
          written, wrote);
+  printf("device printf: %d; device file: %llu bytes\n", printed, filed);
   unsigned long long first = result;
   // With a count: that many host calls in one kernel, timed, for the cost of a round trip.
   int calls = argc > 1 ? atoi(argv[1]) : 0;

@@ -446,7 +446,8 @@ fn build_host_call_program(gpu: EmulatedGpu) -> PathBuf {
     out
 }
 
-const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; device malloc: 63";
+const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; device malloc: 63\n\
+                                device printf: 27; device file: 22 bytes";
 
 /// A kernel calls a host function, writes a line and allocates device memory through our
 /// plugin's server; LLVM 22's runtime runs the same binary as the judge on the emulated HSA
@@ -460,9 +461,18 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
         let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, &[], &env);
         assert_eq!(code, Some(0), "{gpu:?}: {stdout}{stderr}");
         assert!(
-            stdout.contains("hello from the device\n") && stdout.contains(HOST_CALL_OUTPUT),
+            stdout.contains("hello from the device\n")
+                && stdout.contains("printf from the device: 42\n")
+                && stdout.contains(HOST_CALL_OUTPUT),
             "{gpu:?}: {stdout}"
         );
+        let file = exe.with_extension("txt");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap_or_default(),
+            "written by the device\n",
+            "{gpu:?}"
+        );
+        let _ = std::fs::remove_file(&file);
         if gpu == EmulatedGpu::Amdgpu {
             let llvm = std::process::Command::new("timeout")
                 .arg("60")
@@ -489,6 +499,7 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
         }
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
+        let _ = std::fs::remove_file(exe.with_extension("txt"));
     }
 }
 
