@@ -262,6 +262,12 @@ pub fn free_host(address: usize, size: usize) {
     omptarget_emu_support::retired_memory::retire(address, size.next_multiple_of(PAGE));
 }
 
+/// An inaccessible anonymous range of `size` bytes at `hint` when it is free there, else
+/// anywhere (device memory's reservation, and the virtual memory calls').
+pub(crate) fn reserve(hint: usize, size: usize) -> std::io::Result<usize> {
+    sys::reserve(hint, size)
+}
+
 /// The memory-mapping calls, each in one small function.
 mod sys {
     use std::io::Error;

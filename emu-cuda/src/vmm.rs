@@ -457,20 +457,10 @@ mod sys {
         }
     }
 
-    /// An inaccessible anonymous range at `hint` (when free there), else anywhere.
+    /// An inaccessible anonymous range at `hint` (when free there), else anywhere: the same
+    /// reservation as device memory's.
     fn reserve_at(hint: usize, size: usize) -> Result<usize, Error> {
-        // SAFETY: an anonymous private mapping with no access; the hint is only a hint (no
-        // MAP_FIXED), so nothing existing is replaced.
-        mapped(unsafe {
-            libc::mmap(
-                hint as *mut libc::c_void,
-                size,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        })
+        crate::memory::reserve(hint, size)
     }
 
     /// `size` bytes of inaccessible addresses aligned to `alignment`: at `hint` if it is
