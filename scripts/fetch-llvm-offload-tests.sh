@@ -3,7 +3,9 @@
 # clang's version) for tests/src/llvm_suite.rs. LLVM's test files are not kept in this
 # repository, so CI fetches them. For 22, also the sources of LLVM 22's GPU device runtime
 # (openmp/device, with the headers it includes from libc/shared and offload/include), which
-# Debian does not package: scripts/build-llvm22-device-runtime.sh builds it.
+# Debian does not package: scripts/build-llvm22-device-runtime.sh builds it; its RPC client
+# (libc/shared/rpc.h) drives tests/tests/rpc.rs. For 19, LLVM 19's RPC client (libc's
+# src/__support/RPC/rpc.h and the headers it includes), the older protocol's judge there.
 #
 #   scripts/fetch-llvm-offload-tests.sh [19|22]     (default 19)
 #     19: llvm-toolchain-19 1:19.1.7, for clang-19 against LLVM 19's runtime and ours
@@ -33,6 +35,8 @@ url=${LLVM_OFFLOAD_SUITE_URL:-$pool/$tarball}
 tests=$dir/$name/offload/test
 parts=('*/offload/test/*')
 [ "${1:-19}" = 22 ] && parts+=('*/openmp/device/*' '*/libc/shared/*' '*/offload/include/*')
+[ "${1:-19}" = 19 ] && parts+=('*/libc/src/string/memory_utils/*' '*/libc/include/llvm-libc-types/*'
+                               '*/libc/include/llvm-libc-macros/*' '*/libc/src/__support/*' '*/libc/hdr/*')
 # Every part extracted: the last one's folder exists.
 last=${parts[-1]#\*/}; last=${last%/\*}
 

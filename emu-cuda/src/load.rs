@@ -62,7 +62,7 @@ pub fn load(driver: &Driver, device: usize, address: usize) -> Result<Module> {
     let code = twin
         .as_ref()
         .and_then(|t| crate::faults::register(t, image.kernels.keys()));
-    Ok(Module {
+    let module = Module {
         device,
         image,
         storage,
@@ -70,7 +70,14 @@ pub fn load(driver: &Driver, device: usize, address: usize) -> Result<Module> {
         code,
         twin_regions: Mutex::new(Vec::new()),
         functions: Mutex::new(HashMap::new()),
-    })
+    };
+    // Every variable is device memory from the load on, as a GPU module's globals are, also
+    // where the twin holds it: device code hands out their addresses (a pointer variable's
+    // initialiser) that the host then copies to without asking the driver for the name.
+    for name in module.image.globals.keys() {
+        let _ = module.global(name, &driver.book);
+    }
+    Ok(module)
 }
 
 /// Puts each data section in device memory with its initial bytes and relocations applied.

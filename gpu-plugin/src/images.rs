@@ -5,6 +5,7 @@
 //! global constructors run, and the image gets its handle; unloading runs the destructors,
 //! frees what was placed for the image and unloads the module.
 
+use crate::rpc::protocol::Protocol;
 use crate::{indirect_call_table, DeviceEnvironment, HandleTable};
 use plugin_api::{AllocKind, Device, ErrorCode, GlobalInfo, ImageHandle, IndirectCall};
 use plugin_api::{PluginError, QueueHandle};
@@ -93,10 +94,11 @@ pub trait ImageDriver: SyncMemory {
     fn run_on_one_thread(&self, module: &Self::Module, name: &str) -> Result<()>;
     /// Unloads the module.
     fn unload_module(&self, module: Self::Module) -> Result<()>;
-    /// Gives the device code's RPC client (the module's `__llvm_rpc_client`, `size` bytes at
-    /// `address`) the device's mailbox; a device without an RPC server has nothing to do.
-    fn connect_rpc(&self, address: u64, size: u64) -> Result<()> {
-        let _ = (address, size);
+    /// Gives the device code's RPC client (named by the module's global of `protocol`, `size`
+    /// bytes at `address`) the device's mailbox; a device without an RPC server has nothing
+    /// to do.
+    fn connect_rpc(&self, protocol: Protocol, address: u64, size: u64) -> Result<()> {
+        let _ = (protocol, address, size);
         Ok(())
     }
 }
@@ -289,10 +291,12 @@ impl<M: Send + Sync> Images<M> {
 
 /// Gives the module's RPC client, if its device code has one, the device's mailbox.
 fn connect_rpc_client<D: ImageDriver>(device: &D, module: &D::Module) -> Result<()> {
-    match device.global(module, crate::rpc::device_rpc::CLIENT_SYMBOL)? {
-        Some((address, size)) => device.connect_rpc(address, size),
-        None => Ok(()),
+    for protocol in Protocol::ALL {
+        if let Some((address, size)) = device.global(module, protocol.client_symbol())? {
+            return device.connect_rpc(protocol, address, size);
+        }
     }
+    Ok(())
 }
 
 fn invalid_image(handle: ImageHandle) -> PluginError {

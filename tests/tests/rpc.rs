@@ -1,12 +1,13 @@
-//! The RPC server (`gpu_plugin::rpc`) against LLVM 22's own client: `rpc.h` of the LLVM 22
-//! sources (fetched by scripts/fetch-llvm-offload-tests.sh 22), built for x86-64 around
-//! tests/programs/rpc_client.cpp, runs on host threads over shared memory, one lane per port as
-//! on a CPU. Every request the server knows, many ports and threads at once, and damaged or
-//! unknown requests, which are reported and stop the serving of that mailbox without a crash
-//! or a hang.
+//! The RPC server (`gpu_plugin::rpc`) against LLVM's own clients: LLVM 22's `rpc.h` (around
+//! tests/programs/rpc_client.cpp) and LLVM 19's older protocol (its libc's `rpc.h`, around
+//! tests/programs/rpc_client_19.cpp), from the sources scripts/fetch-llvm-offload-tests.sh
+//! fetches, built for x86-64, run on host threads over shared memory, one lane per port as on a
+//! CPU. Every request the server knows, many ports and threads at once, and damaged or unknown
+//! requests, which are reported and stop the serving of that mailbox without a crash or a hang.
 
 use gpu_plugin::rpc::handlers::DeviceServices;
 use gpu_plugin::rpc::mailbox::{self, Mailbox};
+use gpu_plugin::rpc::protocol::Protocol;
 use gpu_plugin::rpc::server::RpcServer;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::PathBuf;
@@ -14,24 +15,45 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use tests::llvm_suite::{self, Release};
 
-/// LLVM's client as a shared library, built once.
-fn client_library() -> &'static libloading::Library {
-    static LIBRARY: OnceLock<libloading::Library> = OnceLock::new();
-    LIBRARY.get_or_init(|| {
-        let suite = llvm_suite::suite_root(Release::Llvm22).unwrap_or_else(|e| panic!("{e}"));
+/// LLVM's client of `protocol` as a shared library, built once.
+fn client_library(protocol: Protocol) -> &'static libloading::Library {
+    static LLVM22: OnceLock<libloading::Library> = OnceLock::new();
+    static LLVM19: OnceLock<libloading::Library> = OnceLock::new();
+    let (cell, release, compiler, program) = match protocol {
+        Protocol::Llvm22 => (&LLVM22, Release::Llvm22, "clang++-22", "rpc_client.cpp"),
+        Protocol::Llvm19 => (&LLVM19, Release::Llvm19, "clang++-19", "rpc_client_19.cpp"),
+    };
+    cell.get_or_init(|| {
+        let suite = llvm_suite::suite_root(release).unwrap_or_else(|e| panic!("{e}"));
         let sources = suite.parent().unwrap().parent().unwrap();
-        let out = tests::build_dir().join(format!("librpc_client-{}.so", std::process::id()));
-        let status = std::process::Command::new("clang++-22")
-            .args(["-O2", "-shared", "-fPIC", "-std=c++17", "-I"])
-            .arg(sources.join("libc/shared"))
-            .arg("-I")
-            .arg(sources.join("offload/include"))
-            .arg(tests::program("rpc_client.cpp"))
+        let includes = match protocol {
+            Protocol::Llvm22 => [sources.join("libc/shared"), sources.join("offload/include")],
+            Protocol::Llvm19 => [sources.join("libc"), sources.to_path_buf()],
+        };
+        let out = tests::build_dir().join(format!(
+            "librpc_client-{}-{}.so",
+            protocol.name().replace(' ', ""),
+            std::process::id()
+        ));
+        // LLVM 19's libc headers need the namespace its build would give them.
+        let namespace = match protocol {
+            Protocol::Llvm22 => None,
+            Protocol::Llvm19 => Some("-DLIBC_NAMESPACE=__llvm_libc_19_1_7"),
+        };
+        let status = std::process::Command::new(compiler)
+            .args(["-O2", "-shared", "-fPIC", "-std=c++17"])
+            .args(namespace)
+            .args(includes.iter().map(|i| format!("-I{}", i.display())))
+            .arg(tests::program(program))
             .arg("-o")
             .arg(&out)
             .status()
-            .expect("run clang++-22");
-        assert!(status.success(), "LLVM's RPC client did not build");
+            .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
+        assert!(
+            status.success(),
+            "{}'s RPC client did not build",
+            protocol.name()
+        );
         // SAFETY: the library runs no initialisers of consequence.
         let library = unsafe { libloading::Library::new(&out) }.expect("load the client");
         let _ = std::fs::remove_file(&out);
@@ -39,11 +61,23 @@ fn client_library() -> &'static libloading::Library {
     })
 }
 
-/// A function of the client library.
+/// A function of LLVM 22's client library.
 fn function<T: Copy>(name: &str) -> T {
-    // SAFETY: each name is looked up with the type its definition in rpc_client.cpp has.
-    unsafe { *client_library().get::<T>(name.as_bytes()).expect(name) }
+    function_of(Protocol::Llvm22, name)
 }
+
+/// A function of the client library of `protocol`.
+fn function_of<T: Copy>(protocol: Protocol, name: &str) -> T {
+    // SAFETY: each name is looked up with the type its definition in rpc_client.cpp and
+    // rpc_client_19.cpp has (the same in both).
+    unsafe {
+        *client_library(protocol)
+            .get::<T>(name.as_bytes())
+            .expect(name)
+    }
+}
+
+const BOTH: [Protocol; 2] = [Protocol::Llvm22, Protocol::Llvm19];
 
 /// Host memory standing for device memory: the server's `malloc` and `free`.
 #[derive(Default)]
@@ -84,6 +118,10 @@ struct Setup {
 
 impl Setup {
     fn new(ports: u32) -> Setup {
+        Setup::speaking(ports, Protocol::Llvm22)
+    }
+
+    fn speaking(ports: u32, protocol: Protocol) -> Setup {
         let size = mailbox::allocation_size(ports, 1) as usize;
         let mut memory = vec![0u64; size.div_ceil(8)];
         let base = memory.as_mut_ptr() as usize;
@@ -96,7 +134,7 @@ impl Setup {
         let services = Arc::new(HostMemory::default());
         // SAFETY: `memory` is 8-aligned, of the mailbox's size, and outlives the server (the
         // server is dropped first: fields drop in order).
-        let mailbox = unsafe { Mailbox::new(base, ports, 1) };
+        let mailbox = unsafe { Mailbox::new(base, ports, 1, protocol) };
         let key = server.add(mailbox, services.clone());
         server.begin_use();
         Setup {
@@ -117,9 +155,12 @@ type Increment = unsafe extern "C" fn(usize, u64) -> u64;
 
 #[test]
 fn the_client_is_the_size_our_server_writes() {
-    let size: unsafe extern "C" fn() -> u64 = function("rpc_client_size");
-    // SAFETY: no arguments.
-    assert_eq!(unsafe { size() }, mailbox::CLIENT_BYTES as u64);
+    for protocol in BOTH {
+        let size: unsafe extern "C" fn() -> u64 = function_of(protocol, "rpc_client_size");
+        // SAFETY: no arguments.
+        let bytes = unsafe { size() };
+        assert_eq!(bytes, mailbox::CLIENT_BYTES as u64, "{protocol:?}");
+    }
 }
 
 #[test]
@@ -189,21 +230,30 @@ fn scratch(name: &str) -> PathBuf {
 
 #[test]
 fn files_are_opened_written_read_and_closed_on_the_host() {
-    let setup = Setup::new(8);
+    for protocol in BOTH {
+        files_with(protocol);
+    }
+}
+
+fn files_with(protocol: Protocol) {
+    let setup = Setup::speaking(8, protocol);
     let client = setup.client();
     let fopen: unsafe extern "C" fn(usize, *const c_char, *const c_char) -> u64 =
-        function("rpc_fopen");
+        function_of(protocol, "rpc_fopen");
     let write: unsafe extern "C" fn(usize, c_int, u64, *const c_char, u64) -> u64 =
-        function("rpc_write");
-    let op: unsafe extern "C" fn(usize, c_int, u64) -> u64 = function("rpc_stream_op");
-    let fseek: unsafe extern "C" fn(usize, u64, i64, c_int) -> u64 = function("rpc_fseek");
-    let fread: unsafe extern "C" fn(usize, u64, *mut u8, u64) -> u64 = function("rpc_fread");
-    let fgets: unsafe extern "C" fn(usize, u64, *mut u8, c_int) -> u64 = function("rpc_fgets");
-    let ungetc: unsafe extern "C" fn(usize, c_int, u64) -> u64 = function("rpc_ungetc");
-    let path_op: unsafe extern "C" fn(usize, c_int, *const c_char) -> u64 = function("rpc_path_op");
-    let rename: unsafe extern "C" fn(usize, *const c_char, *const c_char) -> u64 =
-        function("rpc_rename");
-    let path = scratch("file.txt");
+        function_of(protocol, "rpc_write");
+    let op: unsafe extern "C" fn(usize, c_int, u64) -> u64 = function_of(protocol, "rpc_stream_op");
+    let fseek: unsafe extern "C" fn(usize, u64, i64, c_int) -> u64 =
+        function_of(protocol, "rpc_fseek");
+    let fread: unsafe extern "C" fn(usize, u64, *mut u8, u64) -> u64 =
+        function_of(protocol, "rpc_fread");
+    let fgets: unsafe extern "C" fn(usize, u64, *mut u8, c_int) -> u64 =
+        function_of(protocol, "rpc_fgets");
+    let ungetc: unsafe extern "C" fn(usize, c_int, u64) -> u64 =
+        function_of(protocol, "rpc_ungetc");
+    let path_op: unsafe extern "C" fn(usize, c_int, *const c_char) -> u64 =
+        function_of(protocol, "rpc_path_op");
+    let path = scratch(&format!("file-{protocol:?}.txt"));
     let text = "first line\nsecond line\n";
     // SAFETY: (every call below) the client object lives for the test, strings are
     // NUL-terminated and buffers hold the sizes passed.
@@ -235,23 +285,31 @@ fn files_are_opened_written_read_and_closed_on_the_host() {
         assert_eq!(op(client, 1, file), 0, "clearerr cleared the end");
         assert_eq!(op(client, 0, file), 0, "fclose");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
-        let renamed = scratch("renamed.txt");
+        let mut last = path.clone();
+        if protocol == Protocol::Llvm22 {
+            let rename: unsafe extern "C" fn(usize, *const c_char, *const c_char) -> u64 =
+                function_of(protocol, "rpc_rename");
+            let renamed = scratch("renamed.txt");
+            assert_eq!(
+                rename(
+                    client,
+                    c(path.to_str().unwrap()).as_ptr(),
+                    c(renamed.to_str().unwrap()).as_ptr()
+                ),
+                0
+            );
+            assert!(renamed.exists() && !path.exists());
+            last = renamed;
+        }
         assert_eq!(
-            rename(
-                client,
-                c(path.to_str().unwrap()).as_ptr(),
-                c(renamed.to_str().unwrap()).as_ptr()
-            ),
-            0
-        );
-        assert!(renamed.exists() && !path.exists());
-        assert_eq!(
-            path_op(client, 0, c(renamed.to_str().unwrap()).as_ptr()),
+            path_op(client, 0, c(last.to_str().unwrap()).as_ptr()),
             0,
             "remove"
         );
-        assert!(!renamed.exists());
-        assert_eq!(path_op(client, 1, c("exit 3").as_ptr()), 3 << 8, "system");
+        assert!(!last.exists());
+        if protocol == Protocol::Llvm22 {
+            assert_eq!(path_op(client, 1, c("exit 3").as_ptr()), 3 << 8, "system");
+        }
         // Standard streams: the bytes written come back (stdout with its newline).
         assert_eq!(write(client, 0, 0, c("rpc: to stdout ").as_ptr(), 15), 15);
         assert_eq!(write(client, 2, 0, c("rpc: a line").as_ptr(), 11), 12);
@@ -261,9 +319,15 @@ fn files_are_opened_written_read_and_closed_on_the_host() {
 
 #[test]
 fn device_malloc_and_free_reach_the_device_services() {
-    let setup = Setup::new(4);
-    let malloc: unsafe extern "C" fn(usize, u64) -> u64 = function("rpc_malloc");
-    let free: unsafe extern "C" fn(usize, u64) = function("rpc_free");
+    for protocol in BOTH {
+        malloc_and_free_with(protocol);
+    }
+}
+
+fn malloc_and_free_with(protocol: Protocol) {
+    let setup = Setup::speaking(4, protocol);
+    let malloc: unsafe extern "C" fn(usize, u64) -> u64 = function_of(protocol, "rpc_malloc");
+    let free: unsafe extern "C" fn(usize, u64) = function_of(protocol, "rpc_free");
     // SAFETY: the client object lives for the test.
     let address = unsafe { malloc(setup.client(), 4096) };
     assert_ne!(address, 0);
@@ -303,6 +367,62 @@ fn llvm_omp_host_call_runs_the_host_function_on_the_sent_block() {
     assert_eq!(result, (0..100u64).sum::<u64>() + 1);
 }
 
+/// A host function for LLVM 19's host call, whose result does not go back to the device: the
+/// block is the address of a result slot, then bytes; the slot gets their count and sum.
+extern "C" fn count_and_sum_into_slot(data: *mut c_void) -> u64 {
+    // SAFETY: the block starts with the slot's address and the count of the bytes after it,
+    // which the test sent (see below).
+    unsafe {
+        let words = data as *const u64;
+        let slot = *words as *mut [u64; 2];
+        let count = *words.add(1);
+        let bytes = std::slice::from_raw_parts((words.add(2)) as *const u8, count as usize);
+        *slot = [count, bytes.iter().map(|&b| u64::from(b)).sum()];
+    }
+    0
+}
+
+#[test]
+fn llvm_19s_host_calls_from_many_threads_carry_blocks_of_every_size() {
+    let setup = Setup::speaking(16, Protocol::Llvm19);
+    let call: unsafe extern "C" fn(usize, *const c_void, *const u8, u64) -> u64 =
+        function_of(Protocol::Llvm19, "rpc_host_call");
+    let client = setup.client();
+    std::thread::scope(|scope| {
+        for thread in 0..8u64 {
+            scope.spawn(move || {
+                for (i, len) in [0u64, 1, 39, 40, 41, 47, 48, 103, 104, 105, 1000, 70_000]
+                    .into_iter()
+                    .cycle()
+                    .take(60)
+                    .enumerate()
+                {
+                    let mut slot = [0u64; 2];
+                    let mut block = Vec::with_capacity(16 + len as usize);
+                    block.extend_from_slice(&(&mut slot as *mut [u64; 2] as u64).to_le_bytes());
+                    block.extend_from_slice(&len.to_le_bytes());
+                    block.extend((0..len).map(|b| (b as u8) ^ (thread as u8) ^ (i as u8)));
+                    let sum: u64 = block[16..].iter().map(|&b| u64::from(b)).sum();
+                    // SAFETY: a host function of the expected type; the block and the slot
+                    // live until the call returns (it returns after the host function ran).
+                    unsafe {
+                        call(
+                            client,
+                            count_and_sum_into_slot as *const c_void,
+                            block.as_ptr(),
+                            block.len() as u64,
+                        )
+                    };
+                    // SAFETY: the host function's write happened before the server answered.
+                    let got = unsafe { std::ptr::read_volatile(&slot) };
+                    assert_eq!(got, [len, sum], "thread {thread}, {len} bytes");
+                }
+            });
+        }
+    });
+    assert_eq!(setup.server.failure(setup.key), None);
+}
+
 /// The argument block of `%d %s|%5.2f|%c|%x|%s` as the device packs it (each argument at its
 /// alignment) for 42, "text", 1.23456, 'Z', 0xbeef, a null string.
 fn printf_arguments(text: *const c_char) -> Vec<u8> {
@@ -319,11 +439,17 @@ fn printf_arguments(text: *const c_char) -> Vec<u8> {
 
 #[test]
 fn printf_formats_on_the_host_with_strings_read_from_the_client() {
-    let setup = Setup::new(8);
+    for protocol in BOTH {
+        printf_with(protocol);
+    }
+}
+
+fn printf_with(protocol: Protocol) {
+    let setup = Setup::speaking(8, protocol);
     let client = setup.client();
     let fopen: unsafe extern "C" fn(usize, *const c_char, *const c_char) -> u64 =
-        function("rpc_fopen");
-    let op: unsafe extern "C" fn(usize, c_int, u64) -> u64 = function("rpc_stream_op");
+        function_of(protocol, "rpc_fopen");
+    let op: unsafe extern "C" fn(usize, c_int, u64) -> u64 = function_of(protocol, "rpc_stream_op");
     let printf: unsafe extern "C" fn(
         usize,
         c_int,
@@ -332,8 +458,8 @@ fn printf_formats_on_the_host_with_strings_read_from_the_client() {
         *const c_char,
         *const u8,
         u64,
-    ) -> c_int = function("rpc_printf");
-    let path = scratch("printf.txt");
+    ) -> c_int = function_of(protocol, "rpc_printf");
+    let path = scratch(&format!("printf-{protocol:?}.txt"));
     let text = c("text");
     let format = c("%d %s|%5.2f|%c|%x|%s\n");
     let arguments = printf_arguments(text.as_ptr());
@@ -374,12 +500,22 @@ fn printf_formats_on_the_host_with_strings_read_from_the_client() {
 
 #[test]
 fn unknown_and_damaged_requests_are_reported_and_nothing_hangs() {
-    for (function_name, what) in [
-        ("rpc_unknown", "unknown request, opcode 0x7a000007 ('z' 7)"),
-        ("rpc_damaged", "more than any request may"),
+    for (protocol, function_name, what) in [
+        (
+            Protocol::Llvm22,
+            "rpc_unknown",
+            "unknown request, opcode 0x7a000007 ('z' 7)",
+        ),
+        (Protocol::Llvm22, "rpc_damaged", "more than any request may"),
+        (
+            Protocol::Llvm19,
+            "rpc_unknown",
+            "unknown request, opcode 0x7007",
+        ),
+        (Protocol::Llvm19, "rpc_damaged", "more than any request may"),
     ] {
-        let setup = Setup::new(4);
-        let request: unsafe extern "C" fn(usize) = function(function_name);
+        let setup = Setup::speaking(4, protocol);
+        let request: unsafe extern "C" fn(usize) = function_of(protocol, function_name);
         let client = setup.client();
         // The client waits for an answer that never comes: its thread is left behind.
         let _ = std::thread::Builder::new().spawn(move || {
@@ -405,10 +541,40 @@ use tests::conformance::EmulatedGpu;
 /// tests/programs/rpc_host_call.cpp built with clang++-22 twice: for `gpu` alone (the program)
 /// and for `gpu` and x86-64 (its twin, `<program>.twin`), each written aside and renamed.
 fn build_host_call_program(gpu: EmulatedGpu) -> PathBuf {
+    build_rpc_program(gpu, Protocol::Llvm22)
+}
+
+/// The program of `protocol` (rpc_host_call.cpp for LLVM 22, rpc_libc_19.cpp for LLVM 19, its
+/// twin's client from LLVM 19's sources), built as [`build_host_call_program`] says. The
+/// LLVM 19 program is built by clang-22 too: clang-19's device link drops the program's own
+/// client globals (an OpenMP translation unit's globals that only device code reads), which
+/// LLVM 19's GPU libc, a library of its own, keeps.
+fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
     let suite = llvm_suite::suite_root(Release::Llvm22).unwrap_or_else(|e| panic!("{e}"));
     let sources = suite.parent().unwrap().parent().unwrap();
+    let (program, client_flags) = match protocol {
+        Protocol::Llvm22 => (
+            "rpc_host_call.cpp",
+            vec![
+                format!("-I{}", sources.join("libc/shared").display()),
+                format!("-I{}", sources.join("offload/include").display()),
+            ],
+        ),
+        Protocol::Llvm19 => {
+            let old = llvm_suite::suite_root(Release::Llvm19).unwrap_or_else(|e| panic!("{e}"));
+            let old = old.parent().unwrap().parent().unwrap();
+            (
+                "rpc_libc_19.cpp",
+                vec![
+                    format!("-I{}", old.join("libc").display()),
+                    "-DLIBC_NAMESPACE=__llvm_libc_19_1_7".to_string(),
+                ],
+            )
+        }
+    };
     let out = tests::build_dir().join(format!(
-        "rpc_host_call-{}-{}",
+        "{}-{}-{}",
+        program.trim_end_matches(".cpp"),
         gpu.arch(),
         std::process::id()
     ));
@@ -427,11 +593,10 @@ fn build_host_call_program(gpu: EmulatedGpu) -> PathBuf {
             .args(["-O2", "-fopenmp", "-Wno-openmp-target"])
             .args(flags)
             .arg(format!("-I{}", tests::clang22_include().display()))
-            .arg(format!("-I{}", sources.join("libc/shared").display()))
-            .arg(format!("-I{}", sources.join("offload/include").display()))
+            .args(&client_flags)
             .arg(format!("-L{}", tests::lib_dir().display()))
             .arg("-L/usr/lib/llvm-19/lib")
-            .arg(tests::program("rpc_host_call.cpp"))
+            .arg(tests::program(program))
             .arg("-o")
             .arg(&partial)
             .output()
@@ -500,6 +665,38 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
         let _ = std::fs::remove_file(exe.with_extension("txt"));
+    }
+}
+
+/// LLVM 19's protocol through our plugins: the GPU image's `__llvm_libc_rpc_client` points at
+/// the client, which the plugin finds through it; the twin, with LLVM 19's client, calls a host
+/// function, writes a line, prints, writes a file, allocates and frees. No judge runs it: LLVM
+/// 22's runtime serves only LLVM 22's protocol, and LLVM 19's cannot load clang-22's images.
+#[test]
+fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
+    for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {
+        let exe = build_rpc_program(gpu, Protocol::Llvm19);
+        let twin = exe.with_extension("twin");
+        let env = [("OMPTARGET_EMU_TWINS", twin.display().to_string())];
+        let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, &[], &env);
+        assert_eq!(code, Some(0), "{gpu:?}: {stdout}\n{stderr}");
+        for line in [
+            "hello from the device (LLVM 19)\n",
+            "printf from the device: 19\n",
+            "host call: 360 (expected 360); puts wrote 32; device malloc: 63\n\
+             device printf: 27; device file: 22 bytes",
+        ] {
+            assert!(stdout.contains(line), "{gpu:?}: {stdout}");
+        }
+        let file = exe.with_extension("txt");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap_or_default(),
+            "written by the device\n",
+            "{gpu:?}"
+        );
+        let _ = std::fs::remove_file(&file);
+        let _ = std::fs::remove_file(&exe);
+        let _ = std::fs::remove_file(&twin);
     }
 }
 

@@ -1,12 +1,14 @@
 //! A GPU device's side of the remote calls: the first loaded image whose device code has an RPC
-//! client (`__llvm_rpc_client`, LLVM 22's OpenMP device runtime and GPU libc) gets the device a
-//! mailbox in page-locked host memory the GPU reaches, which the plugin's server serves; every
-//! later image's client is given the same mailbox, as in LLVM's plugins. The device's kernels
-//! keep the server running while they may call (from their launch until their queue is found
-//! finished).
+//! client (`__llvm_rpc_client` of LLVM 22's OpenMP device runtime and GPU libc, or LLVM 19's
+//! GPU libc's `__llvm_libc_rpc_client`) gets the device a mailbox in page-locked host memory
+//! the GPU reaches, which the plugin's server serves; every later image whose client speaks the
+//! same release of the protocol is given the same mailbox, as in LLVM's plugins. The device's
+//! kernels keep the server running while they may call (from their launch until their queue is
+//! found finished).
 
 use super::handlers::DeviceServices;
 use super::mailbox::{self, Mailbox};
+use super::protocol::Protocol;
 use super::server::RpcServer;
 use plugin_api::{AllocKind, Device, PluginError, QueueHandle};
 use std::collections::HashMap;
@@ -14,9 +16,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sync_util::lock;
 
 type Result<T> = std::result::Result<T, PluginError>;
-
-/// The device runtime's client object.
-pub const CLIENT_SYMBOL: &str = "__llvm_rpc_client";
 
 /// Ports per device, as LLVM's plugins ask by default (one per concurrent caller).
 pub const PORTS: u32 = 64;
@@ -28,16 +27,18 @@ pub fn plugin_server() -> Arc<RpcServer> {
 }
 
 struct Connected {
+    protocol: Protocol,
     key: u64,
     address: u64,
 }
 
-/// One device's mailbox and the launches that may use it.
+/// One device's mailboxes (one per release of the protocol its images speak) and the launches
+/// that may use them.
 pub struct DeviceRpc {
     server: Arc<RpcServer>,
     /// Lanes per port: the device's warp or wavefront size.
     lanes: u32,
-    mailbox: Mutex<Option<Connected>>,
+    mailboxes: Mutex<Vec<Connected>>,
     /// Launches on each queue not yet found finished, while a mailbox exists.
     running: Mutex<HashMap<u64, usize>>,
 }
@@ -47,62 +48,99 @@ impl DeviceRpc {
         DeviceRpc {
             server: plugin_server(),
             lanes: lanes.clamp(1, 64),
-            mailbox: Mutex::new(None),
+            mailboxes: Mutex::new(Vec::new()),
             running: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Gives the client at `client` (`size` bytes of device memory) the device's mailbox,
-    /// made on first use.
-    pub fn connect<D: Device>(&self, device: &D, client: u64, size: u64) -> Result<()> {
-        if size != mailbox::CLIENT_BYTES as u64 {
+    /// Gives the client that the device code's `protocol` global names (`size` bytes of
+    /// device memory at `global`) the device's mailbox for that protocol, made on first use.
+    pub fn connect<D: Device>(
+        &self,
+        device: &D,
+        protocol: Protocol,
+        global: u64,
+        size: u64,
+    ) -> Result<()> {
+        let symbol = protocol.client_symbol();
+        let expected = if protocol.client_by_pointer() {
+            8
+        } else {
+            mailbox::CLIENT_BYTES as u64
+        };
+        if size != expected {
             return Err(PluginError::invalid_argument(format!(
-                "{CLIENT_SYMBOL} has {size} bytes on the device; LLVM 22's client has {}",
-                mailbox::CLIENT_BYTES
+                "{symbol} has {size} bytes on the device; {}'s has {expected}",
+                protocol.name()
             )));
         }
+        let client = if protocol.client_by_pointer() {
+            let mut pointer = 0u64;
+            // SAFETY: an 8-byte global of the device read into a local of 8 bytes.
+            unsafe {
+                device.copy_from_device(
+                    &mut pointer as *mut u64 as usize,
+                    global as usize,
+                    8,
+                    QueueHandle::SYNC,
+                )?
+            };
+            if pointer == 0 {
+                return Err(PluginError::invalid_argument(format!(
+                    "{symbol} is null on the device: its client cannot be reached"
+                )));
+            }
+            pointer
+        } else {
+            global
+        };
         let address = {
-            let mut slot = lock(&self.mailbox);
-            match slot.as_ref() {
+            let mut mailboxes = lock(&self.mailboxes);
+            match mailboxes.iter().find(|m| m.protocol == protocol) {
                 Some(connected) => connected.address,
                 None => {
-                    let connected = self.make_mailbox(device)?;
+                    let connected = self.make_mailbox(device, protocol)?;
                     let address = connected.address;
-                    *slot = Some(connected);
+                    mailboxes.push(connected);
                     address
                 }
             }
         };
         let bytes = mailbox::client_bytes(PORTS, address);
-        // SAFETY: `bytes` outlives the synchronous copy into the device's global.
+        // SAFETY: `bytes` outlives the synchronous copy into the device's client object, which
+        // LLVM's device code sizes as `rpc::Client` (CLIENT_BYTES).
         unsafe {
             device.copy_to_device(
                 client as usize,
                 bytes.as_ptr() as usize,
-                size,
+                bytes.len() as u64,
                 QueueHandle::SYNC,
             )
         }
     }
 
-    fn make_mailbox<D: Device>(&self, device: &D) -> Result<Connected> {
+    fn make_mailbox<D: Device>(&self, device: &D, protocol: Protocol) -> Result<Connected> {
         let size = mailbox::allocation_size(PORTS, self.lanes);
         let address = device.alloc(size, 0, AllocKind::HOST)? as u64;
         // SAFETY: page-locked host memory of `size` bytes just allocated, the host's to write.
         unsafe { std::ptr::write_bytes(address as *mut u8, 0, size as usize) };
         // SAFETY: host memory of the mailbox's size, page-aligned, freed only after the server
         // gave the mailbox back (`disconnect`).
-        let mailbox = unsafe { Mailbox::new(address as usize, PORTS, self.lanes) };
+        let mailbox = unsafe { Mailbox::new(address as usize, PORTS, self.lanes, protocol) };
         let services = DeviceMemory {
             device: device as *const D,
         };
         let key = self.server.add(mailbox, Arc::new(services));
-        Ok(Connected { key, address })
+        Ok(Connected {
+            protocol,
+            key,
+            address,
+        })
     }
 
     /// Whether the device has a mailbox.
     pub fn is_connected(&self) -> bool {
-        lock(&self.mailbox).is_some()
+        !lock(&self.mailboxes).is_empty()
     }
 
     /// Runs `launch`, the launch of a kernel on `queue`: the server runs until the queue is
@@ -134,21 +172,28 @@ impl DeviceRpc {
 
     /// Why the device's calls are no longer served, if they are not.
     pub fn failure(&self) -> Option<String> {
-        let key = lock(&self.mailbox).as_ref()?.key;
-        self.server.failure(key)
+        let keys: Vec<u64> = lock(&self.mailboxes).iter().map(|m| m.key).collect();
+        keys.into_iter().find_map(|key| self.server.failure(key))
     }
 
-    /// Takes the mailbox back from the server and frees it (the device is being shut down).
+    /// Takes the mailboxes back from the server and frees them (the device is being shut
+    /// down).
     pub fn disconnect<D: Device>(&self, device: &D) -> Result<()> {
-        let Some(connected) = lock(&self.mailbox).take() else {
+        let mailboxes = std::mem::take(&mut *lock(&self.mailboxes));
+        if mailboxes.is_empty() {
             return Ok(());
-        };
+        }
         let queues: Vec<u64> = lock(&self.running).keys().copied().collect();
         for queue in queues {
             self.finished(QueueHandle(queue));
         }
-        self.server.remove(connected.key);
-        device.free(connected.address as usize, AllocKind::HOST)
+        let mut result = Ok(());
+        for connected in mailboxes {
+            self.server.remove(connected.key);
+            let freed = device.free(connected.address as usize, AllocKind::HOST);
+            result = result.and(freed);
+        }
+        result
     }
 }
 

@@ -1,16 +1,18 @@
-//! The memory a GPU and the host share for remote calls, laid out as LLVM 22's `rpc.h` lays it
-//! out (the device's client is LLVM's own code, so the layout is not ours to choose):
+//! The memory a GPU and the host share for remote calls, laid out as LLVM's `rpc.h` lays it out
+//! (the device's client is LLVM's own code, so the layout is not ours to choose; LLVM 19 and 22
+//! agree on it but for the opcode's width, see [`Protocol`]):
 //!
 //! ```text
 //! u32 client_inbox[ports]     (the server's outbox)
 //! u32 client_outbox[ports]    (the server's inbox)
-//! Header header[ports]        (u64 lane mask, u32 opcode; 16 bytes, 8-aligned)
+//! Header header[ports]        (u64 lane mask, u32 opcode (u16 in 19); 16 bytes, 8-aligned)
 //! Packet packet[ports][lanes] (eight u64 each, 8-aligned)
 //! ```
 //!
 //! A port belongs to the client while its two mailbox words are equal and to the server while
 //! they differ; each side only ever writes its own outbox word.
 
+use super::protocol::Protocol;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The most ports LLVM's protocol allows.
@@ -40,9 +42,9 @@ pub fn allocation_size(ports: u32, lanes: u32) -> u64 {
     packet_offset(ports) + PACKET_BYTES * u64::from(ports) * u64::from(lanes)
 }
 
-/// The device's `__llvm_rpc_client` (LLVM 22's `rpc::Client`) for a mailbox at `address` with
-/// `ports` ports: the port count, the client's view of the four arrays and its lock bits (all
-/// clear), as the device reads it.
+/// The device's client object (`rpc::Client`, the same bytes in LLVM 19 and 22) for a mailbox
+/// at `address` with `ports` ports: the port count, the client's view of the four arrays and
+/// its lock bits (all clear), as the device reads it.
 pub fn client_bytes(ports: u32, address: u64) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(CLIENT_BYTES);
     bytes.extend_from_slice(&ports.to_le_bytes());
@@ -58,7 +60,7 @@ pub fn client_bytes(ports: u32, address: u64) -> Vec<u8> {
     bytes
 }
 
-/// `sizeof(rpc::Client)` in LLVM 22: the port count (padded to 8), four pointers and a lock
+/// `sizeof(rpc::Client)` in LLVM 19 and 22: the port count (padded to 8), four pointers and a lock
 /// bit for each of the most ports.
 pub const CLIENT_BYTES: usize = 8 + 4 * 8 + (MAX_PORTS as usize / 32) * 4;
 
@@ -67,6 +69,7 @@ pub struct Mailbox {
     base: usize,
     ports: u32,
     lanes: u32,
+    protocol: Protocol,
 }
 
 // SAFETY: a mailbox is shared memory made for two parties; every access to it is atomic (the
@@ -76,13 +79,23 @@ unsafe impl Send for Mailbox {}
 unsafe impl Sync for Mailbox {}
 
 impl Mailbox {
-    /// The mailbox at `base`, `allocation_size(ports, lanes)` bytes.
+    /// The mailbox at `base`, `allocation_size(ports, lanes)` bytes, whose client speaks
+    /// `protocol`.
     ///
     /// # Safety
     /// `base` is 8-aligned and the memory stays valid and shared with the client (no other
     /// server) for the life of the mailbox.
-    pub unsafe fn new(base: usize, ports: u32, lanes: u32) -> Mailbox {
-        Mailbox { base, ports, lanes }
+    pub unsafe fn new(base: usize, ports: u32, lanes: u32, protocol: Protocol) -> Mailbox {
+        Mailbox {
+            base,
+            ports,
+            lanes,
+            protocol,
+        }
+    }
+
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
     }
 
     pub fn ports(&self) -> u32 {
@@ -122,17 +135,18 @@ impl Mailbox {
             .store(value, Ordering::Release);
     }
 
-    /// `port`'s header: the client's active lanes and the opcode.
+    /// `port`'s header: the client's active lanes and the opcode, named as LLVM 22 names it.
     pub fn header(&self, port: u32) -> (u64, u32) {
         let at = self.base + (header_offset(self.ports) + HEADER_BYTES * u64::from(port)) as usize;
         // SAFETY: the header lies in the mailbox and is 8-aligned; the client wrote it before
         // handing the port over (acquired by the inbox load that gave it to the server).
-        unsafe {
+        let (mask, word) = unsafe {
             (
                 std::ptr::read_volatile(at as *const u64),
                 std::ptr::read_volatile((at + 8) as *const u32),
             )
-        }
+        };
+        (mask, self.protocol.opcode(word))
     }
 
     /// A copy of `lane`'s packet of `port`.

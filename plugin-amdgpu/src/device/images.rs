@@ -7,6 +7,7 @@ use crate::code_object::{self, CodeObject};
 use crate::hsa::Executable;
 use crate::kernel_args::Explicit;
 use gpu_plugin::images::{Constructors, ImageDriver};
+use gpu_plugin::rpc::protocol::Protocol;
 use gpu_plugin::{DeviceEnvironment, KernelEnvironment, KernelLimits, KERNEL_ENVIRONMENT_SIZE};
 use plugin_api::LaunchConfig;
 use plugin_api::{ErrorCode, ImageHandle, KernelHandle};
@@ -29,8 +30,8 @@ impl ImageDriver for AmdgpuDevice {
         fini: "amdgcn.device.fini",
     };
 
-    fn connect_rpc(&self, address: u64, size: u64) -> Result<()> {
-        self.rpc.connect(self, address, size)
+    fn connect_rpc(&self, protocol: Protocol, address: u64, size: u64) -> Result<()> {
+        self.rpc.connect(self, protocol, address, size)
     }
 
     fn ordinal(&self) -> i32 {

@@ -3,6 +3,7 @@
 //! memory limits.
 
 use super::*;
+use gpu_plugin::rpc::protocol::Protocol;
 
 impl CudaDevice {
     pub(super) fn load_image(&self, image_ref: ImageRef<'_>) -> Result<ImageHandle> {
@@ -150,8 +151,8 @@ impl ImageDriver for CudaDevice {
 
     const CONSTRUCTORS: Constructors = Constructors::GatheredArrays;
 
-    fn connect_rpc(&self, address: u64, size: u64) -> Result<()> {
-        self.rpc.connect(self, address, size)
+    fn connect_rpc(&self, protocol: Protocol, address: u64, size: u64) -> Result<()> {
+        self.rpc.connect(self, protocol, address, size)
     }
 
     fn ordinal(&self) -> i32 {
