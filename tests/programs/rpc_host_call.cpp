@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "rpc.h"
 #include "rpc_opcodes.h"
@@ -189,7 +191,9 @@ int main(int argc, char **argv) {
          written, wrote);
   printf("device printf: %d; device file: %llu bytes\n", printed, filed);
   unsigned long long first = result;
-  // With a count: that many host calls in one kernel, timed, for the cost of a round trip.
+  // With a count: that many host calls, then that many device printfs, in one kernel each,
+  // timed (on stderr), for the cost of a round trip; then the CPU time the process uses in a
+  // second with no kernel running (an idle server's).
   int calls = argc > 1 ? atoi(argv[1]) : 0;
   if (calls > 0) {
     double start = omp_get_wtime();
@@ -202,7 +206,27 @@ int main(int argc, char **argv) {
       }
     }
     double seconds = omp_get_wtime() - start;
-    printf("%d host calls: %.2f us each\n", calls, seconds * 1e6 / calls);
+    fprintf(stderr, "%d host calls: %.2f us each\n", calls, seconds * 1e6 / calls);
+    start = omp_get_wtime();
+#pragma omp target firstprivate(calls)
+    {
+      for (int i = 0; i < calls; i++)
+        rpc_printf_text_int("printf from the device:", i);
+    }
+    seconds = omp_get_wtime() - start;
+    fflush(stdout);
+    fprintf(stderr, "%d device printfs: %.2f us each\n", calls, seconds * 1e6 / calls);
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    double idle_start = omp_get_wtime();
+    usleep(1000000);
+    double idle = omp_get_wtime() - idle_start;
+    getrusage(RUSAGE_SELF, &after);
+    double cpu = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) +
+                 (after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+                 1e-6 * ((after.ru_utime.tv_usec - before.ru_utime.tv_usec) +
+                         (after.ru_stime.tv_usec - before.ru_stime.tv_usec));
+    fprintf(stderr, "idle: %.1f ms CPU in %.0f ms\n", cpu * 1e3, idle * 1e3);
   }
   // The host call is what a GPU image can make here (puts and malloc need the twin's client).
   return first == 360 ? 0 : 1;

@@ -616,7 +616,11 @@ const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; de
 
 /// A kernel calls a host function, writes a line and allocates device memory through our
 /// plugin's server; LLVM 22's runtime runs the same binary as the judge on the emulated HSA
-/// runtime. (On the emulated CUDA driver LLVM 22's run of it hangs: not yet understood.)
+/// runtime. Not on the emulated CUDA driver: LLVM 22's server serves the device's `malloc` with
+/// a plain device allocation (`cuMemAlloc`), which the emulator makes wait for the device's
+/// work, as CUDA's implicit synchronisation rule says and as LLVM's non-blocking allocation
+/// kind was made to avoid; the kernel then waits for its `malloc` and the `malloc` for the
+/// kernel. Ours uses the stream-ordered allocator for it.
 #[test]
 fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
     for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {

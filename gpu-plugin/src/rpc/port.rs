@@ -7,6 +7,9 @@ use super::mailbox::{Mailbox, Packet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// How long the server spins for the client's next packet of a request it is serving.
+const SPIN_WITHIN_REQUEST: Duration = Duration::from_micros(10);
+
 /// Why a port's exchange ended early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PortError {
@@ -72,17 +75,21 @@ impl<'a> Port<'a> {
         (0..self.mailbox.lanes().min(64)).filter(move |lane| mask & (1 << lane) != 0)
     }
 
-    /// Waits until the port is the server's again, spinning briefly, then yielding.
+    /// Waits until the port is the server's again: spinning for the few microseconds a client
+    /// in the middle of a request takes to answer, then yielding, then sleeping.
     fn wait_for_ownership(&self) -> Result<(), PortError> {
         let started = Instant::now();
         let mut spins = 0u32;
+        let mut spinning = true;
         while self.mailbox.inbox(self.index) == self.out {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(PortError::Stopped);
             }
-            spins += 1;
-            if spins < 128 {
+            if spinning {
                 std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                // The clock is read every 64 turns: it costs more than a turn.
+                spinning = spins % 64 != 0 || started.elapsed() < SPIN_WITHIN_REQUEST;
             } else if started.elapsed() < Duration::from_micros(50) {
                 std::thread::yield_now();
             } else {
