@@ -4,6 +4,8 @@
 #   dist/lib/libomptarget.so.19.1          the name clang-19 programs ask for: a stub needing .22.1
 #   dist/lib/libomptarget.so       -> .22.1  for linking (clang-22 links -lomptarget)
 #   dist/lib/libomptarget.rtl.host.so      the host plugin, a separate library
+#   dist/lib/libomptarget-host-device.a    the host device runtime, linked into x86-64 device
+#                                          images of GPU-style kernels (flang's; host-device-runtime/)
 #   dist/lib/libomptarget.rtl.cuda.so      the CUDA plugin (opens libcuda.so.1 at run time)
 #   dist/lib/libomptarget.rtl.amdgpu.so    the AMDGPU plugin (opens libhsa-runtime64.so.1 at run time)
 #   dist/emu/libcuda.so.1 (and libcuda.so)  the emulated CUDA driver, for tests and CI without GPUs
@@ -61,6 +63,13 @@ for plugin in "$target"/libomptarget_rtl_*.so; do
     name=$(basename "$plugin" .so); name=${name#libomptarget_rtl_}
     install -m 755 "$plugin" "$dist/lib/libomptarget.rtl.$name.so"
 done
+# The host device runtime: C, one object (so that an image pulling in any entry point gets its
+# omp_get_device_num and kin too, ahead of libomp's), archived aside and renamed into place.
+hdr=$(mktemp -d)
+${HOST_DEVICE_CC:-cc} -fPIC -O2 -Wall -c host-device-runtime/host_device_runtime.c -o "$hdr/host_device_runtime.o"
+ar rcs "$hdr/libomptarget-host-device.a" "$hdr/host_device_runtime.o"
+install -m 644 "$hdr/libomptarget-host-device.a" "$dist/lib/libomptarget-host-device.a"
+rm -rf "$hdr"
 # Open MPI loads the MPI plugin as a hook component from here, so that a program initialising
 # MPI in main has the plugin join inside its MPI_Init (plugin-mpi/src/init_hook.rs).
 mkdir -p "$dist/lib/openmpi-components"

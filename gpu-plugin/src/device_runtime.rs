@@ -3,62 +3,27 @@
 //! environment passed to kernels. From `offload/include/Shared/Environment.h`.
 
 /// `DeviceEnvironmentTy`, written to the image's `__omp_rtl_device_environment` global when the
-/// image is loaded.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeviceEnvironment {
-    /// `LIBOMPTARGET_DEVICE_RTL_DEBUG` bits.
-    pub debug_kind: u32,
-    /// Devices of the plugin.
-    pub num_devices: u32,
-    /// This device's number within the plugin.
-    pub device_num: u32,
-    /// `LIBOMPTARGET_SHARED_MEMORY_SIZE`.
-    pub dynamic_mem_size: u32,
-    /// The device clock's ticks per second (`omp_get_wtick`).
-    pub clock_frequency: u64,
-    pub indirect_call_table: u64,
-    pub indirect_call_table_size: u64,
-    /// Threads that can run at once (`omp_get_num_procs` on the device).
-    pub hardware_parallelism: u64,
-}
+/// image is loaded (its layout is the image format's, shared with the host plugin).
+pub use offload_image::device_environment::DeviceEnvironment;
 
-impl DeviceEnvironment {
-    /// Device `device_num` of a plugin's `num_devices`, as every GPU plugin describes it: the
-    /// settings' debug bits and dynamic shared memory, the device's clock and parallelism. The
-    /// indirect-call table is placed later, when the program registers its calls.
-    pub fn for_device(
-        settings: &crate::settings::Settings,
-        device_num: u32,
-        num_devices: u32,
-        clock_frequency: u64,
-        hardware_parallelism: u64,
-    ) -> DeviceEnvironment {
-        DeviceEnvironment {
-            debug_kind: settings.device_debug_kind,
-            num_devices,
-            device_num,
-            dynamic_mem_size: settings.shared_memory_size,
-            clock_frequency,
-            hardware_parallelism,
-            ..DeviceEnvironment::default()
-        }
-    }
-
-    /// Bytes of the C struct.
-    pub const SIZE: usize = 48;
-
-    /// The struct as the device reads it (little-endian, C layout).
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut out = [0u8; Self::SIZE];
-        out[0..4].copy_from_slice(&self.debug_kind.to_le_bytes());
-        out[4..8].copy_from_slice(&self.num_devices.to_le_bytes());
-        out[8..12].copy_from_slice(&self.device_num.to_le_bytes());
-        out[12..16].copy_from_slice(&self.dynamic_mem_size.to_le_bytes());
-        out[16..24].copy_from_slice(&self.clock_frequency.to_le_bytes());
-        out[24..32].copy_from_slice(&self.indirect_call_table.to_le_bytes());
-        out[32..40].copy_from_slice(&self.indirect_call_table_size.to_le_bytes());
-        out[40..48].copy_from_slice(&self.hardware_parallelism.to_le_bytes());
-        out
+/// Device `device_num` of a plugin's `num_devices`, as every GPU plugin describes it: the
+/// settings' debug bits and dynamic shared memory, the device's clock and parallelism. The
+/// indirect-call table is placed later, when the program registers its calls.
+pub fn device_environment_for(
+    settings: &crate::settings::Settings,
+    device_num: u32,
+    num_devices: u32,
+    clock_frequency: u64,
+    hardware_parallelism: u64,
+) -> DeviceEnvironment {
+    DeviceEnvironment {
+        debug_kind: settings.device_debug_kind,
+        num_devices,
+        device_num,
+        dynamic_mem_size: settings.shared_memory_size,
+        clock_frequency,
+        hardware_parallelism,
+        ..DeviceEnvironment::default()
     }
 }
 
@@ -113,21 +78,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn layouts_match_the_c_structs() {
-        let env = DeviceEnvironment {
-            debug_kind: 1,
-            num_devices: 2,
-            device_num: 3,
-            dynamic_mem_size: 4,
-            clock_frequency: 5,
-            indirect_call_table: 6,
-            indirect_call_table_size: 7,
-            hardware_parallelism: 8,
-        };
-        let bytes = env.to_bytes();
-        assert_eq!(bytes[12], 4);
-        assert_eq!(bytes[16], 5);
-        assert_eq!(bytes[40], 8);
+    fn the_launch_environment_matches_the_c_struct() {
         let launch = KernelLaunchEnvironment {
             reduction_count: 0,
             reduction_iteration_count: 0,

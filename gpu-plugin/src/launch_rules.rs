@@ -2,6 +2,7 @@
 //! `offload/plugins-nextgen/common/src/PluginInterface.cpp`), from the kernel environment the
 //! compiler emitted, the device's limits, the construct's clauses and the loop trip count.
 
+use offload_image::device_environment::KernelConfiguration;
 use plugin_api::LaunchConfig;
 
 /// A kernel's execution mode, from its kernel environment (`OMPTgtExecModeFlags`).
@@ -41,11 +42,10 @@ pub const KERNEL_ENVIRONMENT_SIZE: usize = 48;
 impl KernelEnvironment {
     /// Parses the global's initial bytes; `None` if they are not a kernel environment.
     pub fn parse(bytes: &[u8]) -> Option<KernelEnvironment> {
-        if bytes.len() < 28 {
-            return None;
-        }
-        let int = |at: usize| i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-        let exec_mode = match bytes[2] {
+        let bytes: &[u8; KernelConfiguration::SIZE] =
+            bytes.get(..KernelConfiguration::SIZE)?.try_into().ok()?;
+        let config = KernelConfiguration::from_bytes(bytes);
+        let exec_mode = match config.exec_mode {
             1 => ExecMode::Generic,
             2 => ExecMode::Spmd,
             3 => ExecMode::GenericSpmd,
@@ -53,12 +53,12 @@ impl KernelEnvironment {
         };
         Some(KernelEnvironment {
             exec_mode,
-            min_threads: int(4),
-            max_threads: int(8),
-            min_teams: int(12),
-            max_teams: int(16),
-            reduction_data_size: int(20),
-            reduction_buffer_length: int(24),
+            min_threads: config.min_threads,
+            max_threads: config.max_threads,
+            min_teams: config.min_teams,
+            max_teams: config.max_teams,
+            reduction_data_size: config.reduction_data_size,
+            reduction_buffer_length: config.reduction_buffer_length,
         })
     }
 

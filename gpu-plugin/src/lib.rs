@@ -33,7 +33,8 @@ pub mod rpc;
 pub mod settings;
 
 pub use device_runtime::{
-    indirect_call_table, DeviceEnvironment, KernelLaunchEnvironment, NO_LAUNCH_ENVIRONMENT,
+    device_environment_for, indirect_call_table, DeviceEnvironment, KernelLaunchEnvironment,
+    NO_LAUNCH_ENVIRONMENT,
 };
 pub use handles::HandleTable;
 pub use launch_rules::{

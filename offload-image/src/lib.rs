@@ -9,6 +9,7 @@
 //! - [`amdgpu_code_object`]: an AMDGPU code object's target ID, kernels and metadata.
 //! - [`amdgpu_processors`]: the AMDGCN processors of the ELF `EF_AMDGPU_MACH` field.
 //! - [`kernel_names`]: OpenMP kernels' names, and how reports show them.
+//! - [`device_environment`]: the device and kernel environment globals of OpenMP images.
 //! - [`twin`]: a GPU image's x86-64 twin, which the emulated drivers run.
 //! - [`native_code`]: native code that arrives as bytes, loaded from memory and called.
 //! - [`llvm_ir`]: LLVM IR (bitcode) images, recognised to be refused (no JIT here).
@@ -16,6 +17,7 @@
 pub mod amdgpu_code_object;
 pub mod amdgpu_processors;
 pub mod cuda_image;
+pub mod device_environment;
 pub mod elf_layout;
 pub mod kernel_names;
 pub mod llvm_ir;

@@ -1,13 +1,15 @@
 //! One host device: its loaded images and its allocations, and the per-device calls of the
 //! plugin ABI ([`Device`]).
 
+use crate::device_runtime::{self, RuntimeKernel};
 use crate::{elf_check, helper_threads, kernel_fault, sys};
 use host_os::address_map::AddressMap;
 use log::debug;
+use offload_image::device_environment::DeviceEnvironment;
 use plugin_api::*;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use sync_util::{get_mut, lock};
 
@@ -45,6 +47,10 @@ struct LoadedImage {
 
 pub struct HostDevice {
     index: i32,
+    /// Processors of the machine.
+    cpus: u32,
+    /// What the images' device environment global says (`device_runtime`).
+    environment: DeviceEnvironment,
     images: Mutex<HashMap<u64, LoadedImage>>,
     /// Live allocations and their sizes, so a bad `free` is an error rather than heap corruption.
     allocations: Mutex<AddressMap<usize, u64>>,
@@ -53,6 +59,10 @@ pub struct HostDevice {
     /// The event handles given out and not destroyed, so a bogus one is an error.
     events: Mutex<HashSet<u64>>,
     next_handle: AtomicU64,
+    /// The GPU-style kernels handed out (flang's), which run through their image's host device
+    /// runtime; `runtime_kernels_seen` keeps the launches of the others off the lock.
+    runtime_kernels: Mutex<HashMap<u64, (ImageHandle, RuntimeKernel)>>,
+    runtime_kernels_seen: AtomicBool,
 }
 
 /// What `LIBOMPTARGET_INFO` says about a kernel at launch.
@@ -75,14 +85,21 @@ impl KernelInfo {
 }
 
 impl HostDevice {
-    pub fn new(index: i32) -> Self {
+    pub fn new(index: i32, num_devices: i32) -> Self {
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
         HostDevice {
             index,
+            cpus,
+            environment: device_runtime::device_environment(index, num_devices, cpus),
             images: Mutex::new(HashMap::new()),
             allocations: Mutex::new(AddressMap::default()),
             kernels: Mutex::new(HashMap::new()),
             events: Mutex::new(HashSet::new()),
             next_handle: AtomicU64::new(1),
+            runtime_kernels: Mutex::new(HashMap::new()),
+            runtime_kernels_seen: AtomicBool::new(false),
         }
     }
 
@@ -129,6 +146,48 @@ impl HostDevice {
     pub fn image_count(&self) -> usize {
         lock(&self.images).len()
     }
+
+    /// Launches a GPU-style kernel through its image's host device runtime, on a league of
+    /// teams of threads (see [`device_runtime`]). Runs on the calling thread, a `nowait`
+    /// region's too: the teams run on the runtime's own threads, so the kernel's parallel
+    /// regions are not nested in a libomp hidden helper thread's (see [`helper_threads`]).
+    fn launch_through_runtime(
+        &self,
+        kernel: KernelHandle,
+        runtime: &RuntimeKernel,
+        args: &[usize],
+        config: &LaunchConfig,
+    ) -> Result<()> {
+        let info = self.kernel_info(kernel);
+        let name = info.as_ref().map_or("?", |k| k.name.as_str());
+        let shape = device_runtime::shape(&runtime.config, config, self.cpus);
+        if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            if let Some(k) = &info {
+                let (teams, threads) = ([shape.teams, 1, 1], [shape.thread_limit, 1, 1]);
+                plugin_api::info::kernel_launch(
+                    self.index,
+                    config,
+                    name,
+                    teams,
+                    threads,
+                    k.mode_name(),
+                );
+            }
+        }
+        // The launch environment first (kernels of KernelArgsTy version 3 and later): the host
+        // device runtime does not read it.
+        let mut words = Vec::with_capacity(args.len() + 1);
+        if config.kernel_args_version >= 3 {
+            words.push(0);
+        }
+        words.extend_from_slice(args);
+        let dyn_mem =
+            u64::from(config.dyn_shared_mem) + u64::from(self.environment.dynamic_mem_size);
+        kernel_fault::launched(kernel.0 as usize);
+        // SAFETY: the handle is the address of a kernel of a loaded image (from get_kernel),
+        // whose runtime `runtime` was found with it; it takes one word per argument.
+        unsafe { device_runtime::launch(name, kernel.0 as usize, runtime, &words, shape, dyn_mem) }
+    }
 }
 
 /// Host work completes before each call returns: queues and events need no work, and copies
@@ -157,6 +216,13 @@ impl Device for HostDevice {
             "host device {}: loaded image {} from {}",
             self.index, handle, path
         );
+        // SAFETY: the symbols are the just-loaded image's.
+        unsafe {
+            device_runtime::fill_device_environment(
+                |name| sys::symbol_address(&library, name),
+                &self.environment,
+            )
+        };
         lock(&self.images).insert(
             handle,
             LoadedImage {
@@ -170,6 +236,8 @@ impl Device for HostDevice {
 
     fn unload_image(&self, image: ImageHandle) -> Result<()> {
         let loaded = lock(&self.images).remove(&image.0);
+        // Its kernels' launchers go with it.
+        lock(&self.runtime_kernels).retain(|_, (of, _)| *of != image);
         match loaded {
             Some(mut loaded) => {
                 // No longer the image's code once the loader unmaps it.
@@ -204,6 +272,17 @@ impl Device for HostDevice {
                 mode,
             },
         );
+        match RuntimeKernel::find(name, |symbol| self.symbol(image, symbol).ok()) {
+            Some(kernel) => {
+                lock(&self.runtime_kernels).insert(address as u64, (image, kernel));
+                self.runtime_kernels_seen.store(true, Ordering::Release);
+            }
+            // Not one of an image unloaded since, at the same address.
+            None if self.runtime_kernels_seen.load(Ordering::Acquire) => {
+                lock(&self.runtime_kernels).remove(&(address as u64));
+            }
+            None => {}
+        }
         Ok(KernelHandle(address as u64))
     }
 
@@ -318,6 +397,12 @@ impl Device for HostDevice {
         queue: QueueHandle,
     ) -> Result<()> {
         self.check_queue(queue)?;
+        if self.runtime_kernels_seen.load(Ordering::Acquire) {
+            let runtime = lock(&self.runtime_kernels).get(&kernel.0).map(|&(_, k)| k);
+            if let Some(runtime) = runtime {
+                return self.launch_through_runtime(kernel, &runtime, args, config);
+            }
+        }
         if plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
             // A host device runs one team of one thread, whatever was asked (LLVM's host grid).
             if let Some(k) = self.kernel_info(kernel) {
@@ -497,7 +582,7 @@ mod tests {
 
     #[test]
     fn bogus_queue_and_event_handles_are_refused() {
-        let device = HostDevice::new(0);
+        let device = HostDevice::new(0, 1);
         let queue = device.create_queue().unwrap();
         let event = device.create_event().unwrap();
         let bogus_queue = QueueHandle(u64::MAX - 7);

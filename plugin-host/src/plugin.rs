@@ -41,7 +41,7 @@ impl DevicePlugin for HostPlugin {
         let count = device_count_from_env();
         debug!("host plugin: {count} devices");
         Ok(HostPlugin {
-            devices: (0..count).map(HostDevice::new).collect(),
+            devices: (0..count).map(|d| HostDevice::new(d, count)).collect(),
         })
     }
 

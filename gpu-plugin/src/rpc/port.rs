@@ -89,7 +89,7 @@ impl<'a> Port<'a> {
                 std::hint::spin_loop();
                 spins = spins.wrapping_add(1);
                 // The clock is read every 64 turns: it costs more than a turn.
-                spinning = spins % 64 != 0 || started.elapsed() < SPIN_WITHIN_REQUEST;
+                spinning = spins & 63 != 0 || started.elapsed() < SPIN_WITHIN_REQUEST;
             } else if started.elapsed() < Duration::from_micros(50) {
                 std::thread::yield_now();
             } else {

@@ -39,7 +39,7 @@ impl ImageDriver for AmdgpuDevice {
     }
 
     fn device_environment(&self) -> DeviceEnvironment {
-        DeviceEnvironment::for_device(
+        gpu_plugin::device_environment_for(
             &self.settings,
             self.ordinal as u32,
             self.plugin_devices,

@@ -160,7 +160,7 @@ impl ImageDriver for CudaDevice {
     }
 
     fn device_environment(&self) -> DeviceEnvironment {
-        DeviceEnvironment::for_device(
+        gpu_plugin::device_environment_for(
             &self.settings,
             self.identity.ordinal as u32,
             self.plugin_devices,
