@@ -70,10 +70,12 @@ finish_package() {
 }
 
 # The runtime: libomptarget under both sonames clang programs ask for, the host plugin, the
-# inventory tool (with a /usr/bin link).
+# x86-64 device runtime flang programs link into their host device images, the inventory tool
+# (with a /usr/bin link).
 core=$(new_package omptarget-rs)
 mkdir -p "$core/$prefix/lib" "$core/$prefix/bin" "$core/usr/bin"
-cp -a "$dist"/lib/libomptarget.so* "$dist/lib/libomptarget.rtl.host.so" "$core/$prefix/lib/"
+cp -a "$dist"/lib/libomptarget.so* "$dist/lib/libomptarget.rtl.host.so" \
+    "$dist/lib/libomptarget-host-device.a" "$core/$prefix/lib/"
 cp -a "$dist/bin/omptarget-info" "$core/$prefix/bin/"
 ln -s "../lib/$multiarch/omptarget-rs/bin/omptarget-info" "$core/usr/bin/omptarget-info"
 # Once omptarget-rs-default puts this directory in the loader's cache, a changed library here
@@ -81,8 +83,9 @@ ln -s "../lib/$multiarch/omptarget-rs/bin/omptarget-info" "$core/usr/bin/omptarg
 echo "activate-noawait ldconfig" >"$core/DEBIAN/triggers"
 finish_package omptarget-rs "LLVM's OpenMP offloading runtime (libomptarget) in Rust
  A drop-in libomptarget.so.19.1 / .22.1 for programs built with clang -fopenmp
- -fopenmp-targets=..., with the host plugin (the CPU as offload devices) and
- omptarget-info. Installed in /$prefix, beside Debian's LLVM runtime and
+ -fopenmp-targets=..., with the host plugin (the CPU as offload devices),
+ the device runtime flang programs link for host devices
+ (-Xoffload-linker -lomptarget-host-device) and omptarget-info. Installed in /$prefix, beside Debian's LLVM runtime and
  without replacing it: install omptarget-rs-default to make programs use it, or
  set LD_LIBRARY_PATH=/$prefix/lib. Device plugins come as their own packages." \
     "Provides: omptarget-plugin-abi-$abi_major" \

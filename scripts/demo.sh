@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds everything, compiles examples/saxpy.c with clang-19 for x86-64 offloading, and runs it
-# against our runtime, then lists plugins and devices; then runs the program built for an
-# NVIDIA GPU through our CUDA plugin on the emulated CUDA driver.
+# Builds everything, compiles examples/saxpy.c with clang-19 (and examples/saxpy.f90 with
+# flang-22) for x86-64 offloading and runs it against our runtime, then lists plugins and
+# devices; then runs the program built for an NVIDIA GPU through our CUDA plugin on the
+# emulated CUDA driver.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang-19 >/dev/null || { echo "clang-19 is missing: run .ci/install-deps.sh" >&2; exit 1; }
@@ -10,6 +11,12 @@ mkdir -p target/demo
 clang-19 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu examples/saxpy.c -o target/demo/saxpy
 echo "--- running target/demo/saxpy with LD_LIBRARY_PATH=dist/lib"
 LD_LIBRARY_PATH=$PWD/dist/lib target/demo/saxpy
+if command -v flang-22 >/dev/null; then
+    flang-22 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -L"$PWD/dist/lib" -L/usr/lib/llvm-19/lib \
+        -Xoffload-linker -lomptarget-host-device examples/saxpy.f90 -o target/demo/saxpy-f90
+    echo "--- running target/demo/saxpy-f90 (flang-22) with LD_LIBRARY_PATH=dist/lib"
+    LD_LIBRARY_PATH=$PWD/dist/lib target/demo/saxpy-f90
+fi
 echo "--- dist/bin/omptarget-info"
 dist/bin/omptarget-info
 # The same program built for an NVIDIA GPU (sm_90) with an x86-64 twin, run through our CUDA

@@ -44,6 +44,12 @@ out=$(bare "$work/saxpy" 2>&1) || fail "saxpy failed: $out"
 [ "$out" = "saxpy on an offload device (device 0 of 4): correct" ] || fail "saxpy printed: $out"
 bare ldd "$work/saxpy" | grep -q "libomptarget.so.19.1 => $prefix/lib/" || fail "saxpy did not load our runtime"
 
+step "a flang-22 program with no environment set"
+flang-22 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu -L"$prefix/lib" -L/usr/lib/llvm-19/lib \
+    -Xoffload-linker -lomptarget-host-device examples/saxpy.f90 -o "$work/fsaxpy"
+out=$(bare "$work/fsaxpy" 2>&1) || fail "saxpy.f90 failed: $out"
+[ "$out" = "saxpy on an offload device (device 0 of 4): correct" ] || fail "saxpy.f90 printed: $out"
+
 step "omptarget-info lists the installed plugins"
 info=$(bare omptarget-info) || fail "omptarget-info failed"
 for want in "  1. $prefix/lib" "host [loaded]" "cuda [loaded]" "amdgpu [loaded]" "mpi [loaded]" \
