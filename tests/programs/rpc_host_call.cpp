@@ -160,6 +160,45 @@ extern "C" unsigned long long sum_times_ten(void *data) {
   return sum * 10;
 }
 
+// With a count: that many host calls, then that many device printfs, in one kernel each,
+// timed (on stderr), for the cost of a round trip; then the CPU time the process uses in a
+// second with no kernel running (an idle server's). Before the checked region, whose last
+// request (a free) is not answered: a request right after it could take another port.
+static void time_calls(void *fn, int calls) {
+  unsigned long long result = 0;
+  double start = omp_get_wtime();
+#pragma omp target map(tofrom : result) firstprivate(fn, calls)
+  {
+    int values[8] = {0};
+    for (int i = 0; i < calls; i++) {
+      values[0] = i;
+      result += __llvm_omp_host_call(fn, values, sizeof values);
+    }
+  }
+  double seconds = omp_get_wtime() - start;
+  fprintf(stderr, "%d host calls: %.2f us each\n", calls, seconds * 1e6 / calls);
+  start = omp_get_wtime();
+#pragma omp target firstprivate(calls)
+  {
+    for (int i = 0; i < calls; i++)
+      rpc_printf_text_int("printf from the device:", i);
+  }
+  seconds = omp_get_wtime() - start;
+  fflush(stdout);
+  fprintf(stderr, "%d device printfs: %.2f us each\n", calls, seconds * 1e6 / calls);
+  struct rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  double idle_start = omp_get_wtime();
+  usleep(1000000);
+  double idle = omp_get_wtime() - idle_start;
+  getrusage(RUSAGE_SELF, &after);
+  double cpu = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) +
+               (after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+               1e-6 * ((after.ru_utime.tv_usec - before.ru_utime.tv_usec) +
+                       (after.ru_stime.tv_usec - before.ru_stime.tv_usec));
+  fprintf(stderr, "idle: %.1f ms CPU in %.0f ms\n", cpu * 1e3, idle * 1e3);
+}
+
 int main(int argc, char **argv) {
   void *fn = reinterpret_cast<void *>(&sum_times_ten);
   unsigned long long result = 0, written = 0, filed = 0;
@@ -167,6 +206,8 @@ int main(int argc, char **argv) {
   // The file the device writes: the program's own path with .txt (the twin reads it in place).
   char path[4096];
   snprintf(path, sizeof path, "%s.txt", argv[0]);
+  if (argc > 1 && atoi(argv[1]) > 0)
+    time_calls(fn, atoi(argv[1]));
 #pragma omp target map(from : result, written, wrote, printed, filed) firstprivate(fn)         \
     map(to : path)
   {
@@ -191,43 +232,6 @@ int main(int argc, char **argv) {
          written, wrote);
   printf("device printf: %d; device file: %llu bytes\n", printed, filed);
   unsigned long long first = result;
-  // With a count: that many host calls, then that many device printfs, in one kernel each,
-  // timed (on stderr), for the cost of a round trip; then the CPU time the process uses in a
-  // second with no kernel running (an idle server's).
-  int calls = argc > 1 ? atoi(argv[1]) : 0;
-  if (calls > 0) {
-    double start = omp_get_wtime();
-#pragma omp target map(tofrom : result) firstprivate(fn, calls)
-    {
-      int values[8] = {0};
-      for (int i = 0; i < calls; i++) {
-        values[0] = i;
-        result += __llvm_omp_host_call(fn, values, sizeof values);
-      }
-    }
-    double seconds = omp_get_wtime() - start;
-    fprintf(stderr, "%d host calls: %.2f us each\n", calls, seconds * 1e6 / calls);
-    start = omp_get_wtime();
-#pragma omp target firstprivate(calls)
-    {
-      for (int i = 0; i < calls; i++)
-        rpc_printf_text_int("printf from the device:", i);
-    }
-    seconds = omp_get_wtime() - start;
-    fflush(stdout);
-    fprintf(stderr, "%d device printfs: %.2f us each\n", calls, seconds * 1e6 / calls);
-    struct rusage before, after;
-    getrusage(RUSAGE_SELF, &before);
-    double idle_start = omp_get_wtime();
-    usleep(1000000);
-    double idle = omp_get_wtime() - idle_start;
-    getrusage(RUSAGE_SELF, &after);
-    double cpu = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) +
-                 (after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
-                 1e-6 * ((after.ru_utime.tv_usec - before.ru_utime.tv_usec) +
-                         (after.ru_stime.tv_usec - before.ru_stime.tv_usec));
-    fprintf(stderr, "idle: %.1f ms CPU in %.0f ms\n", cpu * 1e3, idle * 1e3);
-  }
   // The host call is what a GPU image can make here (puts and malloc need the twin's client).
   return first == 360 ? 0 : 1;
 }
