@@ -7,7 +7,7 @@ use crate::image::{Kernel, ModuleImage};
 use crate::memory::{AddressBook, DeviceMemory, Kind, Region};
 use crate::status::{self, Result};
 use crate::streams::{Event, Stream};
-use offload_image::twin::Twin;
+use offload_image::twin::{Twin, TwinKernel};
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -412,7 +412,7 @@ pub struct Function {
     pub name: String,
     pub kernel: Kernel,
     /// The twin's kernel of the same name.
-    pub entry: Option<usize>,
+    pub entry: Option<TwinKernel>,
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
     pub max_dynamic_shared: AtomicU32,
     /// Keeps the module (and its twin) loaded while its launches are queued.

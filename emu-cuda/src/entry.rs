@@ -18,6 +18,7 @@ use crate::profile;
 use crate::status::{self, CuResult, Result};
 use crate::streams::{Event, Stream, Untimed};
 use crate::trace::{call, Call};
+use offload_image::device_environment::KERNEL_ENVIRONMENT_SUFFIX;
 use offload_image::twin;
 use std::ffi::{c_char, c_int, c_uchar, c_uint, c_ushort, c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -1302,7 +1303,10 @@ pub extern "C" fn cuModuleGetFunction(
         if let Some(&handle) = given.get(&name) {
             return out(function, handle);
         }
-        let entry = m.twin.as_ref().and_then(|t| t.symbol(&name));
+        let environment = m
+            .image
+            .initial_bytes(&format!("{name}{KERNEL_ENVIRONMENT_SUFFIX}"));
+        let entry = m.twin.as_ref().and_then(|t| t.kernel(&name, environment));
         let allowed = profile::SHARED_DEFAULT.saturating_sub(kernel.static_shared);
         let handle = driver.functions.insert(Arc::new(Function {
             module,
@@ -1490,6 +1494,28 @@ pub unsafe extern "C" fn cuLaunchKernel(
             return Err(status::NOT_SUPPORTED);
         };
         let arguments = launch::twin_arguments(&f, &buffer)?;
+        // A kernel compiled GPU-style (flang's) runs through the twin's host device runtime, a
+        // team of threads per block; any other is called once.
+        let blocks = [grid_x, grid_y, grid_z]
+            .iter()
+            .map(|&g| u64::from(g))
+            .product();
+        let threads = [block_x, block_y, block_z]
+            .iter()
+            .map(|&b| u64::from(b))
+            .product();
+        let call = entry
+            .call(
+                &f.name,
+                arguments,
+                (blocks, threads),
+                u64::from(shared),
+                profile::WARP_SIZE,
+            )
+            .map_err(|why| {
+                eprintln!("omptarget-emu (CUDA): {why}");
+                status::NOT_SUPPORTED
+            })?;
         crate::faults::prepare();
         // On the legacy default stream the kernel runs on a stream of its own, waited for: a
         // faulting kernel's thread never returns, and it must not be the caller's.
@@ -1505,9 +1531,11 @@ pub unsafe extern "C" fn cuLaunchKernel(
         stream.submit(move || {
             let module = &f._module;
             crate::faults::run(d, on, &f.name, module.code.as_ref(), || {
-                // SAFETY: `entry` is the twin's kernel of this name, which takes one
+                // SAFETY: the call is of the twin's kernel of this name, which takes one
                 // pointer-sized value per parameter; `f` holds its image loaded.
-                unsafe { offload_image::native_code::call_with_args(entry, &arguments) };
+                if let Err(why) = unsafe { call.run(&f.name) } {
+                    eprintln!("omptarget-emu (CUDA): {why}");
+                }
             });
         });
         if legacy {

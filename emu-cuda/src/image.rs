@@ -73,6 +73,19 @@ pub struct ModuleImage {
     pub globals: HashMap<String, Global>,
 }
 
+impl ModuleImage {
+    /// The initial bytes of global `name` (before relocations); `None` where it has none (a
+    /// zero-initialised variable) or no such global.
+    pub fn initial_bytes(&self, name: &str) -> Option<&[u8]> {
+        let global = self.globals.get(name)?;
+        let end = global.offset.checked_add(global.size)?;
+        self.sections
+            .get(global.section)?
+            .bytes
+            .get(global.offset..end)
+    }
+}
+
 /// The size of an ELF image at `bytes` whose length the caller does not know (the driver is
 /// handed a bare pointer): the end of its furthest header table or section. `None` if the
 /// header is not a 64-bit little-endian ELF header.

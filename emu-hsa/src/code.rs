@@ -1,15 +1,18 @@
 //! Code object readers, executables and their symbols: gfx code objects are checked and read
 //! (AMDGPU note metadata), refused for an agent whose ISA they do not run on, and each
-//! kernel is bound to the kernel of the same name in the image's x86-64 twin. A variable the
-//! twin also defines lives in the twin's storage (kernels, which run in the twin, and copies
-//! then see one variable); any other lives in the agent's memory, initialised from the image.
+//! kernel is bound to the kernel of the same name in the image's x86-64 twin (with the
+//! execution mode of the code object's kernel environment, for a GPU-style twin kernel's
+//! league: `twin::TwinKernel`). A variable the twin also defines lives in the twin's storage
+//! (kernels, which run in the twin, and copies then see one variable); any other lives in the
+//! agent's memory, initialised from the image.
 
 use crate::agents::{AgentIndex, System, GPU_ISA_NAME};
 use crate::memory::Memory;
 use crate::status::{self, Result};
 use hsa_sys::*;
 use offload_image::amdgpu_code_object::{self as code_object, target_id::TargetId};
-use offload_image::twin::{self, Twin};
+use offload_image::device_environment::KERNEL_ENVIRONMENT_SUFFIX;
+use offload_image::twin::{self, Twin, TwinKernel};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,11 +32,18 @@ pub struct Kernel {
     /// Offsets of the explicit arguments that are pointers to global memory.
     pub pointer_args: Vec<u32>,
     /// The twin's kernel, if the program has a twin.
-    pub entry: Option<usize>,
+    pub entry: Option<TwinKernel>,
     /// Keeps the twin loaded while the kernel can run.
     pub _twin: Option<Arc<Twin>>,
     /// The twin's code, registered so that a fault in it is its kernel's.
     pub code: Option<Arc<omptarget_emu_support::kernel_faults::Code>>,
+}
+
+impl Kernel {
+    /// The kernel's function, as messages name it: its name without the descriptor's `.kd`.
+    pub fn function_name(&self) -> &str {
+        self.name.strip_suffix(".kd").unwrap_or(&self.name)
+    }
 }
 
 pub enum Symbol {
@@ -215,7 +225,11 @@ impl Code {
             .map(Arc::new);
         let mut placed = Vec::new();
         for kernel in code.kernels() {
-            let entry = twin.as_ref().and_then(|t| t.symbol(&kernel.name));
+            let environment =
+                code.symbol_bytes(&format!("{}{KERNEL_ENVIRONMENT_SUFFIX}", kernel.name));
+            let entry = twin
+                .as_ref()
+                .and_then(|t| t.kernel(&kernel.name, environment));
             let record = Arc::new(Kernel {
                 name: kernel.symbol.clone(),
                 agent,

@@ -2,8 +2,9 @@
 //! ([`launch`]: geometry within the agent's limits, group memory within what the agent has,
 //! the kernel object, kernel arguments the agent can read), so a bad packet stops its queue
 //! before anything behind it is taken; then the kernel's x86-64 twin ([`Launch::run`], on a
-//! thread of its own), called once with the explicit arguments read from the kernarg segment
-//! at the offsets the kernel's metadata gives.
+//! thread of its own), with the explicit arguments read from the kernarg segment at the offsets
+//! the kernel's metadata gives: called once, or, for a kernel compiled GPU-style (flang's),
+//! through the twin's host device runtime on a team of real threads per work-group.
 
 use crate::agents::{AgentIndex, GROUP_MEMORY, WORKGROUP_MAX_DIM, WORKGROUP_MAX_SIZE};
 use crate::runtime::Runtime;
@@ -12,8 +13,7 @@ use hsa_sys::*;
 
 /// A dispatch ready to run.
 pub struct Launch {
-    entry: usize,
-    arguments: Vec<usize>,
+    call: offload_image::twin::TwinCall,
     /// Keeps the kernel (and its twin) loaded while it runs.
     kernel: std::sync::Arc<crate::code::Kernel>,
 }
@@ -24,9 +24,11 @@ impl Launch {
     }
 
     pub fn run(self) {
-        // SAFETY: `entry` is the twin's kernel of this name, which takes one pointer-sized
+        // SAFETY: the call is of the twin's kernel of this name, which takes one pointer-sized
         // value per explicit argument; `kernel` keeps the twin loaded.
-        unsafe { offload_image::native_code::call_with_args(self.entry, &self.arguments) };
+        if let Err(why) = unsafe { self.call.run(self.kernel.function_name()) } {
+            eprintln!("omptarget-emu (HSA): {why}");
+        }
     }
 }
 
@@ -126,11 +128,30 @@ pub fn launch(
         arguments
             .push(unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) });
     }
-    Ok(Launch {
-        entry,
-        arguments,
-        kernel,
-    })
+    let group = [
+        packet.workgroup_size_x,
+        packet.workgroup_size_y,
+        packet.workgroup_size_z,
+    ];
+    let grid = [packet.grid_size_x, packet.grid_size_y, packet.grid_size_z];
+    let work_groups: u64 = (0..3)
+        .map(|d| u64::from(grid[d]).div_ceil(u64::from(group[d])))
+        .product();
+    let group_threads: u64 = group.iter().map(|&g| u64::from(g)).product();
+    let dynamic = packet.group_segment_size.saturating_sub(kernel.group_size);
+    let call = entry
+        .call(
+            kernel.function_name(),
+            arguments,
+            (work_groups, group_threads),
+            u64::from(dynamic),
+            crate::agents::WAVEFRONT_SIZE,
+        )
+        .map_err(|why| {
+            eprintln!("omptarget-emu (HSA): {why}");
+            Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT)
+        })?;
+    Ok(Launch { call, kernel })
 }
 
 /// Dimensions 1 to 3; a work-group within the agent's limits; a grid of at least one

@@ -87,6 +87,12 @@ impl KernelConfiguration {
             reduction_buffer_length: word(24),
         }
     }
+
+    /// Reads the struct from the head of a global's bytes (a kernel environment's initial
+    /// bytes in an image); `None` when they are too few.
+    pub fn parse(bytes: &[u8]) -> Option<KernelConfiguration> {
+        Some(Self::from_bytes(bytes.get(..Self::SIZE)?.try_into().ok()?))
+    }
 }
 
 #[cfg(test)]
@@ -121,5 +127,7 @@ mod tests {
         assert_eq!(config.exec_mode, 2);
         assert_eq!(config.max_threads, 256);
         assert_eq!((config.min_teams, config.max_teams), (3, 3));
+        assert_eq!(KernelConfiguration::parse(&raw), Some(config));
+        assert_eq!(KernelConfiguration::parse(&raw[..27]), None);
     }
 }

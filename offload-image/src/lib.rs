@@ -10,6 +10,8 @@
 //! - [`amdgpu_processors`]: the AMDGCN processors of the ELF `EF_AMDGPU_MACH` field.
 //! - [`kernel_names`]: OpenMP kernels' names, and how reports show them.
 //! - [`device_environment`]: the device and kernel environment globals of OpenMP images.
+//! - [`device_runtime`]: GPU-style kernels in x86-64 images, run through omptarget-rs's host
+//!   device runtime (its launcher), for host devices and for the emulators' twins.
 //! - [`twin`]: a GPU image's x86-64 twin, which the emulated drivers run.
 //! - [`native_code`]: native code that arrives as bytes, loaded from memory and called.
 //! - [`llvm_ir`]: LLVM IR (bitcode) images, recognised to be refused (no JIT here).
@@ -18,6 +20,7 @@ pub mod amdgpu_code_object;
 pub mod amdgpu_processors;
 pub mod cuda_image;
 pub mod device_environment;
+pub mod device_runtime;
 pub mod elf_layout;
 pub mod kernel_names;
 pub mod llvm_ir;

@@ -1,8 +1,13 @@
-//! A GPU image's x86-64 twin: the host image that clang builds beside it when a program names
-//! both offload targets, whose kernels have the same names. The driver emulators (CUDA, HSA)
-//! find the twin in the loaded program's `.llvm.offloading` section, load one copy per module
-//! from memory, and run each kernel through it (`native_code::call_with_args`).
+//! A GPU image's x86-64 twin: the host image that clang or flang builds beside it when a program
+//! names both offload targets, whose kernels have the same names. The driver emulators (CUDA,
+//! HSA) find the twin in the loaded program's `.llvm.offloading` section, load one copy per
+//! module from memory, and run each kernel through it ([`TwinKernel`]): a kernel compiled
+//! host-style (clang's x86-64 kernels) is called directly (`native_code::call_with_args`); one
+//! compiled GPU-style (flang's: it has a kernel environment) through the twin's host device
+//! runtime ([`crate::device_runtime`]), on the launch's grid.
 
+use crate::device_environment::KernelConfiguration;
+use crate::device_runtime::{self, RuntimeKernel, Shape};
 use crate::native_code;
 use crate::offload_binary;
 use std::os::fd::OwnedFd;
@@ -39,6 +44,113 @@ impl Twin {
     /// The address of `name` in this copy.
     pub fn symbol(&self, name: &str) -> Option<usize> {
         native_code::symbol_address(&self.library, name)
+    }
+
+    /// The twin's kernel `name`, if it has one; `gpu_environment` is the initial bytes of the
+    /// GPU image's `<name>_kernel_environment`, if it has one (its execution mode sized the
+    /// launch).
+    pub fn kernel(&self, name: &str, gpu_environment: Option<&[u8]>) -> Option<TwinKernel> {
+        let entry = self.symbol(name)?;
+        let runtime = RuntimeKernel::find(name, |s| self.symbol(s));
+        let exec_mode = gpu_environment
+            .and_then(KernelConfiguration::parse)
+            .or(runtime.map(|r| r.config))
+            .map_or(0, |c| c.exec_mode);
+        Some(TwinKernel {
+            entry,
+            runtime,
+            exec_mode,
+        })
+    }
+}
+
+/// How the offload linker links omptarget-rs's host device runtime into a twin (with
+/// `-lomptarget-host-device` and `-L` its lib directory), for messages.
+pub const LINK_RUNTIME: &str = "-Xoffload-linker-x86_64-pc-linux-gnu";
+
+/// A kernel of a twin, as an emulator runs it.
+#[derive(Copy, Clone, Debug)]
+pub struct TwinKernel {
+    /// The twin's function.
+    pub entry: usize,
+    /// Where the kernel was compiled GPU-style: its runtime (whose launcher runs it).
+    pub runtime: Option<RuntimeKernel>,
+    /// The GPU kernel's execution mode (its image's kernel environment, else the twin's; 0
+    /// without one).
+    pub exec_mode: u8,
+}
+
+/// One launch of a twin's kernel, checked and ready to run on the emulator's thread.
+#[derive(Clone, Debug)]
+pub struct TwinCall {
+    entry: usize,
+    words: Vec<usize>,
+    league: Option<(RuntimeKernel, Shape, u64)>,
+}
+
+impl TwinKernel {
+    /// The call for a launch of `blocks` blocks (work-groups) of `block_threads` threads, with
+    /// `words` (the GPU kernel's argument words) and `dyn_mem` bytes of dynamic shared memory
+    /// per block, on a GPU of `warp_size`-thread warps. A GPU-style kernel runs through the
+    /// runtime, a team per block ([`Shape::of_gpu_launch`]); `Err` (a message for kernel
+    /// `name`) where the twin lacks the runtime or the runtime cannot pass the words.
+    pub fn call(
+        &self,
+        name: &str,
+        words: Vec<usize>,
+        (blocks, block_threads): (u64, u64),
+        dyn_mem: u64,
+        warp_size: u32,
+    ) -> Result<TwinCall, String> {
+        let league = match self.runtime {
+            None => None,
+            Some(runtime) => {
+                let refusal = match runtime.launcher {
+                    None => Some(device_runtime::LaunchError::NoRuntime),
+                    Some(_) if words.len() > device_runtime::MAX_KERNEL_WORDS => {
+                        Some(device_runtime::LaunchError::TooManyWords(words.len()))
+                    }
+                    Some(_) => None,
+                };
+                if let Some(refusal) = refusal {
+                    return Err(refusal.message(name, LINK_RUNTIME));
+                }
+                let shape = Shape::of_gpu_launch(blocks, block_threads, self.exec_mode, warp_size);
+                Some((runtime, shape, dyn_mem))
+            }
+        };
+        Ok(TwinCall {
+            entry: self.entry,
+            words,
+            league,
+        })
+    }
+}
+
+impl TwinCall {
+    /// The league the runtime runs, for a GPU-style kernel.
+    pub fn shape(&self) -> Option<Shape> {
+        self.league.map(|(_, shape, _)| shape)
+    }
+
+    /// Runs the kernel, returning when it has finished (on every team); `Err` with a message
+    /// for kernel `name` where the runtime refused it.
+    ///
+    /// # Safety
+    /// The twin of the kernel is loaded during the call, and its kernel takes the words.
+    pub unsafe fn run(&self, name: &str) -> Result<(), String> {
+        match &self.league {
+            // SAFETY: the caller's promise: a twin kernel of one pointer-sized value per word.
+            None => unsafe { native_code::call_with_args(self.entry, &self.words) },
+            Some((runtime, shape, dyn_mem)) => {
+                // SAFETY: the caller's promise; the runtime is the kernel's twin's.
+                unsafe {
+                    device_runtime::launch(self.entry, runtime, &self.words, *shape, *dyn_mem)
+                }
+                .map_err(|e| e.message(name, LINK_RUNTIME))?
+            }
+        }
+        Ok(())
     }
 }
 
@@ -179,4 +291,62 @@ fn loaded_objects() -> Vec<(String, usize)> {
     // call.
     unsafe { libc::dl_iterate_phdr(Some(visit), &mut found as *mut _ as *mut libc::c_void) };
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime(launcher: Option<usize>, exec_mode: u8) -> RuntimeKernel {
+        RuntimeKernel {
+            launcher,
+            config: KernelConfiguration {
+                exec_mode,
+                ..KernelConfiguration::default()
+            },
+        }
+    }
+
+    #[test]
+    fn gpu_style_kernels_get_the_launch_grid_and_others_a_plain_call() {
+        let kernel = |runtime, exec_mode| TwinKernel {
+            entry: 0x1000,
+            runtime,
+            exec_mode,
+        };
+        // Host-style (clang's x86-64 kernels): called once, whatever the grid.
+        let plain = kernel(None, 0).call("k", vec![1, 2], (100, 256), 0, 64);
+        assert_eq!(plain.unwrap().shape(), None);
+        // GPU-style, generic mode on gfx90a: 3 work-groups of thread_limit(5) + a wavefront.
+        let generic = kernel(Some(runtime(Some(0x2000), 1)), 1);
+        let call = generic.call("k", vec![1], (3, 69), 16, 64).unwrap();
+        let shape = call.shape().unwrap();
+        assert_eq!(
+            (shape.teams, shape.thread_limit, shape.default_threads),
+            (3, 5, 5)
+        );
+        // SPMD: every thread of the block.
+        let spmd = kernel(Some(runtime(Some(0x2000), 1)), 2);
+        let shape = spmd.call("k", vec![1], (4, 128), 0, 32).unwrap().shape();
+        assert_eq!(shape.map(|s| (s.teams, s.thread_limit)), Some((4, 128)));
+    }
+
+    #[test]
+    fn gpu_style_kernels_the_runtime_cannot_run_are_refused_at_launch() {
+        let without = TwinKernel {
+            entry: 0x1000,
+            runtime: Some(runtime(None, 1)),
+            exec_mode: 1,
+        };
+        let refused = without.call("k", vec![1], (1, 64), 0, 64).unwrap_err();
+        assert!(refused.contains("was compiled GPU-style"), "{refused}");
+        assert!(refused.contains(&format!("{LINK_RUNTIME} -lomptarget-host-device")));
+        let with = TwinKernel {
+            runtime: Some(runtime(Some(0x2000), 2)),
+            ..without
+        };
+        let words = vec![0; device_runtime::MAX_KERNEL_WORDS + 1];
+        let refused = with.call("k", words, (1, 64), 0, 64).unwrap_err();
+        assert!(refused.contains("takes 65 arguments"), "{refused}");
+    }
 }
