@@ -614,6 +614,17 @@ fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
 const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; device malloc: 63\n\
                                 device printf: 27; device file: 22 bytes";
 
+/// The file the program's kernel wrote through the host (its own path with .txt), removed.
+fn assert_device_wrote_its_file(gpu: EmulatedGpu, exe: &std::path::Path) {
+    let file = exe.with_extension("txt");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        "written by the device\n",
+        "{gpu:?}"
+    );
+    let _ = std::fs::remove_file(&file);
+}
+
 /// A kernel calls a host function, writes a line and allocates device memory through our
 /// plugin's server; LLVM 22's runtime runs the same binary as the judge on the emulated HSA
 /// runtime. Not on the emulated CUDA driver: LLVM 22's server serves the device's `malloc` with
@@ -635,13 +646,7 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
                 && stdout.contains(HOST_CALL_OUTPUT),
             "{gpu:?}: {stdout}"
         );
-        let file = exe.with_extension("txt");
-        assert_eq!(
-            std::fs::read_to_string(&file).unwrap_or_default(),
-            "written by the device\n",
-            "{gpu:?}"
-        );
-        let _ = std::fs::remove_file(&file);
+        assert_device_wrote_its_file(gpu, &exe);
         if gpu == EmulatedGpu::Amdgpu {
             let llvm = std::process::Command::new("timeout")
                 .arg("60")
@@ -692,13 +697,7 @@ fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
         ] {
             assert!(stdout.contains(line), "{gpu:?}: {stdout}");
         }
-        let file = exe.with_extension("txt");
-        assert_eq!(
-            std::fs::read_to_string(&file).unwrap_or_default(),
-            "written by the device\n",
-            "{gpu:?}"
-        );
-        let _ = std::fs::remove_file(&file);
+        assert_device_wrote_its_file(gpu, &exe);
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
     }
