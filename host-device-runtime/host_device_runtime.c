@@ -29,6 +29,11 @@
  * which the image links (-lomp). Pool threads are libomp root threads, so a kernel's parallel
  * regions are never nested in the launching thread's.
  *
+ * Under another runtime: LLVM's own host plugin runs the same images (it fills
+ * __omp_rtl_device_environment but knows nothing of the launcher): it calls each kernel once,
+ * on the thread that launched it. Such a kernel runs as one team of one thread: its __kmpc_target_init finds
+ * no team on its thread and sets a team of one for the kernel's duration.
+ *
  * What is ours rather than libomp's: the team and device queries (team numbers are ours, not
  * libomp's `teams`), the worksharing-loop entry points of the GPU runtime (with LLVM's
  * iteration assignment: blocks of iterations to teams, then to threads), and the reductions:
@@ -40,6 +45,7 @@
  * layouts offload/include/Shared/Environment.h; the code is our own.
  */
 
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -132,14 +138,32 @@ static const struct team *team_of_thread(void) { return current_team; }
 
 /* ---- kernels ----------------------------------------------------------------------------- */
 
+/* A kernel another runtime calls directly (LLVM's host plugin: one call, on the thread that
+ * launched it, not through __omptarget_host_device_launch_v1) runs as a league of one team of
+ * one thread: __kmpc_target_init finds no team on its thread and sets this one for the kernel's
+ * duration, so that the team queries, the loops and the parallel regions (one thread) agree. */
+static const struct launch solo_launch = {.teams = 1, .thread_limit = 1, .default_threads = 1};
+static const struct team solo_team = {0, &solo_launch, NULL};
+/* Whether this thread's current_team is the solo team, set by __kmpc_target_init. */
+static __thread int solo_kernel;
+
 EXPORT int32_t __kmpc_target_init(struct kernel_environment *environment, void *launch_environment) {
     (void)environment;
     (void)launch_environment;
+    if (!current_team) {
+        current_team = &solo_team;
+        solo_kernel = 1;
+    }
     /* Only a team's main thread enters a kernel: it runs the user code. */
     return -1;
 }
 
-EXPORT void __kmpc_target_deinit(void) {}
+EXPORT void __kmpc_target_deinit(void) {
+    if (solo_kernel) {
+        solo_kernel = 0;
+        current_team = NULL;
+    }
+}
 
 EXPORT int8_t __kmpc_is_spmd_exec_mode(void) { return 0; }
 
@@ -389,13 +413,19 @@ EXPORT void __kmpc_end_reduce(ident_t *loc, int32_t gtid, void *lock) {
 
 /* ---- the OpenMP API on the device -------------------------------------------------------- */
 
-/* libomp's function `name`, for the queries below when they are called outside a kernel this
- * runtime launched: from a clang-compiled (host-style) kernel in the same image, whose teams are
- * libomp's. The image's own name binds here, so libomp's is looked up by name. */
-static int host_query(int (**cached)(void), const char *name, int otherwise) {
+/* libomp's function `name`, for the queries below when they are called outside any kernel of
+ * this runtime's: from a clang-compiled (host-style) kernel in the same image, whose teams are
+ * libomp's. The image's own name binds here, so libomp's is looked up by name: the next
+ * definition after this image's (RTLD_NEXT: the image's own dependencies, libomp among them).
+ * Not RTLD_DEFAULT: the image is linked -Bsymbolic, which puts the image first in its own
+ * lookup scope, so that would find `self` again, and the query would call itself forever.
+ * Where libomp's cannot be found, `otherwise`. */
+static int host_query(int (**cached)(void), int (*self)(void), const char *name, int otherwise) {
     int (*query)(void) = __atomic_load_n(cached, __ATOMIC_RELAXED);
     if (!query) {
-        query = (int (*)(void))dlsym(RTLD_DEFAULT, name);
+        query = (int (*)(void))dlsym(RTLD_NEXT, name);
+        if (!query || query == self)
+            query = NULL;
         __atomic_store_n(cached, query, __ATOMIC_RELAXED);
     }
     return query ? query() : otherwise;
@@ -403,17 +433,26 @@ static int host_query(int (**cached)(void), const char *name, int otherwise) {
 
 EXPORT int omp_get_team_num(void) {
     static int (*host)(void);
-    return team_of_thread() ? (int)team_num() : host_query(&host, "omp_get_team_num", 0);
+    return team_of_thread() ? (int)team_num()
+                            : host_query(&host, omp_get_team_num, "omp_get_team_num", 0);
 }
 
 EXPORT int omp_get_num_teams(void) {
     static int (*host)(void);
-    return team_of_thread() ? (int)team_count() : host_query(&host, "omp_get_num_teams", 1);
+    return team_of_thread() ? (int)team_count()
+                            : host_query(&host, omp_get_num_teams, "omp_get_num_teams", 1);
 }
 
+/* The host plugin (ours or LLVM's) fills __omp_rtl_device_environment when it loads the image.
+ * Where none did (num_devices 0, which no filled environment has), the device count is libomp's
+ * (the same runtime's); the device number, which nothing else tells the image, is then 0. */
 EXPORT int omp_get_device_num(void) { return (int)__omp_rtl_device_environment.device_num; }
 
-EXPORT int omp_get_num_devices(void) { return (int)__omp_rtl_device_environment.num_devices; }
+EXPORT int omp_get_num_devices(void) {
+    static int (*host)(void);
+    uint32_t filled = __atomic_load_n(&__omp_rtl_device_environment.num_devices, __ATOMIC_RELAXED);
+    return filled ? (int)filled : host_query(&host, omp_get_num_devices, "omp_get_num_devices", 0);
+}
 
 EXPORT int omp_is_initial_device(void) { return 0; }
 
@@ -423,7 +462,8 @@ EXPORT int omp_get_initial_device(void) { return -1; }
 EXPORT int omp_get_thread_limit(void) {
     static int (*host)(void);
     const struct team *team = team_of_thread();
-    return team ? (int)team->launch->thread_limit : host_query(&host, "omp_get_thread_limit", 1);
+    return team ? (int)team->launch->thread_limit
+                : host_query(&host, omp_get_thread_limit, "omp_get_thread_limit", 1);
 }
 
 /* Outside a parallel region: the threads a parallel region would get; inside one, nested
@@ -433,7 +473,7 @@ EXPORT int omp_get_max_threads(void) {
     const struct team *team = team_of_thread();
     if (team && omp_get_level() == 0)
         return (int)team->launch->default_threads;
-    return host_query(&host, "omp_get_max_threads", 1);
+    return host_query(&host, omp_get_max_threads, "omp_get_max_threads", 1);
 }
 
 /* ---- the pool of team threads ------------------------------------------------------------ */

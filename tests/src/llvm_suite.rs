@@ -4,7 +4,9 @@
 //! clang-19 against LLVM 19's `libomptarget.so.19.1`, and LLVM 22's suite built by clang-22
 //! against LLVM 22's `libomptarget.so.22.1`; each side by side with ours. LLVM 22's suite also
 //! runs on the emulated GPUs of `dist/emu` (see [`Target`]): gfx90a and sm_90, whose kernels run
-//! through an x86-64 twin of each program.
+//! through an x86-64 twin of each program, and its Fortran tests (`offloading/fortran`) run
+//! on the host devices, built by flang-22 with our host device runtime in each device image
+//! (see [`Target::HostFortran`]).
 //!
 //! This is a small stand-in for lit, enough for these tests: it reads each file's `RUN:`,
 //! `REQUIRES:`, `UNSUPPORTED:` and `XFAIL:` lines, expands the substitutions that offload's
@@ -100,7 +102,8 @@ const FEATURES_22: &[&str] = &[
 ];
 
 /// Features lit.cfg may set that these configurations lack: they are false, not unknown.
-/// (`libomptarget-debug`: Debian's runtimes are built without LIBOMPTARGET_DEBUG output;
+/// (`flang` holds on the host targets where flang-<release> is installed: [`flang_available`];
+/// `libomptarget-debug`: Debian's runtimes are built without LIBOMPTARGET_DEBUG output;
 /// `nvptx` and `debug`, which LLVM 22's tests name, are set by no lit.cfg of offload; `host`
 /// and the GPU features are the target's, present only where [`Target`] lists them.)
 const ABSENT_FEATURES: &[&str] = &[
@@ -192,6 +195,19 @@ impl Release {
         }
     }
 
+    /// The Fortran compiler of this release (lit.cfg's `test_fortran_compiler`).
+    pub fn flang(self) -> String {
+        format!("flang-{}", self.major())
+    }
+
+    /// lit.cfg's `test_flags_flang`.
+    fn flags_flang(self) -> &'static str {
+        match self {
+            Release::Llvm19 => "",
+            Release::Llvm22 => "-fopenmp-version=52",
+        }
+    }
+
     /// lit.cfg's `config.suffixes`.
     fn suffixes(self) -> &'static [&'static str] {
         match self {
@@ -235,9 +251,16 @@ impl Release {
     /// lit.cfg's add_libraries(): LLVM 19 adds the device runtime archive when its tree has
     /// one; LLVM 22 adds nothing for a host target, and the device runtime for a GPU target
     /// (which the emulated targets' compiler links from its own build instead).
+    /// For [`Target::HostFortran`], our host device runtime stands where a GPU target's device
+    /// runtime would: `-L<dist>/lib -Xoffload-linker -lomptarget-host-device`, the user's link
+    /// line (its `-L` comes after `%flags`' own, so `libomptarget.so` is still LLVM's).
     fn libraries(self, target: Target, source: &str) -> String {
         let devicertl = Path::new(LLVM19_LIB_DIR).join("libomptarget.devicertl.a");
         match self {
+            _ if target == Target::HostFortran => format!(
+                "{source} -L {} -Xoffload-linker -lomptarget-host-device",
+                host_device_lib_dir().display()
+            ),
             _ if target.gpu().is_some() => format!("{source} -Xoffload-linker -lompdevice"),
             Release::Llvm19 if devicertl.exists() => format!("{source} {}", devicertl.display()),
             _ => source.to_string(),
@@ -275,6 +298,12 @@ impl Release {
         if target.features(self).contains(&name) {
             return Ok(true);
         }
+        // lit.cfg sets `flang` when the build names a Fortran compiler: here, when this
+        // release's flang is installed, for the host (the emulated GPUs' compilers, which
+        // build each program's twin, are clang's alone).
+        if name == "flang" {
+            return Ok(target.gpu().is_none() && flang_available(self));
+        }
         let compiler_version = ["clang-", "gcc", "icc"].iter().any(|p| name.starts_with(p));
         if ABSENT_FEATURES.contains(&name) || self.all_targets().contains(&name) || compiler_version
         {
@@ -298,6 +327,44 @@ pub enum Target {
     AmdgcnEmu,
     /// `nvptx64-nvidia-cuda`, sm_90, on the emulated CUDA driver.
     NvptxEmu,
+    /// LLVM 22's Fortran tests (`offloading/fortran`) on the x86_64 host devices: the host
+    /// target of [`Target::Host`], with flang-22 and our host device runtime linked into each
+    /// device image (see [`Release::libraries`]), as a user builds Fortran for host devices.
+    /// Those tests say `REQUIRES: flang, amdgpu` (or `gpu`, or `amdgcn-amd-amdhsa`) for the GPU
+    /// of LLVM's bots, the only devices LLVM runs flang's GPU-style kernels on; here the host
+    /// device stands in for that GPU:
+    /// - `REQUIRES`: the GPU's names ([`GPU_STAND_IN`]) hold;
+    /// - `UNSUPPORTED`: the host triple does not hold: those marks (9 tests) date from LLVM's
+    ///   x86_64 target having no device runtime for flang's kernels, which this target links in;
+    /// - `XFAIL`: as on the host (`XFAIL: amdgpu` is a failure on the GPU), but ignored for the
+    ///   tests of the target's `gpu-xfail.txt`, whose `XFAIL: *` gives a GPU's reason;
+    /// - a RUN line's explicit `-fopenmp-targets=amdgcn-amd-amdhsa` (a helper object built with
+    ///   clang or flang) offloads to the host triple.
+    HostFortran,
+}
+
+/// [`Target::HostFortran`]: the features that `REQUIRES` of the Fortran tests name for the GPU
+/// of LLVM's bots, satisfied by the host device standing in for it.
+pub const GPU_STAND_IN: &[&str] = &["gpu", "amdgpu", "amdgcn-amd-amdhsa"];
+
+/// [`Target::HostFortran`]'s only folder.
+const FORTRAN_DIRS: &[&str] = &["offloading/fortran"];
+
+/// The explicit GPU offload flag of the Fortran folder's helper compiles.
+const AMDGCN_OFFLOAD_FLAG: &str = "-fopenmp-targets=amdgcn-amd-amdhsa";
+
+/// Where the host device runtime is: the install tree's `lib/` (`$OMPTARGET_DIST` or `dist/`),
+/// not checked here (Config checks it).
+fn host_device_lib_dir() -> PathBuf {
+    std::env::var_os("OMPTARGET_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("dist"))
+        .join("lib")
+}
+
+/// Whether `release`'s flang (`flang-<major>`) is in PATH: lit.cfg's `flang` feature.
+pub fn flang_available(release: Release) -> bool {
+    find_in_path(&release.flang()).is_some()
 }
 
 /// lit.cfg's features of an amdgcn target whose `amdgpu_test_arch` is gfx90a: unified shared
@@ -319,7 +386,12 @@ const FEATURES_NVPTX: &[&str] = &[
 ];
 
 impl Target {
-    pub const ALL: [Target; 3] = [Target::Host, Target::AmdgcnEmu, Target::NvptxEmu];
+    pub const ALL: [Target; 4] = [
+        Target::Host,
+        Target::AmdgcnEmu,
+        Target::NvptxEmu,
+        Target::HostFortran,
+    ];
 
     pub fn parse(name: &str) -> Option<Target> {
         Target::ALL.into_iter().find(|t| t.name() == name)
@@ -330,13 +402,14 @@ impl Target {
             Target::Host => "host",
             Target::AmdgcnEmu => "amdgcn-emu",
             Target::NvptxEmu => "nvptx-emu",
+            Target::HostFortran => "host-fortran",
         }
     }
 
     /// The emulated GPU, for a GPU target.
     pub fn gpu(self) -> Option<EmulatedGpu> {
         match self {
-            Target::Host => None,
+            Target::Host | Target::HostFortran => None,
             Target::AmdgcnEmu => Some(EmulatedGpu::Amdgpu),
             Target::NvptxEmu => Some(EmulatedGpu::Cuda),
         }
@@ -345,7 +418,7 @@ impl Target {
     /// lit's `libomptarget_current_target`.
     pub fn triple(self, release: Release) -> &'static str {
         match self {
-            Target::Host => release.target(),
+            Target::Host | Target::HostFortran => release.target(),
             Target::AmdgcnEmu => "amdgcn-amd-amdhsa",
             Target::NvptxEmu => "nvptx64-nvidia-cuda",
         }
@@ -355,7 +428,7 @@ impl Target {
     /// (the same compiler and runtimes build and run them).
     fn features(self, release: Release) -> Vec<&'static str> {
         let own = match self {
-            Target::Host => return release.features().to_vec(),
+            Target::Host | Target::HostFortran => return release.features().to_vec(),
             Target::AmdgcnEmu => FEATURES_AMDGCN,
             Target::NvptxEmu => FEATURES_NVPTX,
         };
@@ -364,8 +437,16 @@ impl Target {
         own.iter().copied().chain(common).collect()
     }
 
+    /// The folders of offload/test whose tests run on this target.
+    pub fn dirs(self, release: Release) -> &'static [&'static str] {
+        match self {
+            Target::HostFortran => FORTRAN_DIRS,
+            _ => release.dirs(),
+        }
+    }
+
     /// Where this target's lists are: the release's folder for the host, a subfolder named
-    /// after the target for an emulated GPU.
+    /// after the target otherwise.
     pub fn list_dir(self, release: Release) -> PathBuf {
         match self {
             Target::Host => release.list_dir(),
@@ -376,7 +457,7 @@ impl Target {
     /// lit.cfg's `%libomptarget-run-<target>`: an emulated GPU's program names its twin.
     fn run_command(self) -> &'static str {
         match self {
-            Target::Host => "%t",
+            Target::Host | Target::HostFortran => "%t",
             _ => "env OMPTARGET_EMU_TWINS=%t.twin %t",
         }
     }
@@ -441,8 +522,13 @@ pub fn suite_root(release: Release) -> Result<PathBuf, String> {
 /// The tests (paths relative to offload/test, like `mapping/pr38704.c`) of `release`'s
 /// folders, sorted.
 pub fn discover(root: &Path, release: Release) -> Vec<String> {
+    discover_on(root, release, Target::Host)
+}
+
+/// The tests of `target`'s folders (see [`Target::dirs`]), sorted.
+pub fn discover_on(root: &Path, release: Release, target: Target) -> Vec<String> {
     let mut names = Vec::new();
-    for dir in release.dirs() {
+    for dir in target.dirs(release) {
         collect(root, &root.join(dir), release.suffixes(), &mut names);
     }
     names.sort();
@@ -477,6 +563,22 @@ pub fn read_names(path: &Path) -> Result<Vec<String>, String> {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_string)
+        .collect())
+}
+
+/// Reads a list of tests with reasons: per line, a test's name, then why (the rest of the
+/// line); blank lines and `#` comments are ignored.
+pub fn read_listed(path: &Path) -> Result<Vec<(String, String)>, String> {
+    let text =
+        fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once(char::is_whitespace) {
+            Some((name, why)) => (name.to_string(), why.trim().to_string()),
+            None => (l.to_string(), String::new()),
+        })
         .collect())
 }
 
@@ -559,13 +661,33 @@ impl Directives {
         target: Target,
     ) -> Result<Option<String>, String> {
         let holds = |expr: &str| eval_features_on(release, target, expr);
+        // The host device stands in for the GPU the Fortran tests require (Target::HostFortran).
+        let required = |expr: &str| match target {
+            Target::HostFortran => {
+                eval_with(expr, &|name: &str| match GPU_STAND_IN.contains(&name) {
+                    true => Ok(true),
+                    false => release.feature(target, name),
+                })
+            }
+            _ => holds(expr),
+        };
         for expr in &self.requires {
-            if !holds(expr)? {
+            if !required(expr)? {
                 return Ok(Some(format!("REQUIRES: {expr}")));
             }
         }
+        // Not the host triple either: see Target::HostFortran.
+        let unsupported = |expr: &str| match target {
+            Target::HostFortran => {
+                eval_with(expr, &|name: &str| match name == target.triple(release) {
+                    true => Ok(false),
+                    false => release.feature(target, name),
+                })
+            }
+            _ => holds(expr),
+        };
         for expr in &self.unsupported {
-            if holds(expr)? {
+            if unsupported(expr)? {
                 return Ok(Some(format!("UNSUPPORTED: {expr}")));
             }
         }
@@ -590,10 +712,14 @@ pub fn eval_features(release: Release, expr: &str) -> Result<bool, String> {
 /// Evaluates a lit boolean feature expression: names, `!`, `&&`, `||` and parentheses.
 /// Regular expressions (`{{...}}`) are not supported: the caller skips such tests.
 pub fn eval_features_on(release: Release, target: Target, expr: &str) -> Result<bool, String> {
+    eval_with(expr, &|name: &str| release.feature(target, name))
+}
+
+/// Evaluates a feature expression with `feature` telling whether each name holds.
+fn eval_with(expr: &str, feature: &Feature) -> Result<bool, String> {
     let tokens = tokenize(expr)?;
     let mut pos = 0;
-    let feature = |name: &str| release.feature(target, name);
-    let value = parse_or(&feature, &tokens, &mut pos)?;
+    let value = parse_or(feature, &tokens, &mut pos)?;
     if pos != tokens.len() {
         return Err(format!("cannot parse feature expression '{expr}'"));
     }
@@ -672,12 +798,16 @@ fn parse_not(feature: &Feature, tokens: &[String], pos: &mut usize) -> Result<bo
 pub struct Tools {
     pub clang: String,
     pub clangxx: String,
+    /// flang-N, where installed (lit.cfg's `test_fortran_compiler`; `%flang` and the `flang`
+    /// feature exist only with it).
+    pub flang: Option<String>,
     pub filecheck: String,
     pub not: String,
 }
 
 impl Tools {
-    /// clang-N, clang++-N, and FileCheck-N and not-N from llvm-N-tools, N being the release.
+    /// clang-N, clang++-N, and FileCheck-N and not-N from llvm-N-tools, N being the release;
+    /// flang-N if installed.
     pub fn find(release: Release) -> Result<Tools, String> {
         let n = release.major();
         let get = |name: &str, package: &str| {
@@ -691,6 +821,7 @@ impl Tools {
         Ok(Tools {
             clang: get(&format!("clang-{n}"), &format!("clang-{n}"))?,
             clangxx: get(&format!("clang++-{n}"), &format!("clang-{n}"))?,
+            flang: find_in_path(&release.flang()).map(|p| p.to_string_lossy().into_owned()),
             filecheck: get(&format!("FileCheck-{n}"), &tools)?,
             not: get(&format!("not-{n}"), &tools)?,
         })
@@ -899,7 +1030,11 @@ pub fn substitutions_for(
     }
     add("%clangxx".into(), tools.clangxx.clone());
     add("%clang".into(), tools.clang.clone());
-    // No %flang: there is no Fortran compiler, so Fortran tests keep it and are skipped.
+    // lit.cfg has %flang only with a Fortran compiler; without, Fortran tests keep it and are
+    // skipped (they also require the `flang` feature, false then).
+    if let Some(flang) = &tools.flang {
+        add("%flang".into(), flang.clone());
+    }
     if release == Release::Llvm22 {
         add("%target_triple".into(), target.triple(release).into());
     }
@@ -908,7 +1043,7 @@ pub fn substitutions_for(
     // targets' compiler passes its own (see emu_compiler_script).
     add("%cuda_flags".into(), String::new());
     add("%flags_clang".into(), String::new());
-    add("%flags_flang".into(), String::new());
+    add("%flags_flang".into(), release.flags_flang().into());
     // lit.cfg's test_flags, minus the -rpath options: LD_LIBRARY_PATH alone must choose
     // which runtime a program loads. Linking always uses LLVM's (same soname); libomp is
     // LLVM 19's (Debian's LLVM 22 runtime uses it too).
@@ -1036,6 +1171,8 @@ pub struct Config {
     pub timeout: Duration,
     /// Tests of `run-on-host.txt`, whose `REQUIRES: gpu` is ignored.
     pub run_on_host: Vec<String>,
+    /// [`Target::HostFortran`]: tests of `gpu-xfail.txt`, whose `XFAIL` is ignored.
+    pub gpu_xfail: Vec<String>,
 }
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -1060,6 +1197,22 @@ impl Config {
         }
         let suite = suite_root(release)?;
         let tools = Tools::find(release)?;
+        if target == Target::HostFortran {
+            if tools.flang.is_none() {
+                return Err(format!(
+                    "{} not found in PATH (install Debian package {})",
+                    release.flang(),
+                    release.flang()
+                ));
+            }
+            let archive = host_device_lib_dir().join("libomptarget-host-device.a");
+            if !archive.exists() {
+                return Err(format!(
+                    "no {}: run scripts/build-dist.sh",
+                    archive.display()
+                ));
+            }
+        }
         let lib_dir = runtime.lib_dir(release);
         if !lib_dir.join(release.soname()).exists() {
             return Err(format!(
@@ -1087,6 +1240,14 @@ impl Config {
             Target::Host => read_names(&release.run_on_host_file()).unwrap_or_default(),
             _ => Vec::new(),
         };
+        let gpu_xfail = match target {
+            Target::HostFortran => read_listed(&target.list_dir(release).join("gpu-xfail.txt"))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect(),
+            _ => Vec::new(),
+        };
         Ok(Config {
             release,
             suite,
@@ -1099,6 +1260,7 @@ impl Config {
             link_dir,
             timeout: DEFAULT_TIMEOUT,
             run_on_host,
+            gpu_xfail,
         })
     }
 
@@ -1122,6 +1284,22 @@ impl Config {
         self.list_dir().join("beyond-llvm.txt")
     }
 
+    /// [`Target::HostFortran`]: tests that fail on host devices whichever runtime runs them,
+    /// each with why (expectations only a GPU meets, a flang-22 bug).
+    pub fn expected_fail_file(&self) -> PathBuf {
+        self.list_dir().join("expected-fail.txt")
+    }
+
+    /// [`Target::HostFortran`]: tests flang-22 cannot compile, each with its message.
+    pub fn not_compilable_file(&self) -> PathBuf {
+        self.list_dir().join("not-compilable.txt")
+    }
+
+    /// The tests of this target's folders.
+    pub fn discover(&self) -> Vec<String> {
+        discover_on(&self.suite, self.release, self.target)
+    }
+
     /// The commands lit would run for a test, or why it is skipped.
     pub fn plan(&self, name: &str) -> Result<(TestPaths, Vec<(usize, String)>), Outcome> {
         let paths = TestPaths::new(&self.suite, &self.exec_root, name);
@@ -1130,6 +1308,9 @@ impl Config {
         let mut directives = Directives::parse(&String::from_utf8_lossy(&source));
         if self.run_on_host.iter().any(|n| n == name) {
             directives.requires.retain(|r| r.trim() != "gpu");
+        }
+        if self.gpu_xfail.iter().any(|n| n == name) {
+            directives.xfail.clear();
         }
         match directives.skip_reason_on(self.release, self.target) {
             Ok(None) => {}
@@ -1144,13 +1325,23 @@ impl Config {
             &self.link_dir,
             &paths,
         );
+        // The host device stands in for the GPU of the Fortran tests' helper compiles.
+        let host_offload = format!("-fopenmp-targets={}", self.target.triple(self.release));
         let mut commands = Vec::new();
         for (line, command) in &directives.run {
-            commands.push((*line, expand(command, &subs).map_err(Outcome::Skip)?));
+            let command = match self.target {
+                Target::HostFortran => command.replace(AMDGCN_OFFLOAD_FLAG, &host_offload),
+                _ => command.clone(),
+            };
+            commands.push((*line, expand(&command, &subs).map_err(Outcome::Skip)?));
         }
         // Only other targets' commands (turned into `ignored-command`): nothing to test.
-        let compiles =
-            |c: &String| c.contains(&self.tools.clang) || c.contains(&self.tools.clangxx);
+        let flang = self.tools.flang.as_deref();
+        let compiles = |c: &String| {
+            c.contains(&self.tools.clang)
+                || c.contains(&self.tools.clangxx)
+                || flang.is_some_and(|f| c.contains(f))
+        };
         if !commands.iter().any(|(_, c)| compiles(c)) {
             return Err(Outcome::Skip(format!(
                 "no RUN line for {}",
@@ -1360,6 +1551,8 @@ fn install_emu_compilers(
         .collect();
     let path = crate::clang22_twin_path(gpu);
     let mut emu = tools.clone();
+    // No twin-building flang: Fortran tests keep %flang and are skipped (`flang` is false).
+    emu.flang = None;
     for (name, compiler) in [
         ("emu-clang", &mut emu.clang),
         ("emu-clang++", &mut emu.clangxx),
@@ -1609,6 +1802,7 @@ mod tests {
         let tools = Tools {
             clang: "clang-19".into(),
             clangxx: "clang++-19".into(),
+            flang: None,
             filecheck: "FileCheck-19".into(),
             not: "not-19".into(),
         };
@@ -1634,6 +1828,7 @@ mod tests {
         let tools = Tools {
             clang: "clang-22".into(),
             clangxx: "clang++-22".into(),
+            flang: None,
             filecheck: "FileCheck-22".into(),
             not: "not-22".into(),
         };
@@ -1672,7 +1867,7 @@ mod tests {
             on(amd, "large_allocation_memory_pool && clang-22"),
             Ok(true)
         );
-        assert_eq!(on(amd, "host || apu || nvidiagpu"), Ok(false));
+        assert_eq!(on(amd, "host || apu || nvidiagpu || flang"), Ok(false));
         assert_eq!(on(amd, "x86_64-unknown-linux-gnu"), Ok(false));
         assert_eq!(
             on(nv, "gpu && nvidiagpu && unified_shared_memory"),
@@ -1687,6 +1882,7 @@ mod tests {
         let tools = Tools {
             clang: "/b/emu-clang".into(),
             clangxx: "/b/emu-clang++".into(),
+            flang: None,
             filecheck: "FileCheck-22".into(),
             not: "not-22".into(),
         };
@@ -1725,6 +1921,68 @@ mod tests {
         );
         let host = expand("%libomptarget-compile-x86_64-unknown-linux-gnu", &subs);
         assert_eq!(host.unwrap(), IGNORED);
+    }
+
+    #[test]
+    fn fortran_on_host_devices_stands_in_for_the_gpu() {
+        let (r, t) = (Release::Llvm22, Target::HostFortran);
+        let d = Directives::parse(
+            "! REQUIRES: flang, amdgpu\n! XFAIL: amdgpu\n! UNSUPPORTED: nvptx64-nvidia-cuda\n\
+             ! RUN: %libomptarget-compile-fortran-run-and-check-generic\n",
+        );
+        let flang = flang_available(r);
+        let expected = match flang {
+            true => None,
+            false => Some("REQUIRES: flang".to_string()),
+        };
+        // amdgpu holds for REQUIRES only: the XFAIL, for the GPU's bug, is not the host's.
+        assert_eq!(d.skip_reason_on(r, t), Ok(expected));
+        assert_eq!(
+            d.skip_reason_on(r, Target::Host),
+            Ok(Some("REQUIRES: amdgpu".into()))
+        );
+        let host = Directives::parse(
+            "! REQUIRES: flang, gpu\n! UNSUPPORTED: x86_64-unknown-linux-gnu\n! RUN: %t\n",
+        );
+        // The host triple's UNSUPPORTED dates from before a device runtime for flang's kernels.
+        if flang {
+            assert_eq!(host.skip_reason_on(r, t), Ok(None));
+        }
+        assert_eq!(
+            host.skip_reason_on(r, Target::Host),
+            Ok(Some("REQUIRES: gpu".into()))
+        );
+        assert_eq!(eval_features_on(r, t, "amdgpu || gpu"), Ok(false));
+        assert_eq!(t.dirs(r), ["offloading/fortran"]);
+
+        let tools = Tools {
+            clang: "clang-22".into(),
+            clangxx: "clang++-22".into(),
+            flang: Some("/usr/bin/flang-22".into()),
+            filecheck: "FileCheck-22".into(),
+            not: "not-22".into(),
+        };
+        let paths = TestPaths::new(Path::new("/s"), Path::new("/x"), "offloading/fortran/a.f90");
+        let subs = substitutions_for(r, t, Path::new("/s"), &tools, Path::new("/l"), &paths);
+        let run = expand("%libomptarget-compile-fortran-run-and-check-generic", &subs).unwrap();
+        let lib = host_device_lib_dir();
+        assert!(
+            run.starts_with(&format!(
+                "/usr/bin/flang-22 -fopenmp -pthread -I /s -I {} -L /l -L /usr/lib/llvm-19/lib \
+                 -nogpulib -fopenmp-version=52 -fopenmp-targets=x86_64-unknown-linux-gnu \
+                 /s/offloading/fortran/a.f90 -o /x/offloading/fortran/Output/a.f90.tmp \
+                 -L {} -Xoffload-linker -lomptarget-host-device && ",
+                crate::clang22_include().display(),
+                lib.display()
+            )),
+            "{run}"
+        );
+        // C helpers of the folder link the host device runtime too.
+        let c = expand("%libomptarget-compile-generic x.o", &subs).unwrap();
+        assert!(
+            c.ends_with("-Xoffload-linker -lomptarget-host-device x.o"),
+            "{c}"
+        );
     }
 
     /// Runs the emulated targets' compiler script with a stand-in compiler that writes its

@@ -1,8 +1,10 @@
 //! Runs LLVM's offload test suite on the x86_64 host target or an emulated GPU:
-//! `llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu] [--runtime llvm|ours]
+//! `llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu|host-fortran] [--runtime llvm|ours]
 //! [--list-out FILE] [--only FILE] [-j N] [--timeout SECS] [-v] [TEST|DIR/ ...]`. `--llvm` picks
 //! the release (suite, clang and LLVM's runtime; default 19); `--target` lit's current target
-//! (default host; the emulated GPUs of dist/emu, gfx90a and sm_90, with `--llvm 22` only).
+//! (default host; the emulated GPUs of dist/emu, gfx90a and sm_90, and `host-fortran`, the
+//! Fortran tests built by flang-22 for the host devices with our host device runtime in their
+//! images, with `--llvm 22` only).
 //! Prints one PASS/FAIL/SKIP line per test and a summary; exits 1 if any
 //! test failed. `--list-out` writes the names of the passing tests (how
 //! tests/llvm-offload-suite/<release>/[<target>/]expected-pass.txt is made, with
@@ -17,7 +19,8 @@ use tests::llvm_suite::{self, Config, Outcome, Release, Runtime, Target};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu] [--runtime llvm|ours] \
+        "usage: llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu|host-fortran] \
+         [--runtime llvm|ours] \
          [--list-out FILE] [--only FILE] [-j N] [--timeout SECS] [-v] [TEST|DIR/ ...]"
     );
     std::process::exit(2)
@@ -111,10 +114,10 @@ fn main() {
     std::process::exit(if failed == 0 { 0 } else { 1 });
 }
 
-/// The tests to run: every test of the default folders, narrowed by `--only`'s list and by
+/// The tests to run: every test of the target's folders, narrowed by `--only`'s list and by
 /// the names or folders on the command line.
 fn select(config: &Config, only: Option<PathBuf>, selected: &[String]) -> Vec<String> {
-    let mut names = llvm_suite::discover(&config.suite, config.release);
+    let mut names = config.discover();
     if let Some(path) = only {
         let wanted = llvm_suite::read_names(&path).unwrap_or_else(|e| {
             eprintln!("llvm-suite: {e}");
