@@ -6,64 +6,13 @@
 //! environment global, which the runtime's `omp_get_device_num` and kin read, is filled in when
 //! the image is loaded, as LLVM's plugins fill theirs.
 
-use offload_image::device_environment::{
-    DeviceEnvironment, KernelConfiguration, DEVICE_ENVIRONMENT_SYMBOL, KERNEL_ENVIRONMENT_SUFFIX,
-};
+use offload_image::device_environment::{DeviceEnvironment, KernelConfiguration};
+pub use offload_image::device_runtime::{fill_device_environment, RuntimeKernel, Shape};
 use plugin_api::{LaunchConfig, PluginError};
-
-/// The runtime's launch call, version 1 (host-device-runtime/host_device_runtime.c).
-pub const LAUNCHER_SYMBOL: &str = "__omptarget_host_device_launch_v1";
-
-/// The most words the launcher passes to a kernel (HDR_MAX_ARGS in host-device-runtime/arity.h).
-pub const MAX_KERNEL_WORDS: usize = 64;
 
 /// Threads per team a kernel may use when neither the program nor the compiler bounds them
 /// (what LLVM's GPU plugins default to).
 const DEFAULT_THREAD_LIMIT: u32 = 256;
-
-type Launcher = unsafe extern "C" fn(
-    kernel: usize,
-    args: *const usize,
-    nargs: u64,
-    teams: u32,
-    thread_limit: u32,
-    default_threads: u32,
-    dyn_mem: u64,
-) -> i32;
-
-/// A kernel with a kernel environment.
-#[derive(Copy, Clone, Debug)]
-pub struct RuntimeKernel {
-    /// The launcher of the kernel's image; `None` where the image lacks the runtime.
-    pub launcher: Option<usize>,
-    pub config: KernelConfiguration,
-}
-
-impl RuntimeKernel {
-    /// The kernel `name` of an image, if it is GPU-style: `symbol` finds an image's symbols.
-    pub fn find(name: &str, symbol: impl Fn(&str) -> Option<usize>) -> Option<RuntimeKernel> {
-        let environment = symbol(&format!("{name}{KERNEL_ENVIRONMENT_SUFFIX}"))?;
-        // SAFETY: the compiler's `<kernel>_kernel_environment` starts with a
-        // ConfigurationEnvironmentTy, in the loaded image's read-only data.
-        let bytes = unsafe {
-            std::ptr::read_unaligned(environment as *const [u8; KernelConfiguration::SIZE])
-        };
-        Some(RuntimeKernel {
-            launcher: symbol(LAUNCHER_SYMBOL),
-            config: KernelConfiguration::from_bytes(&bytes),
-        })
-    }
-}
-
-/// The league a launch runs.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Shape {
-    pub teams: u32,
-    /// The most threads a team's parallel region gets.
-    pub thread_limit: u32,
-    /// A parallel region's threads without a `num_threads` clause.
-    pub default_threads: u32,
-}
 
 /// The league for a launch on a machine with `cpus` processors: the teams and thread limit the
 /// program asked for, else the compiler's bounds; by default a team per processor. A parallel
@@ -118,22 +67,6 @@ pub fn device_environment(device_num: i32, num_devices: i32, cpus: u32) -> Devic
     }
 }
 
-/// Writes the device environment into the image's global, if it has one.
-///
-/// # Safety
-/// `symbol` finds the symbols of a loaded image.
-pub unsafe fn fill_device_environment(
-    symbol: impl Fn(&str) -> Option<usize>,
-    environment: &DeviceEnvironment,
-) {
-    if let Some(address) = symbol(DEVICE_ENVIRONMENT_SYMBOL) {
-        let bytes = environment.to_bytes();
-        // SAFETY: the runtime's `__omp_rtl_device_environment` is a writable
-        // DeviceEnvironmentTy (48 bytes) of the loaded image, which no kernel runs yet.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), address as *mut u8, bytes.len()) };
-    }
-}
-
 /// Runs `kernel` (its full argument words, launch environment first) on the league `shape`
 /// through its image's runtime, returning when every team has finished.
 ///
@@ -147,42 +80,19 @@ pub unsafe fn launch(
     shape: Shape,
     dyn_mem: u64,
 ) -> Result<(), PluginError> {
-    let Some(launcher) = runtime.launcher else {
-        return Err(PluginError::unsupported(format!(
-            "kernel '{name}' was compiled GPU-style (as flang compiles target regions) and needs \
-             omptarget-rs's host device runtime, which its image lacks: link the image with it \
-             (-Xoffload-linker -lomptarget-host-device, from the lib directory of omptarget-rs)"
-        )));
-    };
-    if words.len() > MAX_KERNEL_WORDS {
-        return Err(PluginError::unsupported(format!(
-            "kernel '{name}' takes {} arguments; the host device runtime passes at most \
-             {MAX_KERNEL_WORDS}",
-            words.len()
-        )));
-    }
-    // SAFETY: the launcher symbol of an image with the runtime is the launch call of this
-    // signature (LAUNCHER_SYMBOL names its version).
-    let launcher: Launcher = unsafe { std::mem::transmute::<usize, Launcher>(launcher) };
-    // SAFETY: the caller's promise; the words outlive the call, which returns when the
-    // kernel has finished on every team.
-    let status = unsafe {
-        launcher(
-            kernel,
-            words.as_ptr(),
-            words.len() as u64,
-            shape.teams,
-            shape.thread_limit,
-            shape.default_threads,
-            dyn_mem,
-        )
-    };
-    if status != 0 {
-        return Err(PluginError::failed(format!(
-            "the host device runtime could not run kernel '{name}'"
-        )));
-    }
-    Ok(())
+    use offload_image::device_runtime::LaunchError;
+    // SAFETY: the caller's promise.
+    let launched =
+        unsafe { offload_image::device_runtime::launch(kernel, runtime, words, shape, dyn_mem) };
+    launched.map_err(|e| {
+        let message = e.message(name, "-Xoffload-linker");
+        match e {
+            LaunchError::Failed => PluginError::failed(message),
+            LaunchError::NoRuntime | LaunchError::TooManyWords(_) => {
+                PluginError::unsupported(message)
+            }
+        }
+    })
 }
 
 #[cfg(test)]
