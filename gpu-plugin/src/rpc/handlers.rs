@@ -212,7 +212,7 @@ fn write_text(port: &mut Port<'_>) -> Result<()> {
 }
 
 fn read_from_stream(port: &mut Port<'_>) -> Result<()> {
-    let mut data: Vec<Option<Vec<u8>>> = vec![None; 64];
+    let mut data: Vec<Option<Vec<u8>>> = vec![None; port.lane_span()];
     port.recv(|lane, packet| {
         let wanted = packet[0].min(super::port::MAX_TRANSFER) as usize;
         let mut buffer = vec![0u8; wanted];
@@ -228,7 +228,7 @@ fn read_from_stream(port: &mut Port<'_>) -> Result<()> {
 }
 
 fn read_line(port: &mut Port<'_>) -> Result<()> {
-    let mut data: Vec<Option<Vec<u8>>> = vec![None; 64];
+    let mut data: Vec<Option<Vec<u8>>> = vec![None; port.lane_span()];
     port.recv(|lane, packet| {
         let size = packet[0].clamp(1, 1 << 20) as usize;
         let mut buffer = vec![0u8; size];
@@ -323,7 +323,8 @@ fn test_interface(port: &mut Port<'_>) -> Result<()> {
 /// of each `%s` argument the client is asked for, then the result.
 fn print_formatted(port: &mut Port<'_>, packed: bool) -> Result<()> {
     let opcode = port.opcode();
-    let mut files = vec![std::ptr::null_mut::<libc::FILE>(); 64];
+    let span = port.lane_span();
+    let mut files = vec![std::ptr::null_mut::<libc::FILE>(); span];
     if matches!(opcode, PRINTF_TO_STREAM | PRINTF_TO_STREAM_PACKED) {
         port.recv(|lane, packet| files[lane as usize] = stream(packet[0]))?;
     } else {
@@ -347,14 +348,14 @@ fn print_formatted(port: &mut Port<'_>, packed: bool) -> Result<()> {
             .unwrap_or(&[])
     };
     // The `%s` arguments each lane's client must send the text of, first to last.
-    let mut wanted: Vec<std::collections::VecDeque<u64>> = (0..64)
+    let mut wanted: Vec<std::collections::VecDeque<u64>> = (0..span as u32)
         .map(|lane| {
             format_of(lane)
                 .map(|f| printf::string_arguments(f, arguments_of(lane), packed).into())
                 .unwrap_or_default()
         })
         .collect();
-    let mut strings: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 64];
+    let mut strings: Vec<Vec<Vec<u8>>> = vec![Vec::new(); span];
     while wanted.iter().any(|w| !w.is_empty()) {
         let mut asked = [false; 64];
         port.send(|lane, packet| {
@@ -363,7 +364,7 @@ fn print_formatted(port: &mut Port<'_>, packed: bool) -> Result<()> {
             packet[1] = next.unwrap_or(0);
         })?;
         let texts = port.recv_n()?;
-        for (lane, text) in texts.into_iter().enumerate().take(64) {
+        for (lane, text) in texts.into_iter().enumerate().take(span) {
             if let (true, Some(mut text)) = (asked[lane], text) {
                 if text.last() == Some(&0) {
                     text.pop();

@@ -69,6 +69,13 @@ impl<'a> Port<'a> {
         self.index
     }
 
+    /// One past the highest active lane: what a per-lane table of this request needs (a CPU
+    /// client, or a GPU's single calling thread, has one lane where the mailbox has a warp's).
+    pub fn lane_span(&self) -> usize {
+        let highest = 64 - self.mask.leading_zeros() as usize;
+        highest.min(self.mailbox.lanes().min(64) as usize)
+    }
+
     /// The client's active lanes that exist on this mailbox.
     pub fn lanes(&self) -> impl Iterator<Item = u32> + '_ {
         let mask = self.mask;
@@ -158,7 +165,7 @@ impl<'a> Port<'a> {
     /// Each active lane's buffer of any size, sent in packets (`send_n` on the client); `None`
     /// for the lanes not active, by lane.
     pub fn recv_n(&mut self) -> Result<Vec<Option<Vec<u8>>>, PortError> {
-        let lanes = self.mailbox.lanes() as usize;
+        let lanes = self.lane_span();
         let mut data: Vec<Option<Vec<u8>>> = vec![None; lanes];
         let mut sizes = vec![0u64; lanes];
         let mut too_large = None;
