@@ -14,11 +14,11 @@
 # Open MPI (openmpi-bin's mpirun, libopenmpi3's libmpi.so.40) for the MPI plugin's tests, and
 # elfutils (eu-stack: the stacks of every thread of a program the tests saw hang), and python3
 # (scripts/module-cycles.py, which a test runs: no import cycles between a crate's modules),
-# and flang-22 (Fortran programs on the host devices: tests/tests/fortran.rs).
+# and flang-22 and flang-19 (Fortran programs on the host devices: tests/tests/fortran.rs).
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 need=""
-for cmd in python3 clang-19 clang-22 flang-22 llvm-offload-binary-22 clang-linker-wrapper-22 valgrind eu-stack FileCheck-19 not-19 FileCheck-22 not-22 ld.lld-19 ld.lld-22 clang-offload-packager-19; do command -v $cmd >/dev/null || need=1; done
+for cmd in python3 clang-19 clang-22 flang-22 flang-new-19 llvm-offload-binary-22 clang-linker-wrapper-22 valgrind eu-stack FileCheck-19 not-19 FileCheck-22 not-22 ld.lld-19 ld.lld-22 clang-offload-packager-19; do command -v $cmd >/dev/null || need=1; done
 [ -e /usr/lib/llvm-19/lib/libomptarget.so.19.1 ] || need=1
 [ -e /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ockl.bc ] || need=1
 [ -e /usr/lib/llvm-19/bin/llvm-readelf ] || need=1
@@ -27,7 +27,7 @@ for cmd in python3 clang-19 clang-22 flang-22 llvm-offload-binary-22 clang-linke
 if [ -n "$need" ]; then
     $SUDO apt-get update -q
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        clang-19 libomp-19-dev clang-22 flang-22 llvm-22 clang-tools-22 valgrind llvm-19-tools llvm-22-tools \
+        clang-19 libomp-19-dev clang-22 flang-22 flang-19 llvm-22 clang-tools-22 valgrind llvm-19-tools llvm-22-tools \
         lld-19 lld-22 rocm-device-libs libhsa-runtime64-1 clang-tools-19 llvm-19 openmpi-bin libopenmpi3 \
         elfutils python3
 fi

@@ -166,6 +166,54 @@ fn fortran_programs_run_on_the_host_devices() {
 
 /// A program whose one kernel is GPU-style, and an object standing in for the runtime in its
 /// image: the two entry points the kernel's code calls, without the launcher.
+/// flang-19 (Debian's flang-new-19) takes no `-Xoffload-linker`, so its programs are compiled
+/// by it and linked by clang-19, which passes the runtime to the device link; its Fortran
+/// runtime comes from LLVM 19's tree. flang-19 compiles less of OpenMP than flang-22 (no
+/// `device` clause on `target`, no composite `distribute parallel do`: "not yet implemented"),
+/// so one program of what it compiles stands for it.
+#[test]
+fn a_flang_19_program_runs_on_the_host_devices() {
+    let source = workspace_root().join("tests/programs/flang19_target.f90");
+    let dir = build_dir().join("fortran");
+    std::fs::create_dir_all(&dir).unwrap();
+    let object = dir.join(format!("flang19_target-{}.o", std::process::id()));
+    let mut compile = Command::new("flang-new-19");
+    compile
+        .args([
+            "-O1",
+            "-fopenmp",
+            "-fopenmp-targets=x86_64-pc-linux-gnu",
+            "-c",
+        ])
+        .arg(&source);
+    let output = outputs::build(compile, &object).unwrap_or_else(|e| {
+        panic!("cannot run flang-new-19: {e} (install flang-19: .ci/install-deps.sh)")
+    });
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let exe = dir.join("flang19_target");
+    let mut link = Command::new("clang-19");
+    link.args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"])
+        .arg(&object)
+        .arg(format!("-L{}", lib_dir().display()))
+        .args([
+            "-L/usr/lib/llvm-19/lib",
+            "-Xoffload-linker",
+            "-lomptarget-host-device",
+        ])
+        .args(["-lFortranRuntime", "-lFortranDecimal", "-lm"]);
+    let output = outputs::build(link, &exe).expect("run clang-19");
+    let _ = std::fs::remove_file(&object);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let ran = run(&exe);
+    let stdout = text(&ran.stdout);
+    assert!(
+        ran.status.success()
+            && stdout.contains("flang-19: a(1000)=2000 threads=4 distinct=4 initial=F"),
+        "{stdout}{}",
+        text(&ran.stderr)
+    );
+}
+
 fn no_runtime_program() -> (PathBuf, PathBuf) {
     let dir = build_dir().join("fortran");
     std::fs::create_dir_all(&dir).unwrap();
