@@ -6,7 +6,8 @@
 //! runs on the emulated GPUs of `dist/emu` (see [`Target`]): gfx90a and sm_90, whose kernels run
 //! through an x86-64 twin of each program, and its Fortran tests (`offloading/fortran`) run
 //! on the host devices, built by flang-22 with our host device runtime in each device image
-//! (see [`Target::HostFortran`]).
+//! (see [`Target::HostFortran`]), and on the emulated gfx90a with twins
+//! ([`Target::AmdgcnEmuFortran`]).
 //!
 //! This is a small stand-in for lit, enough for these tests: it reads each file's `RUN:`,
 //! `REQUIRES:`, `UNSUPPORTED:` and `XFAIL:` lines, expands the substitutions that offload's
@@ -299,10 +300,11 @@ impl Release {
             return Ok(true);
         }
         // lit.cfg sets `flang` when the build names a Fortran compiler: here, when this
-        // release's flang is installed, for the host (the emulated GPUs' compilers, which
-        // build each program's twin, are clang's alone).
+        // release's flang is installed, for the host and the Fortran targets (the emulated
+        // GPUs' C targets build each program's twin with clang alone).
         if name == "flang" {
-            return Ok(target.gpu().is_none() && flang_available(self));
+            let twins = target.gpu().is_none() || target.fortran();
+            return Ok(twins && flang_available(self));
         }
         let compiler_version = ["clang-", "gcc", "icc"].iter().any(|p| name.starts_with(p));
         if ABSENT_FEATURES.contains(&name) || self.all_targets().contains(&name) || compiler_version
@@ -341,6 +343,12 @@ pub enum Target {
     /// - a RUN line's explicit `-fopenmp-targets=amdgcn-amd-amdhsa` (a helper object built with
     ///   clang or flang) offloads to the host triple.
     HostFortran,
+    /// LLVM 22's Fortran tests (`offloading/fortran`) on gfx90a of the emulated HSA runtime,
+    /// as [`Target::AmdgcnEmu`] runs the C tests: each program built by flang-22 for the GPU
+    /// alone and as its x86-64 twin, with our host device runtime in the twin's image (see
+    /// `emu_flang_script`). lit's own amdgcn target: its features, `REQUIRES`, `UNSUPPORTED`
+    /// and `XFAIL` as LLVM's bots read them.
+    AmdgcnEmuFortran,
 }
 
 /// [`Target::HostFortran`]: the features that `REQUIRES` of the Fortran tests name for the GPU
@@ -386,11 +394,12 @@ const FEATURES_NVPTX: &[&str] = &[
 ];
 
 impl Target {
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 5] = [
         Target::Host,
         Target::AmdgcnEmu,
         Target::NvptxEmu,
         Target::HostFortran,
+        Target::AmdgcnEmuFortran,
     ];
 
     pub fn parse(name: &str) -> Option<Target> {
@@ -403,6 +412,7 @@ impl Target {
             Target::AmdgcnEmu => "amdgcn-emu",
             Target::NvptxEmu => "nvptx-emu",
             Target::HostFortran => "host-fortran",
+            Target::AmdgcnEmuFortran => "amdgcn-emu-fortran",
         }
     }
 
@@ -410,7 +420,7 @@ impl Target {
     pub fn gpu(self) -> Option<EmulatedGpu> {
         match self {
             Target::Host | Target::HostFortran => None,
-            Target::AmdgcnEmu => Some(EmulatedGpu::Amdgpu),
+            Target::AmdgcnEmu | Target::AmdgcnEmuFortran => Some(EmulatedGpu::Amdgpu),
             Target::NvptxEmu => Some(EmulatedGpu::Cuda),
         }
     }
@@ -419,7 +429,7 @@ impl Target {
     pub fn triple(self, release: Release) -> &'static str {
         match self {
             Target::Host | Target::HostFortran => release.target(),
-            Target::AmdgcnEmu => "amdgcn-amd-amdhsa",
+            Target::AmdgcnEmu | Target::AmdgcnEmuFortran => "amdgcn-amd-amdhsa",
             Target::NvptxEmu => "nvptx64-nvidia-cuda",
         }
     }
@@ -429,7 +439,7 @@ impl Target {
     fn features(self, release: Release) -> Vec<&'static str> {
         let own = match self {
             Target::Host | Target::HostFortran => return release.features().to_vec(),
-            Target::AmdgcnEmu => FEATURES_AMDGCN,
+            Target::AmdgcnEmu | Target::AmdgcnEmuFortran => FEATURES_AMDGCN,
             Target::NvptxEmu => FEATURES_NVPTX,
         };
         let common = release.features().iter().copied();
@@ -440,9 +450,14 @@ impl Target {
     /// The folders of offload/test whose tests run on this target.
     pub fn dirs(self, release: Release) -> &'static [&'static str] {
         match self {
-            Target::HostFortran => FORTRAN_DIRS,
+            Target::HostFortran | Target::AmdgcnEmuFortran => FORTRAN_DIRS,
             _ => release.dirs(),
         }
+    }
+
+    /// Whether this target builds its programs with flang (LLVM 22's Fortran tests).
+    pub fn fortran(self) -> bool {
+        matches!(self, Target::HostFortran | Target::AmdgcnEmuFortran)
     }
 
     /// Where this target's lists are: the release's folder for the host, a subfolder named
@@ -1197,7 +1212,7 @@ impl Config {
         }
         let suite = suite_root(release)?;
         let tools = Tools::find(release)?;
-        if target == Target::HostFortran {
+        if target.fortran() {
             if tools.flang.is_none() {
                 return Err(format!(
                     "{} not found in PATH (install Debian package {})",
@@ -1232,7 +1247,7 @@ impl Config {
         let bin_dir = exec_root.join("bin");
         install_helpers(&bin_dir, &tools)?;
         let tools = match target.gpu() {
-            Some(gpu) => install_emu_compilers(&bin_dir, &tools, target.triple(release), gpu)?,
+            Some(gpu) => install_emu_compilers(&bin_dir, &tools, target, gpu)?,
             None => tools,
         };
         let link_dir = link_dir(release, &work)?;
@@ -1284,13 +1299,13 @@ impl Config {
         self.list_dir().join("beyond-llvm.txt")
     }
 
-    /// [`Target::HostFortran`]: tests that fail on host devices whichever runtime runs them,
-    /// each with why (expectations only a GPU meets, a flang-22 bug).
+    /// The Fortran targets: tests that fail there whichever runtime runs them, each with why
+    /// (on host devices: expectations only a GPU meets, a flang-22 bug).
     pub fn expected_fail_file(&self) -> PathBuf {
         self.list_dir().join("expected-fail.txt")
     }
 
-    /// [`Target::HostFortran`]: tests flang-22 cannot compile, each with its message.
+    /// The Fortran targets: tests flang-22 cannot compile there, each with its message.
     pub fn not_compilable_file(&self) -> PathBuf {
         self.list_dir().join("not-compilable.txt")
     }
@@ -1389,6 +1404,13 @@ impl Config {
             .stdout(out)
             .stderr(err);
         self.set_env(&mut cmd);
+        // An emulated GPU's programs find their twins where a RUN line runs `%t` bare, not
+        // through `%libomptarget-run-generic` (`basic_array.c` of the Fortran folder does).
+        if self.target.gpu().is_some() {
+            let mut twin = paths.tmp.clone().into_os_string();
+            twin.push(".twin");
+            cmd.env("OMPTARGET_EMU_TWINS", twin);
+        }
         // Its own process group, so a timeout kills the test program too, not only bash.
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = match cmd.spawn() {
@@ -1541,23 +1563,42 @@ fn install_script(bin_dir: &Path, name: &str, text: &str) -> Result<(), String> 
 fn install_emu_compilers(
     bin_dir: &Path,
     tools: &Tools,
-    triple: &str,
+    target: Target,
     gpu: EmulatedGpu,
 ) -> Result<Tools, String> {
+    let triple = target.triple(Release::Llvm22);
     // The twin flags of the emulators' own tests; the command names the offload targets.
     let flags: Vec<String> = crate::clang22_twin_flags(gpu)
         .into_iter()
         .filter(|f| !f.starts_with("-fopenmp-targets="))
         .collect();
     let path = crate::clang22_twin_path(gpu);
+    // A Fortran target's twins link our host device runtime, for flang's GPU-style kernels
+    // (a clang-built object's kernels run with it too).
+    let twin_flags: Vec<String> = match target {
+        Target::AmdgcnEmuFortran => vec![
+            format!("-L{}", host_device_lib_dir().display()),
+            "-Xoffload-linker-x86_64-pc-linux-gnu".into(),
+            "-lomptarget-host-device".into(),
+        ],
+        _ => Vec::new(),
+    };
     let mut emu = tools.clone();
-    // No twin-building flang: Fortran tests keep %flang and are skipped (`flang` is false).
-    emu.flang = None;
+    // The C targets have no twin-building flang: Fortran tests keep %flang and are skipped
+    // (`flang` is false there).
+    emu.flang = match (target, &tools.flang) {
+        (Target::AmdgcnEmuFortran, Some(flang)) => {
+            let script = emu_flang_script(flang, &tools.clang, &path);
+            install_script(bin_dir, "emu-flang", &script)?;
+            Some(bin_dir.join("emu-flang").display().to_string())
+        }
+        _ => None,
+    };
     for (name, compiler) in [
         ("emu-clang", &mut emu.clang),
         ("emu-clang++", &mut emu.clangxx),
     ] {
-        let script = emu_compiler_script(compiler, triple, &flags, &path);
+        let script = emu_compiler_script(compiler, triple, &flags, &twin_flags, &path);
         install_script(bin_dir, name, &script)?;
         *compiler = bin_dir.join(name).display().to_string();
     }
@@ -1569,11 +1610,19 @@ fn install_emu_compilers(
 /// with an x86-64 image too (`-fopenmp-targets=<triple>,x86_64-pc-linux-gnu`), from the same
 /// arguments plus `flags` (the GPU's architecture and LLVM 22's device runtime, which stands
 /// for lit's `-Xoffload-linker -lompdevice`: Debian has no libompdevice). An input that has a
-/// twin (an object an earlier command built) is replaced by it in the twin's build. Each output
+/// twin (an object an earlier command built) is replaced by it in the twin's build, which adds
+/// `twin_flags` (a Fortran target's host device runtime). Each output
 /// is written aside and renamed, so that a failed build or a parallel test never leaves half a
 /// file; other commands (nothing offloaded, no output named) run once, as they are.
-fn emu_compiler_script(compiler: &str, triple: &str, flags: &[String], path: &str) -> String {
+fn emu_compiler_script(
+    compiler: &str,
+    triple: &str,
+    flags: &[String],
+    twin_flags: &[String],
+    path: &str,
+) -> String {
     let flags: Vec<String> = flags.iter().map(|f| sh_quote(f)).collect();
+    let twin_flags: Vec<String> = twin_flags.iter().map(|f| sh_quote(f)).collect();
     format!(
         r#"#!/bin/bash
 # lit's compiler for an emulated GPU: see emu_compiler_script in tests/src/llvm_suite.rs.
@@ -1581,6 +1630,7 @@ export PATH={path}
 compiler={compiler}
 triple={triple}
 gpu_flags=({flags})
+twin_flags=({twin_flags})
 out= offload= args=() twin_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -1607,12 +1657,90 @@ build() {{
         status=$?; rm -f "$part"; return $status
     fi
 }}
-build "$out.twin" "${{twin_args[@]}}" && build "$out" "${{args[@]}}"
+build "$out.twin" "${{twin_args[@]}}" "${{twin_flags[@]}}" && build "$out" "${{args[@]}}"
 "#,
         path = sh_quote(path),
         compiler = sh_quote(compiler),
         triple = sh_quote(triple),
         flags = flags.join(" "),
+        twin_flags = twin_flags.join(" "),
+    )
+}
+
+/// [`Target::AmdgcnEmuFortran`]'s compiler, called as lit calls flang: a command that offloads
+/// to gfx90a (`-fopenmp-targets=amdgcn-amd-amdhsa`) and names its output X builds X for the GPU
+/// alone and X.twin with an x86-64 image too, as tests/tests/fortran.rs builds its programs
+/// (flang-22 has neither clang's per-target `-Xopenmp-target` nor `-foffload-lto`, so the GPU
+/// image is built apart):
+/// 1. the device code alone, as LLVM bitcode (`--offload-arch=gfx90a --offload-device-only
+///    -emit-llvm -c`);
+/// 2. packed by `llvm-offload-binary` and embedded into an object by clang-22
+///    (`-fembed-offload-object`);
+/// 3. linked with the program, compiled for the host with the x86-64 target (the twin, whose
+///    image links our host device runtime: `-Xoffload-linker-x86_64-pc-linux-gnu
+///    -lomptarget-host-device`) or no device code (`--offload-arch=gfx90a --offload-host-only`);
+///    the GPU image links LLVM 22's device runtime (for lit's `-Xoffload-linker -lompdevice`).
+///
+/// A compile (`-c`) builds the host objects so and adds the GPU image's object to each
+/// (`ld.lld -r`), for a later link to find. An input that has a twin (an object emu-clang or
+/// emu-flang built) is replaced by it in the twin's build. Other commands run once, as they are.
+fn emu_flang_script(flang: &str, clang: &str, path: &str) -> String {
+    let device_runtime = crate::workspace_root()
+        .join("target/llvm22-device-runtime/libomptarget-amdgpu.bc")
+        .display()
+        .to_string();
+    let host_lib = host_device_lib_dir().display().to_string();
+    format!(
+        r#"#!/bin/bash
+# lit's Fortran compiler for gfx90a: see emu_flang_script in tests/src/llvm_suite.rs.
+export PATH={path}
+flang={flang}
+clang={clang}
+pack=/usr/lib/llvm-22/bin/llvm-offload-binary
+triple=amdgcn-amd-amdhsa arch=gfx90a
+device_runtime={device_runtime}
+host_lib={host_lib}
+out= offload= compile_only= args=() twin_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -o) out=${{2-}}; shift; [ $# -gt 0 ] && shift; continue ;;
+        -Xoffload-linker) if [ "${{2-}}" = -lompdevice ]; then shift 2; continue; fi ;;
+        "-fopenmp-targets=$triple") offload=1; shift; continue ;;
+        -c) compile_only=1 ;;
+    esac
+    args+=("$1")
+    if [ -f "$1.twin" ]; then twin_args+=("$1.twin"); else twin_args+=("$1"); fi
+    shift
+done
+if [ -z "$offload" ]; then exec "$flang" "${{args[@]}}" ${{out:+-o "$out"}}; fi
+if [ -z "$out" ]; then exec "$flang" "${{args[@]}}" "-fopenmp-targets=$triple"; fi
+work=$(mktemp -d "${{TMPDIR:-/tmp}}/emu-flang.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+export TMPDIR=$work
+"$flang" "${{args[@]}}" -nogpulib "--offload-arch=$arch" --offload-device-only -emit-llvm -c -o "$work/device.bc" || exit
+"$pack" "--image=file=$work/device.bc,triple=$triple,arch=$arch,kind=openmp" -o "$work/gpu-image.offload" || exit
+"$clang" -c -x c /dev/null -Xclang "-fembed-offload-object=$work/gpu-image.offload" -o "$work/gpu-image.o" || exit
+link=("$work/gpu-image.o" "-Xoffload-linker-$triple" "$device_runtime" "-L$host_lib")
+build() {{
+    final=$1; shift
+    part="$final.part$$"
+    if [ -n "$compile_only" ]; then
+        "$flang" "$@" -o "$work/host.o" && ld.lld -r "$work/host.o" "$work/gpu-image.o" -o "$part"
+    else
+        "$flang" "$@" "${{link[@]}}" -o "$part"
+    fi
+    status=$?
+    if [ $status = 0 ]; then mv -f "$part" "$final"; else rm -f "$part"; fi
+    return $status
+}}
+build "$out.twin" "${{twin_args[@]}}" -fopenmp-targets=x86_64-pc-linux-gnu -Xoffload-linker-x86_64-pc-linux-gnu -lomptarget-host-device &&
+    build "$out" "${{args[@]}}" "--offload-arch=$arch" --offload-host-only
+"#,
+        path = sh_quote(path),
+        flang = sh_quote(flang),
+        clang = sh_quote(clang),
+        device_runtime = sh_quote(&device_runtime),
+        host_lib = sh_quote(&host_lib),
     )
 }
 
@@ -1985,6 +2113,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn fortran_on_the_emulated_gfx90a_reads_directives_as_llvms_bots() {
+        let (r, t) = (Release::Llvm22, Target::AmdgcnEmuFortran);
+        assert_eq!(t.dirs(r), ["offloading/fortran"]);
+        assert_eq!(t.gpu(), Some(EmulatedGpu::Amdgpu));
+        assert_eq!(Target::parse("amdgcn-emu-fortran"), Some(t));
+        let flang = flang_available(r);
+        assert_eq!(eval_features_on(r, t, "flang && amdgpu"), Ok(flang));
+        // The C targets have no twin-building flang.
+        assert_eq!(eval_features_on(r, Target::AmdgcnEmu, "flang"), Ok(false));
+        let xfail = Directives::parse("! REQUIRES: flang, amdgpu\n! XFAIL: amdgpu\n! RUN: %t\n");
+        let unsupported =
+            Directives::parse("! REQUIRES: flang\n! UNSUPPORTED: amdgcn-amd-amdhsa\n! RUN: %t\n");
+        if flang {
+            assert_eq!(xfail.skip_reason_on(r, t), Ok(Some("XFAIL: amdgpu".into())));
+            assert_eq!(
+                unsupported.skip_reason_on(r, t),
+                Ok(Some("UNSUPPORTED: amdgcn-amd-amdhsa".into()))
+            );
+        }
+    }
+
     /// Runs the emulated targets' compiler script with a stand-in compiler that writes its
     /// arguments into its output, or fails when told to.
     fn run_emu_compiler(dir: &Path, args: &[&str], fail: bool) -> bool {
@@ -1998,6 +2148,7 @@ mod tests {
             &fake.display().to_string(),
             "amdgcn-amd-amdhsa",
             &flags,
+            &[],
             "/usr/bin:/bin",
         );
         install_script(dir, "emu-clang", &script).unwrap();

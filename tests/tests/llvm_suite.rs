@@ -3,7 +3,8 @@
 //! suite built by clang-19, and LLVM 22's built by clang-22. Likewise LLVM 22's tests on the
 //! emulated GPUs (tests/llvm-offload-suite/22/<target>/), built for gfx90a and sm_90 with their
 //! x86-64 twins. LLVM 22's Fortran tests run on the host devices, built by flang-22 with our host
-//! device runtime in their images (tests/llvm-offload-suite/22/host-fortran/). The tests
+//! device runtime in their images (tests/llvm-offload-suite/22/host-fortran/), and on the
+//! emulated gfx90a with twins (tests/llvm-offload-suite/22/amdgcn-emu-fortran/). The tests
 //! themselves are fetched, not kept here: scripts/fetch-llvm-offload-tests.sh.
 
 use std::path::{Path, PathBuf};
@@ -37,7 +38,21 @@ fn llvm22_sanitizer_tests_pass_on_emulated_cuda() {
 /// not-compilable.txt must still fail; and every test the target runs is in one of those lists.
 #[test]
 fn llvm22_fortran_tests_pass_on_host_devices() {
-    let config = Config::with_target(Release::Llvm22, Runtime::Ours, Target::HostFortran)
+    fortran_lists_hold(Target::HostFortran, "host devices");
+}
+
+/// LLVM 22's `offloading/fortran` on the emulated gfx90a (`--target amdgcn-emu-fortran`), built
+/// by flang-22 for the GPU with x86-64 twins: the lists of tests/llvm-offload-suite/22/
+/// amdgcn-emu-fortran/ hold as on the host devices, LLVM 22's runtime on the same emulator and
+/// binaries being the judge.
+#[test]
+fn llvm22_fortran_tests_pass_on_emulated_amdgpu() {
+    fortran_lists_hold(Target::AmdgcnEmuFortran, "the emulated gfx90a");
+}
+
+/// A Fortran target's lists hold on ours (see [`llvm22_fortran_tests_pass_on_host_devices`]).
+fn fortran_lists_hold(target: Target, on: &str) {
+    let config = Config::with_target(Release::Llvm22, Runtime::Ours, target)
         .unwrap_or_else(|e| panic!("{e}"));
     let expected = llvm_suite::read_names(&config.expected_pass_file()).unwrap();
     assert!(!expected.is_empty(), "expected-pass.txt lists no test");
@@ -46,7 +61,7 @@ fn llvm22_fortran_tests_pass_on_host_devices() {
     let not_compilable = llvm_suite::read_listed(&config.not_compilable_file()).unwrap();
     every_test_is_listed_once(&config, &[&expected, &beyond], &[&failing, &not_compilable]);
     eprintln!(
-        "LLVM 22 Fortran tests on host devices: {} expected to pass ({} of them beyond LLVM's \
+        "LLVM 22 Fortran tests on {on}: {} expected to pass ({} of them beyond LLVM's \
          runtime), {} expected to fail, {} not compilable by flang-22",
         expected.len() + beyond.len(),
         beyond.len(),

@@ -1,10 +1,11 @@
 //! Runs LLVM's offload test suite on the x86_64 host target or an emulated GPU:
-//! `llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu|host-fortran] [--runtime llvm|ours]
-//! [--list-out FILE] [--only FILE] [-j N] [--timeout SECS] [-v] [TEST|DIR/ ...]`. `--llvm` picks
-//! the release (suite, clang and LLVM's runtime; default 19); `--target` lit's current target
-//! (default host; the emulated GPUs of dist/emu, gfx90a and sm_90, and `host-fortran`, the
-//! Fortran tests built by flang-22 for the host devices with our host device runtime in their
-//! images, with `--llvm 22` only).
+//! `llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu|host-fortran|amdgcn-emu-fortran]
+//! [--runtime llvm|ours] [--list-out FILE] [--only FILE] [-j N] [--timeout SECS] [-v]
+//! [TEST|DIR/ ...]`. `--llvm` picks the release (suite, clang and LLVM's runtime; default
+//! 19); `--target` lit's current target (default host; the emulated GPUs of dist/emu, gfx90a
+//! and sm_90; `host-fortran`, the Fortran tests built by flang-22 for the host devices with our
+//! host device runtime in their images; and `amdgcn-emu-fortran`, those tests built by flang-22
+//! for the emulated gfx90a with twins; all but host with `--llvm 22` only).
 //! Prints one PASS/FAIL/SKIP line per test and a summary; exits 1 if any
 //! test failed. `--list-out` writes the names of the passing tests (how
 //! tests/llvm-offload-suite/<release>/[<target>/]expected-pass.txt is made, with
@@ -19,7 +20,7 @@ use tests::llvm_suite::{self, Config, Outcome, Release, Runtime, Target};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu|host-fortran] \
+        "usage: llvm-suite [--llvm 19|22] [--target host|amdgcn-emu|nvptx-emu|host-fortran|amdgcn-emu-fortran] \
          [--runtime llvm|ours] \
          [--list-out FILE] [--only FILE] [-j N] [--timeout SECS] [-v] [TEST|DIR/ ...]"
     );
