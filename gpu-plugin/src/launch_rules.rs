@@ -11,6 +11,9 @@ pub enum ExecMode {
     Generic,
     Spmd,
     GenericSpmd,
+    /// LLVM 22's SPMD kernel whose loop the compiler removed (`-fopenmp-assume-*-oversubscription`):
+    /// each thread runs one iteration, so the launch must cover the trip count.
+    SpmdNoLoop,
 }
 
 impl ExecMode {
@@ -19,6 +22,7 @@ impl ExecMode {
             ExecMode::Generic => "Generic",
             ExecMode::Spmd => "SPMD",
             ExecMode::GenericSpmd => "Generic-SPMD",
+            ExecMode::SpmdNoLoop => "SPMD-No-Loop",
         }
     }
 }
@@ -49,6 +53,7 @@ impl KernelEnvironment {
             1 => ExecMode::Generic,
             2 => ExecMode::Spmd,
             3 => ExecMode::GenericSpmd,
+            6 => ExecMode::SpmdNoLoop,
             _ => return None,
         };
         Some(KernelEnvironment {
@@ -244,6 +249,15 @@ impl KernelLimits {
         if num_teams > 0 {
             return (num_teams.min(grid.max_teams), threads);
         }
+        if self.mode() == ExecMode::SpmdNoLoop {
+            // One iteration per thread and no loop to take more: as many blocks as that takes,
+            // whatever the default.
+            let blocks = match trip_count {
+                0 => 1,
+                n => ((n - 1) / u64::from(threads.max(1)) + 1).min(u64::from(u32::MAX)) as u32,
+            };
+            return (blocks, threads);
+        }
         let default_blocks = grid.default_teams as u64;
         let mut trip_blocks = u64::MAX;
         if trip_count > 0 {
@@ -333,6 +347,22 @@ mod tests {
         bytes[2] = 9;
         assert_eq!(KernelEnvironment::parse(&bytes), None);
         assert_eq!(KernelEnvironment::parse(&bytes[..20]), None);
+    }
+
+    #[test]
+    fn no_loop_kernels_cover_the_trip_count_whatever_the_default() {
+        let mut bytes = [0u8; 48];
+        bytes[2] = 6;
+        let parsed = KernelEnvironment::parse(&bytes).unwrap();
+        assert_eq!(parsed.exec_mode, ExecMode::SpmdNoLoop);
+        let grid = h100();
+        let k = KernelLimits::new(Some(env(ExecMode::SpmdNoLoop)), &grid, 1024);
+        assert_eq!(k.mode_name(&launch(0, 16, 1024)), "SPMD-No-Loop");
+        // target-no-loop.f90: 1024 iterations, 16 threads each: 64 blocks.
+        assert_eq!(k.geometry(&grid, &launch(0, 16, 1024)), (64, 16));
+        // A num_teams clause still decides; no trip count is one block.
+        assert_eq!(k.geometry(&grid, &launch(3, 16, 1024)), (3, 16));
+        assert_eq!(k.geometry(&grid, &launch(0, 16, 0)), (1, 16));
     }
 
     #[test]

@@ -80,7 +80,43 @@ impl AmdgpuDevice {
             threads,
             kernel.limits.mode_name(config),
         );
+        if let Explicit::Values(args) = explicit {
+            // LLVM counts the launch environment it passes first among the arguments.
+            let count = args.len() + usize::from(config.kernel_args_version >= 3);
+            self.report_launch_details(&kernel, count, blocks, threads, config);
+        }
         self.dispatch(&kernel, explicit, blocks, threads, config, queue)
+    }
+
+    /// The second launch line of LLVM's AMDGPU plugin (its `printLaunchInfoDetails`), with the
+    /// code object's figures for the kernel, under its own prefix.
+    fn report_launch_details(
+        &self,
+        kernel: &Kernel,
+        args: usize,
+        blocks: [u32; 3],
+        threads: [u32; 3],
+        config: &LaunchConfig,
+    ) {
+        if !plugin_api::info::enabled(plugin_api::info::PLUGIN_KERNEL) {
+            return;
+        }
+        let m = &kernel.metadata;
+        let teams: u64 = blocks.iter().map(|&b| u64::from(b)).product();
+        let per_team: u64 = threads.iter().map(|&t| u64::from(t)).product();
+        eprintln!(
+            "AMDGPU device {} info: #Args: {args} Teams x Thrds: {teams:4}x{per_team:4} \
+             (MaxFlatWorkGroupSize: {}) LDS Usage: {}B #SGPRs/VGPRs: {}/{} \
+             #SGPR/VGPR Spills: {}/{} Tripcount: {}",
+            self.ordinal,
+            m.max_flat_workgroup_size,
+            kernel.group_segment_size,
+            m.sgpr_count,
+            m.vgpr_count,
+            m.sgpr_spill_count,
+            m.vgpr_spill_count,
+            config.tripcount
+        );
     }
 
     /// Queues an AQL dispatch packet for `kernel` with the given geometry.
