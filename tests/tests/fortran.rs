@@ -164,8 +164,6 @@ fn fortran_programs_run_on_the_host_devices() {
     );
 }
 
-/// A program whose one kernel is GPU-style, and an object standing in for the runtime in its
-/// image: the two entry points the kernel's code calls, without the launcher.
 /// flang-19 (Debian's flang-new-19) takes no `-Xoffload-linker`, so its programs are compiled
 /// by it and linked by clang-19, which passes the runtime to the device link; its Fortran
 /// runtime comes from LLVM 19's tree. flang-19 compiles less of OpenMP than flang-22 (no
@@ -214,6 +212,8 @@ fn a_flang_19_program_runs_on_the_host_devices() {
     );
 }
 
+/// A program whose one kernel is GPU-style, and an object standing in for the runtime in its
+/// image: the two entry points the kernel's code calls, without the launcher.
 fn no_runtime_program() -> (PathBuf, PathBuf) {
     let dir = build_dir().join("fortran");
     std::fs::create_dir_all(&dir).unwrap();
