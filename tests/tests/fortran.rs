@@ -212,6 +212,42 @@ fn a_flang_19_program_runs_on_the_host_devices() {
     );
 }
 
+/// Through the MPI plugin, the kernels run in the device processes on their host devices (two
+/// processes of two devices each), through the same runtime in the images they load there.
+#[test]
+fn fortran_programs_run_on_remote_host_devices_over_mpi() {
+    for name in ["parallel_threads", "collapse_devices", "reductions"] {
+        let source = workspace_root()
+            .join("tests/conformance/fortran")
+            .join(format!("{name}.f90"));
+        let exe = build(&source, "-mpi", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let mut cmd = tests::conformance::mpirun(
+            &[exe.as_os_str()],
+            tests::conformance::MPI_DEVICE_PROCESSES,
+        );
+        cmd.env("LD_LIBRARY_PATH", lib_dir())
+            .env("LIBOMPTARGET_PLUGINS_TO_LOAD", "mpi")
+            .env("OMP_TARGET_OFFLOAD", "mandatory")
+            .env(
+                "LIBOMPTARGET_HOST_NUM_DEVICES",
+                tests::conformance::MPI_HOST_DEVICES_EACH.to_string(),
+            )
+            .env_remove("LIBOMPTARGET_INFO");
+        let out = retry_while_busy(|| cmd.output()).expect("run mpirun");
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        let failed = (!out.status.success()).then(|| out.status.to_string());
+        if let Some(problem) = judge(
+            &format!("{name} over MPI"),
+            &source,
+            failed,
+            &stdout,
+            &stderr,
+        ) {
+            panic!("{problem}");
+        }
+    }
+}
+
 /// A program whose one kernel is GPU-style, and an object standing in for the runtime in its
 /// image: the two entry points the kernel's code calls, without the launcher.
 fn no_runtime_program() -> (PathBuf, PathBuf) {
