@@ -569,8 +569,8 @@ fn collect(root: &Path, dir: &Path, suffixes: &[&str], names: &mut Vec<String>) 
     }
 }
 
-/// Reads a list of test names: one per line; blank lines and `#` comments are ignored.
-pub fn read_names(path: &Path) -> Result<Vec<String>, String> {
+/// The entries of a list file: its lines, trimmed, without blank lines and `#` comments.
+fn list_entries(path: &Path) -> Result<Vec<String>, String> {
     let text =
         fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(text
@@ -581,18 +581,19 @@ pub fn read_names(path: &Path) -> Result<Vec<String>, String> {
         .collect())
 }
 
+/// Reads a list of test names: one per line; blank lines and `#` comments are ignored.
+pub fn read_names(path: &Path) -> Result<Vec<String>, String> {
+    list_entries(path)
+}
+
 /// Reads a list of tests with reasons: per line, a test's name, then why (the rest of the
 /// line); blank lines and `#` comments are ignored.
 pub fn read_listed(path: &Path) -> Result<Vec<(String, String)>, String> {
-    let text =
-        fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    Ok(list_entries(path)?
+        .into_iter()
         .map(|l| match l.split_once(char::is_whitespace) {
             Some((name, why)) => (name.to_string(), why.trim().to_string()),
-            None => (l.to_string(), String::new()),
+            None => (l, String::new()),
         })
         .collect())
 }
