@@ -86,15 +86,16 @@ pub fn launch(
             return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
         }
     }
-    // A pointer argument into memory this agent was not given is the fault the kernel would
-    // take on its first access. (Pointers outside every allocation are not judged: a mapped
-    // array's base may lie before its section.)
+    // A pointer argument to the start of memory this agent was not given is the fault the
+    // kernel would take on its first access. Only the start is judged: a mapped section's
+    // kernel gets its array's base, which lies before the section and may fall inside any
+    // other allocation (another GPU's, a host buffer) that the kernel never touches.
     for &offset in &kernel.pointer_args {
         // SAFETY: inside the kernarg segment, which the agent may read (checked above).
         let pointer =
             unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) };
         if let Some(block) = runtime.memory.find(pointer) {
-            if !block.reachable_by(agent) {
+            if block.start == pointer && !block.reachable_by(agent) {
                 let fault = crate::memory::Fault {
                     agent,
                     address: pointer,
