@@ -17,6 +17,7 @@
 //!   faults.
 //! - [`host_stacks`]: the host stacks those reports show.
 //! - [`rpc`]: the server of device code's calls to the host (`printf`, files, `malloc`).
+//! - [`zero_copy`]: whether a device's maps use host memory in place (APUs, coherent nodes).
 
 pub mod allocation_traces;
 pub mod device_runtime;
@@ -31,6 +32,7 @@ pub mod launch_traces;
 pub mod pinning;
 pub mod rpc;
 pub mod settings;
+pub mod zero_copy;
 
 pub use device_runtime::{
     device_environment_for, indirect_call_table, DeviceEnvironment, KernelLaunchEnvironment,

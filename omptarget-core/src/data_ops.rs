@@ -165,6 +165,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                     ),
                 );
             }
+            device.prefault_zero_copy_map(r.begin, r.size);
             Ok(Placed {
                 device_begin: if r.size > 0 { r.begin } else { 0 },
                 is_new: false,
@@ -209,6 +210,7 @@ fn place(q: &mut ConstructQueue<'_>, r: &Request) -> Result<Placed> {
                 mapping.dynamic_refs = 1;
             }
             mapping.owns_device_memory = true;
+            mapping.host_locked = device.lock_mapped_host_buffer(r.begin, r.size);
             mapping.name = r.name;
             if info::enabled(info::MAPPING_CHANGED) {
                 info::line(

@@ -8,6 +8,7 @@ use crate::error::{OffloadError, Result};
 use crate::kernel_table::{Kernel, KernelTable};
 use crate::mapping::{Mapping, MappingTable};
 use crate::memory_pool::{self, MemoryPool};
+use crate::observe::info;
 use crate::observe::ompt::{self, DataOp, DataOpKind};
 use crate::plugins::PluginLibrary;
 use crate::record_replay::block::RecordReplay;
@@ -79,6 +80,9 @@ pub(crate) struct Device {
     /// `LIBOMPTARGET_PROFILE`'s device tracks. Set when the device initialises, only when
     /// profiling is on.
     work_timed: AtomicBool,
+    /// The plugin asked for zero-copy maps (ABI 1.7 `ZERO_COPY_MAPS`): host data is used in
+    /// place as under `requires unified_shared_memory`. Set when the device initialises.
+    zero_copy_maps: AtomicBool,
 }
 
 impl Device {
@@ -104,12 +108,8 @@ impl Device {
             queues_complete_on_submission: AtomicBool::new(false),
             memory_in_process: AtomicBool::new(false),
             work_timed: AtomicBool::new(false),
+            zero_copy_maps: AtomicBool::new(false),
         }
-    }
-
-    /// The program's `requires` clauses.
-    pub(crate) fn requires(&self) -> &RequiresFlags {
-        &self.requires
     }
 
     /// Whether work on this device's queues is complete once submitted (plugin ABI 1.4), so
@@ -125,6 +125,78 @@ impl Device {
     pub(crate) fn prefetch_kernel_data(&self, device_address: usize) {
         if self.memory_in_process.load(Ordering::Relaxed) {
             crate::cache_hint::prefetch_line(device_address);
+        }
+    }
+
+    /// Whether maps of host data use the host's addresses in place: the program requires
+    /// unified shared memory, or the plugin chose zero-copy maps for this device.
+    pub(crate) fn maps_in_place(&self) -> bool {
+        self.requires.unified_shared_memory() || self.zero_copy_maps.load(Ordering::Relaxed)
+    }
+
+    /// Whether the device's kernels can use `size` host bytes at `host_ptr` in place, as the
+    /// plugin answers (ABI 1.7; no for an older plugin or a failing answer).
+    pub(crate) fn is_accessible(&self, host_ptr: usize, size: u64) -> bool {
+        match self.plugin.is_accessible(self.local, host_ptr, size) {
+            Ok(answer) => answer,
+            Err(e) => {
+                log::debug!("device {}: is_accessible failed: {}", self.id, e.message);
+                false
+            }
+        }
+    }
+
+    /// `OMPX_EAGER_ZERO_COPY_MAPS`: enters a zero-copy map's host range in the device's page
+    /// tables before its kernel runs. A plugin that cannot leaves the pages to fault in.
+    pub(crate) fn prefault_zero_copy_map(&self, host_ptr: usize, size: u64) {
+        if size == 0 || !crate::config::eager_zero_copy_maps() {
+            return;
+        }
+        let result = self.plugin.prefault_host_memory(self.local, host_ptr, size);
+        if info::enabled(info::ZERO_COPY) {
+            let outcome = match &result {
+                Some(Ok(())) => "entered in the device's page tables".to_string(),
+                Some(Err(e)) => format!("not prefaulted: {}", e.message),
+                None => "not prefaulted: the plugin is older than ABI 1.7".to_string(),
+            };
+            info::line(
+                self.id,
+                format_args!(
+                    "Zero-copy map HstPtrBegin={} Size={size} {outcome}",
+                    info::Ptr(host_ptr)
+                ),
+            );
+        }
+    }
+
+    /// `LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS`: page-locks a new mapping's host range so that
+    /// its transfers need no staging. Whether it was locked; a lock the plugin refuses only
+    /// costs the staging, so the mapping goes on without it.
+    pub(crate) fn lock_mapped_host_buffer(&self, host: usize, size: u64) -> bool {
+        if size == 0 || !crate::config::lock_mapped_host_buffers() {
+            return false;
+        }
+        match self.plugin.pin_memory(self.local, host, size) {
+            Ok(_) => true,
+            Err(e) => {
+                log::debug!(
+                    "device {}: mapped host range {host:#x} ({size} bytes) not locked: {}",
+                    self.id,
+                    e.message
+                );
+                false
+            }
+        }
+    }
+
+    /// Undoes [`Device::lock_mapped_host_buffer`] when its mapping goes.
+    pub(crate) fn unlock_mapped_host_buffer(&self, host: usize) {
+        if let Err(e) = self.plugin.unpin_memory(self.local, host) {
+            log::warn!(
+                "device {}: unlocking mapped host range {host:#x} failed: {}",
+                self.id,
+                e.message
+            );
         }
     }
 
@@ -306,6 +378,17 @@ impl Device {
                 traits.contains(DeviceTraits::QUEUES_COMPLETE_ON_SUBMISSION),
                 Ordering::Relaxed,
             );
+            let zero_copy = traits.contains(DeviceTraits::ZERO_COPY_MAPS);
+            self.zero_copy_maps.store(zero_copy, Ordering::Relaxed);
+            if zero_copy && info::enabled(info::ZERO_COPY) {
+                info::line(
+                    self.id,
+                    format_args!(
+                        "maps use host memory in place (zero-copy): the device reaches the \
+                         host's memory and its plugin chose not to copy"
+                    ),
+                );
+            }
             let memory_in_process = traits.contains(DeviceTraits::MEMORY_IN_PROCESS);
             self.memory_in_process
                 .store(memory_in_process, Ordering::Relaxed);
@@ -893,6 +976,11 @@ impl Device {
     pub(crate) fn release_mappings(&self) {
         let drained = self.mapping.view_all().drain();
         drained.iter().for_each(|m| self.discard_event(m));
+        for m in &drained {
+            if m.host_locked {
+                self.unlock_mapped_host_buffer(m.host_begin);
+            }
+        }
         for m in drained.into_iter().filter(|m| m.owns_device_memory) {
             let _ = self.free_quietly(m.device_alloc(), AllocKind::DEFAULT, Some(m.device_bytes()));
         }

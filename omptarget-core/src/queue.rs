@@ -32,6 +32,8 @@ pub(crate) struct ConstructQueue<'d> {
     host_writes: SmallVec<[(usize, usize); 2]>,
     /// Device allocations to free, with the size each was asked for.
     frees: SmallVec<[(usize, u64); 2]>,
+    /// Host ranges of removed mappings to unlock once the work that copies them is done.
+    unlocks: SmallVec<[usize; 2]>,
     /// Mappings this construct ended (host start, whether it may remove them), released once
     /// its work has completed.
     ended: Ended,
@@ -54,13 +56,14 @@ impl<'d> ConstructQueue<'d> {
     pub(crate) fn new(device: &'d Device) -> Self {
         ConstructQueue {
             device,
-            unified_shared_memory: device.requires().unified_shared_memory(),
+            unified_shared_memory: device.maps_in_place(),
             handle: None,
             work_done: false,
             staged: Vec::new(),
             staged_bytes: Vec::new(),
             host_writes: SmallVec::new(),
             frees: SmallVec::new(),
+            unlocks: SmallVec::new(),
             ended: Ended::new(),
             removed: None,
             created: SmallVec::new(),
@@ -380,6 +383,9 @@ impl<'d> ConstructQueue<'d> {
         if m.owns_device_memory {
             self.frees.push((m.device_alloc(), m.device_bytes()));
         }
+        if m.host_locked {
+            self.unlocks.push(m.host_begin);
+        }
     }
 
     /// Submits one copy or launch (`op`, given the device and the queue) with its profile
@@ -570,6 +576,9 @@ impl<'d> ConstructQueue<'d> {
                 }
             }
             self.frees.clear();
+        }
+        for host in self.unlocks.drain(..) {
+            self.device.unlock_mapped_host_buffer(host);
         }
         self.staged.clear();
         self.staged_bytes.clear();

@@ -152,6 +152,19 @@ pub trait Device: Send + Sync + 'static {
     fn traits(&self) -> DeviceTraits {
         DeviceTraits::NONE
     }
+    /// See [`Plugin::is_accessible`]; `host_ptr` is never null and `size` never 0. The
+    /// default answers no.
+    fn is_accessible(&self, host_ptr: usize, size: u64) -> Result<bool> {
+        let _ = (host_ptr, size);
+        Ok(false)
+    }
+    /// See [`Plugin::prefault_host_memory`]. The default answers `UNSUPPORTED`.
+    fn prefault_host_memory(&self, host_ptr: usize, size: u64) -> Result<()> {
+        let _ = (host_ptr, size);
+        Err(PluginError::unsupported(
+            "this plugin cannot enter host memory in the device's page tables ahead of use",
+        ))
+    }
     /// See [`Plugin::start_work_timing`]. The default answers `UNSUPPORTED`.
     fn start_work_timing(&self) -> Result<()> {
         Err(PluginError::unsupported(
@@ -492,6 +505,26 @@ impl<P: DevicePlugin> Plugin for P {
             return Ok(());
         }
         device.fill_memory(dst, pattern, size, queue)
+    }
+    fn is_accessible(&self, device: i32, host_ptr: usize, size: u64) -> Result<bool> {
+        let device = self.device(device)?;
+        if host_ptr == 0 || size == 0 {
+            return Ok(false);
+        }
+        device.is_accessible(host_ptr, size)
+    }
+    fn prefault_host_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<()> {
+        let device = self.device(device)?;
+        if size == 0 {
+            return Ok(());
+        }
+        if host_ptr == 0 {
+            return Err(PluginError::new(
+                ErrorCode::INVALID_ARGUMENT,
+                "prefault_host_memory of a null host address",
+            ));
+        }
+        device.prefault_host_memory(host_ptr, size)
     }
 }
 

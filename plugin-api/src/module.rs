@@ -266,6 +266,16 @@ pub struct PluginModule {
         size: u64,
         queue: QueueHandle,
     ) -> PluginResult<()>,
+
+    // ---- ABI 1.7: optional; `None` for a plugin built for 1.0 to 1.6. ----
+    /// Whether the device's kernels can use `size` host bytes at `host_ptr` in place (see
+    /// [`Plugin::is_accessible`](crate::Plugin::is_accessible)). Backs
+    /// `omp_target_is_accessible`.
+    pub is_accessible: extern "C" fn(device: i32, host_ptr: usize, size: u64) -> PluginResult<bool>,
+    /// Enters `size` host bytes at `host_ptr` in the device's page tables now (see
+    /// [`Plugin::prefault_host_memory`](crate::Plugin::prefault_host_memory)).
+    pub prefault_host_memory:
+        extern "C" fn(device: i32, host_ptr: usize, size: u64) -> PluginResult<()>,
 }
 
 impl RootModule for PluginModuleRef {
@@ -273,7 +283,7 @@ impl RootModule for PluginModuleRef {
     const BASE_NAME: &'static str = "omptarget_plugin";
     const NAME: &'static str = "omptarget_plugin";
     // abi_stable refuses a library whose major version differs; keep it equal to the ABI major.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.6.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.7.0");
 }
 
 impl PluginModule {
@@ -323,6 +333,8 @@ impl PluginModule {
             work_times: shims::work_times::<P>,
             devices_may_appear: shims::devices_may_appear::<P>,
             fill_memory: shims::fill_memory::<P>,
+            is_accessible: shims::is_accessible::<P>,
+            prefault_host_memory: shims::prefault_host_memory::<P>,
         }
         .leak_into_prefix()
     }

@@ -318,6 +318,28 @@ pub trait Plugin: Sized + Send + Sync + 'static {
             "this plugin cannot fill device memory on the device",
         ))
     }
+
+    /// ABI 1.7: whether kernels on `device` can read and write the `size` host bytes at
+    /// `host_ptr` in place, as they are now (`omp_target_is_accessible`): pageable memory on a
+    /// device that reaches the host's page tables (an APU with XNACK, HMM or ATS), memory
+    /// page-locked or allocated for the device. `host_ptr` is never null and `size` never 0.
+    /// The default answers no, which is always safe: the program then maps the data.
+    fn is_accessible(&self, device: i32, host_ptr: usize, size: u64) -> Result<bool> {
+        let _ = (device, host_ptr, size);
+        Ok(false)
+    }
+
+    /// ABI 1.7: makes the device's page tables hold the `size` host bytes at `host_ptr` now,
+    /// before a kernel touches them (`OMPX_EAGER_ZERO_COPY_MAPS`: a zero-copy map that would
+    /// otherwise fault each page in, or cannot fault at all without XNACK). The core calls it
+    /// for each zero-copy map when the program asked for eager maps. The default answers
+    /// `UNSUPPORTED`, and the core then leaves the pages to be faulted in.
+    fn prefault_host_memory(&self, device: i32, host_ptr: usize, size: u64) -> Result<()> {
+        let _ = (device, host_ptr, size);
+        Err(PluginError::unsupported(
+            "this plugin cannot enter host memory in the device's page tables ahead of use",
+        ))
+    }
 }
 
 /// Where a plugin library keeps its one instance. [`export_plugin!`](crate::export_plugin)

@@ -316,3 +316,19 @@ pub extern "C" fn fill_memory<P: SlottedPlugin>(
 ) -> PluginResult<()> {
     with::<P, _>(|p| p.fill_memory(device, dst, pattern.as_slice(), size, queue))
 }
+
+pub extern "C" fn is_accessible<P: SlottedPlugin>(
+    device: i32,
+    host_ptr: usize,
+    size: u64,
+) -> PluginResult<bool> {
+    with::<P, _>(|p| p.is_accessible(device, host_ptr, size))
+}
+
+pub extern "C" fn prefault_host_memory<P: SlottedPlugin>(
+    device: i32,
+    host_ptr: usize,
+    size: u64,
+) -> PluginResult<()> {
+    with::<P, _>(|p| p.prefault_host_memory(device, host_ptr, size))
+}

@@ -181,6 +181,12 @@ impl DeviceTraits {
     /// data for such a device may then read and write its memory directly: the MPI device
     /// process receives copies straight into it.
     pub const MEMORY_IN_PROCESS: DeviceTraits = DeviceTraits(2);
+    /// ABI 1.7: map host data in place (zero-copy), as for a program that requires
+    /// `unified_shared_memory`: the device reaches host memory and the plugin judges that
+    /// copying would only cost (an APU with XNACK, LLVM's automatic zero-copy; or the user
+    /// asked for it). Maps with the `close` modifier and `declare target` variables still get
+    /// device copies.
+    pub const ZERO_COPY_MAPS: DeviceTraits = DeviceTraits(4);
 
     pub fn contains(self, other: DeviceTraits) -> bool {
         self.0 & other.0 == other.0

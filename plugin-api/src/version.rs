@@ -17,7 +17,7 @@ pub struct AbiVersion {
 
 /// The ABI version this crate implements. The crate's own version has the same major number
 /// (`plugin-api` 1.x is ABI 1.x), because abi_stable's layout check compares crate versions.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 6 };
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 7 };
 
 /// Name of the plain C symbol (type [`AbiVersion`]) every plugin exports;
 /// [`export_plugin!`](crate::export_plugin) defines it.

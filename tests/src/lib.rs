@@ -306,8 +306,24 @@ pub fn compile_amdgpu_twin_clang22(source: &str) -> PathBuf {
 
 /// One C or C++ source built by clang-22 with a `gpu` image and its x86-64 twin.
 fn compile_twin_clang22(source: &str, gpu: conformance::EmulatedGpu) -> PathBuf {
+    compile_twin_clang22_for(source, gpu, gpu.arch())
+}
+
+/// As [`compile_amdgpu_twin_clang22`], for gfx942 (the emulated HSA runtime's `mi300a`
+/// profile): LLVM 22's device runtime is built for every AMD GPU, so no other library is
+/// needed unless kernels call math functions (see scripts/build-llvm22-device-runtime.sh).
+pub fn compile_gfx942_twin_clang22(source: &str) -> PathBuf {
+    compile_twin_clang22_for(source, conformance::EmulatedGpu::Amdgpu, "gfx942")
+}
+
+fn compile_twin_clang22_for(source: &str, gpu: conformance::EmulatedGpu, arch: &str) -> PathBuf {
     let mut flags = vec!["-O2".to_string()];
-    flags.extend(clang22_twin_flags(gpu));
+    flags.extend(clang22_twin_flags(gpu).into_iter().map(|f| {
+        match f.starts_with("-march=") {
+            true => format!("-march={arch}"),
+            false => f,
+        }
+    }));
     flags.push(format!("-I{}", clang22_include().display()));
     flags.push(format!("-L{}", lib_dir().display()));
     flags.push("-L/usr/lib/llvm-19/lib".into());
@@ -315,7 +331,7 @@ fn compile_twin_clang22(source: &str, gpu: conformance::EmulatedGpu) -> PathBuf 
         true => "clang++-22",
         false => "clang-22",
     };
-    let flavour = format!("{}-twin-clang22", gpu.arch());
+    let flavour = format!("{arch}-twin-clang22");
     build_once_with(compiler, source, &flavour, &flags, &clang22_twin_path(gpu))
 }
 

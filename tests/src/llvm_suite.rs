@@ -349,6 +349,14 @@ pub enum Target {
     /// `emu_flang_script`). lit's own amdgcn target: its features, `REQUIRES`, `UNSUPPORTED`
     /// and `XFAIL` as LLVM's bots read them.
     AmdgcnEmuFortran,
+    /// LLVM 22's tests on the emulated HSA runtime's MI300A-like APU
+    /// (`OMPTARGET_EMU_PROFILE=mi300a`), built for gfx942: lit's amdgcn target on a gfx942 with
+    /// `IS_APU=1`, which adds the `apu` feature. The runs set `HSA_XNACK` as each RUN line
+    /// says; both runtimes run the same binaries on the same emulator.
+    AmdgcnEmuApu,
+    /// LLVM 22's tests on the emulated CUDA driver's Grace Hopper-like node
+    /// (`OMPTARGET_EMU_PROFILE=gh200`): sm_90 whose device reaches pageable host memory.
+    NvptxEmuGh200,
 }
 
 /// [`Target::HostFortran`]: the features that `REQUIRES` of the Fortran tests name for the GPU
@@ -384,6 +392,16 @@ const FEATURES_AMDGCN: &[&str] = &[
     "unified_shared_memory",
     "large_allocation_memory_pool",
 ];
+/// lit.cfg's features of an amdgcn target whose `amdgpu_test_arch` is gfx942 with `IS_APU=1`:
+/// those of gfx90a and `apu`.
+const FEATURES_AMDGCN_APU: &[&str] = &[
+    "amdgcn-amd-amdhsa",
+    "gpu",
+    "amdgpu",
+    "unified_shared_memory",
+    "large_allocation_memory_pool",
+    "apu",
+];
 /// lit.cfg's features of an nvptx target whose `cuda_test_arch` is sm_90 (70 or more: unified
 /// shared memory).
 const FEATURES_NVPTX: &[&str] = &[
@@ -394,12 +412,14 @@ const FEATURES_NVPTX: &[&str] = &[
 ];
 
 impl Target {
-    pub const ALL: [Target; 5] = [
+    pub const ALL: [Target; 7] = [
         Target::Host,
         Target::AmdgcnEmu,
         Target::NvptxEmu,
         Target::HostFortran,
         Target::AmdgcnEmuFortran,
+        Target::AmdgcnEmuApu,
+        Target::NvptxEmuGh200,
     ];
 
     pub fn parse(name: &str) -> Option<Target> {
@@ -413,6 +433,8 @@ impl Target {
             Target::NvptxEmu => "nvptx-emu",
             Target::HostFortran => "host-fortran",
             Target::AmdgcnEmuFortran => "amdgcn-emu-fortran",
+            Target::AmdgcnEmuApu => "amdgcn-emu-apu",
+            Target::NvptxEmuGh200 => "nvptx-emu-gh200",
         }
     }
 
@@ -420,8 +442,10 @@ impl Target {
     pub fn gpu(self) -> Option<EmulatedGpu> {
         match self {
             Target::Host | Target::HostFortran => None,
-            Target::AmdgcnEmu | Target::AmdgcnEmuFortran => Some(EmulatedGpu::Amdgpu),
-            Target::NvptxEmu => Some(EmulatedGpu::Cuda),
+            Target::AmdgcnEmu | Target::AmdgcnEmuFortran | Target::AmdgcnEmuApu => {
+                Some(EmulatedGpu::Amdgpu)
+            }
+            Target::NvptxEmu | Target::NvptxEmuGh200 => Some(EmulatedGpu::Cuda),
         }
     }
 
@@ -429,8 +453,10 @@ impl Target {
     pub fn triple(self, release: Release) -> &'static str {
         match self {
             Target::Host | Target::HostFortran => release.target(),
-            Target::AmdgcnEmu | Target::AmdgcnEmuFortran => "amdgcn-amd-amdhsa",
-            Target::NvptxEmu => "nvptx64-nvidia-cuda",
+            Target::AmdgcnEmu | Target::AmdgcnEmuFortran | Target::AmdgcnEmuApu => {
+                "amdgcn-amd-amdhsa"
+            }
+            Target::NvptxEmu | Target::NvptxEmuGh200 => "nvptx64-nvidia-cuda",
         }
     }
 
@@ -440,7 +466,8 @@ impl Target {
         let own = match self {
             Target::Host | Target::HostFortran => return release.features().to_vec(),
             Target::AmdgcnEmu | Target::AmdgcnEmuFortran => FEATURES_AMDGCN,
-            Target::NvptxEmu => FEATURES_NVPTX,
+            Target::AmdgcnEmuApu => FEATURES_AMDGCN_APU,
+            Target::NvptxEmu | Target::NvptxEmuGh200 => FEATURES_NVPTX,
         };
         let common = release.features().iter().copied();
         let common = common.filter(|f| *f == "ompt" || f.starts_with("clang"));
@@ -452,6 +479,23 @@ impl Target {
         match self {
             Target::HostFortran | Target::AmdgcnEmuFortran => FORTRAN_DIRS,
             _ => release.dirs(),
+        }
+    }
+
+    /// The emulator profile (`OMPTARGET_EMU_PROFILE`) every run of this target sets.
+    pub fn emulator_profile(self) -> Option<&'static str> {
+        match self {
+            Target::AmdgcnEmuApu => Some("mi300a"),
+            Target::NvptxEmuGh200 => Some("gh200"),
+            _ => None,
+        }
+    }
+
+    /// The GPU image's architecture, where it is not the emulated GPU's default.
+    fn arch(self) -> Option<&'static str> {
+        match self {
+            Target::AmdgcnEmuApu => Some("gfx942"),
+            _ => None,
         }
     }
 
@@ -1072,7 +1116,7 @@ pub fn substitutions_for(
         link.push_str(&format!(" -L {LLVM19_LIB_DIR}"));
     }
     let nogpulib = match target {
-        Target::NvptxEmu => "",
+        Target::NvptxEmu | Target::NvptxEmuGh200 => "",
         _ => " -nogpulib",
     };
     add(
@@ -1450,7 +1494,11 @@ impl Config {
         }
         // LLVM 22's lit.cfg sets IS_APU; its tests read it.
         if self.release == Release::Llvm22 {
-            cmd.env("IS_APU", "0");
+            let apu = self.target == Target::AmdgcnEmuApu;
+            cmd.env("IS_APU", if apu { "1" } else { "0" });
+        }
+        if let Some(profile) = self.target.emulator_profile() {
+            cmd.env("OMPTARGET_EMU_PROFILE", profile);
         }
         cmd.env("LD_LIBRARY_PATH", self.library_path());
         if let (Some(gpu), Runtime::Ours) = (self.target.gpu(), self.runtime) {
@@ -1572,6 +1620,10 @@ fn install_emu_compilers(
     let flags: Vec<String> = crate::clang22_twin_flags(gpu)
         .into_iter()
         .filter(|f| !f.starts_with("-fopenmp-targets="))
+        .map(|f| match (f.strip_prefix("-march="), target.arch()) {
+            (Some(_), Some(arch)) => format!("-march={arch}"),
+            _ => f,
+        })
         .collect();
     let path = crate::clang22_twin_path(gpu);
     // A Fortran target's twins link our host device runtime, for flang's GPU-style kernels
@@ -1890,6 +1942,89 @@ fn signal_name(signal: i32) -> Option<&'static str> {
         11 => "SIGSEGV",
         _ => return None,
     })
+}
+
+/// An emulated GPU's lists hold on ours (see [`lists_pass`]). Its expected-pass.txt may be empty (LLVM's runtime may pass none of the tests
+/// there), but then beyond-llvm.txt must name some: a run of nothing proves nothing.
+pub fn emulated_lists_pass(target: Target) {
+    let config = Config::with_target(Release::Llvm22, Runtime::Ours, target)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let expected = read_names(&config.expected_pass_file()).unwrap();
+    let beyond = read_names(&config.beyond_llvm_file()).unwrap_or_default();
+    assert!(
+        !expected.is_empty() || !beyond.is_empty(),
+        "neither expected-pass.txt nor beyond-llvm.txt of {} lists a test",
+        config.list_dir().display()
+    );
+    lists_pass(&config, &expected);
+}
+
+/// The tests of expected-pass.txt but known gaps, then those of beyond-llvm.txt, must pass on
+/// ours; each known gap must still fail.
+pub fn lists_pass(config: &Config, expected: &[String]) {
+    let gaps = known_gaps(config);
+    let names: Vec<String> = expected
+        .iter()
+        .filter(|n| !gaps.iter().any(|(g, _)| g == *n))
+        .cloned()
+        .collect();
+    for (name, why) in &gaps {
+        eprintln!("KNOWN GAP {name}: {why}");
+    }
+    let results = config.run_tests(&names, default_jobs(), |r| {
+        eprintln!("{}", r.line())
+    });
+    // A skip counts as a failure too: these tests all ran and passed against LLVM's runtime.
+    let failures: Vec<String> = results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Pass)
+        .map(|r| {
+            let tail = r.output_tail(25);
+            let log = r.log.as_ref().map(|l| l.display().to_string());
+            format!("{}\n  log: {}\n{tail}\n", r.line(), log.unwrap_or_default())
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} LLVM {} offload tests ({}) that pass on LLVM's runtime fail on ours:\n\n{}",
+        failures.len(),
+        names.len(),
+        config.release.major(),
+        config.target.name(),
+        failures.join("\n")
+    );
+    // Tests LLVM's runtime fails here and ours passes stay passing.
+    let beyond = read_names(&config.beyond_llvm_file()).unwrap_or_default();
+    let regressions: Vec<String> = config
+        .run_tests(&beyond, default_jobs(), |r| {
+            eprintln!("(beyond LLVM) {}", r.line())
+        })
+        .iter()
+        .filter(|r| r.outcome != Outcome::Pass)
+        .map(|r| format!("{}\n{}", r.line(), r.output_tail(25)))
+        .collect();
+    assert!(
+        regressions.is_empty(),
+        "tests of beyond-llvm.txt fail on our runtime:\n{}",
+        regressions.join("\n")
+    );
+    // A known gap that passes now must leave the list.
+    let gap_names: Vec<String> = gaps.iter().map(|(n, _)| n.clone()).collect();
+    let fixed: Vec<String> = config
+        .run_tests(&gap_names, default_jobs(), |_| {})
+        .iter()
+        .filter(|r| r.outcome == Outcome::Pass)
+        .map(|r| r.line())
+        .collect();
+    assert!(
+        fixed.is_empty(),
+        "known gaps that pass now; remove them from known-gaps.txt: {fixed:?}"
+    );
+}
+
+/// The run's known-gaps.txt: (test, reason) pairs.
+fn known_gaps(config: &Config) -> Vec<(String, String)> {
+    read_listed(&config.known_gaps_file()).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -440,13 +440,15 @@ pub extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -
 }
 
 /// Whether a device can access host storage directly. As LLVM 22: a null pointer is not, the
-/// host (the initial device or `omp_initial_device`, -1) always is, and no plugin device is
-/// said to be, the host plugin's included (LLVM 22's host plugin answers false, and programs
-/// written for it then map the data, which works everywhere).
+/// host (the initial device or `omp_initial_device`, -1) always is, and a plugin device is
+/// when its plugin says so (plugin ABI 1.7): an APU with XNACK, a GPU that reaches pageable
+/// memory, memory page-locked for the device. The host plugin answers no, as LLVM 22's does
+/// (programs written for it then map the data, which works everywhere). A size of 0 asks
+/// about the storage the pointer refers to: one byte.
 #[no_mangle]
 pub extern "C" fn omp_target_is_accessible(
     ptr: *const c_void,
-    _size: usize,
+    size: usize,
     device_num: c_int,
 ) -> c_int {
     guard("omp_target_is_accessible", 0, || {
@@ -459,7 +461,7 @@ pub extern "C" fn omp_target_is_accessible(
         }
         match device_or_host(runtime, device_num) {
             Ok(None) => 1,
-            Ok(Some(_)) => 0,
+            Ok(Some(d)) => d.is_accessible(ptr as usize, size.max(1) as u64) as c_int,
             Err(e) => report("omp_target_is_accessible", 0, Err(e)),
         }
     })

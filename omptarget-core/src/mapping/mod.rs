@@ -92,6 +92,9 @@ pub(crate) struct Mapping {
     pub device_padding: u8,
     /// Whether the runtime allocated the device memory (and so frees it on removal).
     pub owns_device_memory: bool,
+    /// The host range was page-locked for this mapping (`LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS`)
+    /// and is unlocked on removal.
+    pub host_locked: bool,
     /// A construct is moving this data outside the table's locks (filling the new device copy,
     /// or copying it back): whoever needs the data waits for the end of the move
     /// ([`MappingTable::serving`]).
@@ -119,6 +122,7 @@ impl Mapping {
             ends_in_flight: 0,
             device_padding: 0,
             owns_device_memory: false,
+            host_locked: false,
             moving: false,
         };
         m.set_host_base(host_base);

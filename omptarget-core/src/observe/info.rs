@@ -19,6 +19,9 @@ pub(crate) const MAPPING_CHANGED: u32 = 0x08;
 pub(crate) const PLUGIN_KERNEL: u32 = 0x10;
 pub(crate) const DATA_TRANSFER: u32 = 0x20;
 pub(crate) const EMPTY_MAPPING: u32 = 0x40;
+/// Not one of LLVM's bits (AMD's runtime reports its eager zero-copy maps under it): which
+/// devices map in place, and each eager map's prefault.
+pub(crate) const ZERO_COPY: u32 = 0x80;
 
 /// Set at start-up from the environment; `__tgt_set_info_flag` changes it later.
 static FLAGS: AtomicU32 = AtomicU32::new(0);

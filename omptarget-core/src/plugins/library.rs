@@ -295,6 +295,27 @@ impl PluginLibrary {
         Some(call(device, dst, RSlice::from_slice(pattern), size, queue).into_result())
     }
 
+    /// Whether the device's kernels can use a host range in place (plugin ABI 1.7); no for an
+    /// older plugin.
+    pub(crate) fn is_accessible(&self, device: i32, host_ptr: usize, size: u64) -> Result<bool> {
+        let Some(call) = self.module.is_accessible() else {
+            return Ok(false);
+        };
+        call(device, host_ptr, size).into_result()
+    }
+
+    /// Enters a host range in the device's page tables now; `None` for a plugin older than
+    /// ABI 1.7.
+    pub(crate) fn prefault_host_memory(
+        &self,
+        device: i32,
+        host_ptr: usize,
+        size: u64,
+    ) -> Option<Result<()>> {
+        let call = self.module.prefault_host_memory()?;
+        Some(call(device, host_ptr, size).into_result())
+    }
+
     /// Whether the plugin may still find devices (plugin ABI 1.5); no for an older plugin.
     pub(crate) fn devices_may_appear(&self) -> bool {
         self.module.devices_may_appear().is_some_and(|call| call())

@@ -18,11 +18,12 @@ use gpu_plugin::images::Images;
 use gpu_plugin::launch_buffers::LaunchBufferPool;
 use gpu_plugin::launch_traces::LaunchTraces;
 use gpu_plugin::pinning::PinTable;
+use gpu_plugin::zero_copy::{self, HostMemoryReach, ZeroCopyChoice, ZeroCopySettings};
 use gpu_plugin::rpc::device_rpc::DeviceRpc;
 use gpu_plugin::HandleTable;
 use gpu_plugin::{GridValues, KernelLimits, Settings};
 use plugin_api::WorkTime;
-use plugin_api::{AllocKind, Device, ErrorCode, InfoEntry, PluginError};
+use plugin_api::{AllocKind, Device, DeviceTraits, ErrorCode, InfoEntry, PluginError};
 use plugin_api::{EventHandle, ForeignRuntime, InteropInfo, MemoryInfo, QueueHandle, Vendor};
 use plugin_api::{GlobalInfo, ImageHandle, ImageRef, IndirectCall, KernelHandle, LaunchConfig};
 use std::collections::{BTreeMap, HashSet};
@@ -111,6 +112,8 @@ pub struct AmdgpuDevice {
     allocations: Arc<AllocationTraces>,
     /// The device's mailbox for its kernels' calls to the host.
     rpc: DeviceRpc,
+    /// Whether maps use host memory in place, and why (decided when the device starts).
+    zero_copy: ZeroCopyChoice,
 }
 
 impl AmdgpuDevice {
@@ -240,7 +243,15 @@ impl AmdgpuDevice {
         let allocations = Arc::new(AllocationTraces::from_env());
         let rpc = DeviceRpc::new(agent.wavefront_size);
         memory_fault::report_faults_with(agent.agent.0, &launches, &allocations);
+        let reach = HostMemoryReach {
+            pageable: agent.xnack_enabled(),
+            shared_physical_memory: agent.is_apu(),
+            prefault: runtime.svm_supported(),
+        };
+        let zero_copy = zero_copy::choose(reach, ZeroCopySettings::from_env());
+        log::debug!("amdgpu device {ordinal}: maps: {}", zero_copy.reason);
         Ok(AmdgpuDevice {
+            zero_copy,
             hardware_parallelism: agent.compute_units as u64 * agent.max_waves_per_cu.max(1) as u64,
             hsa,
             runtime,
@@ -566,6 +577,19 @@ impl Device for AmdgpuDevice {
             .map_err(|e| failed(format!("unlocking host memory at {:#x}", range.start), e))
     }
 
+    fn traits(&self) -> DeviceTraits {
+        match self.zero_copy.maps_in_place {
+            true => DeviceTraits::ZERO_COPY_MAPS,
+            false => DeviceTraits::NONE,
+        }
+    }
+
+    /// With XNACK the GPU reaches any host memory (its faults are served through the host's
+    /// page tables); without, only memory locked or allocated for it.
+    fn is_accessible(&self, host: usize, size: u64) -> Result<bool> {
+        Ok(self.agent.xnack_enabled() || self.pinned_address(host, size).is_some())
+    }
+
     fn memory_info(&self) -> Result<MemoryInfo> {
         let memory = self
             .runtime
@@ -691,6 +715,9 @@ impl AmdgpuDevice {
             InfoEntry::new("max threads per team", self.grid.max_threads),
             InfoEntry::new("default teams", self.grid.default_teams),
             InfoEntry::new("hardware parallelism", self.hardware_parallelism),
+            InfoEntry::new("APU", u8::from(self.agent.is_apu())),
+            InfoEntry::new("XNACK", u8::from(self.agent.xnack_enabled())),
+            InfoEntry::new("maps", self.zero_copy.reason),
         ];
         if let Ok(m) = self.memory_info() {
             info.push(InfoEntry::new("free memory bytes", m.free));

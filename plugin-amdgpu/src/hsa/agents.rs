@@ -42,7 +42,23 @@ pub struct AgentInfo {
     pub max_waves_per_cu: u32,
     /// Ticks per second of the device's steady clock (`omp_get_wtick`); 0 if not reported.
     pub timestamp_frequency: u64,
+    /// `HSA_AMD_AGENT_INFO_CHIP_ID`: the PCI device id (0 if not reported).
+    pub chip_id: u32,
     pub pools: Vec<PoolInfo>,
+}
+
+impl AgentInfo {
+    /// XNACK is on: the GPU retries accesses that fault, so its kernels reach pageable host
+    /// memory. As LLVM reads it: the agent's first ISA name carries `xnack+`.
+    pub fn xnack_enabled(&self) -> bool {
+        self.isa_names.first().is_some_and(|isa| isa.contains("xnack+"))
+    }
+
+    /// The GPU shares the host's memory (an MI300A). As LLVM tells: a gfx942 whose chip id is
+    /// even (the MI300X, a discrete gfx942, has odd ids).
+    pub fn is_apu(&self) -> bool {
+        self.name == "gfx942" && self.chip_id & 1 == 0
+    }
 }
 
 impl HsaRuntime {
@@ -105,6 +121,9 @@ fn agent_info(library: &HsaLibrary, agent: hsa_agent_t) -> Result<AgentInfo, Hsa
         // Missing on older runtimes: omp_get_wtime on the device is then inaccurate (as LLVM).
         timestamp_frequency: query(HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY)
             .map(|v| v.u64())
+            .unwrap_or(0),
+        chip_id: query(HSA_AMD_AGENT_INFO_CHIP_ID)
+            .map(|v| v.u32())
             .unwrap_or(0),
         pools,
     })

@@ -101,6 +101,13 @@ impl HsaRuntime {
         }
     }
 
+    /// Whether the runtime manages shared virtual memory (`HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED`):
+    /// host ranges can be given SVM attributes, such as being in a GPU's page tables.
+    pub fn svm_supported(&self) -> bool {
+        attributes::system(&self.library, HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED)
+            .is_ok_and(|value| value.bool())
+    }
+
     /// Ticks per second of the system timestamp, the unit of signal wait timeouts
     /// (`HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`).
     pub fn timestamp_frequency(&self) -> Option<u64> {

@@ -17,10 +17,12 @@ use gpu_plugin::images::{Constructors, ImageDriver, Images};
 use gpu_plugin::launch_buffers::{LaunchBuffer, LaunchBufferPool};
 use gpu_plugin::launch_traces::LaunchTraces;
 use gpu_plugin::rpc::device_rpc::DeviceRpc;
+use gpu_plugin::zero_copy::{self, HostMemoryReach, ZeroCopyChoice, ZeroCopySettings};
 use gpu_plugin::HandleTable;
 use gpu_plugin::{DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use gpu_plugin::{GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE};
-use plugin_api::{AllocKind, Device, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig, PluginError};
+use plugin_api::{AllocKind, Device, DeviceTraits, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig};
+use plugin_api::PluginError;
 use plugin_api::{
     EventHandle, ForeignRuntime, ImageHandle, ImageRef, IndirectCall, InteropInfo, KernelHandle,
     MemoryInfo, QueueHandle, Vendor, WorkTime,
@@ -156,6 +158,9 @@ pub struct CudaDevice {
     allocations: AllocationTraces,
     /// The device's mailbox for its kernels' calls to the host.
     rpc: DeviceRpc,
+    /// What the device reaches of host memory, and whether its maps use it in place.
+    host_reach: HostMemoryReach,
+    zero_copy: ZeroCopyChoice,
     /// The retained primary context, taken and released by `deinit`. Last: fields drop in
     /// order, and everything above was created in this context.
     primary: Mutex<Option<PrimaryContext>>,
@@ -245,6 +250,16 @@ impl CudaDevice {
             Ok((grid, sms as u64 * (per_sm / grid.warp_size) as u64, optin))
         };
         let (grid, hardware_parallelism, shared_memory_optin) = setup()?;
+        // Pageable memory reached through the host's own page tables (ATS on a coherent node)
+        // or mirrored ones (HMM); an integrated GPU shares the host's memory.
+        let has = |a| driver.attribute(d, a).is_ok_and(|v| v > 0);
+        let host_reach = HostMemoryReach {
+            pageable: has(Attr::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS),
+            shared_physical_memory: has(Attr::CU_DEVICE_ATTRIBUTE_INTEGRATED),
+            prefault: false,
+        };
+        let zero_copy = zero_copy::choose(host_reach, ZeroCopySettings::from_env());
+        log::debug!("cuda device {}: maps: {}", identity.ordinal, zero_copy.reason);
         let streams = ResourcePool::new(&driver, settings.initial_streams)
             .map_err(|e| failed("creating the stream pool", e))?;
         let events = ResourcePool::new(&driver, settings.initial_events)
@@ -282,6 +297,8 @@ impl CudaDevice {
             launches: LaunchTraces::from_env(),
             allocations: AllocationTraces::from_env(),
             rpc: DeviceRpc::new(grid.warp_size),
+            host_reach,
+            zero_copy,
             primary: Mutex::new(Some(primary)),
         })
     }
@@ -474,6 +491,26 @@ impl Device for CudaDevice {
             context: self.context.0 as usize,
             targetsync,
         })
+    }
+
+    fn traits(&self) -> DeviceTraits {
+        match self.zero_copy.maps_in_place {
+            true => DeviceTraits::ZERO_COPY_MAPS,
+            false => DeviceTraits::NONE,
+        }
+    }
+
+    /// Pageable memory where the device reaches it (HMM, ATS); otherwise memory page-locked or
+    /// allocated for the device, whose first and last bytes the driver maps (UVA).
+    fn is_accessible(&self, host: usize, size: u64) -> Result<bool> {
+        if self.host_reach.pageable {
+            return Ok(true);
+        }
+        self.activate()?;
+        let last = host.saturating_add(size.saturating_sub(1) as usize);
+        Ok([host, last]
+            .iter()
+            .all(|&p| self.driver.host_device_pointer(p).is_ok()))
     }
 
     fn memory_info(&self) -> Result<MemoryInfo> {
@@ -723,6 +760,7 @@ impl CudaDevice {
             "hardware parallelism",
             self.hardware_parallelism,
         ));
+        info.push(InfoEntry::new("maps", self.zero_copy.reason));
         info
     }
 
