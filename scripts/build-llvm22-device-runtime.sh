@@ -8,11 +8,38 @@
 #   scripts/build-llvm22-device-runtime.sh [OUT]   (default target/llvm22-device-runtime)
 #
 # Writes OUT/libomptarget-nvptx.bc and OUT/libomptarget-amdgpu.bc, which clang-22 programs link
-# with -Xoffload-linker-<triple> (tests/src/lib.rs). Idempotent; prints OUT.
+# with -Xoffload-linker-<triple> (tests/src/lib.rs): the AMDGPU one serves every gfx target,
+# gfx942 included. Idempotent; prints OUT.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/target/llvm22-device-runtime}
+# Debian's rocm-device-libs (ROCm 5.2) stops at gfx940: the two one-constant libraries a gfx942
+# build asks for beyond it (its ISA version and code object ABI 6) are made from their gfx940
+# and ABI 5 siblings, in OUT/gfx942-device-libs beside links to Debian's others. Only kernels
+# that call math functions (ocml) need them; see README "APUs and coherent nodes".
+gfx942_libs() {
+    local dir=$out/gfx942-device-libs debian=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
+    # The runtime as the library clang-22 links without -nogpulib (-lompdevice), so that a
+    # build that links the device libraries by --rocm-device-lib-path finds it by -L.
+    if [ ! -e "$out/amdgpu/libompdevice.a" ]; then
+        mkdir -p "$out/amdgpu"
+        /usr/lib/llvm-22/bin/llvm-ar rcs "$out/amdgpu/.libompdevice.a.part" "$out/libomptarget-amdgpu.bc"
+        mv "$out/amdgpu/.libompdevice.a.part" "$out/amdgpu/libompdevice.a"
+    fi
+    [ -e "$dir/oclc_isa_version_942.bc" ] && return 0
+    [ -d "$debian" ] || { echo "no $debian (rocm-device-libs): gfx942 device libraries skipped" >&2; return 0; }
+    mkdir -p "$dir"
+    for f in "$debian"/*.bc; do ln -sf "$f" "$dir/"; done
+    derive() { # from to old-value new-value
+        /usr/lib/llvm-22/bin/llvm-dis "$debian/$1" -o - | sed "s/constant i32 $3,/constant i32 $4,/" |
+            /usr/lib/llvm-22/bin/llvm-as -o "$dir/.$2.part"
+        mv "$dir/.$2.part" "$dir/$2"
+    }
+    derive oclc_abi_version_500.bc oclc_abi_version_600.bc 500 600
+    derive oclc_isa_version_940.bc oclc_isa_version_942.bc 9400 9402
+}
 if [ -e "$out/libomptarget-nvptx.bc" ] && [ -e "$out/libomptarget-amdgpu.bc" ]; then
+    gfx942_libs
     echo "$out"
     exit 0
 fi
@@ -44,4 +71,5 @@ build() { # name triple extra-options...
 }
 build libomptarget-nvptx.bc nvptx64-nvidia-cuda --cuda-feature=+ptx63
 build libomptarget-amdgpu.bc amdgcn-amd-amdhsa -Xclang -mcode-object-version=none
+gfx942_libs
 echo "$out"

@@ -155,7 +155,7 @@ pub extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, device: CUdevic
         if name.is_null() || len == 0 {
             return Err(status::INVALID_VALUE);
         }
-        let bytes = profile::NAME.as_bytes();
+        let bytes = profile::current().name().as_bytes();
         let n = bytes.len().min(len - 1);
         // SAFETY: `name` has room for `len` bytes (the caller's contract); n + 1 <= len.
         unsafe {
@@ -1494,6 +1494,11 @@ pub unsafe extern "C" fn cuLaunchKernel(
             return Err(status::NOT_SUPPORTED);
         };
         let arguments = launch::twin_arguments(&f, &buffer)?;
+        let pageable = if profile::current().faults_on_pageable() {
+            crate::pageable::first_pageable(driver, &arguments)
+        } else {
+            None
+        };
         // A kernel compiled GPU-style (flang's) runs through the twin's host device runtime, a
         // team of threads per block; any other is called once.
         let blocks = [grid_x, grid_y, grid_z]
@@ -1529,6 +1534,12 @@ pub unsafe extern "C" fn cuLaunchKernel(
         };
         let on = Arc::downgrade(&stream);
         stream.submit(move || {
+            if let Some(address) = pageable {
+                if let Some(stream) = on.upgrade() {
+                    crate::faults::unreachable(d, &stream, &f.name, address);
+                }
+                return;
+            }
             let module = &f._module;
             crate::faults::run(d, on, &f.name, module.code.as_ref(), || {
                 // SAFETY: the call is of the twin's kernel of this name, which takes one

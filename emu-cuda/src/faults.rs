@@ -13,7 +13,7 @@ use offload_image::twin::Twin;
 use omptarget_emu_support::kernel_faults::{self, Code, Fault, Owner, Running};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use sync_util::lock;
 
 /// A kernel running now, by its launch number.
@@ -70,6 +70,30 @@ pub fn run(
         call();
     }
     lock(&LAUNCHES).remove(&launch);
+}
+
+/// A kernel given pageable host memory on a device that cannot reach it (see `pageable`): it
+/// would fault on its first access, so it is reported as a fault at that address instead of
+/// running, on the kernel's stream, which `Stream::abandon` counts as done.
+pub fn unreachable(device: usize, stream: &Arc<Stream>, kernel: &str, address: usize) {
+    let Ok(driver) = driver::get() else {
+        return;
+    };
+    let error = status::ILLEGAL_ADDRESS;
+    eprintln!(
+        "omptarget-emu (CUDA): kernel {kernel} faulted on device {device}: it was given \
+         {address:#x}, pageable host memory, which this device cannot access (no pageable \
+         memory access); the context's error is now {} (sticky, as on a GPU)",
+        status::describe(error.0)
+    );
+    crate::trace::calls().trace_line(|| {
+        format!(
+            "kernel-fault kernel={kernel} device={device} address={address:#x} \
+             pageable-host-memory -> {}",
+            status::describe(error.0)
+        )
+    });
+    driver.kernel_faulted(device, error, Some(stream));
 }
 
 /// The driver's error for a fault.

@@ -13,6 +13,7 @@ pub mod image;
 mod launch;
 mod load;
 mod memory;
+mod pageable;
 mod profile;
 mod status;
 mod streams;

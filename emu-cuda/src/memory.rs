@@ -143,6 +143,8 @@ impl AddressBook {
 pub struct DeviceMemory {
     base: usize,
     size: usize,
+    /// Where the range was asked for (see [`DeviceMemory::at_hint`]).
+    hint: usize,
     /// Offset -> size of each live allocation.
     allocations: Mutex<BTreeMap<usize, usize>>,
     /// Bytes of physical memory created with `cuMemCreate` and not yet released (changed
@@ -166,6 +168,7 @@ impl DeviceMemory {
         Ok(DeviceMemory {
             base,
             size,
+            hint,
             allocations: Mutex::new(BTreeMap::new()),
             physical: AtomicUsize::new(0),
         })
@@ -173,6 +176,16 @@ impl DeviceMemory {
 
     pub fn total(&self) -> usize {
         self.size
+    }
+
+    /// Whether `address` lies in the device's range (allocated or not).
+    pub fn contains(&self, address: usize) -> bool {
+        address >= self.base && address - self.base < self.size
+    }
+
+    /// Whether the range is where it was asked for, below every mapping of the host program.
+    pub fn at_hint(&self) -> bool {
+        self.base == self.hint
     }
 
     pub fn used(&self) -> usize {

@@ -1,6 +1,65 @@
-//! The emulated device: an H100-like profile, named so that nobody mistakes it for hardware.
+//! The emulated device: an H100-like profile, named so that nobody mistakes it for hardware,
+//! or, with `OMPTARGET_EMU_PROFILE=gh200`, a GH200-like coherent node (the same sm_90 GPU,
+//! whose kernels reach the host's pageable memory through the host's page tables).
+
+use std::sync::OnceLock;
+
+/// Which device the emulator presents, chosen once per process by `OMPTARGET_EMU_PROFILE`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// Unset: the H100 profile. It reports no pageable memory access, but kernels, which run
+    /// on the CPU, still reach pageable memory (what the existing programs and tests rely on).
+    Default,
+    /// `h100`: the H100 profile, strict about pageable memory: a kernel given a pointer into
+    /// it faults with `CUDA_ERROR_ILLEGAL_ADDRESS`, as on an H100 without HMM (see `pageable`).
+    H100,
+    /// `gh200`: a Grace Hopper node: pageable and managed memory reachable from kernels,
+    /// coherently, through the host's page tables (ATS over NVLink-C2C).
+    Gh200,
+}
+
+impl Profile {
+    /// The value of `OMPTARGET_EMU_PROFILE` (`None`: unset); an unknown one keeps the default,
+    /// with one line on stderr.
+    pub fn from_setting(setting: Option<&str>) -> Profile {
+        match setting.map(str::trim) {
+            None | Some("") => Profile::Default,
+            Some(v) if v.eq_ignore_ascii_case("h100") => Profile::H100,
+            Some(v) if v.eq_ignore_ascii_case("gh200") => Profile::Gh200,
+            Some(other) => {
+                eprintln!(
+                    "omptarget-emu (CUDA): OMPTARGET_EMU_PROFILE={other} is not a profile of \
+                     the emulated CUDA driver (h100, gh200); the default H100 profile is used"
+                );
+                Profile::Default
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Default | Profile::H100 => NAME,
+            Profile::Gh200 => GH200_NAME,
+        }
+    }
+
+    /// Whether a kernel given pageable host memory faults (only when asked for: see
+    /// [`Profile::Default`]).
+    pub fn faults_on_pageable(self) -> bool {
+        self == Profile::H100
+    }
+}
+
+/// The profile of this process.
+pub fn current() -> Profile {
+    static PROFILE: OnceLock<Profile> = OnceLock::new();
+    *PROFILE.get_or_init(|| {
+        Profile::from_setting(std::env::var("OMPTARGET_EMU_PROFILE").ok().as_deref())
+    })
+}
 
 pub const NAME: &str = "omptarget-emu H100 (emulated CUDA device, not hardware)";
+pub const GH200_NAME: &str = "omptarget-emu GH200 (emulated CUDA device, not hardware)";
 pub const COMPUTE_CAPABILITY: (i32, i32) = (9, 0);
 pub const SM: u32 = 90;
 pub const DRIVER_VERSION: i32 = 12020;
@@ -20,8 +79,19 @@ pub const BLOCKS_PER_MULTIPROCESSOR: u32 = 32;
 pub const SHARED_PER_MULTIPROCESSOR: u32 = 228 * 1024;
 pub const SHARED_RESERVED_PER_BLOCK: u32 = 1024;
 
-/// `cuDeviceGetAttribute`. `None` for numbers that are not attributes of CUDA 12.2's driver.
+/// `cuDeviceGetAttribute` on this process's profile.
 pub fn attribute(attribute: i32, device: usize) -> Option<i32> {
+    attribute_of(current(), attribute, device)
+}
+
+/// `cuDeviceGetAttribute` of `profile`. `None` for numbers that are not attributes of CUDA
+/// 12.2's driver (the numbers are cuda.h's `CUdevice_attribute`).
+pub fn attribute_of(profile: Profile, attribute: i32, device: usize) -> Option<i32> {
+    if profile == Profile::Gh200 {
+        if let Some(value) = gh200_attribute(attribute) {
+            return Some(value);
+        }
+    }
     let value = match attribute {
         1 => MAX_THREADS_PER_BLOCK as i32,
         2..=4 => MAX_BLOCK[(attribute - 2) as usize] as i32,
@@ -75,4 +145,53 @@ pub fn attribute(attribute: i32, device: usize) -> Option<i32> {
         _ => return None,
     };
     Some(value)
+}
+
+/// Where a GH200 with its driver answers otherwise than the H100 profile: the GPU is the same
+/// sm_90 part (132 SMs), with HBM3 on a wider bus, and the Grace CPU beside it shares one
+/// coherent address space over NVLink-C2C (Address Translation Services), which is what the
+/// memory attributes say.
+fn gh200_attribute(attribute: i32) -> Option<i32> {
+    Some(match attribute {
+        // Six HBM3 stacks: 4 TB/s at the same memory clock as the H100's five (5120 bits).
+        37 => 6144,
+        86 => 1,  // HOST_NATIVE_ATOMIC_SUPPORTED: atomics on host memory are native (C2C)
+        88 => 1,  // PAGEABLE_MEMORY_ACCESS
+        89 => 1,  // CONCURRENT_MANAGED_ACCESS
+        91 => 1,  // CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM
+        100 => 1, // PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES (ATS, not HMM's mirroring)
+        101 => 1, // DIRECT_MANAGED_MEM_ACCESS_FROM_HOST
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_setting_picks_the_profile() {
+        assert_eq!(Profile::from_setting(None), Profile::Default);
+        assert_eq!(Profile::from_setting(Some("gh200")), Profile::Gh200);
+        assert_eq!(Profile::from_setting(Some("GH200")), Profile::Gh200);
+        assert_eq!(Profile::from_setting(Some("h100")), Profile::H100);
+        assert_eq!(Profile::from_setting(Some("mi300a")), Profile::Default);
+    }
+
+    #[test]
+    fn a_gh200_reaches_host_memory_and_an_h100_does_not() {
+        let coherent = [86, 88, 89, 91, 100, 101];
+        for attribute in coherent {
+            assert_eq!(attribute_of(Profile::Gh200, attribute, 0), Some(1));
+        }
+        for attribute in [86, 88, 91, 100, 101] {
+            assert_eq!(attribute_of(Profile::Default, attribute, 0), Some(0));
+            assert_eq!(attribute_of(Profile::H100, attribute, 0), Some(0));
+        }
+        assert_eq!(attribute_of(Profile::Gh200, 16, 0), Some(132));
+        assert_eq!(attribute_of(Profile::Gh200, 75, 0), Some(9));
+        assert_eq!(attribute_of(Profile::Gh200, 76, 0), Some(0));
+        assert_eq!(attribute_of(Profile::Gh200, 134, 0), None);
+        assert_eq!(Profile::Gh200.name(), GH200_NAME);
+    }
 }

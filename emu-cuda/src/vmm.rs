@@ -119,6 +119,15 @@ fn space() -> &'static Space {
     })
 }
 
+/// Whether `address` lies in a reservation of `cuMemAddressReserve` (mapped or not).
+pub(crate) fn reserved(address: usize) -> bool {
+    let reservations = lock(&space().reservations);
+    reservations
+        .range(..=address)
+        .next_back()
+        .is_some_and(|(&start, r)| address - start < r.size)
+}
+
 /// A size or address in whole granules.
 fn granular(value: usize) -> Result<()> {
     if value.is_multiple_of(GRANULARITY) {

@@ -1,12 +1,22 @@
-//! The emulated system: one CPU agent and `OMPTARGET_EMU_DEVICES` GPU agents of an
-//! MI210-like profile (gfx90a), their memory pools and what each agent may access.
+//! The emulated system: one CPU agent and `OMPTARGET_EMU_DEVICES` GPU agents of the profile's
+//! model (`config::Profile`): MI210-like discrete GPUs (gfx90a) by default, MI300A-like APUs
+//! (gfx942, whose GPU memory is the system's) under `OMPTARGET_EMU_PROFILE=mi300a`; their memory
+//! pools and what each agent may access.
 
+use crate::config::Profile;
 use hsa_sys::*;
 
-/// The GPUs' processor and ISA (the target-ID features clang's default images accept).
+/// The default GPUs' processor and ISA (the target-ID features clang's default images accept).
 pub const GPU_PROCESSOR: &str = "gfx90a";
 pub const GPU_ISA_NAME: &str = "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-";
 pub const COMPUTE_UNITS: u32 = 104;
+/// The APU's processor; its ISA name carries the XNACK mode (`System::isa_name`).
+pub const APU_PROCESSOR: &str = "gfx942";
+/// An MI300A's compute units (228 over its six XCDs).
+pub const APU_COMPUTE_UNITS: u32 = 228;
+/// MI300A's PCI device id: even, which LLVM's plugins (before the memory-properties query)
+/// took for the APU, where the MI300X is odd (0x74a1).
+pub const APU_CHIP_ID: u32 = 0x74a0;
 pub const WAVEFRONT_SIZE: u32 = 64;
 pub const WORKGROUP_MAX_SIZE: u32 = 1024;
 pub const WORKGROUP_MAX_DIM: [u16; 3] = [1024, 1024, 1024];
@@ -52,9 +62,48 @@ pub struct System {
     pub gpus: usize,
     /// Each GPU pool's size in bytes.
     pub device_memory: u64,
+    pub profile: Profile,
 }
 
 impl System {
+    /// The GPUs' processor (`HSA_AGENT_INFO_NAME`).
+    pub fn processor(&self) -> &'static str {
+        if self.profile.apu {
+            APU_PROCESSOR
+        } else {
+            GPU_PROCESSOR
+        }
+    }
+
+    /// The GPUs' ISA name, as ROCm writes it: the target ID with the features the device has
+    /// (an MI300A has SRAM ECC on; its XNACK as the process asked for it).
+    pub fn isa_name(&self) -> &'static str {
+        match (self.profile.apu, self.profile.xnack) {
+            (false, _) => GPU_ISA_NAME,
+            (true, true) => "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack+",
+            (true, false) => "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
+        }
+    }
+
+    pub fn compute_units(&self) -> u32 {
+        if self.profile.apu {
+            APU_COMPUTE_UNITS
+        } else {
+            COMPUTE_UNITS
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES` of a GPU: ROCr sets bit number
+    /// `HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU` for an integrated GPU, nothing for a discrete one.
+    pub fn memory_properties(&self) -> [u8; 8] {
+        let mut bits = [0u8; 8];
+        if self.profile.apu {
+            let bit = HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU;
+            bits[(bit / 8) as usize] |= 1 << (bit % 8);
+        }
+        bits
+    }
+
     pub fn agents(&self) -> impl Iterator<Item = AgentIndex> {
         0..=self.gpus
     }
@@ -150,21 +199,22 @@ impl System {
         }
     }
 
-    /// The agent's name: `gfx90a` for a GPU (as ROCm reports it), the CPU's model otherwise.
+    /// The agent's name: the processor for a GPU (as ROCm reports it), the CPU's model
+    /// otherwise.
     pub fn name(&self, agent: AgentIndex) -> &'static str {
         if agent == 0 {
             "omptarget-emu CPU"
         } else {
-            GPU_PROCESSOR
+            self.processor()
         }
     }
 
     /// What `HSA_AMD_AGENT_INFO_PRODUCT_NAME` says: nobody should mistake it for hardware.
     pub fn product_name(&self, agent: AgentIndex) -> &'static str {
-        if agent == 0 {
-            "omptarget-emu CPU (emulated HSA agent)"
-        } else {
-            "omptarget-emu MI210-like GPU (emulated, runs kernels on the CPU)"
+        match (agent, self.profile.apu) {
+            (0, _) => "omptarget-emu CPU (emulated HSA agent)",
+            (_, false) => "omptarget-emu MI210-like GPU (emulated, runs kernels on the CPU)",
+            (_, true) => "omptarget-emu MI300A (emulated HSA APU, not hardware)",
         }
     }
 }
@@ -190,6 +240,7 @@ mod tests {
         let system = System {
             gpus: 2,
             device_memory: 1 << 30,
+            profile: Profile::default(),
         };
         for agent in system.agents() {
             assert_eq!(system.agent(System::agent_handle(agent)), Some(agent));
@@ -213,5 +264,28 @@ mod tests {
             system.access(1, system.pools_of(0)[0]),
             HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT
         );
+    }
+
+    #[test]
+    fn the_apu_profile_is_a_gfx942_with_the_apu_bit_and_its_xnack_mode() {
+        let mut system = System {
+            gpus: 1,
+            device_memory: 1 << 30,
+            profile: Profile::default(),
+        };
+        assert_eq!(system.isa_name(), GPU_ISA_NAME);
+        assert_eq!(system.memory_properties(), [0; 8]);
+        system.profile = Profile {
+            apu: true,
+            xnack: true,
+        };
+        assert_eq!(system.name(1), "gfx942");
+        assert!(system.isa_name().ends_with("gfx942:sramecc+:xnack+"));
+        assert!(hsa_flag_isset64(
+            &system.memory_properties(),
+            HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU
+        ));
+        system.profile.xnack = false;
+        assert!(system.isa_name().ends_with("gfx942:sramecc+:xnack-"));
     }
 }

@@ -6,7 +6,7 @@
 //! (kernels, which run in the twin, and copies then see one variable); any other lives in the
 //! agent's memory, initialised from the image.
 
-use crate::agents::{AgentIndex, System, GPU_ISA_NAME};
+use crate::agents::{AgentIndex, System};
 use crate::memory::Memory;
 use crate::status::{self, Result};
 use hsa_sys::*;
@@ -201,11 +201,14 @@ impl Code {
             eprintln!("omptarget-emu (HSA): the code object is invalid: {why}");
             status::INVALID_CODE_OBJECT
         })?;
-        let isa = TargetId::parse(GPU_ISA_NAME.rsplit("--").next().unwrap()).expect("our ISA");
+        // As ROCr's loader: the image's processor must be the agent's, and an image built for
+        // XNACK or SRAM ECC on (or off) runs only where the device has it so.
+        let isa_name = system.isa_name();
+        let isa = TargetId::parse(isa_name.rsplit("--").next().unwrap()).expect("our ISA");
         if !code.target().runs_on(&isa) {
             eprintln!(
                 "omptarget-emu (HSA): a code object for {} does not run on agent {agent} \
-                 ({GPU_ISA_NAME})",
+                 ({isa_name})",
                 code.target().isa_name()
             );
             return Err(status::Error(HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS));

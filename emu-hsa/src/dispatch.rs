@@ -90,27 +90,42 @@ pub fn launch(
     // kernel would take on its first access. Only the start is judged: a mapped section's
     // kernel gets its array's base, which lies before the section and may fall inside any
     // other allocation (another GPU's, a host buffer) that the kernel never touches.
+    //
+    // On the APU a pointer into host memory HSA never saw (malloc, a stack, a global: readable
+    // here, in no allocation, locked range or device variable) is judged too, as a whole array
+    // a `requires unified_shared_memory` program passes: with XNACK off (and no SVM access
+    // given to the agent there) the GPU's page tables lack it and it faults, page not present.
+    // A section's base cannot be mistaken for one: it is a device address less the section's
+    // offset, inside the arena the APU's allocations come from (`memory::Arena`), which is
+    // never host memory. A pointer to nothing readable stays unjudged.
+    let apu = runtime.system.profile.apu;
     for &offset in &kernel.pointer_args {
         // SAFETY: inside the kernarg segment, which the agent may read (checked above).
         let pointer =
             unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) };
-        if let Some(block) = runtime.memory.find(pointer) {
-            if block.start == pointer && !block.reachable_by(agent) {
-                let fault = crate::memory::Fault {
-                    agent,
-                    address: pointer,
-                    unmapped: false,
-                };
-                runtime.memory_fault(fault);
-                return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
+        let fault = match runtime.memory.find(pointer) {
+            Some(block) => block.start == pointer && !block.reachable_by(agent),
+            None => {
+                apu && !runtime.memory.in_arena(pointer)
+                    && crate::host::readable(pointer)
+                    && !runtime.memory.reaches_host(agent, pointer)
             }
+        };
+        if fault {
+            let unmapped = runtime.memory.find(pointer).is_none();
+            runtime.memory_fault(crate::memory::Fault {
+                agent,
+                address: pointer,
+                unmapped,
+            });
+            return Err(Error(HSA_STATUS_ERROR_MEMORY_FAULT));
         }
     }
     let Some(entry) = kernel.entry else {
         eprintln!(
             "omptarget-emu (HSA): kernel {} has no x86-64 twin to run on the CPU; {}",
             kernel.name,
-            offload_image::twin::how_to_build("amdgcn-amd-amdhsa", crate::agents::GPU_PROCESSOR)
+            offload_image::twin::how_to_build("amdgcn-amd-amdhsa", runtime.system.processor())
         );
         return Err(Error(HSA_STATUS_ERROR_INVALID_CODE_OBJECT));
     };

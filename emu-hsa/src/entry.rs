@@ -143,7 +143,7 @@ pub extern "C" fn hsa_system_get_info(
 ) -> hsa_status_t {
     call("hsa_system_get_info", |c| {
         c.note(|| format!("attribute={attribute:#x}"));
-        runtime::get()?;
+        let profile = runtime::get()?.system.profile;
         match attribute {
             HSA_SYSTEM_INFO_VERSION_MAJOR | HSA_SYSTEM_INFO_VERSION_MINOR => put(value, 1u16),
             HSA_SYSTEM_INFO_TIMESTAMP => put(value, runtime::timestamp()),
@@ -153,9 +153,13 @@ pub extern "C" fn hsa_system_get_info(
             HSA_SYSTEM_INFO_MACHINE_MODEL => put(value, 1u32),
             HSA_SYSTEM_INFO_EXTENSIONS => put(value, [0u8; 128]),
             HSA_AMD_SYSTEM_INFO_BUILD_VERSION => put(value, c"omptarget-emu (HSA) 1.0".as_ptr()),
-            HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED
-            | HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT
-            | HSA_AMD_SYSTEM_INFO_XNACK_ENABLED => put(value, false),
+            // ROCr: SVM where every GPU's KFD node has the SVM API (the APU's does; the
+            // default profile's answers stay as they were), accessible by default where every
+            // GPU runs with XNACK on, and XNACK as the process asked for it.
+            HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED => put(value, profile.apu),
+            HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT | HSA_AMD_SYSTEM_INFO_XNACK_ENABLED => {
+                put(value, profile.xnack)
+            }
             _ => Err(status::INVALID_ARGUMENT),
         }
     })
@@ -189,6 +193,7 @@ pub extern "C" fn hsa_agent_get_info(
         let index = agent_of(runtime, agent)?;
         let system = &runtime.system;
         let gpu = system.is_gpu(index);
+        let apu = system.profile.apu;
         let when_gpu = |v: u32| if gpu { v } else { 0 };
         match attribute {
             HSA_AGENT_INFO_NAME => put_text::<64>(value, system.name(index)),
@@ -234,7 +239,10 @@ pub extern "C" fn hsa_agent_get_info(
             ),
             HSA_AGENT_INFO_CACHE_SIZE => put(
                 value,
-                if gpu {
+                if gpu && apu {
+                    // MI300A: 32 KiB L1 per CU, 4 MiB L2 per XCD, 256 MiB Infinity Cache.
+                    [32u32 << 10, 4 << 20, 256 << 20, 0]
+                } else if gpu {
                     [16u32 << 10, 8 << 20, 0, 0]
                 } else {
                     [32 << 10, 1 << 20, 0, 0]
@@ -251,12 +259,17 @@ pub extern "C" fn hsa_agent_get_info(
             HSA_AGENT_INFO_EXTENSIONS => put(value, [0u8; 128]),
             HSA_AGENT_INFO_VERSION_MAJOR | HSA_AGENT_INFO_VERSION_MINOR => put(value, 1u16),
             HSA_AGENT_INFO_FAST_F16_OPERATION => put(value, gpu),
-            HSA_AMD_AGENT_INFO_CHIP_ID => put(value, when_gpu(0x740f)),
+            HSA_AMD_AGENT_INFO_CHIP_ID => put(
+                value,
+                when_gpu(if apu { agents::APU_CHIP_ID } else { 0x740f }),
+            ),
             HSA_AMD_AGENT_INFO_CACHELINE_SIZE => put(value, if gpu { 128u32 } else { 64 }),
             HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT => {
-                put(value, if gpu { agents::COMPUTE_UNITS } else { 2 })
+                put(value, if gpu { system.compute_units() } else { 2 })
             }
-            HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY => put(value, 1700u32),
+            HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY => {
+                put(value, if apu && gpu { 2100u32 } else { 1700 })
+            }
             HSA_AMD_AGENT_INFO_BDFID => put(value, index as u32),
             HSA_AMD_AGENT_INFO_PRODUCT_NAME => put_text::<64>(value, system.product_name(index)),
             HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU => put(value, when_gpu(32)),
@@ -274,6 +287,16 @@ pub extern "C" fn hsa_agent_get_info(
                 put(value, if gpu { runtime.system.device_memory } else { 0 })
             }
             HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY => put(value, agents::TIMESTAMP_FREQUENCY),
+            // Every agent answers (ROCr's CPU agents too), the bits saying whether a GPU is
+            // an APU.
+            HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES => put(
+                value,
+                if gpu {
+                    system.memory_properties()
+                } else {
+                    [0u8; 8]
+                },
+            ),
             _ => Err(status::INVALID_ARGUMENT),
         }
     })
@@ -309,16 +332,16 @@ pub extern "C" fn hsa_isa_get_info_alt(
     value: *mut c_void,
 ) -> hsa_status_t {
     call("hsa_isa_get_info_alt", |_| {
-        runtime::get()?;
+        let runtime = runtime::get()?;
         if !System::is_isa(isa) {
             return Err(status::INVALID_ISA);
         }
         match attribute {
             // The length counts the terminating NUL, which the name is written with.
-            HSA_ISA_INFO_NAME_LENGTH => put(value, agents::GPU_ISA_NAME.len() as u32 + 1),
+            HSA_ISA_INFO_NAME_LENGTH => put(value, runtime.system.isa_name().len() as u32 + 1),
             HSA_ISA_INFO_NAME => {
                 let out = out(value.cast::<u8>())?;
-                let name = agents::GPU_ISA_NAME.as_bytes();
+                let name = runtime.system.isa_name().as_bytes();
                 // SAFETY: the caller's contract: NAME_LENGTH bytes at `value`.
                 unsafe {
                     std::ptr::copy_nonoverlapping(name.as_ptr(), out, name.len());
@@ -811,6 +834,66 @@ pub extern "C" fn hsa_amd_pointer_info(
                 *accessible = array;
             }
         }
+        Ok(())
+    })
+}
+
+/// The pairs of an SVM call (none for a zero count; a null list with a count is refused, where
+/// ROCr would read through it).
+fn svm_pairs<'a>(
+    list: *mut hsa_amd_svm_attribute_pair_t,
+    count: usize,
+) -> Result<&'a mut [hsa_amd_svm_attribute_pair_t]> {
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if list.is_null() {
+        return Err(status::INVALID_ARGUMENT);
+    }
+    // SAFETY: the caller's contract: `count` pairs at `list`, for the call's duration.
+    Ok(unsafe { std::slice::from_raw_parts_mut(list, count) })
+}
+
+fn show_pairs(pairs: &[hsa_amd_svm_attribute_pair_t]) -> String {
+    pairs
+        .iter()
+        .map(|p| format!("{:#x}={:#x}", p.attribute, p.value))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `hsa_amd_svm_attributes_set`: see `svm` for ROCr's rules.
+#[no_mangle]
+pub extern "C" fn hsa_amd_svm_attributes_set(
+    ptr: *mut c_void,
+    size: usize,
+    list: *mut hsa_amd_svm_attribute_pair_t,
+    count: usize,
+) -> hsa_status_t {
+    call("hsa_amd_svm_attributes_set", |c| {
+        c.note(|| format!("ptr={ptr:p} size={size}"));
+        let runtime = runtime::get()?;
+        let pairs = svm_pairs(list, count)?;
+        c.note(|| format!("attributes=[{}]", show_pairs(pairs)));
+        crate::svm::set(&runtime.memory, &runtime.system, ptr as usize, size, pairs)
+    })
+}
+
+/// `hsa_amd_svm_attributes_get`: the answers replace the pairs' values (an access query's,
+/// its attribute).
+#[no_mangle]
+pub extern "C" fn hsa_amd_svm_attributes_get(
+    ptr: *mut c_void,
+    size: usize,
+    list: *mut hsa_amd_svm_attribute_pair_t,
+    count: usize,
+) -> hsa_status_t {
+    call("hsa_amd_svm_attributes_get", |c| {
+        c.note(|| format!("ptr={ptr:p} size={size}"));
+        let runtime = runtime::get()?;
+        let pairs = svm_pairs(list, count)?;
+        crate::svm::get(&runtime.memory, &runtime.system, ptr as usize, size, pairs)?;
+        c.note(|| format!("answers=[{}]", show_pairs(pairs)));
         Ok(())
     })
 }

@@ -8,17 +8,19 @@
 
 pub mod agents;
 mod code;
-mod config;
+pub mod config;
 mod copies;
 mod dispatch;
 mod entry;
 mod fault_owner;
 mod faults;
+mod host;
 pub mod memory;
 mod queues;
 mod runtime;
 pub mod signals;
 pub mod status;
+mod svm;
 mod trace;
 
 pub use entry::*;

@@ -4,6 +4,7 @@
 //! engine makes before it touches a buffer.
 
 use crate::agents::{AgentIndex, Pool, PoolKind, System, GRANULE};
+use crate::config::Profile;
 use crate::status::{self, Result};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -54,6 +55,83 @@ pub struct Memory {
     blocks: Mutex<BTreeMap<usize, Block>>,
     /// Bytes allocated from each GPU's pool, by agent index.
     used: Mutex<Vec<u64>>,
+    profile: Profile,
+    /// The APU's allocations: one reserved address range (see [`Arena`]).
+    arena: Option<Arena>,
+    /// Host ranges given SVM attributes (`hsa_amd_svm_attributes_set`).
+    svm: Mutex<crate::svm::Ranges>,
+}
+
+/// The APU's pool allocations all lie in one reserved range, past a lead of addresses never
+/// handed out. A mapped array section's kernel argument is its array's base, the section's
+/// device address less the section's offset: with the lead, such a base lies in the arena (no
+/// access, or another allocation) for any offset up to the lead's size, never in host memory,
+/// so a GPU with XNACK off can be made to fault on a host pointer without faulting on bases.
+struct Arena {
+    start: usize,
+    end: usize,
+    /// Where the next allocation goes: addresses are not handed out twice except through
+    /// `retired_memory`'s reuse of a freed allocation's exact range.
+    next: Mutex<usize>,
+}
+
+/// The arena's reserved size and its lead (address space only: no memory is committed).
+const ARENA_BYTES: usize = 1 << 40;
+const ARENA_LEAD: usize = 64 << 30;
+
+impl Arena {
+    fn reserve() -> Option<Arena> {
+        // SAFETY: a fresh private reservation without access at an address of the kernel's
+        // choosing; nothing refers to it yet.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                ARENA_BYTES,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if address == libc::MAP_FAILED {
+            return None;
+        }
+        let start = address as usize;
+        Some(Arena {
+            start,
+            end: start + ARENA_BYTES,
+            next: Mutex::new(start + ARENA_LEAD),
+        })
+    }
+
+    fn contains(&self, address: usize) -> bool {
+        (self.start..self.end).contains(&address)
+    }
+
+    /// `len` accessible bytes with their guard pages, from the arena.
+    fn map(&self, len: usize) -> Option<usize> {
+        let whole = guarded(len)?;
+        let mut next = lock(&self.next);
+        let at = *next;
+        if at.checked_add(whole)? > self.end {
+            return None;
+        }
+        let start = at + GUARD;
+        // SAFETY: pages of the arena's reservation never handed out before (the bump only
+        // moves forward), which nothing refers to.
+        let opened = unsafe {
+            libc::mprotect(
+                start as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+            )
+        };
+        if opened != 0 {
+            return None;
+        }
+        *next = at + whole;
+        Some(start)
+    }
 }
 
 fn round_up(size: usize) -> Option<usize> {
@@ -61,6 +139,58 @@ fn round_up(size: usize) -> Option<usize> {
 }
 
 impl Memory {
+    /// The memory of a system of `profile`: an APU's allocations lie in an arena.
+    pub fn new(profile: Profile) -> Memory {
+        Memory {
+            profile,
+            arena: if profile.apu { Arena::reserve() } else { None },
+            ..Memory::default()
+        }
+    }
+
+    /// Whether `address` is in the APU's arena of allocations (live or not).
+    pub fn in_arena(&self, address: usize) -> bool {
+        self.arena.as_ref().is_some_and(|a| a.contains(address))
+    }
+
+    /// Whether a GPU reaches host memory at `address` that HSA neither allocated nor locked:
+    /// the access SVM attributes gave the agent there, else with XNACK on only.
+    pub fn reaches_host(&self, agent: AgentIndex, address: usize) -> bool {
+        match lock(&self.svm).access(agent, address) {
+            Some(crate::svm::Access::None) => false,
+            Some(_) => true,
+            None => self.profile.xnack,
+        }
+    }
+
+    pub(crate) fn with_svm<T>(&self, body: impl FnOnce(&mut crate::svm::Ranges) -> T) -> T {
+        body(&mut lock(&self.svm))
+    }
+
+    /// Whether `[start, end)` overlaps memory KFD would have as its own buffers: pool
+    /// allocations (and, for a `setting` call, locked ranges too).
+    pub fn overlaps_hsa_memory(&self, start: usize, end: usize, setting: bool) -> bool {
+        let blocks = lock(&self.blocks);
+        blocks
+            .range(..end)
+            .filter(|(_, b)| b.start + b.len > start)
+            .any(|(_, b)| match b.kind {
+                BlockKind::Allocated(_) => true,
+                BlockKind::Locked { .. } => setting,
+                BlockKind::Variable { .. } => false,
+            })
+    }
+
+    fn map(&self, len: usize) -> Option<usize> {
+        let from_arena = self.arena.as_ref().and_then(|arena| {
+            let whole = guarded(len)?;
+            omptarget_emu_support::retired_memory::reuse(whole, GUARD..GUARD + len)
+                .map(|start| start + GUARD)
+                .or_else(|| arena.map(len))
+        });
+        from_arena.or_else(|| map(len))
+    }
+
     /// `hsa_amd_memory_pool_allocate`.
     pub fn allocate(&self, system: &System, pool: Pool, size: usize) -> Result<usize> {
         if size == 0 || pool.kind == PoolKind::Group {
@@ -80,7 +210,7 @@ impl Memory {
             }
             used[pool.owner] += len as u64;
         }
-        let start = map(len).ok_or_else(|| {
+        let start = self.map(len).ok_or_else(|| {
             self.release_use(pool, len);
             status::OUT_OF_RESOURCES
         })?;
@@ -230,7 +360,17 @@ impl Memory {
             address,
             unmapped,
         };
-        let block = self.find(address).ok_or(fault(true))?;
+        let Some(block) = self.find(address) else {
+            // Host memory HSA never saw: an APU's GPU reaches it as its page tables allow.
+            if agent != 0
+                && self.profile.apu
+                && crate::host::readable(address)
+                && self.reaches_host(agent, address)
+            {
+                return Ok(());
+            }
+            return Err(fault(true));
+        };
         if address.saturating_add(len) > block.start + block.len {
             return Err(Fault {
                 agent,
@@ -317,6 +457,7 @@ mod tests {
         System {
             gpus: 2,
             device_memory: 1 << 20,
+            profile: Default::default(),
         }
     }
 
@@ -347,6 +488,31 @@ mod tests {
         memory.free(a).unwrap();
         assert!(memory.check(1, a, 8).unwrap_err().unmapped);
         memory.allocate(&system, pool, 1 << 20).unwrap();
+    }
+
+    #[test]
+    fn an_apus_gpu_reaches_host_memory_with_xnack_or_svm_access_only() {
+        let apu = |xnack| Profile { apu: true, xnack };
+        let heap = vec![0u8; 64];
+        let at = heap.as_ptr() as usize;
+        let on = Memory::new(apu(true));
+        assert!(on.check(1, at, 64).is_ok());
+        assert!(
+            on.check(1, 8, 8).unwrap_err().unmapped,
+            "nothing mapped there"
+        );
+        let off = Memory::new(apu(false));
+        assert!(off.check(1, at, 64).unwrap_err().unmapped);
+        let system = System {
+            gpus: 1,
+            device_memory: 1 << 20,
+            profile: apu(false),
+        };
+        let device = off.allocate(&system, system.pools_of(1)[0], 4096).unwrap();
+        assert!(off.in_arena(device) && off.in_arena(device - (1 << 30)));
+        assert!(!off.in_arena(at));
+        off.free(device).unwrap();
+        assert!(!Memory::new(Profile::default()).in_arena(device));
     }
 
     #[test]

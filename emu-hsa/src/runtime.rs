@@ -57,12 +57,14 @@ pub fn init() -> Result<()> {
         .ok_or(status::Error(HSA_STATUS_ERROR_REFCOUNT_OVERFLOW))?;
     RUNTIME.get_or_init(|| {
         let config = crate::config::get();
+        let profile = crate::config::profile();
         Runtime {
             system: System {
                 gpus: config.devices.min(62),
                 device_memory: config.memory,
+                profile,
             },
-            memory: Memory::default(),
+            memory: Memory::new(profile),
             signals: Signals::default(),
             code: Code::default(),
             event_handlers: Mutex::new(Vec::new()),

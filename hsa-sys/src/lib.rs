@@ -28,6 +28,17 @@ mod tests {
     use std::mem::{offset_of, size_of};
 
     #[test]
+    fn svm_pairs_and_the_apu_bit_are_as_hsa_ext_amd_h_has_them() {
+        assert_eq!(size_of::<hsa_amd_svm_attribute_pair_t>(), 16);
+        assert_eq!(offset_of!(hsa_amd_svm_attribute_pair_t, value), 8);
+        // ROCr sets bit number HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU (1): the byte's 0x02.
+        let apu = [0x02, 0, 0, 0, 0, 0, 0, 0];
+        assert!(hsa_flag_isset64(&apu, HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU));
+        assert!(!hsa_flag_isset64(&[0x01, 0, 0, 0, 0, 0, 0, 0], 1));
+        assert!(!hsa_flag_isset64(&apu, 64));
+    }
+
+    #[test]
     fn kernel_dispatch_packet_layout_matches_hsa_h() {
         type P = hsa_kernel_dispatch_packet_t;
         assert_eq!(size_of::<P>(), 64);

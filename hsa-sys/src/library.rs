@@ -178,6 +178,14 @@ hsa_functions! {
         hsa_amd_profiling_get_async_copy_time: fn(
             hsa_signal_t, *mut hsa_amd_profiling_async_copy_time_t
         ) -> hsa_status_t;
+        // Shared virtual memory (ROCm 5.x with a KFD that has SVM): attributes of host address
+        // ranges, such as coarse-grained coherence or an agent's access on an APU.
+        hsa_amd_svm_attributes_set: fn(
+            *mut c_void, usize, *mut hsa_amd_svm_attribute_pair_t, usize
+        ) -> hsa_status_t;
+        hsa_amd_svm_attributes_get: fn(
+            *mut c_void, usize, *mut hsa_amd_svm_attribute_pair_t, usize
+        ) -> hsa_status_t;
     }
 }
 

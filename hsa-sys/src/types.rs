@@ -203,6 +203,22 @@ pub const HSA_AMD_AGENT_INFO_UUID: hsa_agent_info_t = 0xA011;
 pub const HSA_AMD_AGENT_INFO_MEMORY_AVAIL: hsa_agent_info_t = 0xA015;
 /// `u64`, Hz.
 pub const HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY: hsa_agent_info_t = 0xA016;
+/// `u8[8]`: a bit array of `hsa_amd_agent_memory_properties_t` bits (test with
+/// [`hsa_flag_isset64`]).
+pub const HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES: hsa_agent_info_t = 0xA114;
+
+pub type hsa_amd_agent_memory_properties_t = u32;
+/// The agent is an APU: its memory is the system's. The value is a bit *number* in
+/// `HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES` (ROCr sets and `hsa_flag_isset64` tests bit 1, the
+/// byte's `0x02`), not a mask of the first byte.
+pub const HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU: hsa_amd_agent_memory_properties_t = 1 << 0;
+
+/// `hsa_flag_isset64` of `hsa_ext_amd.h`: whether bit number `bit` of an 8-byte bit array is
+/// set (bit 0 is the first byte's lowest).
+pub fn hsa_flag_isset64(value: &[u8; 8], bit: u32) -> bool {
+    let (index, sub_bit) = ((bit / 8) as usize, bit % 8);
+    index < 8 && value[index] & (1 << sub_bit) != 0
+}
 
 pub type hsa_isa_info_t = u32;
 /// `u32`: bytes of the name, including the NUL.
@@ -489,6 +505,49 @@ pub struct hsa_amd_profiling_async_copy_time_t {
 pub type hsa_amd_sdma_engine_id_t = u32;
 pub const HSA_AMD_SDMA_ENGINE_0: hsa_amd_sdma_engine_id_t = 0x1;
 pub const HSA_AMD_SDMA_ENGINE_1: hsa_amd_sdma_engine_id_t = 0x2;
+
+// --- Shared virtual memory (hsa_ext_amd.h: hsa_amd_svm_attributes_set/get) -------------------
+
+pub type hsa_amd_svm_model_t = u32;
+pub const HSA_AMD_SVM_GLOBAL_FLAG_FINE_GRAINED: hsa_amd_svm_model_t = 0;
+pub const HSA_AMD_SVM_GLOBAL_FLAG_COARSE_GRAINED: hsa_amd_svm_model_t = 1;
+/// Only an answer of `hsa_amd_svm_attributes_get`: the range holds both models.
+pub const HSA_AMD_SVM_GLOBAL_FLAG_INDETERMINATE: hsa_amd_svm_model_t = 2;
+
+pub type hsa_amd_svm_attribute_t = u32;
+/// `hsa_amd_svm_model_t`.
+pub const HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG: hsa_amd_svm_attribute_t = 0;
+/// `bool`.
+pub const HSA_AMD_SVM_ATTRIB_READ_ONLY: hsa_amd_svm_attribute_t = 1;
+/// `bool`.
+pub const HSA_AMD_SVM_ATTRIB_HIVE_LOCAL: hsa_amd_svm_attribute_t = 2;
+/// `u64`: log2 of the pages migrated at once.
+pub const HSA_AMD_SVM_ATTRIB_MIGRATION_GRANULARITY: hsa_amd_svm_attribute_t = 3;
+/// `hsa_agent_t` (handle 0: none).
+pub const HSA_AMD_SVM_ATTRIB_PREFERRED_LOCATION: hsa_amd_svm_attribute_t = 4;
+/// `hsa_agent_t`; get only.
+pub const HSA_AMD_SVM_ATTRIB_PREFETCH_LOCATION: hsa_amd_svm_attribute_t = 5;
+/// `bool`.
+pub const HSA_AMD_SVM_ATTRIB_READ_MOSTLY: hsa_amd_svm_attribute_t = 6;
+/// `bool`; set only.
+pub const HSA_AMD_SVM_ATTRIB_GPU_EXEC: hsa_amd_svm_attribute_t = 7;
+/// `hsa_agent_t`; set only (and the answer of an access query).
+pub const HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE: hsa_amd_svm_attribute_t = 0x200;
+/// `hsa_agent_t`; set only (and the answer of an access query).
+pub const HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE_IN_PLACE: hsa_amd_svm_attribute_t = 0x201;
+/// `hsa_agent_t`; set only (and the answer of an access query).
+pub const HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS: hsa_amd_svm_attribute_t = 0x202;
+/// `hsa_agent_t`; get only: the pair's `attribute` is replaced by the agent's access.
+pub const HSA_AMD_SVM_ATTRIB_ACCESS_QUERY: hsa_amd_svm_attribute_t = 0x203;
+
+/// One attribute of `hsa_amd_svm_attributes_set/get` (an `hsa_amd_svm_attribute_t` and its
+/// value, both 64 bits wide as in the C struct).
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct hsa_amd_svm_attribute_pair_t {
+    pub attribute: u64,
+    pub value: u64,
+}
 
 // --- Callback types ---------------------------------------------------------------------------
 

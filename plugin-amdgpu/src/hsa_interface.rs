@@ -221,6 +221,16 @@ pub trait HsaInterface: Send + Sync + 'static {
     fn lock_host_memory(&self, ptr: usize, size: usize, agents: &[Agent]) -> HsaResult<usize>;
     /// `hsa_amd_memory_unlock`.
     fn unlock_host_memory(&self, ptr: usize) -> HsaResult<()>;
+    /// Enters `ptr..ptr+size` of host memory in `agent`'s page tables now, so that its
+    /// kernels use it in place without faulting it in (HSA's SVM attribute
+    /// `AGENT_ACCESSIBLE_IN_PLACE`). Runtimes without SVM refuse.
+    fn prefault_host_memory(&self, ptr: usize, size: usize, agent: Agent) -> HsaResult<()> {
+        let _ = (ptr, size, agent);
+        Err(HsaError::new(
+            hsa_sys::HSA_STATUS_ERROR,
+            "this HSA runtime cannot set SVM attributes",
+        ))
+    }
     /// `hsa_amd_memory_fill`: writes `value` to `count` 32-bit words from `ptr` (4-byte
     /// aligned, inside one allocation or locked range) before returning. Ordered with no
     /// queue: the caller waits for queued work that uses the memory first.

@@ -395,6 +395,29 @@ impl HsaInterface for RealHsa {
         check("hsa_amd_memory_unlock", status)
     }
 
+    fn prefault_host_memory(&self, ptr: usize, size: usize, agent: Agent) -> HsaResult<()> {
+        let set = self.library().hsa_amd_svm_attributes_set.ok_or_else(|| {
+            HsaError::new(
+                HSA_STATUS_ERROR,
+                "the HSA runtime does not export hsa_amd_svm_attributes_set",
+            )
+        })?;
+        // SVM attributes apply to whole pages.
+        const PAGE: usize = 4096;
+        let start = ptr & !(PAGE - 1);
+        let end = ptr.checked_add(size).map(|e| e.next_multiple_of(PAGE)).ok_or_else(|| {
+            HsaError::new(HSA_STATUS_ERROR_INVALID_ARGUMENT, "the range wraps around")
+        })?;
+        let mut pair = hsa_amd_svm_attribute_pair_t {
+            attribute: HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE_IN_PLACE as u64,
+            value: agent.0,
+        };
+        // SAFETY: the seam's contract: host memory of this process; one attribute pair, read
+        // by the call.
+        let status = unsafe { set(start as *mut c_void, end - start, &mut pair, 1) };
+        check("hsa_amd_svm_attributes_set", status)
+    }
+
     fn fill(&self, ptr: usize, value: u32, count: usize) -> HsaResult<()> {
         // SAFETY: the seam's contract: `count` aligned words from `ptr` in memory HSA knows;
         // the runtime checks both and refuses otherwise.

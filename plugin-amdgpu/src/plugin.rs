@@ -282,6 +282,10 @@ impl DevicePlugin for AmdgpuPlugin {
                     u8::from(reach),
                 ));
             }
+            info.push(InfoEntry::new("APU", u8::from(a.is_apu())));
+            info.push(InfoEntry::new("XNACK", u8::from(a.xnack_enabled())));
+            let maps = crate::device::zero_copy_choice(a, &runtime.hsa_runtime);
+            info.push(InfoEntry::new("maps", maps.reason));
         }
         if let Some(device) = slot.device() {
             info.extend(device.info());

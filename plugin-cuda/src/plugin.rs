@@ -7,6 +7,7 @@ use crate::driver::{sys, Driver};
 use crate::image;
 use gpu_plugin::device_slots::{DeviceSlot, DeviceSlots, StartedDevice};
 use gpu_plugin::pinning::PinTable;
+use gpu_plugin::zero_copy::ZeroCopySettings;
 use gpu_plugin::Settings;
 use plugin_api::*;
 use std::sync::{Arc, Mutex};
@@ -255,6 +256,9 @@ impl DevicePlugin for CudaPlugin {
                 format!("{}.{}", v / 1000, v % 1000 / 10),
             ));
         }
+        let reach = crate::device::host_memory_reach(driver, id.handle);
+        let maps = gpu_plugin::zero_copy::choose(reach, ZeroCopySettings::from_env());
+        info.push(InfoEntry::new("maps", maps.reason));
         if let Some(device) = slot.device() {
             info.extend(device.info());
         }

@@ -316,6 +316,26 @@ pub fn compile_gfx942_twin_clang22(source: &str) -> PathBuf {
     compile_twin_clang22_for(source, conformance::EmulatedGpu::Amdgpu, "gfx942")
 }
 
+/// One C source built by clang-22 for gfx942 alone (no host image, so that no runtime numbers
+/// host devices before the GPU; its kernels' twins come from [`compile_gfx942_twin_clang22`]
+/// through `OMPTARGET_EMU_TWINS`), with LLVM 22's device runtime.
+pub fn compile_gfx942_clang22(source: &str) -> PathBuf {
+    let runtime = llvm22_device_runtime("amdgpu");
+    let flags = vec![
+        "-O2".to_string(),
+        "-nogpulib".into(),
+        "-Wno-unused-command-line-argument".into(),
+        "--offload-arch=gfx942".into(),
+        "-Xoffload-linker".into(),
+        runtime.display().to_string(),
+        format!("-I{}", clang22_include().display()),
+        format!("-L{}", lib_dir().display()),
+        "-L/usr/lib/llvm-19/lib".into(),
+    ];
+    let path = clang22_twin_path(conformance::EmulatedGpu::Amdgpu);
+    build_once_with("clang-22", source, "gfx942-clang22", &flags, &path)
+}
+
 fn compile_twin_clang22_for(source: &str, gpu: conformance::EmulatedGpu, arch: &str) -> PathBuf {
     let mut flags = vec!["-O2".to_string()];
     flags.extend(clang22_twin_flags(gpu).into_iter().map(|f| {

@@ -445,6 +445,9 @@ fn async_memsets_run_in_stream_order_after_the_delay_and_are_traced() {
                 .any(|l| l.starts_with(call) && l.contains(detail) && l.ends_with("CUDA_SUCCESS"))
         };
         assert!(line("cuMemsetD32Async ", "count=256 size=1024"), "{trace}");
+        // Copies say how many bytes they moved, so that a trace's traffic can be summed.
+        assert!(line("cuMemcpyHtoDAsync_v2 ", " size=4096"), "{trace}");
+        assert!(line("cuMemcpyDtoHAsync_v2 ", " size=4096"), "{trace}");
         assert!(
             line("cuMemsetD8Async ", "value=0x5a count=64 size=64"),
             "{trace}"
@@ -1046,4 +1049,215 @@ fn virtual_memory_is_reserved_mapped_granted_and_given_back() {
     );
     assert_eq!(cuMemAddressFree(base, 3 * granule), 0);
     assert_eq!(cuMemAddressFree(base, 3 * granule), INVALID_VALUE);
+}
+
+/// Runs test `test` alone again in a child process marked by `child`, with `env`; answers its
+/// output.
+fn rerun(test: &str, child: &str, env: &[(&str, &str)]) -> std::process::Output {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture"])
+        .env(child, "1")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
+const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
+/// What a coherent node answers with 1, an H100 on x86-64 with 0: host native atomics (86),
+/// pageable memory access (88), through the host's page tables (100), managed memory read
+/// in place by the host (101), host pointers for registered memory (91).
+const COHERENT: [c_int; 5] = [86, 88, 100, 101, 91];
+const CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: c_int = 89;
+
+fn attribute(attribute: c_int) -> c_int {
+    let mut value = -1;
+    assert_eq!(cuDeviceGetAttribute(&mut value, attribute, 0), 0);
+    value
+}
+
+fn device_name() -> String {
+    let mut name = [0 as std::ffi::c_char; 128];
+    assert_eq!(
+        cuDeviceGetName(name.as_mut_ptr(), name.len() as c_int, 0),
+        0
+    );
+    // SAFETY: the driver wrote a NUL-terminated name into the buffer.
+    unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+const PROFILE_CHILD: &str = "OMPTARGET_TEST_EMU_CUDA_PROFILE_CHILD";
+
+/// `OMPTARGET_EMU_PROFILE=gh200` (read once per process, so in child processes) presents a
+/// Grace Hopper node: the same sm_90 GPU with 132 SMs, whose attributes say it reaches the
+/// host's pageable memory through the host's page tables. An unknown profile is one line on
+/// stderr and the default H100, which this process, without the setting, also shows.
+#[test]
+fn a_gh200_profile_reports_a_coherent_node_and_an_unknown_one_the_h100() {
+    const TEST: &str = "a_gh200_profile_reports_a_coherent_node_and_an_unknown_one_the_h100";
+    assert_eq!(cuInit(0), 0);
+    let profile = std::env::var("OMPTARGET_EMU_PROFILE").ok();
+    let gh200 = profile.as_deref() == Some("gh200");
+    let name = device_name();
+    assert!(name.contains("not hardware"), "{name}");
+    assert_eq!(attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), 132);
+    assert_eq!(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), 9);
+    assert_eq!(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR), 0);
+    assert_eq!(attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS), 1);
+    let mut total = 0usize;
+    assert_eq!(cuDeviceTotalMem_v2(&mut total, 0), 0);
+    println!("device memory: {total}");
+    if gh200 {
+        assert!(name.contains("GH200"), "{name}");
+        for number in COHERENT {
+            assert_eq!(attribute(number), 1, "attribute {number}");
+        }
+        return;
+    }
+    assert!(name.contains("H100"), "{name}");
+    for number in COHERENT {
+        assert_eq!(attribute(number), 0, "attribute {number}");
+    }
+    if std::env::var_os(PROFILE_CHILD).is_some() {
+        return;
+    }
+    let memory_line = |out: &std::process::Output| {
+        tests::text(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with("device memory: "))
+            .map(str::to_owned)
+    };
+    let own = Some(format!("device memory: {total}"));
+    for setting in ["gh200", "no-such-node"] {
+        let out = rerun(TEST, PROFILE_CHILD, &[("OMPTARGET_EMU_PROFILE", setting)]);
+        let (stdout, stderr) = (tests::text(&out.stdout), tests::text(&out.stderr));
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{setting}: {stdout}{stderr}"
+        );
+        assert_eq!(
+            memory_line(&out),
+            own,
+            "the same memory size on both profiles"
+        );
+        let complaints = stderr
+            .lines()
+            .filter(|l| l.contains("OMPTARGET_EMU_PROFILE=no-such-node"))
+            .count();
+        assert_eq!(
+            complaints,
+            usize::from(setting == "no-such-node"),
+            "{stderr}"
+        );
+    }
+}
+
+const PAGEABLE_CHILD: &str = "OMPTARGET_TEST_EMU_CUDA_PAGEABLE_CHILD";
+const ILLEGAL_ADDRESS: u32 = 700;
+
+/// A kernel given pageable host memory (here a heap array, as a program that requires
+/// unified_shared_memory passes one): on `OMPTARGET_EMU_PROFILE=h100` it faults as on an H100
+/// without HMM, its stream getting `CUDA_ERROR_ILLEGAL_ADDRESS` (a `kernel-fault` trace line
+/// says so); on `gh200` it runs and writes the host's memory, stack and heap alike. On both, a
+/// value under device memory (where the base pointer of a mapped section of device memory
+/// lies) is no host memory: a device array with such a value beside it runs.
+#[test]
+fn pageable_host_memory_faults_a_kernel_on_the_h100_and_is_reached_on_a_gh200() {
+    const TEST: &str = "pageable_host_memory_faults_a_kernel_on_the_h100_and_is_reached_on_a_gh200";
+    let exe = tests::compile_cuda_twin("emu_params.c");
+    let trace = tests::build_dir().join("emu-cuda-pageable-trace.txt");
+    let mut in_child = false;
+    for profile in ["h100", "gh200"] {
+        let _ = std::fs::remove_file(&trace);
+        let env = [
+            ("OMPTARGET_EMU_PROFILE", profile.to_string()),
+            ("OMPTARGET_EMU_TRACE", trace.display().to_string()),
+        ];
+        in_child = tests::emulated::in_child_with_twins(TEST, PAGEABLE_CHILD, &exe, &env);
+        if in_child {
+            break;
+        }
+        let trace = std::fs::read_to_string(&trace).unwrap();
+        let faults: Vec<&str> = trace
+            .lines()
+            .filter(|l| l.starts_with("kernel-fault "))
+            .collect();
+        if profile == "h100" {
+            assert!(
+                faults.len() == 1
+                    && faults[0].contains("pageable-host-memory")
+                    && faults[0].ends_with("CUDA_ERROR_ILLEGAL_ADDRESS"),
+                "{trace}"
+            );
+        } else {
+            assert!(faults.is_empty(), "{trace}");
+        }
+    }
+    if !in_child {
+        return;
+    }
+    let gh200 = std::env::var("OMPTARGET_EMU_PROFILE").as_deref() == Ok("gh200");
+    with_context();
+    let (cubin, kernel) = tests::emulated::cuda_image_and_kernel(&exe);
+    let module = load(&cubin).unwrap();
+    let name = CString::new(kernel).unwrap();
+    let mut function = 0usize;
+    assert_eq!(cuModuleGetFunction(&mut function, module, name.as_ptr()), 0);
+    let mut stream = 0usize;
+    assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+    // The kernel's parameters: the launch environment, which the twin does not read, and the
+    // array it writes 7, 14, 21, 28 into.
+    let run = |environment: u64, array: u64| {
+        let (mut environment, mut array) = (environment, array);
+        let mut params: [*mut c_void; 2] = [
+            (&mut environment as *mut u64).cast(),
+            (&mut array as *mut u64).cast(),
+        ];
+        // SAFETY: the parameter pointers outlive the call (the values are copied at launch).
+        let launched = unsafe {
+            cuLaunchKernel(
+                function,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(launched, 0, "the launch itself succeeds");
+        cuStreamSynchronize(stream)
+    };
+    let written = [7, 14, 21, 28];
+
+    let device = allocate(16);
+    assert_eq!(run(device - 0x10_0000, device), 0);
+    let mut back = [0i32; 4];
+    assert_eq!(cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), device, 16), 0);
+    assert_eq!(back, written);
+
+    let heap = vec![0i32; 4];
+    if gh200 {
+        assert_eq!(run(0, heap.as_ptr() as u64), 0);
+        assert_eq!(heap, written, "the kernel wrote the host's heap");
+        let stack = [0i32; 4];
+        assert_eq!(run(0, stack.as_ptr() as u64), 0);
+        // SAFETY: the kernel wrote the array before the synchronisation returned.
+        assert_eq!(unsafe { std::ptr::read_volatile(&stack) }, written);
+    } else {
+        assert_eq!(run(0, heap.as_ptr() as u64), ILLEGAL_ADDRESS);
+        assert_eq!(heap, [0; 4], "the kernel did not run");
+        assert_eq!(
+            cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), device, 16),
+            ILLEGAL_ADDRESS,
+            "sticky"
+        );
+    }
 }

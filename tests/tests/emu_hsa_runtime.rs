@@ -1468,3 +1468,495 @@ fn kernarg_pool(cpu: hsa_agent_t) -> hsa_amd_memory_pool_t {
         })
         .unwrap()
 }
+
+// --- The APU profile (OMPTARGET_EMU_PROFILE=mi300a) -----------------------------------------
+
+/// A 16-byte `hsa_amd_svm_attribute_pair_t`.
+fn pair(attribute: u32, value: u64) -> hsa_amd_svm_attribute_pair_t {
+    hsa_amd_svm_attribute_pair_t {
+        attribute: attribute.into(),
+        value,
+    }
+}
+
+fn svm_set(ptr: *const u8, size: usize, pairs: &[hsa_amd_svm_attribute_pair_t]) -> hsa_status_t {
+    let mut pairs = pairs.to_vec();
+    hsa_amd_svm_attributes_set(ptr as *mut c_void, size, pairs.as_mut_ptr(), pairs.len())
+}
+
+fn svm_get(
+    ptr: *const u8,
+    size: usize,
+    pairs: &[hsa_amd_svm_attribute_pair_t],
+) -> (hsa_status_t, Vec<hsa_amd_svm_attribute_pair_t>) {
+    let mut pairs = pairs.to_vec();
+    let status =
+        hsa_amd_svm_attributes_get(ptr as *mut c_void, size, pairs.as_mut_ptr(), pairs.len());
+    (status, pairs)
+}
+
+fn system_flag(attribute: hsa_system_info_t) -> bool {
+    let mut value = true;
+    assert_eq!(
+        hsa_system_get_info(attribute, &mut value as *mut _ as *mut c_void),
+        0
+    );
+    value
+}
+
+fn memory_properties(agent: hsa_agent_t) -> [u8; 8] {
+    let mut bits = [0xffu8; 8];
+    assert_eq!(
+        hsa_agent_get_info(
+            agent,
+            HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES,
+            bits.as_mut_ptr().cast()
+        ),
+        0
+    );
+    bits
+}
+
+/// The default profile is the discrete MI210 it always was: no APU bit (the attribute is
+/// answered, as a real MI210 answers it), no SVM, no XNACK; SVM calls get their arguments
+/// checked as ROCr checks them, then KFD's refusal, `HSA_STATUS_ERROR`.
+#[test]
+fn the_default_profile_is_a_discrete_gpu_without_svm() {
+    let (cpu, gpus) = system();
+    assert_eq!(memory_properties(gpus[0]), [0; 8]);
+    assert_eq!(memory_properties(*cpu), [0; 8]);
+    assert!(!system_flag(HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED));
+    assert!(!system_flag(HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT));
+    assert!(!system_flag(HSA_AMD_SYSTEM_INFO_XNACK_ENABLED));
+    let host = vec![0u8; 8192];
+    let coarse = pair(
+        HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG,
+        HSA_AMD_SVM_GLOBAL_FLAG_COARSE_GRAINED.into(),
+    );
+    assert_eq!(svm_set(host.as_ptr(), 4096, &[coarse]), HSA_STATUS_ERROR);
+    assert_eq!(
+        svm_set(
+            host.as_ptr(),
+            4096,
+            &[pair(HSA_AMD_SVM_ATTRIB_ACCESS_QUERY, 0)]
+        ),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    assert_eq!(svm_get(host.as_ptr(), 4096, &[coarse]).0, HSA_STATUS_ERROR);
+}
+
+/// Runs the child half of the APU test in a process of its own with `HSA_XNACK=xnack` (the
+/// profile is read once per process); returns its trace.
+fn run_apu_child(xnack: &str) -> String {
+    let trace = tests::build_dir().join(format!("emu-hsa-apu-trace-{xnack}.txt"));
+    let _ = std::fs::remove_file(&trace);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "an_apu_profile_is_a_gfx942_apu", "--nocapture"])
+        .env(APU_CHILD, "1")
+        .env("OMPTARGET_EMU_PROFILE", "mi300a")
+        .env("HSA_XNACK", xnack)
+        .env("OMPTARGET_EMU_TRACE", &trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && tests::text(&out.stdout).contains("1 passed"),
+        "HSA_XNACK={xnack}: {}{}",
+        tests::text(&out.stdout),
+        tests::text(&out.stderr)
+    );
+    std::fs::read_to_string(&trace).unwrap()
+}
+
+const APU_CHILD: &str = "OMPTARGET_TEST_EMU_HSA_APU_CHILD";
+
+/// `OMPTARGET_EMU_PROFILE=mi300a`: gfx942 agents that say they are APUs, XNACK as `HSA_XNACK`
+/// says (in the ISA name and the system's answers), the loader's target-ID rules for gfx942,
+/// ROCr's SVM calls with KFD's per-range attributes and their errors, and the GPU's reach into
+/// host memory HSA never saw: with XNACK on, yes; with it off, a fault, unless SVM gave the
+/// agent access there. Every SVM call and copy is a trace line (copies with their bytes).
+#[test]
+fn an_apu_profile_is_a_gfx942_apu() {
+    if std::env::var_os(APU_CHILD).is_some() {
+        return apu_child();
+    }
+    for xnack in ["1", "0"] {
+        let trace = run_apu_child(xnack);
+        let count = |call: &str| trace.lines().filter(|l| l.starts_with(call)).count();
+        assert!(count("hsa_amd_svm_attributes_set ") >= 10, "{trace}");
+        assert!(count("hsa_amd_svm_attributes_get ") >= 5, "{trace}");
+        assert!(
+            trace
+                .lines()
+                .any(|l| l.starts_with("copy-done ") && l.contains(" size=8192")),
+            "{trace}"
+        );
+    }
+}
+
+/// Sets the ELF flags' XNACK and SRAM ECC settings (code object v4 and later) of a copy of
+/// `code`: 0 any, 1 off, 2 on.
+fn with_features(code: &[u8], xnack: u32, sramecc: u32) -> Vec<u8> {
+    let mut code = code.to_vec();
+    let mut flags = u32::from_le_bytes(code[48..52].try_into().unwrap());
+    flags = (flags & !0xf00) | (xnack + 1) << 8 | (sramecc + 1) << 10;
+    code[48..52].copy_from_slice(&flags.to_le_bytes());
+    code
+}
+
+fn apu_child() {
+    let xnack = std::env::var("HSA_XNACK").as_deref() == Ok("1");
+    let (cpu, gpus) = system();
+    let info_u32 = |attribute| {
+        let mut value = 0u32;
+        assert_eq!(
+            hsa_agent_get_info(gpus[0], attribute, &mut value as *mut _ as *mut c_void),
+            0
+        );
+        value
+    };
+    let text = |attribute| {
+        let mut name = [0u8; 64];
+        assert_eq!(
+            hsa_agent_get_info(gpus[0], attribute, name.as_mut_ptr().cast()),
+            0
+        );
+        String::from_utf8_lossy(&name)
+            .trim_end_matches('\0')
+            .to_string()
+    };
+    assert_eq!(text(HSA_AGENT_INFO_NAME), "gfx942");
+    assert!(text(HSA_AMD_AGENT_INFO_PRODUCT_NAME).contains("MI300A"));
+    assert_eq!(info_u32(HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT), 228);
+    assert_eq!(info_u32(HSA_AGENT_INFO_WAVEFRONT_SIZE), 64);
+    assert_eq!(info_u32(HSA_AMD_AGENT_INFO_CHIP_ID), 0x74a0);
+    assert!(hsa_flag_isset64(
+        &memory_properties(gpus[0]),
+        HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU
+    ));
+    assert_eq!(memory_properties(*cpu), [0; 8]);
+    let mut isa = hsa_isa_t::default();
+    assert_eq!(
+        hsa_agent_get_info(
+            gpus[0],
+            HSA_AGENT_INFO_ISA,
+            &mut isa as *mut _ as *mut c_void
+        ),
+        0
+    );
+    let mut len = 0u32;
+    assert_eq!(
+        hsa_isa_get_info_alt(
+            isa,
+            HSA_ISA_INFO_NAME_LENGTH,
+            &mut len as *mut _ as *mut c_void
+        ),
+        0
+    );
+    let mut name = vec![0u8; len as usize];
+    assert_eq!(
+        hsa_isa_get_info_alt(isa, HSA_ISA_INFO_NAME, name.as_mut_ptr().cast()),
+        0
+    );
+    let expected = if xnack {
+        "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack+\0"
+    } else {
+        "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-\0"
+    };
+    assert_eq!(String::from_utf8(name).unwrap(), expected);
+    assert!(system_flag(HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED));
+    assert_eq!(system_flag(HSA_AMD_SYSTEM_INFO_XNACK_ENABLED), xnack);
+    assert_eq!(
+        system_flag(HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT),
+        xnack
+    );
+
+    // The loader: gfx942 images only, with the XNACK and SRAM ECC settings the device has.
+    let gfx90a = &code_objects("gfx90a")[0];
+    assert_eq!(
+        load(gfx90a, gpus[0]).0,
+        HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS
+    );
+    // clang-19 here has no gfx942 device libraries: a gfx90a image whose ELF flags name
+    // gfx942 (EF_AMDGPU_MACH 0x4c) is one for the loader, which reads the flags.
+    let gfx942 = &{
+        let mut code = gfx90a.clone();
+        let flags = u32::from_le_bytes(code[48..52].try_into().unwrap());
+        code[48..52].copy_from_slice(&((flags & !0xff) | 0x4c).to_le_bytes());
+        code
+    };
+    let target = offload_image::amdgpu_code_object::check(gfx942).unwrap();
+    assert_eq!(target.target().processor, "gfx942");
+    let (status, executable) = load(gfx942, gpus[0]);
+    assert_eq!(status, 0);
+    for (features, loads) in [
+        ((2, 0), xnack),
+        ((1, 0), !xnack),
+        ((0, 2), true),
+        ((0, 1), false),
+    ] {
+        let (status, e) = load(&with_features(gfx942, features.0, features.1), gpus[0]);
+        let wanted = if loads {
+            0
+        } else {
+            HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS
+        };
+        assert_eq!(status, wanted, "xnack/sramecc setting {features:?}");
+        hsa_executable_destroy(e);
+    }
+
+    // SVM: KFD's defaults, then attributes kept per range.
+    let host = vec![7u8; 6 * 4096];
+    let page = (host.as_ptr() as usize).next_multiple_of(4096) as *const u8;
+    let gpu = gpus[0].handle;
+    let query = [
+        pair(HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG, 99),
+        pair(HSA_AMD_SVM_ATTRIB_ACCESS_QUERY, gpu),
+        pair(HSA_AMD_SVM_ATTRIB_ACCESS_QUERY, cpu.handle),
+        pair(HSA_AMD_SVM_ATTRIB_MIGRATION_GRANULARITY, 0),
+        pair(HSA_AMD_SVM_ATTRIB_PREFERRED_LOCATION, 5),
+    ];
+    let (status, answers) = svm_get(page, 4 * 4096, &query);
+    assert_eq!(status, 0);
+    assert_eq!(
+        answers[0].value,
+        u64::from(HSA_AMD_SVM_GLOBAL_FLAG_FINE_GRAINED)
+    );
+    let default_access = if xnack {
+        HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE
+    } else {
+        HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS
+    };
+    assert_eq!(answers[1].attribute, u64::from(default_access));
+    assert_eq!(
+        answers[2].attribute,
+        u64::from(HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE)
+    );
+    assert_eq!(answers[3].value, 9);
+    assert_eq!(answers[4].value, 0);
+    let coarse = pair(
+        HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG,
+        HSA_AMD_SVM_GLOBAL_FLAG_COARSE_GRAINED.into(),
+    );
+    assert_eq!(
+        svm_set(
+            page,
+            4 * 4096,
+            &[
+                coarse,
+                pair(HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE_IN_PLACE, gpu),
+                pair(HSA_AMD_SVM_ATTRIB_PREFERRED_LOCATION, gpu),
+            ]
+        ),
+        0
+    );
+    let (status, answers) = svm_get(page, 4 * 4096, &query);
+    assert_eq!(status, 0);
+    assert_eq!(
+        answers[0].value,
+        u64::from(HSA_AMD_SVM_GLOBAL_FLAG_COARSE_GRAINED)
+    );
+    assert_eq!(
+        answers[1].attribute,
+        u64::from(HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE_IN_PLACE)
+    );
+    assert_eq!(answers[4].value, gpu);
+    // Half of it fine grained again: the whole is both.
+    let fine = pair(
+        HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG,
+        HSA_AMD_SVM_GLOBAL_FLAG_FINE_GRAINED.into(),
+    );
+    assert_eq!(svm_set(page, 2 * 4096, &[fine]), 0);
+    let (_, answers) = svm_get(page, 4 * 4096, &query[..1]);
+    assert_eq!(
+        answers[0].value,
+        u64::from(HSA_AMD_SVM_GLOBAL_FLAG_INDETERMINATE)
+    );
+    // An unaligned start and size cover their pages.
+    let (_, answers) = svm_get(page.wrapping_add(2 * 4096 + 100), 10, &query[..1]);
+    assert_eq!(
+        answers[0].value,
+        u64::from(HSA_AMD_SVM_GLOBAL_FLAG_COARSE_GRAINED)
+    );
+
+    // ROCr's checks of the list, then KFD's of the range.
+    for (pairs, wanted) in [
+        (vec![coarse, fine], HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS),
+        (
+            vec![
+                pair(HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE, gpu),
+                pair(HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS, gpu),
+            ],
+            HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS,
+        ),
+        (
+            vec![pair(HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE, 12345)],
+            HSA_STATUS_ERROR_INVALID_AGENT,
+        ),
+        (
+            vec![pair(HSA_AMD_SVM_ATTRIB_ACCESS_QUERY, gpu)],
+            HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        ),
+        (
+            vec![pair(HSA_AMD_SVM_ATTRIB_PREFETCH_LOCATION, gpu)],
+            HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        ),
+        (
+            vec![pair(
+                HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG,
+                HSA_AMD_SVM_GLOBAL_FLAG_INDETERMINATE.into(),
+            )],
+            HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        ),
+        (vec![pair(0x999, 0)], HSA_STATUS_ERROR_INVALID_ARGUMENT),
+    ] {
+        assert_eq!(svm_set(page, 4096, &pairs), wanted, "{pairs:?}");
+    }
+    assert_eq!(
+        svm_get(page, 4096, &[pair(HSA_AMD_SVM_ATTRIB_GPU_EXEC, 0)]).0,
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        svm_get(
+            page,
+            4096,
+            &[pair(HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE, gpu)]
+        )
+        .0,
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        svm_get(page, 4096, &[pair(HSA_AMD_SVM_ATTRIB_ACCESS_QUERY, 3)]).0,
+        HSA_STATUS_ERROR_INVALID_AGENT
+    );
+    assert_eq!(
+        hsa_amd_svm_attributes_set(page as *mut c_void, 4096, std::ptr::null_mut(), 1),
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    );
+    // KFD refuses: an empty range, one at address 0, pages mapped nowhere, pool memory.
+    assert_eq!(svm_set(page, 0, &[coarse]), HSA_STATUS_ERROR);
+    assert_eq!(svm_set(std::ptr::null(), 4096, &[coarse]), HSA_STATUS_ERROR);
+    assert_eq!(
+        svm_set(4096 as *const u8, 4096, &[coarse]),
+        HSA_STATUS_ERROR
+    );
+    let device = allocate(pools(gpus[0])[0], 8192);
+    assert_eq!(svm_set(device, 4096, &[coarse]), HSA_STATUS_ERROR);
+    assert_eq!(svm_get(device, 4096, &query[..1]).0, HSA_STATUS_ERROR);
+
+    // A copy engine reads pageable host memory only with XNACK on; counted bytes in the trace.
+    let done = signal(1);
+    let other = vec![1u8; 8192];
+    assert_eq!(
+        copy(
+            device.cast(),
+            gpus[0],
+            other.as_ptr().cast(),
+            *cpu,
+            8192,
+            &[],
+            done
+        ),
+        0
+    );
+    if xnack {
+        assert_eq!(wait_zero(done, 5000), 0);
+    } else {
+        assert!(fault_at(other.as_ptr() as u64));
+        assert_eq!(wait_zero(done, 50), 1);
+    }
+    let locked = {
+        let mut agent_ptr = std::ptr::null_mut();
+        assert_eq!(
+            hsa_amd_memory_lock(
+                other.as_ptr() as *mut c_void,
+                8192,
+                std::ptr::null_mut(),
+                0,
+                &mut agent_ptr
+            ),
+            0
+        );
+        agent_ptr
+    };
+    let done = signal(1);
+    assert_eq!(
+        copy(device.cast(), gpus[0], locked, *cpu, 8192, &[], done),
+        0
+    );
+    assert_eq!(wait_zero(done, 5000), 0);
+    assert_eq!(hsa_amd_memory_unlock(other.as_ptr() as *mut c_void), 0);
+
+    // Kernels given host pointers: a malloc'd array faults with XNACK off unless SVM gave the
+    // agent access there; a section's base (a device address less an offset) never does.
+    let metadata = offload_image::amdgpu_code_object::check(gfx942).unwrap();
+    let kernel = metadata
+        .kernels()
+        .iter()
+        .find(|k| k.args.iter().any(|a| a.value_kind == "global_buffer"))
+        .expect("a kernel with a pointer argument");
+    let info = kernel_symbol_info(executable, gpus[0], &kernel.symbol);
+    let object = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT);
+    let group = info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE) as u32;
+    let kernarg = allocate(kernarg_pool(*cpu), kernel.kernarg_segment_size as usize);
+    assert_eq!(
+        hsa_amd_agents_allow_access(1, &gpus[0], std::ptr::null(), kernarg.cast()),
+        0
+    );
+    let dispatch = |pointer: u64| {
+        for arg in kernel
+            .args
+            .iter()
+            .filter(|a| a.value_kind == "global_buffer")
+        {
+            // SAFETY: the argument lies inside the kernarg buffer allocated above.
+            unsafe {
+                std::ptr::write_unaligned(kernarg.add(arg.offset as usize) as *mut u64, pointer)
+            };
+        }
+        let q = TestQueue::new(gpus[0]);
+        let mut words = dispatch_words([64, 1, 1], [64, 1, 1], group, object, signal(1));
+        words[10] = kernarg as u64 as u32;
+        words[11] = (kernarg as u64 >> 32) as u32;
+        let index = q.write(words, true);
+        q.ring(index);
+        let start = Instant::now();
+        while q.errors().is_empty() && start.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        q.errors()
+    };
+    // Past the pointer checks, the dispatch stops at the next: this process has no twin.
+    let passes = vec![HSA_STATUS_ERROR_INVALID_CODE_OBJECT];
+    let array = vec![0u32; 1 << 16];
+    let at = array.as_ptr() as u64;
+    if xnack {
+        assert_eq!(dispatch(at), passes);
+    } else {
+        assert_eq!(dispatch(at), vec![HSA_STATUS_ERROR_MEMORY_FAULT]);
+        assert!(fault_at(at));
+    }
+    assert_eq!(
+        dispatch(device as u64 - (1 << 20)),
+        passes,
+        "a section's base"
+    );
+    assert_eq!(dispatch(device as u64 - 64), passes, "a section's base");
+    assert_eq!(
+        svm_set(
+            array.as_ptr().cast(),
+            array.len() * 4,
+            &[pair(HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE, gpu)]
+        ),
+        0
+    );
+    assert_eq!(dispatch(at), passes, "SVM gave the GPU access");
+    assert_eq!(
+        svm_set(
+            array.as_ptr().cast(),
+            array.len() * 4,
+            &[pair(HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS, gpu)]
+        ),
+        0
+    );
+    assert_eq!(dispatch(at), vec![HSA_STATUS_ERROR_MEMORY_FAULT]);
+}

@@ -116,6 +116,17 @@ pub struct AmdgpuDevice {
     zero_copy: ZeroCopyChoice,
 }
 
+/// Whether `agent`'s maps use host memory in place, and why: as LLVM, on an APU with XNACK
+/// (see `gpu_plugin::zero_copy`).
+pub fn zero_copy_choice(agent: &AgentInfo, runtime: &HsaRuntime) -> ZeroCopyChoice {
+    let reach = HostMemoryReach {
+        pageable: agent.xnack_enabled(),
+        shared_physical_memory: agent.is_apu(),
+        prefault: runtime.svm_supported(),
+    };
+    zero_copy::choose(reach, ZeroCopySettings::from_env())
+}
+
 impl AmdgpuDevice {
     /// `size` bytes of `kind` from the agent's pools.
     fn allocate(&self, size: u64, kind: AllocKind) -> Result<usize> {
@@ -243,12 +254,7 @@ impl AmdgpuDevice {
         let allocations = Arc::new(AllocationTraces::from_env());
         let rpc = DeviceRpc::new(agent.wavefront_size);
         memory_fault::report_faults_with(agent.agent.0, &launches, &allocations);
-        let reach = HostMemoryReach {
-            pageable: agent.xnack_enabled(),
-            shared_physical_memory: agent.is_apu(),
-            prefault: runtime.svm_supported(),
-        };
-        let zero_copy = zero_copy::choose(reach, ZeroCopySettings::from_env());
+        let zero_copy = zero_copy_choice(&agent, &runtime);
         log::debug!("amdgpu device {ordinal}: maps: {}", zero_copy.reason);
         Ok(AmdgpuDevice {
             zero_copy,
@@ -590,6 +596,12 @@ impl Device for AmdgpuDevice {
         Ok(self.agent.xnack_enabled() || self.pinned_address(host, size).is_some())
     }
 
+    fn prefault_host_memory(&self, host: usize, size: u64) -> Result<()> {
+        self.hsa
+            .prefault_host_memory(host, size as usize, self.agent.agent)
+            .map_err(|e| failed(format!("prefaulting {size} bytes at {host:#x}"), e))
+    }
+
     fn memory_info(&self) -> Result<MemoryInfo> {
         let memory = self
             .runtime
@@ -715,9 +727,6 @@ impl AmdgpuDevice {
             InfoEntry::new("max threads per team", self.grid.max_threads),
             InfoEntry::new("default teams", self.grid.default_teams),
             InfoEntry::new("hardware parallelism", self.hardware_parallelism),
-            InfoEntry::new("APU", u8::from(self.agent.is_apu())),
-            InfoEntry::new("XNACK", u8::from(self.agent.xnack_enabled())),
-            InfoEntry::new("maps", self.zero_copy.reason),
         ];
         if let Ok(m) = self.memory_info() {
             info.push(InfoEntry::new("free memory bytes", m.free));

@@ -173,6 +173,18 @@ fn attribute(driver: &Driver, device: sys::CUdevice, attribute: Attr) -> Result<
         .map_err(|e| failed("reading a device attribute", e))
 }
 
+/// What device `d` reaches of host memory: pageable memory through the host's own page
+/// tables (ATS on a coherent node) or mirrored ones (HMM); an integrated GPU shares the host's
+/// memory.
+pub fn host_memory_reach(driver: &Driver, d: sys::CUdevice) -> HostMemoryReach {
+    let has = |a| driver.attribute(d, a).is_ok_and(|v| v > 0);
+    HostMemoryReach {
+        pageable: has(Attr::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS),
+        shared_physical_memory: has(Attr::CU_DEVICE_ATTRIBUTE_INTEGRATED),
+        prefault: false,
+    }
+}
+
 impl CudaDevice {
     /// Retains the primary context and creates the pools (LLVM's `CUDADeviceTy::initImpl`).
     pub fn initialize(
@@ -250,14 +262,7 @@ impl CudaDevice {
             Ok((grid, sms as u64 * (per_sm / grid.warp_size) as u64, optin))
         };
         let (grid, hardware_parallelism, shared_memory_optin) = setup()?;
-        // Pageable memory reached through the host's own page tables (ATS on a coherent node)
-        // or mirrored ones (HMM); an integrated GPU shares the host's memory.
-        let has = |a| driver.attribute(d, a).is_ok_and(|v| v > 0);
-        let host_reach = HostMemoryReach {
-            pageable: has(Attr::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS),
-            shared_physical_memory: has(Attr::CU_DEVICE_ATTRIBUTE_INTEGRATED),
-            prefault: false,
-        };
+        let host_reach = host_memory_reach(&driver, d);
         let zero_copy = zero_copy::choose(host_reach, ZeroCopySettings::from_env());
         log::debug!("cuda device {}: maps: {}", identity.ordinal, zero_copy.reason);
         let streams = ResourcePool::new(&driver, settings.initial_streams)
@@ -760,7 +765,6 @@ impl CudaDevice {
             "hardware parallelism",
             self.hardware_parallelism,
         ));
-        info.push(InfoEntry::new("maps", self.zero_copy.reason));
         info
     }
 
