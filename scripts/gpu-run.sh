@@ -406,10 +406,11 @@ lacks() {
 }
 
 # A program that needs pageable memory access (`// NEEDS: pageable memory access`) on a device
-# without it: it cannot run as written, but the runtime must say why as the device starts.
+# without it: it cannot run as written, but the runtime must say why as the device starts
+# (under LIBOMPTARGET_INFO bit 128, which asks for what devices reach of host memory).
 announces_no_pageable_access() {
     local err=$results/logs/$2.err
-    (cd "$results/logs" && with_timeout "$timeout_s" "$here/conformance/$2") >/dev/null 2>"$err" </dev/null
+    (cd "$results/logs" && LIBOMPTARGET_INFO=128 with_timeout "$timeout_s" "$here/conformance/$2") >/dev/null 2>"$err" </dev/null
     if grep -qF "cannot access pageable host memory" "$err"; then
         echo "PASS $1 (device 0 has no pageable memory access: the runtime says so)"
         rm -f "$err"

@@ -509,6 +509,10 @@ fn begin_list(
 /// that the program re-pointed at data mapped earlier, is left as it is on the device. An
 /// `ALWAYS` entry, or every entry with `LIBOMPTARGET_TREAT_ATTACH_AUTO_AS_ALWAYS` (`always`),
 /// attaches regardless.
+///
+/// Where maps use host memory in place (zero-copy, unified shared memory), an unmapped pointee
+/// is the host data itself: a pointer with a device copy (a `declare target` variable) is made
+/// to point at it, whatever this construct mapped, since nothing else would.
 fn attach_after_mapping(q: &mut ConstructQueue<'_>, arg: &MapArg, always: bool) -> Result<()> {
     let mapping = &q.device.mapping;
     // Each as (device address, host start of the mapping holding it).
@@ -516,10 +520,12 @@ fn attach_after_mapping(q: &mut ConstructQueue<'_>, arg: &MapArg, always: bool) 
         .view(arg.base, arg.size, arg.base)
         .find(arg.base, arg.size)
         .map(|m| (m.device_address(arg.base), m.host_begin));
-    let pointee = mapping
+    let mapped_pointee = mapping
         .view(arg.begin, 0, arg.begin)
         .find(arg.begin, 0)
         .map(|m| (m.device_address(arg.begin), m.host_begin));
+    let in_place = mapped_pointee.is_none() && q.unified_shared_memory;
+    let pointee = mapped_pointee.or(in_place.then_some((arg.begin, arg.begin)));
     let (Some((pointer_device, pointer_mapping)), Some((pointee_device, pointee_mapping))) =
         (pointer, pointee)
     else {
@@ -530,7 +536,7 @@ fn attach_after_mapping(q: &mut ConstructQueue<'_>, arg: &MapArg, always: bool) 
         );
         return Ok(());
     };
-    let always = always || arg.map_type.has(ALWAYS);
+    let always = always || in_place || arg.map_type.has(ALWAYS);
     if !always && !q.created_here(pointer_mapping) && !q.created_here(pointee_mapping) {
         log::debug!(
             "attach {:#x} -> {:#x}: neither pointer nor pointee newly mapped; skipped",

@@ -431,9 +431,12 @@ impl Device {
 
     /// A program that requires unified shared memory hands its kernels host addresses; a device
     /// that cannot reach pageable host memory faults on them (CUDA_ERROR_ILLEGAL_ADDRESS), so
-    /// say why up front, as LLVM's AMDGPU plugin does when XNACK is off.
+    /// say why up front, under `LIBOMPTARGET_INFO` bit 128: LLVM prints nothing, and programs
+    /// that use only mapped data run fine (LLVM's tests check that they print nothing; the
+    /// AMDGPU plugin's report of a fault gives the same hint).
     fn warn_if_host_memory_is_out_of_reach(&self) {
-        if !self.requires.unified_shared_memory()
+        if !info::enabled(info::ZERO_COPY)
+            || !self.requires.unified_shared_memory()
             || self
                 .info_value(plugin_api::PAGEABLE_MEMORY_ACCESS)
                 .as_deref()

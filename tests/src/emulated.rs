@@ -597,10 +597,14 @@ pub fn in_child_with_twins(test: &str, child: &str, twins: &Path, env: &[(&str, 
 }
 
 /// A program that requires unified_shared_memory on `gpu`'s emulator, whose device reports no
-/// pageable memory access: the runtime says so as the device starts. The program still
-/// completes, since the emulator runs kernels on the CPU, where host memory is in reach.
+/// pageable memory access: the runtime says so as the device starts, under `LIBOMPTARGET_INFO`
+/// bit 128 (and nothing without it, as LLVM). The program still completes, since the default
+/// profiles run kernels on the CPU, where host memory is in reach.
 pub fn unified_shared_memory_is_announced(gpu: EmulatedGpu, exe: &Path) {
-    let (code, out, err) = run(gpu, exe, &[], &[]);
+    let (code, _, quiet) = run(gpu, exe, &[], &[]);
+    assert_eq!(code, Some(0), "{quiet}");
+    assert!(!quiet.contains("omptarget"), "{quiet}");
+    let (code, out, err) = run(gpu, exe, &[], &[("LIBOMPTARGET_INFO", "128".into())]);
     let device = format!(
         "requires unified_shared_memory, but device 0 ({} device 0",
         gpu.plugin()

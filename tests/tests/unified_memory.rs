@@ -233,7 +233,7 @@ fn requires_unified_shared_memory_runs_in_place_or_faults() {
     );
     assert_ne!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
     assert!(
-        run.stderr.contains("cannot access pageable host memory")
+        run.stderr.contains("cannot access pageable host memory (XNACK is off)")
             && run.stderr.to_lowercase().contains("memory access fault"),
         "{}",
         run.stderr

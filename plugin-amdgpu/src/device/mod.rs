@@ -253,7 +253,12 @@ impl AmdgpuDevice {
         let launches = Arc::new(LaunchTraces::from_env());
         let allocations = Arc::new(AllocationTraces::from_env());
         let rpc = DeviceRpc::new(agent.wavefront_size);
-        memory_fault::report_faults_with(agent.agent.0, &launches, &allocations);
+        memory_fault::report_faults_with(
+            agent.agent.0,
+            &launches,
+            &allocations,
+            agent.xnack_enabled(),
+        );
         let zero_copy = zero_copy_choice(&agent, &runtime);
         log::debug!("amdgpu device {ordinal}: maps: {}", zero_copy.reason);
         Ok(AmdgpuDevice {

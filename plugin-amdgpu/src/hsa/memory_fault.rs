@@ -25,17 +25,21 @@ struct FaultContext {
     agent: u64,
     launches: Arc<LaunchTraces>,
     allocations: Arc<AllocationTraces>,
+    /// XNACK is on: the GPU reaches pageable host memory.
+    xnack: bool,
 }
 
 /// Each GPU agent's fault context.
 static CONTEXTS: Mutex<Vec<FaultContext>> = Mutex::new(Vec::new());
 
 /// From now on a memory fault by `agent` reports the kernels in `launches` and what
-/// `allocations` say about the faulting address.
+/// `allocations` say about the faulting address, and, where XNACK is off, that the GPU
+/// cannot reach host memory nobody mapped for it.
 pub fn report_faults_with(
     agent: u64,
     launches: &Arc<LaunchTraces>,
     allocations: &Arc<AllocationTraces>,
+    xnack: bool,
 ) {
     let mut contexts = lock(&CONTEXTS);
     contexts.retain(|known| known.agent != agent);
@@ -43,6 +47,7 @@ pub fn report_faults_with(
         agent,
         launches: Arc::clone(launches),
         allocations: Arc::clone(allocations),
+        xnack,
     });
 }
 
@@ -54,6 +59,9 @@ fn fault_context(agent: u64, address: u64) -> String {
         return String::new();
     };
     let mut text = context.allocations.describe_address(address as usize);
+    if !context.xnack {
+        text.push_str(XNACK_OFF_HINT);
+    }
     text.push_str(&context.launches.report());
     text
 }
@@ -84,6 +92,12 @@ impl HsaRuntime {
         Ok(())
     }
 }
+
+/// Said with a fault on a GPU without XNACK: the usual cause of a fault on host memory.
+const XNACK_OFF_HINT: &str = "This GPU cannot access pageable host memory (XNACK is off): a \
+kernel that uses host memory the program did not map or allocate through OpenMP (as under \
+`requires unified_shared_memory`) faults. HSA_XNACK=1 turns XNACK on where the system \
+supports it.\n";
 
 /// The system event handler: aborts on a memory fault, ignores every other event.
 unsafe extern "C" fn on_system_event(
