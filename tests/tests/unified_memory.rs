@@ -7,7 +7,7 @@
 //! `omp_target_is_accessible` asks each device. LLVM 22's own tests of these run on both
 //! profiles, LLVM 22's runtime on the same emulators being the judge.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tests::conformance::EmulatedGpu::{self, Amdgpu, Cuda};
 use tests::emulated;
 use tests::llvm_suite::{self, Target};
@@ -348,4 +348,58 @@ fn omptarget_info_shows_the_profiles() {
             .any(|l| l.contains("pageable memory access") && l.trim_end().ends_with('1')),
         "{gh200}"
     );
+}
+
+/// The README's gfx942 build line, for a kernel that calls math functions (ocml, from the device
+/// libraries scripts/build-llvm22-device-runtime.sh completes for gfx942): it builds, and the
+/// program runs on the emulated APU with its twin built the same way.
+#[test]
+fn the_readme_builds_gfx942_kernels_that_call_math_functions() {
+    let runtime = tests::workspace_root().join("target/llvm22-device-runtime");
+    assert!(
+        runtime.join("gfx942-device-libs/oclc_isa_version_942.bc").exists()
+            && runtime.join("amdgpu/libompdevice.a").exists(),
+        "run scripts/build-llvm22-device-runtime.sh (scripts/test.sh does)"
+    );
+    let readme = [
+        "-O2".to_string(),
+        "-fopenmp".into(),
+        format!(
+            "--rocm-device-lib-path={}",
+            runtime.join("gfx942-device-libs").display()
+        ),
+        "-Xoffload-linker-amdgcn-amd-amdhsa".into(),
+        format!("-L{}", runtime.join("amdgpu").display()),
+        format!("-I{}", tests::clang22_include().display()),
+        "-L/usr/lib/llvm-19/lib".into(),
+        "-lm".into(),
+    ];
+    let source = tests::program("gfx942_math.c");
+    let build = |out: &Path, targets: &[&str]| {
+        let mut cmd = std::process::Command::new("clang-22");
+        cmd.args(&readme)
+            .args(targets)
+            .arg(&source)
+            .env("PATH", tests::clang22_twin_path(Amdgpu));
+        let output = tests::outputs::build(cmd, out).expect("run clang-22");
+        assert!(
+            output.status.success(),
+            "{}",
+            tests::text(&output.stderr)
+        );
+    };
+    let dir = tests::build_dir();
+    let (exe, twins) = (dir.join("gfx942_math-readme"), dir.join("gfx942_math-readme.twin"));
+    build(&exe, &["--offload-arch=gfx942"]);
+    build(
+        &twins,
+        &[
+            "-fopenmp-targets=amdgcn-amd-amdhsa,x86_64-pc-linux-gnu",
+            "-Xopenmp-target=amdgcn-amd-amdhsa",
+            "-march=gfx942",
+        ],
+    );
+    let program = Program { exe, twins };
+    let run = run_ours(Amdgpu, &program, "gfx942-math", &[("OMPTARGET_EMU_PROFILE", "mi300a")]);
+    passed(&run, "gfx942 math program");
 }
