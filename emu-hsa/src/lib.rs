@@ -21,6 +21,7 @@ mod runtime;
 pub mod signals;
 pub mod status;
 mod svm;
+mod svm_ranges;
 mod trace;
 
 pub use entry::*;

@@ -59,7 +59,7 @@ pub struct Memory {
     /// The APU's allocations: one reserved address range (see [`Arena`]).
     arena: Option<Arena>,
     /// Host ranges given SVM attributes (`hsa_amd_svm_attributes_set`).
-    svm: Mutex<crate::svm::Ranges>,
+    svm: Mutex<crate::svm_ranges::Ranges>,
 }
 
 /// The APU's pool allocations all lie in one reserved range, past a lead of addresses never
@@ -81,22 +81,7 @@ const ARENA_LEAD: usize = 64 << 30;
 
 impl Arena {
     fn reserve() -> Option<Arena> {
-        // SAFETY: a fresh private reservation without access at an address of the kernel's
-        // choosing; nothing refers to it yet.
-        let address = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                ARENA_BYTES,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if address == libc::MAP_FAILED {
-            return None;
-        }
-        let start = address as usize;
+        let start = reserve_no_access(ARENA_BYTES)?;
         Some(Arena {
             start,
             end: start + ARENA_BYTES,
@@ -157,13 +142,13 @@ impl Memory {
     /// the access SVM attributes gave the agent there, else with XNACK on only.
     pub fn reaches_host(&self, agent: AgentIndex, address: usize) -> bool {
         match lock(&self.svm).access(agent, address) {
-            Some(crate::svm::Access::None) => false,
+            Some(crate::svm_ranges::Access::None) => false,
             Some(_) => true,
             None => self.profile.xnack,
         }
     }
 
-    pub(crate) fn with_svm<T>(&self, body: impl FnOnce(&mut crate::svm::Ranges) -> T) -> T {
+    pub(crate) fn with_svm<T>(&self, body: impl FnOnce(&mut crate::svm_ranges::Ranges) -> T) -> T {
         body(&mut lock(&self.svm))
     }
 
@@ -408,22 +393,7 @@ fn map(len: usize) -> Option<usize> {
     if let Some(start) = omptarget_emu_support::retired_memory::reuse(whole, GUARD..GUARD + len) {
         return Some(start + GUARD);
     }
-    // SAFETY: an anonymous private mapping with no access at an address of the kernel's
-    // choosing; nothing else refers to it until it is returned.
-    let address = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            whole,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if address == libc::MAP_FAILED {
-        return None;
-    }
-    let start = address as usize + GUARD;
+    let start = reserve_no_access(whole)? + GUARD;
     // SAFETY: the middle of the mapping just made (the guards stay without access), which
     // nothing refers to yet.
     let opened = unsafe {
@@ -435,7 +405,7 @@ fn map(len: usize) -> Option<usize> {
     };
     if opened != 0 {
         // SAFETY: the mapping just made, whole.
-        unsafe { libc::munmap(address, whole) };
+        unsafe { libc::munmap((start - GUARD) as *mut libc::c_void, whole) };
         return None;
     }
     Some(start)
@@ -443,6 +413,23 @@ fn map(len: usize) -> Option<usize> {
 
 /// A freed allocation and its guard pages stay reserved with no access for a while, so that a
 /// kernel writing after the free faults as on a GPU.
+/// `len` bytes of fresh address space without access, where the kernel chooses.
+fn reserve_no_access(len: usize) -> Option<usize> {
+    // SAFETY: an anonymous private mapping with no access at an address of the kernel's
+    // choosing; nothing else refers to it until it is returned.
+    let address = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    (address != libc::MAP_FAILED).then_some(address as usize)
+}
+
 fn unmap(start: usize, len: usize) {
     if let Some(whole) = guarded(len) {
         omptarget_emu_support::retired_memory::retire(start - GUARD, whole);

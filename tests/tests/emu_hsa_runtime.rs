@@ -142,22 +142,8 @@ fn agents_pools_and_isa_are_what_a_plugin_expects_of_an_mi210() {
     );
     assert_eq!((cus, wave, group), (104, 64, 1024));
     unsafe extern "C" fn isa_name(isa: hsa_isa_t, data: *mut c_void) -> hsa_status_t {
-        let mut len = 0u32;
-        assert_eq!(
-            hsa_isa_get_info_alt(
-                isa,
-                HSA_ISA_INFO_NAME_LENGTH,
-                &mut len as *mut _ as *mut c_void
-            ),
-            0
-        );
-        let mut name = vec![0u8; len as usize];
-        assert_eq!(
-            hsa_isa_get_info_alt(isa, HSA_ISA_INFO_NAME, name.as_mut_ptr().cast()),
-            0
-        );
         // SAFETY: `data` is the string below.
-        unsafe { *(data as *mut String) = String::from_utf8(name).unwrap() };
+        unsafe { *(data as *mut String) = isa_name_of(isa) };
         HSA_STATUS_SUCCESS
     }
     let mut isa = String::new();
@@ -1643,26 +1629,13 @@ fn apu_child() {
         ),
         0
     );
-    let mut len = 0u32;
-    assert_eq!(
-        hsa_isa_get_info_alt(
-            isa,
-            HSA_ISA_INFO_NAME_LENGTH,
-            &mut len as *mut _ as *mut c_void
-        ),
-        0
-    );
-    let mut name = vec![0u8; len as usize];
-    assert_eq!(
-        hsa_isa_get_info_alt(isa, HSA_ISA_INFO_NAME, name.as_mut_ptr().cast()),
-        0
-    );
+    let name = isa_name_of(isa);
     let expected = if xnack {
         "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack+\0"
     } else {
         "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-\0"
     };
-    assert_eq!(String::from_utf8(name).unwrap(), expected);
+    assert_eq!(name, expected);
     assert!(system_flag(HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED));
     assert_eq!(system_flag(HSA_AMD_SYSTEM_INFO_XNACK_ENABLED), xnack);
     assert_eq!(
@@ -1959,4 +1932,23 @@ fn apu_child() {
         0
     );
     assert_eq!(dispatch(at), vec![HSA_STATUS_ERROR_MEMORY_FAULT]);
+}
+
+/// An ISA's name (`HSA_ISA_INFO_NAME`, its NUL included).
+fn isa_name_of(isa: hsa_isa_t) -> String {
+    let mut len = 0u32;
+    assert_eq!(
+        hsa_isa_get_info_alt(
+            isa,
+            HSA_ISA_INFO_NAME_LENGTH,
+            &mut len as *mut _ as *mut c_void
+        ),
+        0
+    );
+    let mut name = vec![0u8; len as usize];
+    assert_eq!(
+        hsa_isa_get_info_alt(isa, HSA_ISA_INFO_NAME, name.as_mut_ptr().cast()),
+        0
+    );
+    String::from_utf8(name).unwrap()
 }
