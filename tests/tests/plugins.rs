@@ -43,7 +43,7 @@ fn info_lists_path_plugins_and_devices() {
         stdout.contains("libomptarget.rtl.host.so (runtime directory)"),
         "{stdout}"
     );
-    assert!(stdout.contains("ABI:     1.6"), "{stdout}");
+    assert!(stdout.contains("ABI:     1.7"), "{stdout}");
     assert!(stdout.contains("Devices: 4"), "{stdout}");
     assert!(
         stdout.contains("Device 3 (host plugin, device 3)"),
@@ -75,7 +75,7 @@ fn bad_plugins_are_skipped_with_reasons() {
     );
     assert!(
         stdout
-            .contains("plugin ABI version 2.0 is incompatible with this runtime's ABI version 1.6"),
+            .contains("plugin ABI version 2.0 is incompatible with this runtime's ABI version 1.7"),
         "{stdout}"
     );
     assert!(stdout.contains("host [loaded]"), "{stdout}");
@@ -85,7 +85,7 @@ fn bad_plugins_are_skipped_with_reasons() {
     let run_out = run(&exe, &[("LIBOMPTARGET_PLUGIN_PATH", &path)]);
     assert!(run_out.status.success(), "{}", text(&run_out.stderr));
     assert_eq!(text(&run_out.stdout).trim(), "devices 4 ran_on_host 0");
-    assert!(text(&run_out.stderr).contains("incompatible with this runtime's ABI version 1.6"));
+    assert!(text(&run_out.stderr).contains("incompatible with this runtime's ABI version 1.7"));
 }
 
 #[test]
