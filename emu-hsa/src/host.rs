@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn heap_stack_and_globals_are_readable_and_nothing_else_is() {
-        let heap = vec![0u8; 64];
+        let heap = Box::new([0u8; 64]);
         let stack = [0u8; 16];
         assert!(readable(heap.as_ptr() as usize));
         assert!(readable(stack.as_ptr() as usize));

@@ -480,7 +480,7 @@ mod tests {
     #[test]
     fn an_apus_gpu_reaches_host_memory_with_xnack_or_svm_access_only() {
         let apu = |xnack| Profile { apu: true, xnack };
-        let heap = vec![0u8; 64];
+        let heap = Box::new([0u8; 64]);
         let at = heap.as_ptr() as usize;
         let on = Memory::new(apu(true));
         assert!(on.check(1, at, 64).is_ok());
