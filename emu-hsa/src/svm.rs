@@ -11,8 +11,8 @@
 
 use crate::agents::{AgentIndex, System};
 use crate::status::{self, Error, Result};
-use hsa_sys::*;
 use crate::svm_ranges::*;
+use hsa_sys::*;
 
 /// The agent of a handle in an attribute's value.
 fn agent(system: &System, value: u64) -> Result<AgentIndex> {

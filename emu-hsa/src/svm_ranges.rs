@@ -111,7 +111,6 @@ impl Ranges {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,9 +67,7 @@ impl ZeroCopySettings {
             Some("1" | "on" | "true" | "yes") => Forced::On,
             Some("0" | "off" | "false" | "no") => Forced::Off,
             Some(other) => {
-                log::warn!(
-                    "OMPTARGET_ZERO_COPY_MAPS='{other}' is not on, off or auto; using auto"
-                );
+                log::warn!("OMPTARGET_ZERO_COPY_MAPS='{other}' is not on, off or auto; using auto");
                 Forced::No
             }
         };
@@ -105,21 +103,33 @@ pub fn choose(reach: HostMemoryReach, settings: ZeroCopySettings) -> ZeroCopyCho
                 "OMPTARGET_ZERO_COPY_MAPS=on, but the device cannot reach pageable host memory: \
                  maps copy"
             );
-            return choice(false, "copies: the device cannot reach pageable host memory");
+            return choice(
+                false,
+                "copies: the device cannot reach pageable host memory",
+            );
         }
         Forced::No => {}
     }
     if reach.pageable && reach.shared_physical_memory {
-        choice(true, "zero-copy: an APU whose GPU reaches host memory (XNACK on)")
+        choice(
+            true,
+            "zero-copy: an APU whose GPU reaches host memory (XNACK on)",
+        )
     } else if reach.pageable && settings.apu_maps {
-        choice(true, "zero-copy: OMPX_APU_MAPS=1 and the GPU reaches host memory")
+        choice(
+            true,
+            "zero-copy: OMPX_APU_MAPS=1 and the GPU reaches host memory",
+        )
     } else if eager_apu {
         choice(
             true,
             "zero-copy: an APU with OMPX_EAGER_ZERO_COPY_MAPS=1 (each map prefaulted)",
         )
     } else if reach.shared_physical_memory {
-        choice(false, "copies: an APU whose GPU cannot reach pageable memory (XNACK off)")
+        choice(
+            false,
+            "copies: an APU whose GPU cannot reach pageable memory (XNACK off)",
+        )
     } else if reach.pageable {
         choice(
             false,

@@ -405,9 +405,12 @@ impl HsaInterface for RealHsa {
         // SVM attributes apply to whole pages.
         const PAGE: usize = 4096;
         let start = ptr & !(PAGE - 1);
-        let end = ptr.checked_add(size).map(|e| e.next_multiple_of(PAGE)).ok_or_else(|| {
-            HsaError::new(HSA_STATUS_ERROR_INVALID_ARGUMENT, "the range wraps around")
-        })?;
+        let end = ptr
+            .checked_add(size)
+            .map(|e| e.next_multiple_of(PAGE))
+            .ok_or_else(|| {
+                HsaError::new(HSA_STATUS_ERROR_INVALID_ARGUMENT, "the range wraps around")
+            })?;
         let mut pair = hsa_amd_svm_attribute_pair_t {
             attribute: HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE_IN_PLACE as u64,
             value: agent.0,

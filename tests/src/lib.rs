@@ -338,12 +338,14 @@ pub fn compile_gfx942_clang22(source: &str) -> PathBuf {
 
 fn compile_twin_clang22_for(source: &str, gpu: conformance::EmulatedGpu, arch: &str) -> PathBuf {
     let mut flags = vec!["-O2".to_string()];
-    flags.extend(clang22_twin_flags(gpu).into_iter().map(|f| {
-        match f.starts_with("-march=") {
-            true => format!("-march={arch}"),
-            false => f,
-        }
-    }));
+    flags.extend(
+        clang22_twin_flags(gpu)
+            .into_iter()
+            .map(|f| match f.starts_with("-march=") {
+                true => format!("-march={arch}"),
+                false => f,
+            }),
+    );
     flags.push(format!("-I{}", clang22_include().display()));
     flags.push(format!("-L{}", lib_dir().display()));
     flags.push("-L/usr/lib/llvm-19/lib".into());

@@ -1971,9 +1971,7 @@ pub fn lists_pass(config: &Config, expected: &[String]) {
     for (name, why) in &gaps {
         eprintln!("KNOWN GAP {name}: {why}");
     }
-    let results = config.run_tests(&names, default_jobs(), |r| {
-        eprintln!("{}", r.line())
-    });
+    let results = config.run_tests(&names, default_jobs(), |r| eprintln!("{}", r.line()));
     // A skip counts as a failure too: these tests all ran and passed against LLVM's runtime.
     let failures: Vec<String> = results
         .iter()

@@ -63,7 +63,10 @@ fn run_ours(gpu: EmulatedGpu, program: &Program, name: &str, env: &[(&str, &str)
     let (code, stdout, stderr, trace) = emulated::run_traced(gpu, exe, name, &all);
     let bytes = bytes_copied(&trace);
     if std::env::var_os("UNIFIED_MEMORY_DEBUG").is_some() {
-        eprintln!("{name}: {} trace lines, {bytes} bytes\n{stderr}", trace.lines().count());
+        eprintln!(
+            "{name}: {} trace lines, {bytes} bytes\n{stderr}",
+            trace.lines().count()
+        );
     }
     Run {
         code,
@@ -148,11 +151,7 @@ fn an_apu_with_xnack_moves_no_mapped_bytes_and_copies_without() {
     passed(&ours, "ours, mi300a, XNACK on");
     let llvm = run_llvm22(Amdgpu, &exe, "apu-xnack", &apu);
     passed(&llvm, "LLVM 22, mi300a, XNACK on");
-    assert!(
-        ours.bytes == 0,
-        "zero-copy maps moved {} bytes",
-        ours.bytes
-    );
+    assert!(ours.bytes == 0, "zero-copy maps moved {} bytes", ours.bytes);
     assert!(
         llvm.bytes >= ours.bytes,
         "LLVM 22 moved {} bytes, ours {}",
@@ -196,8 +195,16 @@ fn the_user_forces_zero_copy_either_way() {
     let gh200 = [("OMPTARGET_EMU_PROFILE", "gh200")];
     let default = run_ours(Cuda, &exe, "gh200-default", &gh200);
     passed(&default, "gh200");
-    assert!(default.bytes >= 2 * ARRAY_BYTES, "copied {} bytes", default.bytes);
-    assert!(default.stdout.contains("accessible: 1"), "{}", default.stdout);
+    assert!(
+        default.bytes >= 2 * ARRAY_BYTES,
+        "copied {} bytes",
+        default.bytes
+    );
+    assert!(
+        default.stdout.contains("accessible: 1"),
+        "{}",
+        default.stdout
+    );
     for var in [("OMPTARGET_ZERO_COPY_MAPS", "on"), ("OMPX_APU_MAPS", "1")] {
         let env = [gh200[0], var];
         let run = run_ours(Cuda, &exe, "gh200-zero-copy", &env);
@@ -205,7 +212,12 @@ fn the_user_forces_zero_copy_either_way() {
         assert!(run.bytes == 0, "{var:?}: copied {} bytes", run.bytes);
     }
     // A discrete H100 cannot: the request is refused with a warning and maps copy.
-    let run = run_ours(Cuda, &exe, "h100-zero-copy", &[("OMPTARGET_ZERO_COPY_MAPS", "on")]);
+    let run = run_ours(
+        Cuda,
+        &exe,
+        "h100-zero-copy",
+        &[("OMPTARGET_ZERO_COPY_MAPS", "on")],
+    );
     passed(&run, "H100 with OMPTARGET_ZERO_COPY_MAPS=on");
     assert!(run.bytes >= 2 * ARRAY_BYTES, "copied {} bytes", run.bytes);
     assert!(run.stdout.contains("accessible: 0"), "{}", run.stdout);
@@ -233,13 +245,19 @@ fn requires_unified_shared_memory_runs_in_place_or_faults() {
     );
     assert_ne!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
     assert!(
-        run.stderr.contains("cannot access pageable host memory (XNACK is off)")
+        run.stderr
+            .contains("cannot access pageable host memory (XNACK is off)")
             && run.stderr.to_lowercase().contains("memory access fault"),
         "{}",
         run.stderr
     );
     let exe = twin_program(tests::compile_cuda_twin_clang22("usm_requires.c"));
-    let run = run_ours(Cuda, &exe, "usm-gh200", &[("OMPTARGET_EMU_PROFILE", "gh200")]);
+    let run = run_ours(
+        Cuda,
+        &exe,
+        "usm-gh200",
+        &[("OMPTARGET_EMU_PROFILE", "gh200")],
+    );
     passed(&run, "gh200");
     assert_eq!(run.bytes, 0, "copied bytes");
 }
@@ -263,10 +281,14 @@ fn eager_maps_prefault_on_an_apu_without_xnack() {
     let (code, stdout, stderr) = emulated::run(Amdgpu, &exe.exe, &[], &all);
     let text = std::fs::read_to_string(&trace).unwrap_or_default();
     let _ = std::fs::remove_file(&trace);
-    assert!(code == Some(0) && stdout.contains("PASS"), "{stdout}{stderr}");
+    assert!(
+        code == Some(0) && stdout.contains("PASS"),
+        "{stdout}{stderr}"
+    );
     assert!(bytes_copied(&text) == 0, "copied {}", bytes_copied(&text));
     assert!(
-        text.lines().any(|l| l.starts_with("hsa_amd_svm_attributes_set")),
+        text.lines()
+            .any(|l| l.starts_with("hsa_amd_svm_attributes_set")),
         "no prefault in the trace"
     );
     assert!(
@@ -293,7 +315,10 @@ fn mapped_host_buffers_are_locked_while_mapped() {
             ("LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES", "1073741824"),
         ],
     );
-    assert!(code == Some(0) && stdout.contains("PASS"), "{stdout}{stderr}");
+    assert!(
+        code == Some(0) && stdout.contains("PASS"),
+        "{stdout}{stderr}"
+    );
     let count = |name: &str| trace.lines().filter(|l| l.starts_with(name)).count();
     let (locks, unlocks) = (count("hsa_amd_memory_lock"), count("hsa_amd_memory_unlock"));
     assert!(locks >= 2, "{locks} locks:\n{trace}");
@@ -309,7 +334,10 @@ fn mapped_host_buffers_are_locked_while_mapped() {
         ],
     );
     assert_eq!(
-        plain.lines().filter(|l| l.starts_with("hsa_amd_memory_lock")).count(),
+        plain
+            .lines()
+            .filter(|l| l.starts_with("hsa_amd_memory_lock"))
+            .count(),
         0,
         "locks without the variable"
     );
@@ -357,7 +385,9 @@ fn omptarget_info_shows_the_profiles() {
 fn the_readme_builds_gfx942_kernels_that_call_math_functions() {
     let runtime = tests::workspace_root().join("target/llvm22-device-runtime");
     assert!(
-        runtime.join("gfx942-device-libs/oclc_isa_version_942.bc").exists()
+        runtime
+            .join("gfx942-device-libs/oclc_isa_version_942.bc")
+            .exists()
             && runtime.join("amdgpu/libompdevice.a").exists(),
         "run scripts/build-llvm22-device-runtime.sh (scripts/test.sh does)"
     );
@@ -382,14 +412,13 @@ fn the_readme_builds_gfx942_kernels_that_call_math_functions() {
             .arg(&source)
             .env("PATH", tests::clang22_twin_path(Amdgpu));
         let output = tests::outputs::build(cmd, out).expect("run clang-22");
-        assert!(
-            output.status.success(),
-            "{}",
-            tests::text(&output.stderr)
-        );
+        assert!(output.status.success(), "{}", tests::text(&output.stderr));
     };
     let dir = tests::build_dir();
-    let (exe, twins) = (dir.join("gfx942_math-readme"), dir.join("gfx942_math-readme.twin"));
+    let (exe, twins) = (
+        dir.join("gfx942_math-readme"),
+        dir.join("gfx942_math-readme.twin"),
+    );
     build(&exe, &["--offload-arch=gfx942"]);
     build(
         &twins,
@@ -400,6 +429,11 @@ fn the_readme_builds_gfx942_kernels_that_call_math_functions() {
         ],
     );
     let program = Program { exe, twins };
-    let run = run_ours(Amdgpu, &program, "gfx942-math", &[("OMPTARGET_EMU_PROFILE", "mi300a")]);
+    let run = run_ours(
+        Amdgpu,
+        &program,
+        "gfx942-math",
+        &[("OMPTARGET_EMU_PROFILE", "mi300a")],
+    );
     passed(&run, "gfx942 math program");
 }

@@ -51,7 +51,9 @@ impl AgentInfo {
     /// XNACK is on: the GPU retries accesses that fault, so its kernels reach pageable host
     /// memory. As LLVM reads it: the agent's first ISA name carries `xnack+`.
     pub fn xnack_enabled(&self) -> bool {
-        self.isa_names.first().is_some_and(|isa| isa.contains("xnack+"))
+        self.isa_names
+            .first()
+            .is_some_and(|isa| isa.contains("xnack+"))
     }
 
     /// The GPU shares the host's memory (an MI300A). As LLVM tells: a gfx942 whose chip id is

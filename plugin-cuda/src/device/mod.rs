@@ -21,8 +21,8 @@ use gpu_plugin::zero_copy::{self, HostMemoryReach, ZeroCopyChoice, ZeroCopySetti
 use gpu_plugin::HandleTable;
 use gpu_plugin::{DeviceEnvironment, NO_LAUNCH_ENVIRONMENT};
 use gpu_plugin::{GridValues, KernelEnvironment, KernelLimits, Settings, KERNEL_ENVIRONMENT_SIZE};
-use plugin_api::{AllocKind, Device, DeviceTraits, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig};
 use plugin_api::PluginError;
+use plugin_api::{AllocKind, Device, DeviceTraits, ErrorCode, GlobalInfo, InfoEntry, LaunchConfig};
 use plugin_api::{
     EventHandle, ForeignRuntime, ImageHandle, ImageRef, IndirectCall, InteropInfo, KernelHandle,
     MemoryInfo, QueueHandle, Vendor, WorkTime,
@@ -264,7 +264,11 @@ impl CudaDevice {
         let (grid, hardware_parallelism, shared_memory_optin) = setup()?;
         let host_reach = host_memory_reach(&driver, d);
         let zero_copy = zero_copy::choose(host_reach, ZeroCopySettings::from_env());
-        log::debug!("cuda device {}: maps: {}", identity.ordinal, zero_copy.reason);
+        log::debug!(
+            "cuda device {}: maps: {}",
+            identity.ordinal,
+            zero_copy.reason
+        );
         let streams = ResourcePool::new(&driver, settings.initial_streams)
             .map_err(|e| failed("creating the stream pool", e))?;
         let events = ResourcePool::new(&driver, settings.initial_events)
