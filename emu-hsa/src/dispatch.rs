@@ -103,16 +103,18 @@ pub fn launch(
         // SAFETY: inside the kernarg segment, which the agent may read (checked above).
         let pointer =
             unsafe { std::ptr::read_unaligned((kernarg + offset as usize) as *const usize) };
-        let fault = match runtime.memory.find(pointer) {
+        let block = runtime.memory.find(pointer);
+        // The cheap checks first: the readability probe is a system call.
+        let fault = match block {
             Some(block) => block.start == pointer && !block.reachable_by(agent),
             None => {
                 apu && !runtime.memory.in_arena(pointer)
-                    && crate::host::readable(pointer)
                     && !runtime.memory.reaches_host(agent, pointer)
+                    && crate::host::readable(pointer)
             }
         };
         if fault {
-            let unmapped = runtime.memory.find(pointer).is_none();
+            let unmapped = block.is_none();
             runtime.memory_fault(crate::memory::Fault {
                 agent,
                 address: pointer,

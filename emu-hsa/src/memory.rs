@@ -102,16 +102,9 @@ impl Arena {
             return None;
         }
         let start = at + GUARD;
-        // SAFETY: pages of the arena's reservation never handed out before (the bump only
-        // moves forward), which nothing refers to.
-        let opened = unsafe {
-            libc::mprotect(
-                start as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-            )
-        };
-        if opened != 0 {
+        // Pages of the arena's reservation never handed out before (the bump only moves
+        // forward), which nothing refers to.
+        if !open_for_access(start, len) {
             return None;
         }
         *next = at + whole;
@@ -394,16 +387,8 @@ fn map(len: usize) -> Option<usize> {
         return Some(start + GUARD);
     }
     let start = reserve_no_access(whole)? + GUARD;
-    // SAFETY: the middle of the mapping just made (the guards stay without access), which
-    // nothing refers to yet.
-    let opened = unsafe {
-        libc::mprotect(
-            start as *mut libc::c_void,
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-        )
-    };
-    if opened != 0 {
+    // The middle of the mapping just made (the guards stay without access).
+    if !open_for_access(start, len) {
         // SAFETY: the mapping just made, whole.
         unsafe { libc::munmap((start - GUARD) as *mut libc::c_void, whole) };
         return None;
@@ -413,6 +398,20 @@ fn map(len: usize) -> Option<usize> {
 
 /// A freed allocation and its guard pages stay reserved with no access for a while, so that a
 /// kernel writing after the free faults as on a GPU.
+/// Makes `len` bytes at `start`, part of a no-access reservation of ours that nothing refers
+/// to yet, readable and writable. Whether it could.
+fn open_for_access(start: usize, len: usize) -> bool {
+    // SAFETY: the caller's contract: pages of our own reservation, not in use.
+    let opened = unsafe {
+        libc::mprotect(
+            start as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+        )
+    };
+    opened == 0
+}
+
 /// `len` bytes of fresh address space without access, where the kernel chooses.
 fn reserve_no_access(len: usize) -> Option<usize> {
     // SAFETY: an anonymous private mapping with no access at an address of the kernel's

@@ -318,13 +318,19 @@ pub(crate) fn record_saves_output() -> bool {
 /// `LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS` (LLVM, default false): page-lock the host memory of
 /// each new mapping for as long as it is mapped, so that its transfers go straight from and
 /// to it instead of through a staging buffer.
+/// Read once: every new mapping asks.
 pub(crate) fn lock_mapped_host_buffers() -> bool {
-    flag("LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS")
+    static SET: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(|| flag("LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS"));
+    *SET
 }
 
 /// `OMPX_EAGER_ZERO_COPY_MAPS` (AMD's runtime, default false): each zero-copy map enters its
 /// host range in the device's page tables before the kernel runs, instead of letting the
 /// kernel fault each page in.
+/// Read once: every zero-copy map asks.
 pub(crate) fn eager_zero_copy_maps() -> bool {
-    flag("OMPX_EAGER_ZERO_COPY_MAPS")
+    static SET: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(|| flag("OMPX_EAGER_ZERO_COPY_MAPS"));
+    *SET
 }
