@@ -26,6 +26,7 @@
 //! address of host memory, and a pointer the kernel never dereferences, fault as well.
 
 use crate::driver::Driver;
+use omptarget_emu_support::process_memory;
 use std::ops::Range;
 use std::sync::OnceLock;
 
@@ -74,26 +75,22 @@ fn placed_below_the_host(driver: &Driver) -> bool {
 
 /// The readable mappings of the process that are host memory.
 fn host_mappings() -> Vec<Range<usize>> {
-    std::fs::read_to_string("/proc/self/maps")
-        .map(|maps| maps.lines().filter_map(host_mapping).collect())
-        .unwrap_or_default()
+    process_memory::mappings()
+        .into_iter()
+        .filter(is_host_memory)
+        .map(|m| m.start..m.end)
+        .collect()
 }
 
-/// One line of `/proc/self/maps` (`start-end perms offset dev inode [path]`), if it is a
-/// readable mapping of host memory.
-fn host_mapping(line: &str) -> Option<Range<usize>> {
-    let mut fields = line.split_whitespace();
-    let (start, end) = fields.next()?.split_once('-')?;
-    let readable = fields.next()?.starts_with('r');
-    let path = fields.nth(3).unwrap_or("");
-    let device_side = path.contains(TWIN_FILE)
-        || matches!(path, "[vdso]" | "[vvar]" | "[vvar_vclock]" | "[vsyscall]");
-    if !readable || device_side {
-        return None;
-    }
-    let start = usize::from_str_radix(start, 16).ok()?;
-    let end = usize::from_str_radix(end, 16).ok()?;
-    Some(start..end)
+/// Whether a mapping is host memory: readable, and neither a twin image (device code and
+/// variables) nor the kernel's vdso pages.
+fn is_host_memory(m: &process_memory::Mapping) -> bool {
+    let device_side = m.path.contains(TWIN_FILE)
+        || matches!(
+            m.path.as_str(),
+            "[vdso]" | "[vvar]" | "[vvar_vclock]" | "[vsyscall]"
+        );
+    m.readable && !device_side
 }
 
 #[cfg(test)]
@@ -102,6 +99,11 @@ mod tests {
 
     #[test]
     fn maps_lines_are_read_as_host_memory_or_not() {
+        let host_mapping = |line: &str| {
+            process_memory::parse(line)
+                .filter(is_host_memory)
+                .map(|m| m.start..m.end)
+        };
         assert_eq!(
             host_mapping("55d0a0000000-55d0a0021000 rw-p 00000000 00:00 0    [heap]"),
             Some(0x55d0a0000000..0x55d0a0021000)
