@@ -5,13 +5,18 @@
 # LLVM 22 source tarball. The way LLVM's openmp/device/CMakeLists.txt builds it: each source
 # compiled by clang-22 to bitcode for the generic target, then linked into one module.
 #
-#   scripts/build-llvm22-device-runtime.sh [OUT]   (default target/llvm22-device-runtime)
+#   scripts/build-llvm22-device-runtime.sh [--with-libc] [OUT]   (default target/llvm22-device-runtime)
+#
+# --with-libc builds it as LLVM does when a GPU libc is installed (OMPTARGET_HAS_LIBC), for
+# scripts/build-llvm22-gpu-libc.sh; OUT then gets the two runtimes only.
 #
 # Writes OUT/libomptarget-nvptx.bc and OUT/libomptarget-amdgpu.bc, which clang-22 programs link
 # with -Xoffload-linker-<triple> (tests/src/lib.rs): the AMDGPU one serves every gfx target,
 # gfx942 included. Idempotent; prints OUT.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+with_libc=()
+[ "${1:-}" = --with-libc ] && { with_libc=(-DOMPTARGET_HAS_LIBC); shift; }
 out=${1:-$root/target/llvm22-device-runtime}
 # Debian's rocm-device-libs (ROCm 5.2) stops at gfx940: the two one-constant libraries a gfx942
 # build asks for beyond it (its ISA version and code object ABI 6) are made from their gfx940
@@ -39,7 +44,7 @@ gfx942_libs() {
     derive oclc_isa_version_940.bc oclc_isa_version_942.bc 9400 9402
 }
 if [ -e "$out/libomptarget-nvptx.bc" ] && [ -e "$out/libomptarget-amdgpu.bc" ]; then
-    gfx942_libs
+    [ ${#with_libc[@]} = 0 ] && gfx942_libs
     echo "$out"
     exit 0
 fi
@@ -51,7 +56,7 @@ src=$(cd "$tests/../.." && pwd)
 common=(-O3 -flto -std=c++17 -fvisibility=hidden -nogpulib -nostdlibinc -fno-rtti
         -fno-exceptions -fconvergent-functions -Wno-unknown-cuda-version
         -mllvm -vectorize-slp=false -DSHARED_SCRATCHPAD_SIZE=512
-        -I"$src/openmp/device/include" -I"$src/libc" -I"$src/offload/include")
+        -I"$src/openmp/device/include" -I"$src/libc" -I"$src/offload/include" "${with_libc[@]}")
 build() { # name triple extra-options...
     local name=$1 triple=$2; shift 2
     local objects tmp
@@ -71,5 +76,5 @@ build() { # name triple extra-options...
 }
 build libomptarget-nvptx.bc nvptx64-nvidia-cuda --cuda-feature=+ptx63
 build libomptarget-amdgpu.bc amdgcn-amd-amdhsa -Xclang -mcode-object-version=none
-gfx942_libs
+[ ${#with_libc[@]} = 0 ] && gfx942_libs
 echo "$out"

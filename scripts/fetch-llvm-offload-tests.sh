@@ -4,7 +4,8 @@
 # repository, so CI fetches them. For 22, also the sources of LLVM 22's GPU device runtime
 # (openmp/device, with the headers it includes from libc/shared and offload/include), which
 # Debian does not package: scripts/build-llvm22-device-runtime.sh builds it; its RPC client
-# (libc/shared/rpc.h) drives tests/tests/rpc.rs. For 19, LLVM 19's RPC client (libc's
+# (libc/shared/rpc.h) drives tests/tests/rpc.rs, and the rest of libc/ holds the GPU libc sources
+# scripts/build-llvm22-gpu-libc.sh builds. For 19, LLVM 19's RPC client (libc's
 # src/__support/RPC/rpc.h and the headers it includes), the older protocol's judge there.
 #
 #   scripts/fetch-llvm-offload-tests.sh [19|22]     (default 19)
@@ -34,13 +35,13 @@ tarball=$name.orig.tar.xz
 url=${LLVM_OFFLOAD_SUITE_URL:-$pool/$tarball}
 tests=$dir/$name/offload/test
 parts=('*/offload/test/*')
-[ "${1:-19}" = 22 ] && parts+=('*/openmp/device/*' '*/libc/shared/*' '*/offload/include/*')
+[ "${1:-19}" = 22 ] && parts+=('*/openmp/device/*' '*/libc/*' '*/offload/include/*')
 [ "${1:-19}" = 19 ] && parts+=('*/libc/src/string/memory_utils/*' '*/libc/include/llvm-libc-types/*'
                                '*/libc/include/llvm-libc-macros/*' '*/libc/src/__support/*' '*/libc/hdr/*')
-# Every part extracted: the last one's folder exists.
-last=${parts[-1]#\*/}; last=${last%/\*}
+# Every part extracted: the list of parts written after the extraction is this one.
+marker=$dir/$name/.parts
 
-if [ -e "$tests/lit.cfg" ] && [ -d "$dir/$name/$last" ]; then
+if [ -e "$tests/lit.cfg" ] && [ "$(cat "$marker" 2>/dev/null)" = "${parts[*]}" ]; then
     echo "$tests"
     exit 0
 fi
@@ -62,6 +63,7 @@ rm -rf "$dir/.extract-$name"
 mkdir -p "$dir/.extract-$name"
 tar -xJf "$dir/$tarball" -C "$dir/.extract-$name" --wildcards "${parts[@]}"
 rm -rf "${dir:?}/$name"
+printf '%s\n' "${parts[*]}" > "$dir/.extract-$name/$name/.parts"
 mv "$dir/.extract-$name/$name" "$dir/$name"
 rmdir "$dir/.extract-$name"
 # Only these parts are needed: the tarball is dropped once they are out.

@@ -189,6 +189,15 @@ if command -v clang++-22 >/dev/null && [ -e "$root/target/llvm22-device-runtime/
         -I "$llvm22_src/libc/shared" -I "$llvm22_src/offload/include" -L "$dist/lib" \
         -L "$llvm_lib" -o "$dir/bench/rpc_host_call" "$root/tests/programs/rpc_host_call.cpp" ||
         echo "gpu-run.sh: WARNING: rpc_host_call did not build; run.sh's rpc step will say so" >&2
+    # printf, files and exit through LLVM 22's GPU libc (tests/programs/rpc_gpu_libc.c), built
+    # here from LLVM 22's sources by scripts/build-llvm22-gpu-libc.sh.
+    echo "building rpc_gpu_libc for sm_90 (clang-22, LLVM 22's GPU libc)"
+    libc=$("$root/scripts/build-llvm22-gpu-libc.sh")/nvptx64-nvidia-cuda &&
+    PATH=$cuda_min/bin:$PATH clang-22 -O2 -fopenmp -nogpulib --offload-arch=sm_90 -foffload-lto \
+        --cuda-path="$cuda_min" -Xoffload-linker "$libc/libomptarget-nvptx.bc" -Xoffload-linker "$libc/libc.a" \
+        -I "${LLVM22_OMP_ROOT:-/opt/llvm22-omp}/usr/lib/llvm-22/lib/clang/22/include" -L "$dist/lib" \
+        -L "$llvm_lib" -o "$dir/bench/rpc_gpu_libc" "$root/tests/programs/rpc_gpu_libc.c" ||
+        echo "gpu-run.sh: WARNING: rpc_gpu_libc did not build; run.sh's rpc step will say so" >&2
 fi
 
 # The host benchmark suite's runner and its programs, built here (the GPU machine has no clang).
@@ -661,7 +670,8 @@ placement() {
 # The host benchmark suite (bench/, issue 19's figures) on this machine's CPUs: the same
 # clang-19 programs on ours and on LLVM 19's runtime, alternating, as `target/release/bench`.
 # A kernel calling the host through the RPC server (tests/programs/rpc_host_call.cpp): the host
-# call's answer and 1000 timed round trips, ours then LLVM 22's when the bundle has it.
+# call's answer and 1000 timed round trips, ours then LLVM 22's when the bundle has it; then a
+# kernel using LLVM 22's GPU libc (tests/programs/rpc_gpu_libc.c).
 rpc() {
     local exe=$here/bench/rpc_host_call status=0
     [ -x "$exe" ] || { echo "rpc: the bundle has no rpc_host_call (built with clang-22)"; return 1; }
@@ -672,6 +682,22 @@ rpc() {
         echo "== rpc: LLVM 22"
         LD_LIBRARY_PATH=$llvm22_lib:$here/lib OMP_TARGET_OFFLOAD=mandatory \
             timeout "${TIMEOUT:-30}" "$exe" 1000 || echo "(LLVM 22 failed)"
+    fi
+    # LLVM 22's GPU libc in the kernel: it prints PASS when the device's printf count, file and
+    # allocation were right; its printf lines come from our server.
+    exe=$here/bench/rpc_gpu_libc
+    if [ -x "$exe" ]; then
+        echo "== rpc: GPU libc, ours"
+        LD_LIBRARY_PATH=$here/lib LIBOMPTARGET_PLUGINS_TO_LOAD=cuda OMP_TARGET_OFFLOAD=mandatory \
+            timeout "${TIMEOUT:-30}" "$exe" "${TMPDIR:-/tmp}/rpc_gpu_libc.txt" || status=1
+        if [ -n "$llvm22_lib" ]; then
+            echo "== rpc: GPU libc, LLVM 22"
+            LD_LIBRARY_PATH=$llvm22_lib:$here/lib OMP_TARGET_OFFLOAD=mandatory \
+                timeout "${TIMEOUT:-30}" "$exe" "${TMPDIR:-/tmp}/rpc_gpu_libc.txt" || echo "(LLVM 22 failed)"
+        fi
+    else
+        echo "rpc: the bundle has no rpc_gpu_libc (built with clang-22 and LLVM 22's GPU libc)"
+        status=1
     fi
     return $status
 }

@@ -543,8 +543,8 @@ pub fn nowait_constructs_left_to_their_tasks(
     (deferred, trace)
 }
 
-/// The sm_90 cubin of a program built with a twin, and the name of one of its kernels.
-pub fn cuda_image_and_kernel(exe: &Path) -> (Vec<u8>, String) {
+/// The first device image of a program whose target triple starts with `triple`.
+pub fn device_image(exe: &Path, triple: &str) -> Vec<u8> {
     use object::{Object, ObjectSection};
     let bytes = std::fs::read(exe).unwrap();
     let file = object::File::parse(&*bytes).unwrap();
@@ -553,18 +553,25 @@ pub fn cuda_image_and_kernel(exe: &Path) -> (Vec<u8>, String) {
         .unwrap()
         .data()
         .unwrap();
-    let image = offload_image::offload_binary::containers(data)
+    offload_image::offload_binary::containers(data)
         .into_iter()
         .map(|c| offload_image::offload_binary::unwrap(c).unwrap())
-        .find(|u| u.triple.starts_with("nvptx64"))
-        .expect("an nvptx64 image");
-    let symbols = offload_image::cuda_image::SymbolTable::read(image.bytes).unwrap();
+        .find(|u| u.triple.starts_with(triple))
+        .unwrap_or_else(|| panic!("no {triple} image in {}", exe.display()))
+        .bytes
+        .to_vec()
+}
+
+/// The sm_90 cubin of a program built with a twin, and the name of one of its kernels.
+pub fn cuda_image_and_kernel(exe: &Path) -> (Vec<u8>, String) {
+    let image = device_image(exe, "nvptx64");
+    let symbols = offload_image::cuda_image::SymbolTable::read(&image).unwrap();
     let kernel = symbols
         .functions()
         .map(|f| f.name.clone())
         .find(|n| n.starts_with("__omp_offloading_"))
         .expect("a kernel");
-    (image.bytes.to_vec(), kernel)
+    (image, kernel)
 }
 
 /// For in-process emulator tests whose kernels need a program's x86-64 twins: in the test

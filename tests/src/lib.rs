@@ -397,6 +397,35 @@ pub fn clang22_twin_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
     flags
 }
 
+/// As [`clang22_twin_flags`], with LLVM 22's GPU libc linked into the GPU image, as the README
+/// says: the libc and the device runtime built to use it, from scripts/build-llvm22-gpu-libc.sh.
+pub fn clang22_gpu_libc_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
+    let (triple, runtime) = match gpu {
+        conformance::EmulatedGpu::Cuda => ("nvptx64-nvidia-cuda", "nvptx"),
+        conformance::EmulatedGpu::Amdgpu => ("amdgcn-amd-amdhsa", "amdgpu"),
+    };
+    let dir = workspace_root().join("target/llvm22-gpu-libc").join(triple);
+    let libc = dir.join("libc.a");
+    assert!(
+        libc.exists(),
+        "LLVM 22's GPU libc is not built ({}): run scripts/build-llvm22-gpu-libc.sh \
+         (scripts/test.sh does)",
+        libc.display()
+    );
+    let plain = llvm22_device_runtime(runtime).display().to_string();
+    let with_libc = dir.join(format!("libomptarget-{runtime}.bc"));
+    let mut flags: Vec<String> = clang22_twin_flags(gpu)
+        .into_iter()
+        .map(|f| match f == plain {
+            true => with_libc.display().to_string(),
+            false => f,
+        })
+        .collect();
+    flags.push(format!("-Xoffload-linker-{triple}"));
+    flags.push(libc.display().to_string());
+    flags
+}
+
 /// `$PATH` for a clang-22 twin build: ptxas first for sm_90; for gfx90a, LLVM 22's `ld.lld`
 /// (clang runs `ld.lld`, and LLVM 19's, on the PATH, cannot read LLVM 22's bitcode), through a
 /// directory of its own.

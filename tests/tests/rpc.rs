@@ -572,35 +572,45 @@ fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
             )
         }
     };
-    let out = tests::build_dir().join(format!(
-        "{}-{}-{}",
-        program.trim_end_matches(".cpp"),
-        gpu.arch(),
-        std::process::id()
-    ));
-    let twin_flags = tests::clang22_twin_flags(gpu);
+    build_with_twin(gpu, program, &tests::clang22_twin_flags(gpu), &client_flags)
+}
+
+/// tests/programs/`program` built by clang-22 twice with `twin_flags` (see
+/// [`tests::clang22_twin_flags`]) and `extra`: for `gpu` alone (the program) and for `gpu` and
+/// x86-64 (its twin, `<program>.twin`), each written aside and renamed.
+fn build_with_twin(
+    gpu: EmulatedGpu,
+    program: &str,
+    twin_flags: &[String],
+    extra: &[String],
+) -> PathBuf {
+    let (stem, compiler) = match program.strip_suffix(".cpp") {
+        Some(stem) => (stem, "clang++-22"),
+        None => (program.trim_end_matches(".c"), "clang-22"),
+    };
+    let out = tests::build_dir().join(format!("{stem}-{}-{}", gpu.arch(), std::process::id()));
     let gpu_only: Vec<String> = twin_flags
         .iter()
         .map(|f| f.replace(",x86_64-pc-linux-gnu", ""))
         .collect();
     for (flags, path) in [
-        (&gpu_only, out.clone()),
-        (&twin_flags, out.with_extension("twin")),
+        (gpu_only.as_slice(), out.clone()),
+        (twin_flags, out.with_extension("twin")),
     ] {
         let partial = path.with_extension("part");
-        let output = std::process::Command::new("clang++-22")
+        let output = std::process::Command::new(compiler)
             .env("PATH", tests::clang22_twin_path(gpu))
             .args(["-O2", "-fopenmp", "-Wno-openmp-target"])
             .args(flags)
             .arg(format!("-I{}", tests::clang22_include().display()))
-            .args(&client_flags)
+            .args(extra)
             .arg(format!("-L{}", tests::lib_dir().display()))
             .arg("-L/usr/lib/llvm-19/lib")
             .arg(tests::program(program))
             .arg("-o")
             .arg(&partial)
             .output()
-            .expect("run clang++-22");
+            .expect("run clang-22");
         assert!(
             output.status.success(),
             "{}",
@@ -701,6 +711,144 @@ fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
     }
+}
+
+/// LLVM 22's GPU libc, built from LLVM 22's sources by scripts/build-llvm22-gpu-libc.sh and
+/// linked as the README says, in a kernel that prints, writes and reads a file, allocates and
+/// frees (tests/programs/rpc_gpu_libc.c). A GPU image's code cannot run here, so it is read:
+/// the gfx90a image sends each request those calls make (their opcodes are in its code), the
+/// sm_90 image holds the client and leaves malloc and free to CUDA's allocator, as LLVM's libc
+/// does there. On both emulators our plugin finds that client and writes it, and the twin gives
+/// the results a GPU gives; LLVM 22's runtime runs the same binary on the emulated HSA runtime.
+#[test]
+fn llvm_22s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
+    for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {
+        let flags = tests::clang22_gpu_libc_flags(gpu);
+        let exe = build_with_twin(gpu, "rpc_gpu_libc.c", &flags, &[]);
+        let twin = exe.with_extension("twin");
+        match gpu {
+            EmulatedGpu::Amdgpu => assert_sends_the_libc_requests(&exe),
+            EmulatedGpu::Cuda => assert_cubin_holds_the_client(&exe),
+        }
+        let twins = twin.display().to_string();
+        let (code, stdout, stderr, trace) =
+            tests::emulated::run_traced(gpu, &exe, "gpu-libc", &[("OMPTARGET_EMU_TWINS", &twins)]);
+        assert_eq!(code, Some(0), "{gpu:?}: {stdout}\n{stderr}");
+        for line in [
+            "device printf: 42 from the GPU 0xff z\n",
+            "device puts\n",
+            "file \"written by the device\", sum 4950\nPASS\n",
+        ] {
+            assert!(stdout.contains(line), "{gpu:?}: {stdout}");
+        }
+        assert!(stderr.contains("device stderr: -7\n"), "{gpu:?}: {stderr}");
+        assert!(
+            client_written(&trace),
+            "{gpu:?}: the plugin did not write the client:\n{trace}"
+        );
+        if gpu == EmulatedGpu::Amdgpu {
+            let llvm = std::process::Command::new("timeout")
+                .arg("60")
+                .arg(&exe)
+                .env(
+                    "LD_LIBRARY_PATH",
+                    format!(
+                        "{}:{}:/usr/lib/llvm-19/lib",
+                        tests::dist().join("emu").display(),
+                        tests::llvm22_lib_dir().display()
+                    ),
+                )
+                .env("OMPTARGET_EMU_TWINS", &twin)
+                .env("OMP_TARGET_OFFLOAD", "mandatory")
+                .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
+                .env_remove("HSA_RUNTIME_LIB")
+                .output()
+                .expect("run under LLVM 22");
+            let llvm_stdout = String::from_utf8_lossy(&llvm.stdout);
+            assert!(
+                llvm.status.success() && llvm_stdout.contains("PASS\n"),
+                "LLVM 22: {llvm:?}"
+            );
+        }
+        let _ = std::fs::remove_file(&exe);
+        let _ = std::fs::remove_file(&twin);
+    }
+}
+
+/// The gfx90a image's code carries the opcode of every request the program's libc calls make:
+/// printf to stdout and stderr (the packed-argument forms AMDGPU's varargs need), puts, fopen,
+/// fwrite, fgets, fclose, and malloc/free for the slabs of libc's device allocator.
+fn assert_sends_the_libc_requests(exe: &std::path::Path) {
+    let image = exe.with_extension("gfx90a.o");
+    std::fs::write(&image, tests::emulated::device_image(exe, "amdgcn")).unwrap();
+    let listing = std::process::Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
+        .arg("-d")
+        .arg(&image)
+        .output()
+        .expect("run llvm-objdump");
+    let _ = std::fs::remove_file(&image);
+    let code = String::from_utf8_lossy(&listing.stdout).to_lowercase();
+    assert!(
+        listing.status.success() && code.contains("s_endpgm"),
+        "{listing:?}"
+    );
+    for (name, opcode) in [
+        ("LIBC_WRITE_TO_STREAM", 4),
+        ("LIBC_WRITE_TO_STDOUT_NEWLINE", 5),
+        ("LIBC_READ_FGETS", 7),
+        ("LIBC_OPEN_FILE", 8),
+        ("LIBC_CLOSE_FILE", 9),
+        ("LIBC_MALLOC", 10),
+        ("LIBC_FREE", 11),
+        ("LIBC_PRINTF_TO_STDOUT_PACKED", 24),
+        ("LIBC_PRINTF_TO_STDERR_PACKED", 25),
+    ] {
+        // LLVM_LIBC_OPCODE(n) of rpc_opcodes.h: 'c' in the top byte.
+        let immediate = format!("{:#x}", (u32::from(b'c') << 24) | opcode);
+        assert!(
+            code.contains(&immediate),
+            "{name} ({immediate}) is not in the gfx90a code"
+        );
+    }
+}
+
+/// The sm_90 cubin defines the client LLVM's libc calls through, and leaves malloc and free to
+/// CUDA (LLVM's libc has no NVPTX allocator of its own yet).
+fn assert_cubin_holds_the_client(exe: &std::path::Path) {
+    use object::{Object, ObjectSymbol};
+    let cubin = tests::emulated::device_image(exe, "nvptx64");
+    let file = object::File::parse(&*cubin).unwrap();
+    let symbol = |name: &str| file.symbols().find(|s| s.name() == Ok(name));
+    assert!(
+        symbol("__llvm_rpc_client").is_some_and(|s| s.is_definition()),
+        "no client in the cubin"
+    );
+    for name in ["malloc", "free"] {
+        assert!(
+            symbol(name).is_some_and(|s| s.is_undefined()),
+            "{name} in the cubin"
+        );
+    }
+}
+
+/// Whether a driver trace shows the plugin looking the client up and copying into it: the
+/// HSA symbol's address or CUDA's global, then a host-to-device copy to that address.
+fn client_written(trace: &str) -> bool {
+    let address = trace
+        .lines()
+        .filter(|l| l.contains("name=__llvm_rpc_client"))
+        .flat_map(|l| l.split_whitespace())
+        .find_map(|w| {
+            w.strip_prefix("address=")
+                .or_else(|| w.strip_prefix("dptr="))
+        });
+    address.is_some_and(|a| {
+        let destination = format!("dst={a} ");
+        trace.lines().any(|l| {
+            (l.starts_with("cuMemcpyHtoD") || l.starts_with("hsa_amd_memory_async_copy"))
+                && l.contains(&destination)
+        })
+    })
 }
 
 /// The CPU time of this process's thread named `name` (user and system, in clock ticks).
