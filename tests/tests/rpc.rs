@@ -624,6 +624,33 @@ fn build_with_twin(
 const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; device malloc: 63\n\
                                 device printf: 27; device file: 22 bytes";
 
+/// LLVM 22's runtime, its plugins on the emulated HSA runtime, runs `exe` with its `twin` as
+/// the judge: it succeeds and prints `expected`.
+fn assert_llvm_22_passes(exe: &std::path::Path, twin: &std::path::Path, expected: &str) {
+    let llvm = std::process::Command::new("timeout")
+        .arg("60")
+        .arg(exe)
+        .env(
+            "LD_LIBRARY_PATH",
+            format!(
+                "{}:{}:/usr/lib/llvm-19/lib",
+                tests::dist().join("emu").display(),
+                tests::llvm22_lib_dir().display()
+            ),
+        )
+        .env("OMPTARGET_EMU_TWINS", twin)
+        .env("OMP_TARGET_OFFLOAD", "mandatory")
+        .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
+        .env_remove("HSA_RUNTIME_LIB")
+        .output()
+        .expect("run under LLVM 22");
+    let stdout = String::from_utf8_lossy(&llvm.stdout);
+    assert!(
+        llvm.status.success() && stdout.contains(expected),
+        "LLVM 22: {llvm:?}"
+    );
+}
+
 /// The file the program's kernel wrote through the host (its own path with .txt), removed.
 fn assert_device_wrote_its_file(gpu: EmulatedGpu, exe: &std::path::Path) {
     let file = exe.with_extension("txt");
@@ -658,28 +685,7 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
         );
         assert_device_wrote_its_file(gpu, &exe);
         if gpu == EmulatedGpu::Amdgpu {
-            let llvm = std::process::Command::new("timeout")
-                .arg("60")
-                .arg(&exe)
-                .env(
-                    "LD_LIBRARY_PATH",
-                    format!(
-                        "{}:{}:/usr/lib/llvm-19/lib",
-                        tests::dist().join("emu").display(),
-                        tests::llvm22_lib_dir().display()
-                    ),
-                )
-                .env("OMPTARGET_EMU_TWINS", &twin)
-                .env("OMP_TARGET_OFFLOAD", "mandatory")
-                .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
-                .env_remove("HSA_RUNTIME_LIB")
-                .output()
-                .expect("run under LLVM 22");
-            let llvm_stdout = String::from_utf8_lossy(&llvm.stdout);
-            assert!(
-                llvm.status.success() && llvm_stdout.contains(HOST_CALL_OUTPUT),
-                "LLVM 22: {llvm:?}"
-            );
+            assert_llvm_22_passes(&exe, &twin, HOST_CALL_OUTPUT);
         }
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
@@ -747,28 +753,7 @@ fn llvm_22s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
             "{gpu:?}: the plugin did not write the client:\n{trace}"
         );
         if gpu == EmulatedGpu::Amdgpu {
-            let llvm = std::process::Command::new("timeout")
-                .arg("60")
-                .arg(&exe)
-                .env(
-                    "LD_LIBRARY_PATH",
-                    format!(
-                        "{}:{}:/usr/lib/llvm-19/lib",
-                        tests::dist().join("emu").display(),
-                        tests::llvm22_lib_dir().display()
-                    ),
-                )
-                .env("OMPTARGET_EMU_TWINS", &twin)
-                .env("OMP_TARGET_OFFLOAD", "mandatory")
-                .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
-                .env_remove("HSA_RUNTIME_LIB")
-                .output()
-                .expect("run under LLVM 22");
-            let llvm_stdout = String::from_utf8_lossy(&llvm.stdout);
-            assert!(
-                llvm.status.success() && llvm_stdout.contains("PASS\n"),
-                "LLVM 22: {llvm:?}"
-            );
+            assert_llvm_22_passes(&exe, &twin, "PASS\n");
         }
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
