@@ -83,6 +83,28 @@ pub fn plugin_check(
     )
 }
 
+/// A command running `exe` through LLVM 22's runtime, whose plugins dlopen the emulated drivers
+/// from the library path, with the twins in `twins`, offloading mandatory, under
+/// `timeout seconds`; the variables that pick our plugins or our emulated HSA library are unset.
+pub fn llvm_22_command(exe: &Path, twins: &Path, seconds: u32) -> Command {
+    let mut cmd = Command::new("timeout");
+    cmd.arg(seconds.to_string())
+        .arg(exe)
+        .env(
+            "LD_LIBRARY_PATH",
+            format!(
+                "{}:{}:/usr/lib/llvm-19/lib",
+                crate::dist().join("emu").display(),
+                crate::llvm22_lib_dir().display()
+            ),
+        )
+        .env("OMPTARGET_EMU_TWINS", twins)
+        .env("OMP_TARGET_OFFLOAD", "mandatory")
+        .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
+        .env_remove("HSA_RUNTIME_LIB");
+    cmd
+}
+
 /// Runs a program on our runtime with offloading mandatory, tracing the driver calls, with
 /// more environment variables: exit code, stdout, stderr and the trace ("" when none was
 /// written).

@@ -460,22 +460,8 @@ fn build_for_gpu_with(
 /// LLVM 22's runtime (LLVM 22's AMDGPU plugin) runs `exe` on the emulated HSA runtime with its
 /// twins from `twin`, under `timeout 60`.
 fn run_under_llvm_22(exe: &Path, twin: &Path) -> Output {
-    Command::new("timeout")
-        .arg("60")
-        .arg(exe)
-        .env(
-            "LD_LIBRARY_PATH",
-            format!(
-                "{}:{}:/usr/lib/llvm-19/lib",
-                dist().join("emu").display(),
-                tests::llvm22_lib_dir().display()
-            ),
-        )
-        .env("OMPTARGET_EMU_TWINS", twin)
+    tests::emulated::llvm_22_command(exe, twin, 60)
         .env("OMPTARGET_EMU_DEVICES", EMULATED_DEVICES)
-        .env("OMP_TARGET_OFFLOAD", "mandatory")
-        .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
-        .env_remove("HSA_RUNTIME_LIB")
         .env_remove("OMP_NUM_THREADS")
         .output()
         .expect("run under LLVM 22")

@@ -627,21 +627,7 @@ const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; de
 /// LLVM 22's runtime, its plugins on the emulated HSA runtime, runs `exe` with its `twin` as
 /// the judge: it succeeds and prints `expected`.
 fn assert_llvm_22_passes(exe: &std::path::Path, twin: &std::path::Path, expected: &str) {
-    let llvm = std::process::Command::new("timeout")
-        .arg("60")
-        .arg(exe)
-        .env(
-            "LD_LIBRARY_PATH",
-            format!(
-                "{}:{}:/usr/lib/llvm-19/lib",
-                tests::dist().join("emu").display(),
-                tests::llvm22_lib_dir().display()
-            ),
-        )
-        .env("OMPTARGET_EMU_TWINS", twin)
-        .env("OMP_TARGET_OFFLOAD", "mandatory")
-        .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
-        .env_remove("HSA_RUNTIME_LIB")
+    let llvm = tests::emulated::llvm_22_command(exe, twin, 60)
         .output()
         .expect("run under LLVM 22");
     let stdout = String::from_utf8_lossy(&llvm.stdout);

@@ -81,22 +81,9 @@ fn run_llvm22(gpu: EmulatedGpu, program: &Program, name: &str, env: &[(&str, &st
     let exe = &program.exe;
     let trace = std::env::temp_dir().join(format!("um-llvm22-{name}-{}", std::process::id()));
     let _ = std::fs::remove_file(&trace);
-    let mut cmd = std::process::Command::new("timeout");
-    cmd.arg("120").arg(exe);
-    cmd.env(
-        "LD_LIBRARY_PATH",
-        format!(
-            "{}:{}:/usr/lib/llvm-19/lib",
-            tests::dist().join("emu").display(),
-            tests::llvm22_lib_dir().display()
-        ),
-    )
-    .env("OMPTARGET_EMU_TWINS", &program.twins)
-    .env("OMPTARGET_EMU_TRACE", &trace)
-    .env("OMP_TARGET_OFFLOAD", "mandatory")
-    .env_remove("LIBOMPTARGET_INFO")
-    .env_remove("LIBOMPTARGET_PLUGINS_TO_LOAD")
-    .env_remove("HSA_RUNTIME_LIB");
+    let mut cmd = tests::emulated::llvm_22_command(exe, &program.twins, 120);
+    cmd.env("OMPTARGET_EMU_TRACE", &trace)
+        .env_remove("LIBOMPTARGET_INFO");
     for (k, v) in env {
         cmd.env(k, v);
     }
