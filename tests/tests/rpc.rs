@@ -19,46 +19,56 @@ use tests::llvm_suite::{self, Release};
 fn client_library(protocol: Protocol) -> &'static libloading::Library {
     static LLVM22: OnceLock<libloading::Library> = OnceLock::new();
     static LLVM19: OnceLock<libloading::Library> = OnceLock::new();
-    let (cell, release, compiler, program) = match protocol {
-        Protocol::Llvm22 => (&LLVM22, Release::Llvm22, "clang++-22", "rpc_client.cpp"),
-        Protocol::Llvm19 => (&LLVM19, Release::Llvm19, "clang++-19", "rpc_client_19.cpp"),
+    let (cell, compiler, program) = match protocol {
+        Protocol::Llvm22 => (&LLVM22, "clang++-22", "rpc_client.cpp"),
+        Protocol::Llvm19 => (&LLVM19, "clang++-19", "rpc_client_19.cpp"),
     };
-    cell.get_or_init(|| {
-        let suite = llvm_suite::suite_root(release).unwrap_or_else(|e| panic!("{e}"));
-        let sources = suite.parent().unwrap().parent().unwrap();
-        let includes = match protocol {
-            Protocol::Llvm22 => [sources.join("libc/shared"), sources.join("offload/include")],
-            Protocol::Llvm19 => [sources.join("libc"), sources.to_path_buf()],
-        };
-        let out = tests::build_dir().join(format!(
-            "librpc_client-{}-{}.so",
-            protocol.name().replace(' ', ""),
-            std::process::id()
-        ));
-        // LLVM 19's libc headers need the namespace its build would give them.
-        let namespace = match protocol {
-            Protocol::Llvm22 => None,
-            Protocol::Llvm19 => Some("-DLIBC_NAMESPACE=__llvm_libc_19_1_7"),
-        };
-        let status = std::process::Command::new(compiler)
-            .args(["-O2", "-shared", "-fPIC", "-std=c++17"])
-            .args(namespace)
-            .args(includes.iter().map(|i| format!("-I{}", i.display())))
-            .arg(tests::program(program))
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
-        assert!(
-            status.success(),
-            "{}'s RPC client did not build",
-            protocol.name()
-        );
-        // SAFETY: the library runs no initialisers of consequence.
-        let library = unsafe { libloading::Library::new(&out) }.expect("load the client");
-        let _ = std::fs::remove_file(&out);
-        library
-    })
+    cell.get_or_init(|| build_client(protocol, compiler, program))
+}
+
+/// LLVM 22's client in its GPU form, each lane a host thread (rpc_warp_client.cpp), built once.
+fn warp_library() -> &'static libloading::Library {
+    static WARP: OnceLock<libloading::Library> = OnceLock::new();
+    WARP.get_or_init(|| build_client(Protocol::Llvm22, "clang++-22", "rpc_warp_client.cpp"))
+}
+
+/// tests/programs/`program`, a client of `protocol` around LLVM's sources, built by `compiler`
+/// as a shared library and loaded.
+fn build_client(protocol: Protocol, compiler: &str, program: &str) -> libloading::Library {
+    let release = match protocol {
+        Protocol::Llvm22 => Release::Llvm22,
+        Protocol::Llvm19 => Release::Llvm19,
+    };
+    let suite = llvm_suite::suite_root(release).unwrap_or_else(|e| panic!("{e}"));
+    let sources = suite.parent().unwrap().parent().unwrap();
+    let includes = match protocol {
+        Protocol::Llvm22 => [sources.join("libc/shared"), sources.join("offload/include")],
+        Protocol::Llvm19 => [sources.join("libc"), sources.to_path_buf()],
+    };
+    let out = tests::build_dir().join(format!(
+        "lib{}-{}.so",
+        program.trim_end_matches(".cpp"),
+        std::process::id()
+    ));
+    // LLVM 19's libc headers need the namespace its build would give them.
+    let namespace = match protocol {
+        Protocol::Llvm22 => None,
+        Protocol::Llvm19 => Some("-DLIBC_NAMESPACE=__llvm_libc_19_1_7"),
+    };
+    let status = std::process::Command::new(compiler)
+        .args(["-O2", "-shared", "-fPIC", "-pthread", "-std=c++17"])
+        .args(namespace)
+        .args(includes.iter().map(|i| format!("-I{}", i.display())))
+        .arg(tests::program(program))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
+    assert!(status.success(), "{program} did not build");
+    // SAFETY: the library runs no initialisers of consequence.
+    let library = unsafe { libloading::Library::new(&out) }.expect("load the client");
+    let _ = std::fs::remove_file(&out);
+    library
 }
 
 /// A function of LLVM 22's client library.
@@ -122,7 +132,12 @@ impl Setup {
     }
 
     fn speaking(ports: u32, protocol: Protocol) -> Setup {
-        let size = mailbox::allocation_size(ports, 1) as usize;
+        Setup::with_lanes(ports, 1, protocol)
+    }
+
+    /// A mailbox of `ports` ports of `lanes` buffers each, as a GPU's warp or wavefront has.
+    fn with_lanes(ports: u32, lanes: u32, protocol: Protocol) -> Setup {
+        let size = mailbox::allocation_size(ports, lanes) as usize;
         let mut memory = vec![0u64; size.div_ceil(8)];
         let base = memory.as_mut_ptr() as usize;
         let mut client = vec![0u64; mailbox::CLIENT_BYTES / 8];
@@ -134,7 +149,7 @@ impl Setup {
         let services = Arc::new(HostMemory::default());
         // SAFETY: `memory` is 8-aligned, of the mailbox's size, and outlives the server (the
         // server is dropped first: fields drop in order).
-        let mailbox = unsafe { Mailbox::new(base, ports, 1, protocol) };
+        let mailbox = unsafe { Mailbox::new(base, ports, lanes, protocol) };
         let key = server.add(mailbox, services.clone());
         server.begin_use();
         Setup {
@@ -496,6 +511,163 @@ fn printf_with(protocol: Protocol) {
         let refused = printf(client, 0, false, 0, c("%n").as_ptr(), arguments.as_ptr(), 8);
         assert_eq!(refused, -1);
     }
+}
+
+/// The host function of the warps' host calls: the block is a count, then that many bytes;
+/// the answer carries both the count and the bytes' sum.
+extern "C" fn count_and_sum(data: *mut c_void) -> u64 {
+    // SAFETY: the server passes the copy of the block a lane sent, which starts with the count
+    // of the bytes after it (rpc_warp_client.cpp).
+    unsafe {
+        let count = std::ptr::read_unaligned(data as *const u64);
+        let bytes = std::slice::from_raw_parts((data as *const u8).add(8), count as usize);
+        count * 1_000_000 + bytes.iter().map(|&b| u64::from(b)).sum::<u64>()
+    }
+}
+
+extern "C" {
+    #[link_name = "fopen"]
+    fn libc_fopen(path: *const c_char, mode: *const c_char) -> *mut c_void;
+    #[link_name = "fclose"]
+    fn libc_fclose(file: *mut c_void) -> c_int;
+}
+
+type WarpRun = unsafe extern "C" fn(usize, u32, u32, u64, c_int, u64, *mut u64);
+
+/// LLVM 22's client as a GPU runs it (rpc_warp_client.cpp: one host thread per lane, the lane
+/// primitives meeting at barriers): warps of 32 and 64 lanes, all lanes or some, more warps than
+/// ports, each lane with its own sizes and data. Every lane gets its own answer: numbers, byte
+/// streams of sizes from 0 to several packets, printf with each lane's `%s` read back, a block
+/// of device memory each, and a host call on each lane's block.
+#[test]
+fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
+    let run: WarpRun = *unsafe_symbol("rpc_warp_run");
+    for (lanes, active) in [
+        (32u32, u32::MAX as u64),
+        (32, 0x0000_f0f0),
+        (64, u64::MAX),
+        (64, 0x8000_0000_0000_0421),
+    ] {
+        let setup = Setup::with_lanes(2, lanes, Protocol::Llvm22);
+        let warps = 3u32;
+        let calling: Vec<(u32, u32)> = (0..warps)
+            .flat_map(|w| {
+                (0..lanes)
+                    .filter(move |l| active >> l & 1 == 1)
+                    .map(move |l| (w, l))
+            })
+            .collect();
+        let requests = |request: c_int, seed: u64| {
+            let mut results = vec![0u64; (warps * lanes) as usize];
+            // SAFETY: a live client object; `results` holds a slot for every lane.
+            unsafe {
+                run(
+                    setup.client(),
+                    warps,
+                    lanes,
+                    active,
+                    request,
+                    seed,
+                    results.as_mut_ptr(),
+                )
+            };
+            results
+        };
+        let key = |w: u32, l: u32| (u64::from(w) << 8) | u64::from(l);
+        let case = format!("{lanes} lanes, active {active:#x}");
+
+        let results = requests(0, 77);
+        for &(w, l) in &calling {
+            let slot = (w * lanes + l) as usize;
+            assert_eq!(
+                results[slot],
+                (key(w, l) << 32 | 77) + 1,
+                "{case}: increment {w}/{l}"
+            );
+        }
+
+        let results = requests(1, 5);
+        for &(w, l) in &calling {
+            let size = (u64::from(l) * 37 + u64::from(w) * 11 + 5) % 300;
+            assert_eq!(
+                results[(w * lanes + l) as usize],
+                size,
+                "{case}: echo {w}/{l}"
+            );
+        }
+
+        let path = scratch(&format!("warp-printf-{lanes}-{active:x}.txt"));
+        // SAFETY: NUL-terminated strings; the file is closed below.
+        let file = unsafe { libc_fopen(c(path.to_str().unwrap()).as_ptr(), c("w").as_ptr()) };
+        assert!(!file.is_null());
+        let results = requests(2, file as u64);
+        // SAFETY: the file fopen opened; no request uses it any more.
+        assert_eq!(unsafe { libc_fclose(file) }, 0);
+        let mut expected: Vec<String> = calling
+            .iter()
+            .map(|&(w, l)| {
+                let text = match l % 5 {
+                    0 => "(null)".to_string(),
+                    _ => "x".repeat(l as usize),
+                };
+                format!("warp {w} lane {l}: {text}|{}\n", -i64::from(w * 1000 + l))
+            })
+            .collect();
+        for (&(w, l), line) in calling.iter().zip(&expected) {
+            let count = results[(w * lanes + l) as usize];
+            assert_eq!(count, line.len() as u64, "{case}: printf count {w}/{l}");
+        }
+        let written = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<String> = written.split_inclusive('\n').map(String::from).collect();
+        lines.sort();
+        expected.sort();
+        assert_eq!(lines, expected, "{case}: printf");
+
+        // A warp's blocks are all live at once (its lanes free theirs after all allocated);
+        // another warp's may reuse them once freed.
+        let results = requests(3, 0);
+        for w in 0..warps {
+            let mut addresses: Vec<u64> = calling
+                .iter()
+                .filter(|&&(cw, _)| cw == w)
+                .map(|&(w, l)| results[(w * lanes + l) as usize])
+                .collect();
+            let count = addresses.len();
+            assert!(addresses.iter().all(|&a| a != 0), "{case}: malloc");
+            addresses.sort();
+            addresses.dedup();
+            assert_eq!(addresses.len(), count, "{case}: warp {w}'s blocks are distinct");
+        }
+        let start = std::time::Instant::now();
+        while setup.services.freed.load(Ordering::Relaxed) < calling.len() as u64
+            && start.elapsed().as_secs() < 10
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(
+            setup.services.freed.load(Ordering::Relaxed),
+            calling.len() as u64,
+            "{case}: frees"
+        );
+
+        let results = requests(4, count_and_sum as *const () as u64);
+        for &(w, l) in &calling {
+            let count = key(w, l) % 97;
+            let sum: u64 = (0..count).map(|i| (i + u64::from(l)) & 0xff).sum();
+            assert_eq!(
+                results[(w * lanes + l) as usize],
+                count * 1_000_000 + sum,
+                "{case}: host call {w}/{l}"
+            );
+        }
+        assert_eq!(setup.server.failure(setup.key), None, "{case}");
+    }
+}
+
+/// A function of the warp client library.
+fn unsafe_symbol<T>(name: &str) -> libloading::Symbol<'static, T> {
+    // SAFETY: the name is looked up with the type of its definition in rpc_warp_client.cpp.
+    unsafe { warp_library().get::<T>(name.as_bytes()).expect(name) }
 }
 
 #[test]
