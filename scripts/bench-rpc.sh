@@ -28,7 +28,8 @@ flags=(-O2 -fopenmp -Wno-openmp-target -nogpulib -Wno-unused-command-line-argume
        -Xopenmp-target=amdgcn-amd-amdhsa -march=gfx90a
        -Xoffload-linker-amdgcn-amd-amdhsa "$root/target/llvm22-device-runtime/libomptarget-amdgpu.bc"
        -I"$llvm22/lib/clang/22/include" -I"$src/libc/shared" -I"$src/offload/include"
-       -L"$root/dist/lib" -L/usr/lib/llvm-19/lib)
+       -L"$root/dist/lib" -L/usr/lib/llvm-19/lib
+       -DTWIN_LANES=64) # the twin's client addresses the mailbox with gfx90a's 64 lanes
 PATH=$work/bin:$PATH clang++-22 "${flags[@]}" -fopenmp-targets=amdgcn-amd-amdhsa \
     "$root/tests/programs/rpc_host_call.cpp" -o "$work/prog"
 PATH=$work/bin:$PATH clang++-22 "${flags[@]}" -fopenmp-targets=amdgcn-amd-amdhsa,x86_64-pc-linux-gnu \

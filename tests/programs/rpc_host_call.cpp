@@ -12,6 +12,20 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#if defined(TWIN_LANES) && !defined(__AMDGPU__) && !defined(__NVPTX__)
+// The twin's client addresses the mailbox as the GPU's does: rpc.h's GPU form, a warp of
+// TWIN_LANES lanes (the GPU's: 64 for gfx90a, 32 for sm_90) of which the calling thread is the
+// one active lane, so that its port's buffer is where the server, told the GPU's lanes, reads
+// it. Each host thread of a twin kernel is then a warp of its own, on a port of its own.
+inline uint32_t __gpu_num_lanes() { return TWIN_LANES; }
+inline uint64_t __gpu_lane_mask() { return 1; }
+inline uint32_t __gpu_lane_id() { return 0; }
+inline bool __gpu_is_first_in_lane(uint64_t) { return true; }
+inline void __gpu_sync_lane(uint64_t) {}
+inline uint64_t __gpu_ballot(uint64_t, bool x) { return x; }
+inline uint32_t __gpu_read_first_lane_u32(uint64_t, uint32_t x) { return x; }
+#define RPC_TARGET_IS_GPU
+#endif
 #include "rpc.h"
 #include "rpc_opcodes.h"
 #include "Shared/RPCOpcodes.h"
@@ -162,8 +176,7 @@ extern "C" unsigned long long sum_times_ten(void *data) {
 
 // With a count: that many host calls, then that many device printfs, in one kernel each,
 // timed (on stderr), for the cost of a round trip; then the CPU time the process uses in a
-// second with no kernel running (an idle server's). Before the checked region, whose last
-// request (a free) is not answered: a request right after it could take another port.
+// second with no kernel running (an idle server's).
 static void time_calls(void *fn, int calls) {
   unsigned long long result = 0;
   // One call first, untimed: the image's loading and the server's start are not a call's.
@@ -222,9 +235,6 @@ int main(int argc, char **argv) {
     written = rpc_puts("hello from the device");
     printed = rpc_printf_text_int("printf from the device:", 42);
     filed = rpc_write_file(path, "written by the device\n");
-    // Last: a free is not answered, so a request right after it could find the first port
-    // still the server's and take another, which a twin (one lane per port, where the mailbox
-    // has a GPU's) does not address as the server does.
     int *block = static_cast<int *>(rpc_malloc(64 * sizeof(int)));
     if (block) {
       for (int i = 0; i < 64; i++)
@@ -238,6 +248,42 @@ int main(int argc, char **argv) {
          written, wrote);
   printf("device printf: %d; device file: %llu bytes\n", printed, filed);
   unsigned long long first = result;
-  // The host call is what a GPU image can make here (puts and malloc need the twin's client).
-  return first == 360 ? 0 : 1;
+
+  // Threads of one kernel call at once, each a warp of its own on a twin; a free (which is not
+  // answered) is followed at once by the next request, which then takes another port while
+  // the server has not yet taken the free.
+  const int threads = 8, rounds = 50;
+  unsigned long long sums[threads] = {0};
+  int blocks[threads] = {0};
+#pragma omp target map(from : sums, blocks) firstprivate(fn)
+#pragma omp parallel num_threads(threads)
+  {
+    int t = omp_get_thread_num();
+    unsigned long long sum = 0;
+    int good = 0;
+    for (int i = 0; i < rounds; i++) {
+      int values[8] = {t, i, 1, 1, 1, 1, 1, 1};
+      sum += __llvm_omp_host_call(fn, values, sizeof values);
+      int *block = static_cast<int *>(rpc_malloc(16 * sizeof(int)));
+      if (block) {
+        block[15] = t * 1000 + i;
+        good += block[15] == t * 1000 + i;
+        rpc_free(block);
+      }
+    }
+    if (t < threads) {
+      sums[t] = sum;
+      blocks[t] = good;
+    }
+  }
+  int calls_right = 0, blocks_right = 0;
+  for (int t = 0; t < threads; t++) {
+    // Each call answers (t + i + 6) * 10.
+    calls_right += sums[t] == 10ull * (rounds * t + rounds * (rounds - 1) / 2 + 6 * rounds);
+    blocks_right += blocks[t] == rounds;
+  }
+  printf("threads at once: host calls right in %d of %d, device blocks in %d\n", calls_right,
+         threads, blocks_right);
+  // The host calls are what a GPU image can make here (puts and malloc need the twin's client).
+  return first == 360 && calls_right == threads ? 0 : 1;
 }

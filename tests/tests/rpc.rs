@@ -636,7 +636,11 @@ fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
             assert!(addresses.iter().all(|&a| a != 0), "{case}: malloc");
             addresses.sort();
             addresses.dedup();
-            assert_eq!(addresses.len(), count, "{case}: warp {w}'s blocks are distinct");
+            assert_eq!(
+                addresses.len(),
+                count,
+                "{case}: warp {w}'s blocks are distinct"
+            );
         }
         let start = std::time::Instant::now();
         while setup.services.freed.load(Ordering::Relaxed) < calling.len() as u64
@@ -730,6 +734,8 @@ fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
             vec![
                 format!("-I{}", sources.join("libc/shared").display()),
                 format!("-I{}", sources.join("offload/include").display()),
+                // The twin's client addresses the mailbox with the GPU's lanes.
+                format!("-DTWIN_LANES={}", gpu_lanes(gpu)),
             ],
         ),
         Protocol::Llvm19 => {
@@ -793,18 +799,29 @@ fn build_with_twin(
     out
 }
 
+/// The lanes of a warp (sm_90) or a wavefront (gfx90a), which our plugins give each port.
+fn gpu_lanes(gpu: EmulatedGpu) -> u32 {
+    match gpu {
+        EmulatedGpu::Cuda => 32,
+        EmulatedGpu::Amdgpu => 64,
+    }
+}
+
+/// What rpc_host_call.cpp prints when its threads' calls at once were all right.
+const THREADS_OUTPUT: &str = "threads at once: host calls right in 8 of 8, device blocks in 8\n";
+
 const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; device malloc: 63\n\
                                 device printf: 27; device file: 22 bytes";
 
 /// LLVM 22's runtime, its plugins on the emulated HSA runtime, runs `exe` with its `twin` as
-/// the judge: it succeeds and prints `expected`.
-fn assert_llvm_22_passes(exe: &std::path::Path, twin: &std::path::Path, expected: &str) {
+/// the judge: it succeeds and prints each of `expected`.
+fn assert_llvm_22_passes(exe: &std::path::Path, twin: &std::path::Path, expected: &[&str]) {
     let llvm = tests::emulated::llvm_22_command(exe, twin, 60)
         .output()
         .expect("run under LLVM 22");
     let stdout = String::from_utf8_lossy(&llvm.stdout);
     assert!(
-        llvm.status.success() && stdout.contains(expected),
+        llvm.status.success() && expected.iter().all(|e| stdout.contains(e)),
         "LLVM 22: {llvm:?}"
     );
 }
@@ -838,12 +855,13 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
         assert!(
             stdout.contains("hello from the device\n")
                 && stdout.contains("printf from the device: 42\n")
-                && stdout.contains(HOST_CALL_OUTPUT),
+                && stdout.contains(HOST_CALL_OUTPUT)
+                && stdout.contains(THREADS_OUTPUT),
             "{gpu:?}: {stdout}"
         );
         assert_device_wrote_its_file(gpu, &exe);
         if gpu == EmulatedGpu::Amdgpu {
-            assert_llvm_22_passes(&exe, &twin, HOST_CALL_OUTPUT);
+            assert_llvm_22_passes(&exe, &twin, &[HOST_CALL_OUTPUT, THREADS_OUTPUT]);
         }
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
@@ -911,7 +929,7 @@ fn llvm_22s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
             "{gpu:?}: the plugin did not write the client:\n{trace}"
         );
         if gpu == EmulatedGpu::Amdgpu {
-            assert_llvm_22_passes(&exe, &twin, "PASS\n");
+            assert_llvm_22_passes(&exe, &twin, &["PASS\n"]);
         }
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
