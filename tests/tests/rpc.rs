@@ -1,8 +1,9 @@
 //! The RPC server (`gpu_plugin::rpc`) against LLVM's own clients: LLVM 22's `rpc.h` (around
 //! tests/programs/rpc_client.cpp) and LLVM 19's older protocol (its libc's `rpc.h`, around
 //! tests/programs/rpc_client_19.cpp), from the sources scripts/fetch-llvm-offload-tests.sh
-//! fetches, built for x86-64, run on host threads over shared memory, one lane per port as on a
-//! CPU. Every request the server knows, many ports and threads at once, and damaged or unknown
+//! fetches, built for x86-64, run on host threads over shared memory: one lane per port as on a
+//! CPU, and LLVM 22's also in its GPU form, warps of host threads (rpc_warp_client.cpp). Every
+//! request the server knows, many ports and threads at once, and damaged or unknown
 //! requests, which are reported and stop the serving of that mailbox without a crash or a hang.
 
 use gpu_plugin::rpc::handlers::DeviceServices;
