@@ -377,33 +377,14 @@ pub fn llvm22_device_runtime(target: &str) -> PathBuf {
 /// ([`llvm22_device_runtime`]) explicitly (`-nogpulib`: clang-22 would look for the packaged
 /// one), with -foffload-lto for sm_90 as [`CUDA_TWIN_FLAGS`] says why.
 pub fn clang22_twin_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
-    let (triple, arch, runtime) = match gpu {
-        conformance::EmulatedGpu::Cuda => ("nvptx64-nvidia-cuda", "sm_90", "nvptx"),
-        conformance::EmulatedGpu::Amdgpu => ("amdgcn-amd-amdhsa", "gfx90a", "amdgpu"),
-    };
-    let mut flags = vec![
-        "-nogpulib".to_string(),
-        "-Wno-unused-command-line-argument".into(),
-        format!("-fopenmp-targets={triple},x86_64-pc-linux-gnu"),
-        format!("-Xopenmp-target={triple}"),
-        format!("-march={arch}"),
-        format!("-Xoffload-linker-{triple}"),
-        llvm22_device_runtime(runtime).display().to_string(),
-    ];
-    if gpu == conformance::EmulatedGpu::Cuda {
-        flags.push("-foffload-lto".into());
-        flags.push(format!("--cuda-path={}", nvptx_cuda_path().display()));
-    }
-    flags
+    let (_, runtime) = gpu_triple_and_runtime(gpu);
+    twin_flags_linking(gpu, &[llvm22_device_runtime(runtime)])
 }
 
 /// As [`clang22_twin_flags`], with LLVM 22's GPU libc linked into the GPU image, as the README
-/// says: the libc and the device runtime built to use it, from scripts/build-llvm22-gpu-libc.sh.
+/// says: the device runtime built to use it and the libc, from scripts/build-llvm22-gpu-libc.sh.
 pub fn clang22_gpu_libc_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
-    let (triple, runtime) = match gpu {
-        conformance::EmulatedGpu::Cuda => ("nvptx64-nvidia-cuda", "nvptx"),
-        conformance::EmulatedGpu::Amdgpu => ("amdgcn-amd-amdhsa", "amdgpu"),
-    };
+    let (triple, runtime) = gpu_triple_and_runtime(gpu);
     let dir = workspace_root().join("target/llvm22-gpu-libc").join(triple);
     let libc = dir.join("libc.a");
     assert!(
@@ -412,17 +393,35 @@ pub fn clang22_gpu_libc_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
          (scripts/test.sh does)",
         libc.display()
     );
-    let plain = llvm22_device_runtime(runtime).display().to_string();
-    let with_libc = dir.join(format!("libomptarget-{runtime}.bc"));
-    let mut flags: Vec<String> = clang22_twin_flags(gpu)
-        .into_iter()
-        .map(|f| match f == plain {
-            true => with_libc.display().to_string(),
-            false => f,
-        })
-        .collect();
-    flags.push(format!("-Xoffload-linker-{triple}"));
-    flags.push(libc.display().to_string());
+    twin_flags_linking(gpu, &[dir.join(format!("libomptarget-{runtime}.bc")), libc])
+}
+
+/// The GPU image's target triple and the name of LLVM 22's device runtime for it.
+fn gpu_triple_and_runtime(gpu: conformance::EmulatedGpu) -> (&'static str, &'static str) {
+    match gpu {
+        conformance::EmulatedGpu::Cuda => ("nvptx64-nvidia-cuda", "nvptx"),
+        conformance::EmulatedGpu::Amdgpu => ("amdgcn-amd-amdhsa", "amdgpu"),
+    }
+}
+
+/// The flags of a `gpu` image with an x86-64 twin whose GPU link takes `libraries`.
+fn twin_flags_linking(gpu: conformance::EmulatedGpu, libraries: &[PathBuf]) -> Vec<String> {
+    let (triple, _) = gpu_triple_and_runtime(gpu);
+    let mut flags = vec![
+        "-nogpulib".to_string(),
+        "-Wno-unused-command-line-argument".into(),
+        format!("-fopenmp-targets={triple},x86_64-pc-linux-gnu"),
+        format!("-Xopenmp-target={triple}"),
+        format!("-march={}", gpu.arch()),
+    ];
+    for library in libraries {
+        flags.push(format!("-Xoffload-linker-{triple}"));
+        flags.push(library.display().to_string());
+    }
+    if gpu == conformance::EmulatedGpu::Cuda {
+        flags.push("-foffload-lto".into());
+        flags.push(format!("--cuda-path={}", nvptx_cuda_path().display()));
+    }
     flags
 }
 
