@@ -542,7 +542,7 @@ type WarpRun = unsafe extern "C" fn(usize, u32, u32, u64, c_int, u64, *mut u64);
 /// of device memory each, and a host call on each lane's block.
 #[test]
 fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
-    let run: WarpRun = *unsafe_symbol("rpc_warp_run");
+    let run: WarpRun = *warp_function("rpc_warp_run");
     for (lanes, active) in [
         (32u32, u32::MAX as u64),
         (32, 0x0000_f0f0),
@@ -670,7 +670,7 @@ fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
 }
 
 /// A function of the warp client library.
-fn unsafe_symbol<T>(name: &str) -> libloading::Symbol<'static, T> {
+fn warp_function<T>(name: &str) -> libloading::Symbol<'static, T> {
     // SAFETY: the name is looked up with the type of its definition in rpc_warp_client.cpp.
     unsafe { warp_library().get::<T>(name.as_bytes()).expect(name) }
 }
