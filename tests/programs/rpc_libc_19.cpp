@@ -12,6 +12,29 @@
 #include <string.h>
 
 #if !defined(__AMDGPU__) && !defined(__NVPTX__)
+#if defined(TWIN_LANES)
+// The twin's client addresses the mailbox as the GPU's does: rpc.h's GPU form, a warp of
+// TWIN_LANES lanes (the GPU's: 64 for gfx90a, 32 for sm_90) of which the calling thread is the
+// one active lane, so that its port's buffer is where the server, told the GPU's lanes, reads
+// it. Each host thread of a twin kernel is then a warp of its own, on a port of its own. The
+// lane primitives (LLVM 19's src/__support/GPU/utils.h) are given here in place of that header.
+#define LIBC_TARGET_ARCH_IS_GPU
+#define LLVM_LIBC_SRC___SUPPORT_GPU_UTILS_H
+#include "src/__support/macros/config.h"
+#include <stdint.h>
+namespace LIBC_NAMESPACE_DECL {
+namespace gpu {
+inline uint32_t get_lane_size() { return TWIN_LANES; }
+inline uint64_t get_lane_mask() { return 1; }
+inline uint32_t get_lane_id() { return 0; }
+inline uint32_t get_cluster_id() { return 0; }
+inline bool is_first_lane(uint64_t) { return true; }
+inline void sync_lane(uint64_t) {}
+inline uint64_t ballot(uint64_t, bool x) { return x; }
+inline uint32_t broadcast_value(uint64_t, uint32_t x) { return x; }
+} // namespace gpu
+} // namespace LIBC_NAMESPACE_DECL
+#endif
 #include "src/__support/RPC/rpc.h"
 #include "include/llvm-libc-types/rpc_opcodes_t.h"
 namespace rpc = LIBC_NAMESPACE::rpc;
@@ -164,6 +187,19 @@ extern "C" void keep_sum_times_ten(void *data) {
   host_result = sum * 10;
 }
 
+// The host function of the threads' calls: adds the sum of the block's ints, times ten, to
+// the total of the thread the block's first int names.
+static const int threads = 8;
+static unsigned long long thread_totals[threads];
+extern "C" void add_sum_times_ten(void *data) {
+  int *values = static_cast<int *>(data);
+  unsigned long long sum = 0;
+  for (int i = 0; i < 8; i++)
+    sum += values[i];
+  if (values[0] >= 0 && values[0] < threads)
+    __atomic_fetch_add(&thread_totals[values[0]], sum * 10, __ATOMIC_RELAXED);
+}
+
 int main(int argc, char **argv) {
   void *fn = reinterpret_cast<void *>(&keep_sum_times_ten);
   unsigned long long written = 0, filed = 0;
@@ -190,5 +226,40 @@ int main(int argc, char **argv) {
   printf("host call: %llu (expected 360); puts wrote %llu; device malloc: %d\n", host_result,
          written, wrote);
   printf("device printf: %d; device file: %llu bytes\n", printed, filed);
-  return host_result == 360 ? 0 : 1;
+  unsigned long long first = host_result;
+
+  // Threads of one kernel call at once, each a warp of its own on a twin; a free (which is not
+  // answered) is followed at once by the next request, which then takes another port while
+  // the server has not yet taken the free.
+  const int rounds = 50;
+  int blocks[threads] = {0};
+  void *add = reinterpret_cast<void *>(&add_sum_times_ten);
+#pragma omp target map(from : blocks) firstprivate(add)
+#pragma omp parallel num_threads(threads)
+  {
+    int t = omp_get_thread_num();
+    int good = 0;
+    for (int i = 0; i < rounds; i++) {
+      int values[8] = {t, i, 1, 1, 1, 1, 1, 1};
+      host_call(add, values, sizeof values);
+      int *block = static_cast<int *>(device_malloc(16 * sizeof(int)));
+      if (block) {
+        block[15] = t * 1000 + i;
+        good += block[15] == t * 1000 + i;
+        device_free(block);
+      }
+    }
+    if (t < threads)
+      blocks[t] = good;
+  }
+  int calls_right = 0, blocks_right = 0;
+  for (int t = 0; t < threads; t++) {
+    // Each call adds (t + i + 6) * 10.
+    calls_right +=
+        thread_totals[t] == 10ull * (rounds * t + rounds * (rounds - 1) / 2 + 6 * rounds);
+    blocks_right += blocks[t] == rounds;
+  }
+  printf("threads at once: host calls right in %d of %d, device blocks in %d\n", calls_right,
+         threads, blocks_right);
+  return first == 360 && calls_right == threads ? 0 : 1;
 }

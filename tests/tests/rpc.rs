@@ -2,9 +2,10 @@
 //! tests/programs/rpc_client.cpp) and LLVM 19's older protocol (its libc's `rpc.h`, around
 //! tests/programs/rpc_client_19.cpp), from the sources scripts/fetch-llvm-offload-tests.sh
 //! fetches, built for x86-64, run on host threads over shared memory: one lane per port as on a
-//! CPU, and LLVM 22's also in its GPU form, warps of host threads (rpc_warp_client.cpp). Every
-//! request the server knows, many ports and threads at once, and damaged or unknown
-//! requests, which are reported and stop the serving of that mailbox without a crash or a hang.
+//! CPU, and in their GPU form, warps of host threads (rpc_warp_client.cpp,
+//! rpc_warp_client_19.cpp). Every request the server knows, many ports and threads at once,
+//! and damaged or unknown requests, which are reported and stop the serving of that mailbox
+//! without a crash or a hang.
 
 use gpu_plugin::rpc::handlers::DeviceServices;
 use gpu_plugin::rpc::mailbox::{self, Mailbox};
@@ -27,10 +28,16 @@ fn client_library(protocol: Protocol) -> &'static libloading::Library {
     cell.get_or_init(|| build_client(protocol, compiler, program))
 }
 
-/// LLVM 22's client in its GPU form, each lane a host thread (rpc_warp_client.cpp), built once.
-fn warp_library() -> &'static libloading::Library {
-    static WARP: OnceLock<libloading::Library> = OnceLock::new();
-    WARP.get_or_init(|| build_client(Protocol::Llvm22, "clang++-22", "rpc_warp_client.cpp"))
+/// LLVM's client of `protocol` in its GPU form, each lane a host thread (rpc_warp_client.cpp,
+/// rpc_warp_client_19.cpp), built once.
+fn warp_library(protocol: Protocol) -> &'static libloading::Library {
+    static LLVM22: OnceLock<libloading::Library> = OnceLock::new();
+    static LLVM19: OnceLock<libloading::Library> = OnceLock::new();
+    let (cell, compiler, program) = match protocol {
+        Protocol::Llvm22 => (&LLVM22, "clang++-22", "rpc_warp_client.cpp"),
+        Protocol::Llvm19 => (&LLVM19, "clang++-19", "rpc_warp_client_19.cpp"),
+    };
+    cell.get_or_init(|| build_client(protocol, compiler, program))
 }
 
 /// tests/programs/`program`, a client of `protocol` around LLVM's sources, built by `compiler`
@@ -535,21 +542,53 @@ extern "C" {
 
 type WarpRun = unsafe extern "C" fn(usize, u32, u32, u64, c_int, u64, *mut u64);
 
-/// LLVM 22's client as a GPU runs it (rpc_warp_client.cpp: one host thread per lane, the lane
-/// primitives meeting at barriers): warps of 32 and 64 lanes, all lanes or some, more warps than
-/// ports, each lane with its own sizes and data. Every lane gets its own answer: numbers, byte
-/// streams of sizes from 0 to several packets, printf with each lane's `%s` read back, a block
-/// of device memory each, and a host call on each lane's block.
+/// The host function of LLVM 19's warps' host calls, whose result does not go back to the
+/// device: the block is the address of the lane's result, then what [`count_and_sum`] reads;
+/// its answer goes to that address.
+extern "C" fn count_and_sum_into(data: *mut c_void) {
+    // SAFETY: the server passes the copy of the block a lane sent (rpc_warp_client_19.cpp): the
+    // address of a word the lane reads once the call has returned, then count_and_sum's block.
+    unsafe {
+        let result = std::ptr::read_unaligned(data as *const u64) as *mut u64;
+        let answer = count_and_sum((data as *mut u8).add(8) as *mut c_void);
+        (*(result as *const AtomicU64)).store(answer, Ordering::Release);
+    }
+}
+
+/// LLVM's clients of both protocols as a GPU runs them (rpc_warp_client.cpp and
+/// rpc_warp_client_19.cpp: one host thread per lane, the lane primitives meeting at barriers):
+/// warps of 32 and 64 lanes, all lanes or some, more warps than ports, each lane with its own
+/// sizes and data. Every lane gets its own answer: numbers (LLVM 22), byte streams of sizes
+/// from 0 to several packets (LLVM 22's test request; LLVM 19's through a file of each lane's
+/// own, written, read back and removed), printf with each lane's `%s` read back, a block of
+/// device memory each, and a host call on each lane's block.
 #[test]
 fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
-    let run: WarpRun = *warp_function("rpc_warp_run");
+    for protocol in BOTH {
+        warps_with(protocol);
+    }
+}
+
+fn warps_with(protocol: Protocol) {
+    let run: WarpRun = *warp_function(protocol, "rpc_warp_run");
+    let files = c(scratch(&format!("warp-files-{protocol:?}"))
+        .to_str()
+        .unwrap());
+    let (echo_seed, host_function) = match protocol {
+        Protocol::Llvm22 => (5, count_and_sum as *const () as u64),
+        // The lanes' bytes are those of seed 5 here too.
+        Protocol::Llvm19 => (
+            files.as_ptr() as u64,
+            count_and_sum_into as *const () as u64,
+        ),
+    };
     for (lanes, active) in [
         (32u32, u32::MAX as u64),
         (32, 0x0000_f0f0),
         (64, u64::MAX),
         (64, 0x8000_0000_0000_0421),
     ] {
-        let setup = Setup::with_lanes(2, lanes, Protocol::Llvm22);
+        let setup = Setup::with_lanes(2, lanes, protocol);
         let warps = 3u32;
         let calling: Vec<(u32, u32)> = (0..warps)
             .flat_map(|w| {
@@ -575,19 +614,22 @@ fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
             results
         };
         let key = |w: u32, l: u32| (u64::from(w) << 8) | u64::from(l);
-        let case = format!("{lanes} lanes, active {active:#x}");
+        let case = format!("{protocol:?}: {lanes} lanes, active {active:#x}");
 
-        let results = requests(0, 77);
-        for &(w, l) in &calling {
-            let slot = (w * lanes + l) as usize;
-            assert_eq!(
-                results[slot],
-                (key(w, l) << 32 | 77) + 1,
-                "{case}: increment {w}/{l}"
-            );
+        // LLVM 19's libc has no test requests.
+        if protocol == Protocol::Llvm22 {
+            let results = requests(0, 77);
+            for &(w, l) in &calling {
+                let slot = (w * lanes + l) as usize;
+                assert_eq!(
+                    results[slot],
+                    (key(w, l) << 32 | 77) + 1,
+                    "{case}: increment {w}/{l}"
+                );
+            }
         }
 
-        let results = requests(1, 5);
+        let results = requests(1, echo_seed);
         for &(w, l) in &calling {
             let size = (u64::from(l) * 37 + u64::from(w) * 11 + 5) % 300;
             assert_eq!(
@@ -597,7 +639,7 @@ fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
             );
         }
 
-        let path = scratch(&format!("warp-printf-{lanes}-{active:x}.txt"));
+        let path = scratch(&format!("warp-printf-{protocol:?}-{lanes}-{active:x}.txt"));
         // SAFETY: NUL-terminated strings; the file is closed below.
         let file = unsafe { libc_fopen(c(path.to_str().unwrap()).as_ptr(), c("w").as_ptr()) };
         assert!(!file.is_null());
@@ -655,7 +697,7 @@ fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
             "{case}: frees"
         );
 
-        let results = requests(4, count_and_sum as *const () as u64);
+        let results = requests(4, host_function);
         for &(w, l) in &calling {
             let count = key(w, l) % 97;
             let sum: u64 = (0..count).map(|i| (i + u64::from(l)) & 0xff).sum();
@@ -669,10 +711,15 @@ fn warps_of_32_and_64_lanes_each_get_every_lanes_answer() {
     }
 }
 
-/// A function of the warp client library.
-fn warp_function<T>(name: &str) -> libloading::Symbol<'static, T> {
-    // SAFETY: the name is looked up with the type of its definition in rpc_warp_client.cpp.
-    unsafe { warp_library().get::<T>(name.as_bytes()).expect(name) }
+/// A function of the warp client library of `protocol`.
+fn warp_function<T>(protocol: Protocol, name: &str) -> libloading::Symbol<'static, T> {
+    // SAFETY: the name is looked up with the type of its definition in rpc_warp_client.cpp and
+    // rpc_warp_client_19.cpp (the same in both).
+    unsafe {
+        warp_library(protocol)
+            .get::<T>(name.as_bytes())
+            .expect(name)
+    }
 }
 
 #[test]
@@ -729,14 +776,12 @@ fn build_host_call_program(gpu: EmulatedGpu) -> PathBuf {
 fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
     let suite = llvm_suite::suite_root(Release::Llvm22).unwrap_or_else(|e| panic!("{e}"));
     let sources = suite.parent().unwrap().parent().unwrap();
-    let (program, client_flags) = match protocol {
+    let (program, mut client_flags) = match protocol {
         Protocol::Llvm22 => (
             "rpc_host_call.cpp",
             vec![
                 format!("-I{}", sources.join("libc/shared").display()),
                 format!("-I{}", sources.join("offload/include").display()),
-                // The twin's client addresses the mailbox with the GPU's lanes.
-                format!("-DTWIN_LANES={}", gpu_lanes(gpu)),
             ],
         ),
         Protocol::Llvm19 => {
@@ -751,6 +796,8 @@ fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
             )
         }
     };
+    // The twin's client addresses the mailbox with the GPU's lanes.
+    client_flags.push(format!("-DTWIN_LANES={}", gpu_lanes(gpu)));
     build_with_twin(gpu, program, &tests::clang22_twin_flags(gpu), &client_flags)
 }
 
@@ -871,8 +918,9 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
 }
 
 /// LLVM 19's protocol through our plugins: the GPU image's `__llvm_libc_rpc_client` points at
-/// the client, which the plugin finds through it; the twin, with LLVM 19's client, calls a host
-/// function, writes a line, prints, writes a file, allocates and frees. No judge runs it: LLVM
+/// the client, which the plugin finds through it; the twin, with LLVM 19's client in its GPU
+/// form, calls a host function, writes a line, prints, writes a file, allocates and frees, then
+/// makes host calls, allocations and frees from 8 threads at once. No judge runs it: LLVM
 /// 22's runtime serves only LLVM 22's protocol, and LLVM 19's cannot load clang-22's images.
 #[test]
 fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
@@ -887,6 +935,7 @@ fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
             "printf from the device: 19\n",
             "host call: 360 (expected 360); puts wrote 32; device malloc: 63\n\
              device printf: 27; device file: 22 bytes",
+            THREADS_OUTPUT,
         ] {
             assert!(stdout.contains(line), "{gpu:?}: {stdout}");
         }
