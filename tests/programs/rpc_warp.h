@@ -93,6 +93,10 @@ void run(uint32_t warps, uint32_t lanes, uint64_t active, uint64_t *results, Ans
     t.join();
 }
 
+// What the lanes ask for, by number (tests/tests/rpc.rs numbers them alike); each client
+// program makes each request as its release's libc does.
+enum Request : int { INCREMENT, ECHO, PRINTF, MALLOC_FREE, HOST_CALL };
+
 // Each lane's own numbers, so that a mixed-up lane shows.
 inline uint64_t lane_key(uint32_t warp, uint32_t lane) { return (uint64_t(warp) << 8) | lane; }
 

@@ -29,9 +29,6 @@ using warp::lane_key;
 
 namespace {
 
-// What a lane asks for and what it got back.
-enum Request : int { INCREMENT, ECHO, PRINTF, MALLOC_FREE, HOST_CALL };
-
 Client &client_of(void *bytes) { return *reinterpret_cast<Client *>(bytes); }
 
 uint64_t increment(Client &c, uint32_t warp, uint32_t lane, uint64_t seed) {
@@ -126,10 +123,10 @@ void rpc_warp_run(void *c, uint32_t warps, uint32_t lanes, uint64_t active, int 
   warp::run(warps, lanes, active, results, [=](uint32_t w, uint32_t l) -> uint64_t {
     Client &client = client_of(c);
     switch (request) {
-    case INCREMENT: return increment(client, w, l, seed);
-    case ECHO: return echo(client, w, l, seed);
-    case PRINTF: return print(client, w, l, seed);
-    case MALLOC_FREE: return malloc_free(client, w, l, seed);
+    case warp::INCREMENT: return increment(client, w, l, seed);
+    case warp::ECHO: return echo(client, w, l, seed);
+    case warp::PRINTF: return print(client, w, l, seed);
+    case warp::MALLOC_FREE: return malloc_free(client, w, l, seed);
     default: return host_call(client, w, l, seed);
     }
   });

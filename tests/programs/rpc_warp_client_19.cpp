@@ -46,9 +46,6 @@ static_assert(rpc::is_process_gpu(), "the client is in its GPU form");
 
 namespace {
 
-// The requests of rpc_warp_client.cpp; LLVM 19's libc has no test requests, so no INCREMENT.
-enum Request : int { INCREMENT, ECHO, PRINTF, MALLOC_FREE, HOST_CALL };
-
 Client &client_of(void *bytes) { return *reinterpret_cast<Client *>(bytes); }
 
 // Each lane's bytes (of rpc_warp_client.cpp's echo, seed 5) written to a file of its own on
@@ -189,16 +186,16 @@ uint64_t host_call(Client &c, uint32_t warp, uint32_t lane, uint64_t function) {
 extern "C" {
 
 // rpc_warp_client.cpp's rpc_warp_run in LLVM 19's protocol. ECHO's `seed` is the path prefix
-// of the lanes' files (a C string).
+// of the lanes' files (a C string); LLVM 19's libc has no test requests, so no INCREMENT.
 void rpc_warp_run(void *c, uint32_t warps, uint32_t lanes, uint64_t active, int request,
                   uint64_t seed, uint64_t *results) {
   warp::run(warps, lanes, active, results, [=](uint32_t w, uint32_t l) -> uint64_t {
     Client &client = client_of(c);
     switch (request) {
-    case ECHO: return file_round_trip(client, w, l, reinterpret_cast<const char *>(seed));
-    case PRINTF: return print(client, w, l, seed);
-    case MALLOC_FREE: return malloc_free(client, w, l);
-    case HOST_CALL: return host_call(client, w, l, seed);
+    case warp::ECHO: return file_round_trip(client, w, l, reinterpret_cast<const char *>(seed));
+    case warp::PRINTF: return print(client, w, l, seed);
+    case warp::MALLOC_FREE: return malloc_free(client, w, l);
+    case warp::HOST_CALL: return host_call(client, w, l, seed);
     default: return ~0ull;
     }
   });

@@ -542,6 +542,13 @@ extern "C" {
 
 type WarpRun = unsafe extern "C" fn(usize, u32, u32, u64, c_int, u64, *mut u64);
 
+/// The requests of the warp clients, numbered as tests/programs/rpc_warp.h numbers them.
+const INCREMENT: c_int = 0;
+const ECHO: c_int = 1;
+const PRINTF: c_int = 2;
+const MALLOC_FREE: c_int = 3;
+const HOST_CALL: c_int = 4;
+
 /// The host function of LLVM 19's warps' host calls, whose result does not go back to the
 /// device: the block is the address of the lane's result, then what [`count_and_sum`] reads;
 /// its answer goes to that address.
@@ -618,7 +625,7 @@ fn warps_with(protocol: Protocol) {
 
         // LLVM 19's libc has no test requests.
         if protocol == Protocol::Llvm22 {
-            let results = requests(0, 77);
+            let results = requests(INCREMENT, 77);
             for &(w, l) in &calling {
                 let slot = (w * lanes + l) as usize;
                 assert_eq!(
@@ -629,7 +636,7 @@ fn warps_with(protocol: Protocol) {
             }
         }
 
-        let results = requests(1, echo_seed);
+        let results = requests(ECHO, echo_seed);
         for &(w, l) in &calling {
             let size = (u64::from(l) * 37 + u64::from(w) * 11 + 5) % 300;
             assert_eq!(
@@ -643,7 +650,7 @@ fn warps_with(protocol: Protocol) {
         // SAFETY: NUL-terminated strings; the file is closed below.
         let file = unsafe { libc_fopen(c(path.to_str().unwrap()).as_ptr(), c("w").as_ptr()) };
         assert!(!file.is_null());
-        let results = requests(2, file as u64);
+        let results = requests(PRINTF, file as u64);
         // SAFETY: the file fopen opened; no request uses it any more.
         assert_eq!(unsafe { libc_fclose(file) }, 0);
         let mut expected: Vec<String> = calling
@@ -668,7 +675,7 @@ fn warps_with(protocol: Protocol) {
 
         // A warp's blocks are all live at once (its lanes free theirs after all allocated);
         // another warp's may reuse them once freed.
-        let results = requests(3, 0);
+        let results = requests(MALLOC_FREE, 0);
         for w in 0..warps {
             let mut addresses: Vec<u64> = calling
                 .iter()
@@ -697,7 +704,7 @@ fn warps_with(protocol: Protocol) {
             "{case}: frees"
         );
 
-        let results = requests(4, host_function);
+        let results = requests(HOST_CALL, host_function);
         for &(w, l) in &calling {
             let count = key(w, l) % 97;
             let sum: u64 = (0..count).map(|i| (i + u64::from(l)) & 0xff).sum();
