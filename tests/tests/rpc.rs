@@ -1123,3 +1123,52 @@ fn an_idle_server_uses_no_cpu() {
         after - before
     );
 }
+
+/// A kernel's request that no server knows (tests/programs/rpc_unknown_request.cpp, its twin
+/// LLVM 22's client in its GPU form): the plugin reports the opcode, the wait for the kernel,
+/// which waits for an answer that will not come, fails with it, and the program ends with the
+/// target region's failure instead of waiting for ever (LLVM 22's plugins report the request
+/// and keep waiting).
+#[test]
+fn a_kernels_unknown_request_fails_it_with_its_opcode() {
+    let suite = llvm_suite::suite_root(Release::Llvm22).unwrap_or_else(|e| panic!("{e}"));
+    let sources = suite.parent().unwrap().parent().unwrap();
+    for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {
+        let flags = [
+            format!("-I{}", sources.join("libc/shared").display()),
+            format!("-DTWIN_LANES={}", gpu_lanes(gpu)),
+        ];
+        let exe = build_with_twin(
+            gpu,
+            "rpc_unknown_request.cpp",
+            &tests::clang22_twin_flags(gpu),
+            &flags,
+        );
+        let twin = exe.with_extension("twin");
+        let env = [("OMPTARGET_EMU_TWINS", twin.display().to_string())];
+        // Waited for at once, and as a `nowait` kernel whose task polls its queue.
+        for args in [&[][..], &["nowait"]] {
+            let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, args, &env);
+            let case = format!("{gpu:?} {args:?}");
+            assert_ne!(
+                code,
+                Some(124),
+                "{case}: the program hung\n{stdout}{stderr}"
+            );
+            assert_ne!(code, Some(0), "{case}: {stdout}{stderr}");
+            assert!(
+                stdout.contains("a kernel without requests: 1") && !stdout.contains("returned"),
+                "{case}: {stdout}"
+            );
+            assert!(
+                stderr.contains(
+                    "the kernel cannot finish: a device called the host with an unknown \
+                     request, opcode 0x7a000007 ('z' 7)"
+                ) && stderr.contains("failure of target construct"),
+                "{case}: {stderr}"
+            );
+        }
+        let _ = std::fs::remove_file(&exe);
+        let _ = std::fs::remove_file(&twin);
+    }
+}

@@ -4,7 +4,7 @@
 //! the GPU reaches, which the plugin's server serves; every later image whose client speaks the
 //! same release of the protocol is given the same mailbox, as in LLVM's plugins. The device's
 //! kernels keep the server running while they may call (from their launch until their queue is
-//! found finished).
+//! found finished), and waits for them fail once the device's calls are no longer served.
 
 use super::handlers::DeviceServices;
 use super::mailbox::{self, Mailbox};
@@ -13,12 +13,18 @@ use super::server::RpcServer;
 use plugin_api::{AllocKind, Device, PluginError, QueueHandle};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use sync_util::lock;
 
 type Result<T> = std::result::Result<T, PluginError>;
 
 /// Ports per device, as LLVM's plugins ask by default (one per concurrent caller).
 pub const PORTS: u32 = 64;
+
+/// How long a wait for a queue whose kernels may call the host polls without sleeping, and
+/// how long it then sleeps between polls.
+const WAIT_SPIN: Duration = Duration::from_micros(100);
+const WAIT_POLL: Duration = Duration::from_micros(50);
 
 /// The server of this plugin library's devices, started with the first mailbox.
 pub fn plugin_server() -> Arc<RpcServer> {
@@ -39,7 +45,8 @@ pub struct DeviceRpc {
     /// Lanes per port: the device's warp or wavefront size.
     lanes: u32,
     mailboxes: Mutex<Vec<Connected>>,
-    /// Launches on each queue not yet found finished, while a mailbox exists.
+    /// Launches on each queue not yet found finished, while a mailbox exists (and, with none
+    /// left, each queue that had some when the device's calls stopped being served).
     running: Mutex<HashMap<u64, usize>>,
 }
 
@@ -160,10 +167,21 @@ impl DeviceRpc {
         launch()
     }
 
-    /// `queue`'s work was found finished (or the queue failed, or was released).
+    /// `queue`'s work was found finished (or the queue failed, or was released). Once the
+    /// device's calls are no longer served, the queue stays known as one whose kernels may
+    /// call: those still running may wait for ever, so every later wait on it fails too.
     pub fn finished(&self, queue: QueueHandle) {
-        let Some(count) = lock(&self.running).remove(&queue.0) else {
-            return;
+        let failed = self.failure().is_some();
+        let count = {
+            let mut running = lock(&self.running);
+            let Some(count) = running.get_mut(&queue.0) else {
+                return;
+            };
+            let count = std::mem::take(count);
+            if !failed {
+                running.remove(&queue.0);
+            }
+            count
         };
         for _ in 0..count {
             self.server.end_use();
@@ -174,6 +192,48 @@ impl DeviceRpc {
     pub fn failure(&self) -> Option<String> {
         let keys: Vec<u64> = lock(&self.mailboxes).iter().map(|m| m.key).collect();
         keys.into_iter().find_map(|key| self.server.failure(key))
+    }
+
+    /// An error when `queue` has launches that may call the host, not yet found finished,
+    /// while the device's calls are no longer served: such a kernel may wait for an answer
+    /// that will not come.
+    pub fn check(&self, queue: QueueHandle) -> Result<()> {
+        if !lock(&self.running).contains_key(&queue.0) {
+            return Ok(());
+        }
+        match self.failure() {
+            Some(failure) => Err(PluginError::failed(format!(
+                "the kernel cannot finish: {failure}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until `is_finished` (a query of `queue`) says `queue`'s work is done, while the
+    /// queue has launches that may call the host: a driver's blocking wait would wait for
+    /// ever for a kernel whose call the server could not take, so this one polls and fails
+    /// ([`DeviceRpc::check`]) once the device's calls are no longer served. It spins briefly,
+    /// then sleeps between queries. Other queues return at once, for the plugin's own wait.
+    pub fn wait_for(
+        &self,
+        queue: QueueHandle,
+        mut is_finished: impl FnMut() -> Result<bool>,
+    ) -> Result<()> {
+        if !lock(&self.running).contains_key(&queue.0) {
+            return Ok(());
+        }
+        let start = Instant::now();
+        loop {
+            if is_finished()? {
+                return Ok(());
+            }
+            self.check(queue)?;
+            if start.elapsed() < WAIT_SPIN {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(WAIT_POLL);
+            }
+        }
     }
 
     /// Takes the mailboxes back from the server and frees them (the device is being shut

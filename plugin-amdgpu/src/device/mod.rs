@@ -419,9 +419,17 @@ impl Device for AmdgpuDevice {
                 .fence_queue()
                 .map_err(|e| failed("fencing the program's work on an interop queue", e))?;
         }
-        let finished = stream.synchronize().map_err(|e| {
-            self.report_kernel_fault(&e, queue);
-            failed("waiting for the device", e)
+        let served = self.rpc.wait_for(queue, || {
+            stream.query().map_err(|e| {
+                self.report_kernel_fault(&e, queue);
+                failed("waiting for the device", e)
+            })
+        });
+        let finished = served.and_then(|()| {
+            stream.synchronize().map_err(|e| {
+                self.report_kernel_fault(&e, queue);
+                failed("waiting for the device", e)
+            })
         });
         self.rpc.finished(queue);
         finished
@@ -496,10 +504,16 @@ impl Device for AmdgpuDevice {
             .queues
             .get(queue.0)
             .ok_or_else(|| invalid_handle("queue", queue.0))?;
-        let done = stream.query().map_err(|e| {
-            self.report_kernel_fault(&e, queue);
-            failed("querying the device", e)
-        });
+        let done = stream
+            .query()
+            .map_err(|e| {
+                self.report_kernel_fault(&e, queue);
+                failed("querying the device", e)
+            })
+            .and_then(|done| match done {
+                true => Ok(true),
+                false => self.rpc.check(queue).map(|()| false),
+            });
         if !matches!(done, Ok(false)) {
             self.rpc.finished(queue);
         }

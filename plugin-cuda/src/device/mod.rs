@@ -478,7 +478,15 @@ impl Device for CudaDevice {
         if queue == QueueHandle::SYNC {
             return Ok(());
         }
-        let finished = self.finish(self.stream_of(queue)?);
+        let stream = self.stream_of(queue)?;
+        let served = self.rpc.wait_for(queue, || {
+            self.driver.query(stream).map_err(|e| {
+                self.report_kernel_fault(&e);
+                failed("waiting for the device", e)
+            })
+        });
+        // A kernel left waiting for the host still runs: its stream's deferred work stays.
+        let finished = served.and_then(|()| self.finish(stream));
         self.rpc.finished(queue);
         finished
     }
@@ -544,6 +552,9 @@ impl Device for CudaDevice {
         if done {
             self.run_deferred(stream);
             self.rpc.finished(queue);
+        } else if let Err(e) = self.rpc.check(queue) {
+            self.rpc.finished(queue);
+            return Err(e);
         }
         Ok(done)
     }
