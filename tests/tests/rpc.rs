@@ -1127,8 +1127,9 @@ fn an_idle_server_uses_no_cpu() {
 /// A kernel's request that no server knows (tests/programs/rpc_unknown_request.cpp, its twin
 /// LLVM 22's client in its GPU form): the plugin reports the opcode, the wait for the kernel,
 /// which waits for an answer that will not come, fails with it, and the program ends with the
-/// target region's failure instead of waiting for ever (LLVM 22's plugins report the request
-/// and keep waiting).
+/// target region's failure instead of waiting for ever. (LLVM 22's plugins print "Unhandled
+/// or invalid RPC opcode!" and hand the port back unanswered: the kernel goes on with what its
+/// buffer held, and this program ends with 0.)
 #[test]
 fn a_kernels_unknown_request_fails_it_with_its_opcode() {
     let suite = llvm_suite::suite_root(Release::Llvm22).unwrap_or_else(|e| panic!("{e}"));
