@@ -290,4 +290,11 @@ void rpc_damaged(void *c) {
   port.recv([](rpc::Buffer *, uint32_t) {});
   port.close();
 }
+
+// A device that stops in the middle of a request: the first packet of a 1000-byte stream,
+// then nothing more (the port stays taken, as a kernel that died there leaves it).
+void rpc_stall(void *c) {
+  Client::Port port = client(c).open<LIBC_TEST_STREAM>();
+  port.send([](rpc::Buffer *buffer, uint32_t) { buffer->data[0] = 1000; });
+}
 }

@@ -729,6 +729,38 @@ fn warp_function<T>(protocol: Protocol, name: &str) -> libloading::Symbol<'stati
     }
 }
 
+/// A device that stops in the middle of a request (rpc_client.cpp's `rpc_stall`: the first
+/// packet of a stream, then nothing) leaves the server waiting for the rest. Whether the
+/// mailbox still works is answered meanwhile (the waits for kernels ask it while they poll),
+/// and the server still stops when the program ends.
+#[test]
+fn a_device_stalled_in_a_request_blocks_neither_questions_nor_the_end() {
+    // Leaked: a thread that does not come back must not keep anything it uses from living.
+    let setup: &'static Setup = Box::leak(Box::new(Setup::new(4)));
+    let stall: unsafe extern "C" fn(usize) = function("rpc_stall");
+    // SAFETY: a live client object (leaked with the setup).
+    unsafe { stall(setup.client()) };
+    // Time for the server to take the request and begin waiting for its rest.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let within = |what: &str, question: fn(&'static Setup) -> Option<String>| {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(question(setup));
+        });
+        receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{what} did not come back while the device stalled"))
+    };
+    assert_eq!(
+        within("the mailbox's failure", |s| s.server.failure(s.key)),
+        None
+    );
+    within("the server's stop", |s| {
+        s.server.shut_down();
+        None
+    });
+}
+
 #[test]
 fn unknown_and_damaged_requests_are_reported_and_nothing_hangs() {
     for (protocol, function_name, what) in [

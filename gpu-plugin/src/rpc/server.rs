@@ -8,6 +8,7 @@ use super::handlers::{self, DeviceServices, Served};
 use super::mailbox::Mailbox;
 use super::opcodes;
 use super::port::{Port, PortError};
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -26,11 +27,15 @@ struct Device {
     mailbox: Mailbox,
     services: Arc<dyn DeviceServices>,
     /// Set once a damaged or unknown request stopped the serving of this mailbox.
-    failure: Option<String>,
+    failed: bool,
 }
 
 struct Shared {
     devices: Mutex<Vec<Device>>,
+    /// Why each mailbox that is no longer served is not, by key: apart from `devices`, which a
+    /// sweep holds while it waits on a device in the middle of a request, so that waits for
+    /// kernels can ask at any time.
+    failures: Mutex<HashMap<u64, String>>,
     users: AtomicUsize,
     stop: AtomicBool,
     idle: Mutex<()>,
@@ -55,6 +60,7 @@ impl RpcServer {
         RpcServer {
             shared: Arc::new(Shared {
                 devices: Mutex::new(Vec::new()),
+                failures: Mutex::new(HashMap::new()),
                 users: AtomicUsize::new(0),
                 stop: AtomicBool::new(false),
                 idle: Mutex::new(()),
@@ -73,7 +79,7 @@ impl RpcServer {
             key,
             mailbox,
             services,
-            failure: None,
+            failed: false,
         });
         key
     }
@@ -83,15 +89,13 @@ impl RpcServer {
     pub fn remove(&self, key: u64) -> Option<Mailbox> {
         let mut devices = lock(&self.shared.devices);
         let at = devices.iter().position(|d| d.key == key)?;
+        lock(&self.shared.failures).remove(&key);
         Some(devices.remove(at).mailbox)
     }
 
     /// Why the mailbox of `key` is no longer served, if it is not.
     pub fn failure(&self, key: u64) -> Option<String> {
-        lock(&self.shared.devices)
-            .iter()
-            .find(|d| d.key == key)
-            .and_then(|d| d.failure.clone())
+        lock(&self.shared.failures).get(&key).cloned()
     }
 
     /// A kernel that may call the host started: the server runs until as many
@@ -175,7 +179,7 @@ fn run(shared: &Shared) {
 fn sweep(shared: &Shared) -> bool {
     let mut devices = lock(&shared.devices);
     let mut served = false;
-    for device in devices.iter_mut().filter(|d| d.failure.is_none()) {
+    for device in devices.iter_mut().filter(|d| !d.failed) {
         let mut start = 0;
         while let Some(mut port) = Port::try_open(&device.mailbox, start, &shared.stop) {
             served = true;
@@ -199,7 +203,8 @@ fn sweep(shared: &Shared) -> bool {
                     "omptarget error: {failure}; the device's calls to the host are no longer \
                      served"
                 );
-                device.failure = Some(failure);
+                device.failed = true;
+                lock(&shared.failures).insert(device.key, failure);
                 // The port is left open (not closed): closing it would hand a half-read
                 // request back as if it were answered.
                 break;
