@@ -12,20 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#if defined(TWIN_LANES) && !defined(__AMDGPU__) && !defined(__NVPTX__)
-// The twin's client addresses the mailbox as the GPU's does: rpc.h's GPU form, a warp of
-// TWIN_LANES lanes (the GPU's: 64 for gfx90a, 32 for sm_90) of which the calling thread is the
-// one active lane, so that its port's buffer is where the server, told the GPU's lanes, reads
-// it. Each host thread of a twin kernel is then a warp of its own, on a port of its own.
-inline uint32_t __gpu_num_lanes() { return TWIN_LANES; }
-inline uint64_t __gpu_lane_mask() { return 1; }
-inline uint32_t __gpu_lane_id() { return 0; }
-inline bool __gpu_is_first_in_lane(uint64_t) { return true; }
-inline void __gpu_sync_lane(uint64_t) {}
-inline uint64_t __gpu_ballot(uint64_t, bool x) { return x; }
-inline uint32_t __gpu_read_first_lane_u32(uint64_t, uint32_t x) { return x; }
-#define RPC_TARGET_IS_GPU
-#endif
+#include "rpc_twin_lanes.h"
 #include "rpc.h"
 #include "rpc_opcodes.h"
 #include "Shared/RPCOpcodes.h"

@@ -1,22 +1,13 @@
 // A kernel sends the host a request no server knows, then waits for its answer, which never
 // comes: a device whose libc is newer than the plugin, or a damaged client. The plugin must
 // report the request's opcode and fail the kernel, so that the program ends with the error
-// instead of waiting for ever. The GPU image has no client of its own (on a real GPU the
-// kernel does nothing); its x86-64 twin, which the emulated drivers run, has LLVM 22's client
-// in its GPU form (TWIN_LANES, as in rpc_host_call.cpp) and is the real client of the server.
+// instead of waiting for ever. The GPU image only holds the client global (on a real GPU the
+// kernel makes no call); its x86-64 twin, which the emulated drivers run, has LLVM 22's client
+// in its GPU form (rpc_twin_lanes.h) and is the real client of the server.
 #include <omp.h>
 #include <stdio.h>
 
-#if defined(TWIN_LANES) && !defined(__AMDGPU__) && !defined(__NVPTX__)
-inline uint32_t __gpu_num_lanes() { return TWIN_LANES; }
-inline uint64_t __gpu_lane_mask() { return 1; }
-inline uint32_t __gpu_lane_id() { return 0; }
-inline bool __gpu_is_first_in_lane(uint64_t) { return true; }
-inline void __gpu_sync_lane(uint64_t) {}
-inline uint64_t __gpu_ballot(uint64_t, bool x) { return x; }
-inline uint32_t __gpu_read_first_lane_u32(uint64_t, uint32_t x) { return x; }
-#define RPC_TARGET_IS_GPU
-#endif
+#include "rpc_twin_lanes.h"
 #include "rpc.h"
 
 #pragma omp begin declare target
