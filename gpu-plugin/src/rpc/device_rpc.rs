@@ -171,14 +171,14 @@ impl DeviceRpc {
     /// device's calls are no longer served, the queue stays known as one whose kernels may
     /// call: those still running may wait for ever, so every later wait on it fails too.
     pub fn finished(&self, queue: QueueHandle) {
-        let failed = self.failure().is_some();
         let count = {
             let mut running = lock(&self.running);
             let Some(count) = running.get_mut(&queue.0) else {
                 return;
             };
             let count = std::mem::take(count);
-            if !failed {
+            // Asked only for queues that had such launches: every wait ends here.
+            if self.failure().is_none() {
                 running.remove(&queue.0);
             }
             count

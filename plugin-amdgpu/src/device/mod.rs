@@ -419,18 +419,12 @@ impl Device for AmdgpuDevice {
                 .fence_queue()
                 .map_err(|e| failed("fencing the program's work on an interop queue", e))?;
         }
-        let served = self.rpc.wait_for(queue, || {
-            stream.query().map_err(|e| {
-                self.report_kernel_fault(&e, queue);
-                failed("waiting for the device", e)
-            })
-        });
-        let finished = served.and_then(|()| {
-            stream.synchronize().map_err(|e| {
-                self.report_kernel_fault(&e, queue);
-                failed("waiting for the device", e)
-            })
-        });
+        let waiting = |e: HsaError| {
+            self.report_kernel_fault(&e, queue);
+            failed("waiting for the device", e)
+        };
+        let served = self.rpc.wait_for(queue, || stream.query().map_err(waiting));
+        let finished = served.and_then(|()| stream.synchronize().map_err(waiting));
         self.rpc.finished(queue);
         finished
     }
