@@ -161,9 +161,39 @@ extern "C" unsigned long long sum_times_ten(void *data) {
   return sum * 10;
 }
 
+// A host function that keeps its caller waiting a second.
+extern "C" unsigned long long sleep_a_second(void *) {
+  usleep(1000000);
+  return 0;
+}
+
+static double cpu_seconds(int who) {
+  struct rusage usage;
+  getrusage(who, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+// A kernel that waits a second for the host: the CPU time of the thread waiting for it (on
+// stderr).
+static void time_waiting() {
+  void *sleeper = reinterpret_cast<void *>(&sleep_a_second);
+  // The image's loading first, untimed: it is not the wait's.
+  int loaded = 0;
+#pragma omp target map(from : loaded)
+  loaded = 1;
+  double waiting = cpu_seconds(RUSAGE_THREAD);
+  double start = omp_get_wtime();
+#pragma omp target firstprivate(sleeper)
+  __llvm_omp_host_call(sleeper, nullptr, 0);
+  double seconds = omp_get_wtime() - start;
+  waiting = cpu_seconds(RUSAGE_THREAD) - waiting;
+  fprintf(stderr, "waiting: %.1f ms CPU in %.0f ms\n", waiting * 1e3, seconds * 1e3);
+}
+
 // With a count: that many host calls, then that many device printfs, in one kernel each,
-// timed (on stderr), for the cost of a round trip; then the CPU time the process uses in a
-// second with no kernel running (an idle server's).
+// timed (on stderr), for the cost of a round trip; then `time_waiting`; then the CPU time the
+// process uses in a second with no kernel running (an idle server's).
 static void time_calls(void *fn, int calls) {
   unsigned long long result = 0;
   // One call first, untimed: the image's loading and the server's start are not a call's.
@@ -192,16 +222,12 @@ static void time_calls(void *fn, int calls) {
   seconds = omp_get_wtime() - start;
   fflush(stdout);
   fprintf(stderr, "%d device printfs: %.2f us each\n", calls, seconds * 1e6 / calls);
-  struct rusage before, after;
-  getrusage(RUSAGE_SELF, &before);
+  time_waiting();
+  double cpu = cpu_seconds(RUSAGE_SELF);
   double idle_start = omp_get_wtime();
   usleep(1000000);
   double idle = omp_get_wtime() - idle_start;
-  getrusage(RUSAGE_SELF, &after);
-  double cpu = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) +
-               (after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
-               1e-6 * ((after.ru_utime.tv_usec - before.ru_utime.tv_usec) +
-                       (after.ru_stime.tv_usec - before.ru_stime.tv_usec));
+  cpu = cpu_seconds(RUSAGE_SELF) - cpu;
   fprintf(stderr, "idle: %.1f ms CPU in %.0f ms\n", cpu * 1e3, idle * 1e3);
 }
 
@@ -212,6 +238,10 @@ int main(int argc, char **argv) {
   // The file the device writes: the program's own path with .txt (the twin reads it in place).
   char path[4096];
   snprintf(path, sizeof path, "%s.txt", argv[0]);
+  if (argc > 1 && strcmp(argv[1], "wait") == 0) {
+    time_waiting();
+    return 0;
+  }
   if (argc > 1 && atoi(argv[1]) > 0)
     time_calls(fn, atoi(argv[1]));
 #pragma omp target map(from : result, written, wrote, printed, filed) firstprivate(fn)         \

@@ -924,8 +924,29 @@ fn assert_device_wrote_its_file(gpu: EmulatedGpu, exe: &std::path::Path) {
     let _ = std::fs::remove_file(&file);
 }
 
+/// The thread waiting for a kernel that may call the host sleeps in the driver while the
+/// kernel runs (rpc_host_call.cpp's `wait`: a kernel whose host call takes a second): it wakes
+/// only to ask whether the device's calls are still served. Polling instead took a sixth of a
+/// core; this allows a twenty-fifth.
+fn assert_waiting_thread_sleeps(gpu: EmulatedGpu, exe: &std::path::Path, env: &[(&str, String)]) {
+    let (code, stdout, stderr) = tests::emulated::run(gpu, exe, &["wait"], env);
+    assert_eq!(code, Some(0), "{gpu:?}: {stdout}{stderr}");
+    let cpu_ms: f64 = stderr
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("waiting: ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{gpu:?}: no waiting time in {stderr}"));
+    assert!(cpu_ms < 40.0, "{gpu:?}: {stderr}");
+}
+
 /// A kernel calls a host function, writes a line and allocates device memory through our
-/// plugin's server; LLVM 22's runtime runs the same binary as the judge on the emulated HSA
+/// plugin's server, and the thread waiting for a kernel that waits for the host sleeps; LLVM
+/// 22's runtime runs the same binary as the judge on the emulated HSA
 /// runtime. Not on the emulated CUDA driver: LLVM 22's server serves the device's `malloc` with
 /// a plain device allocation (`cuMemAlloc`), which the emulator makes wait for the device's
 /// work, as CUDA's implicit synchronisation rule says and as LLVM's non-blocking allocation
@@ -947,6 +968,7 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
             "{gpu:?}: {stdout}"
         );
         assert_device_wrote_its_file(gpu, &exe);
+        assert_waiting_thread_sleeps(gpu, &exe, &env);
         if gpu == EmulatedGpu::Amdgpu {
             assert_llvm_22_passes(&exe, &twin, &[HOST_CALL_OUTPUT, THREADS_OUTPUT]);
         }

@@ -13,7 +13,7 @@ use super::server::RpcServer;
 use plugin_api::{AllocKind, Device, PluginError, QueueHandle};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use sync_util::lock;
 
 type Result<T> = std::result::Result<T, PluginError>;
@@ -21,10 +21,10 @@ type Result<T> = std::result::Result<T, PluginError>;
 /// Ports per device, as LLVM's plugins ask by default (one per concurrent caller).
 pub const PORTS: u32 = 64;
 
-/// How long a wait for a queue whose kernels may call the host polls without sleeping, and
-/// how long it then sleeps between polls.
-const WAIT_SPIN: Duration = Duration::from_micros(100);
-const WAIT_POLL: Duration = Duration::from_micros(50);
+/// How long a wait for a queue whose kernels may call the host blocks in the driver before it
+/// asks again whether the device's calls are still served: how late a kernel left waiting
+/// for an answer that will not come is found out.
+const WAIT_SLICE: Duration = Duration::from_millis(10);
 
 /// The server of this plugin library's devices, started with the first mailbox.
 pub fn plugin_server() -> Arc<RpcServer> {
@@ -209,31 +209,24 @@ impl DeviceRpc {
         }
     }
 
-    /// Waits until `is_finished` (a query of `queue`) says `queue`'s work is done, while the
-    /// queue has launches that may call the host: a driver's blocking wait would wait for
-    /// ever for a kernel whose call the server could not take, so this one polls and fails
-    /// ([`DeviceRpc::check`]) once the device's calls are no longer served. It spins briefly,
-    /// then sleeps between queries. Other queues return at once, for the plugin's own wait.
+    /// Waits for `queue`'s work while the queue has launches that may call the host: a
+    /// driver's wait without end would wait for ever for a kernel whose call the server could
+    /// not take. `wait_within(slice)` is the driver's blocking wait for the queue, for at most
+    /// `slice` (true: the work is done, or failed, which the plugin's own wait then reports);
+    /// between slices this fails ([`DeviceRpc::check`]) once the device's calls are no longer
+    /// served. Other queues return at once, for the plugin's own wait.
     pub fn wait_for(
         &self,
         queue: QueueHandle,
-        mut is_finished: impl FnMut() -> Result<bool>,
+        mut wait_within: impl FnMut(Duration) -> bool,
     ) -> Result<()> {
         if !lock(&self.running).contains_key(&queue.0) {
             return Ok(());
         }
-        let start = Instant::now();
-        loop {
-            if is_finished()? {
-                return Ok(());
-            }
+        while !wait_within(WAIT_SLICE) {
             self.check(queue)?;
-            if start.elapsed() < WAIT_SPIN {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(WAIT_POLL);
-            }
         }
+        Ok(())
     }
 
     /// Takes the mailboxes back from the server and frees them (the device is being shut

@@ -423,7 +423,11 @@ impl Device for AmdgpuDevice {
             self.report_kernel_fault(&e, queue);
             failed("waiting for the device", e)
         };
-        let served = self.rpc.wait_for(queue, || stream.query().map_err(waiting));
+        // Spins (LLVM's busy wait) only at the start of the wait, not at each slice's.
+        let mut spin = true;
+        let served = self.rpc.wait_for(queue, |slice| {
+            stream.wait_within(slice, std::mem::take(&mut spin))
+        });
         let finished = served.and_then(|()| stream.synchronize().map_err(waiting));
         self.rpc.finished(queue);
         finished

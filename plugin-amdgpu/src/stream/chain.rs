@@ -8,10 +8,11 @@ use super::shared::{finish_slots, Shared};
 use super::signal_pool::SignalRef;
 use super::slot::{Release, Slot};
 use super::timing::{monotonic_ns, Step, StepClock, StreamTiming, WorkSpan};
-use super::wait::wait_zero;
+use super::wait::{wait_zero, wait_zero_within};
 use crate::hsa_interface::{HsaInterface, HsaResult, KernelDispatch, Queue, QueueOrder, Signal};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 use sync_util::lock;
 
 /// Work the caller wants done once a kernel completed.
@@ -498,6 +499,29 @@ impl<H: HsaInterface> Stream<H> {
         };
         let released = finish_slots(&self.shared, finished);
         result.and(released)
+    }
+
+    /// Waits at most `limit` for the stream's work (spinning first for the busy wait when
+    /// `spin`), and leaves it to [`Stream::synchronize`]: true when the work completed or a
+    /// queue it went through failed (which `synchronize` then reports), false when `limit`
+    /// passed first.
+    pub fn wait_within(&self, limit: Duration, spin: bool) -> bool {
+        let state = self.state();
+        let Some(last) = state.slots.last() else {
+            return true;
+        };
+        let busy = match spin {
+            true => self.shared.config.busy_wait,
+            false => Duration::ZERO,
+        };
+        let waited = wait_zero_within(
+            self.hsa(),
+            &state.watch,
+            last.signal.signal(),
+            busy,
+            Some(limit),
+        );
+        waited.unwrap_or(true)
     }
 
     /// Whether the stream's work completed, without blocking; if so, completes it as

@@ -7,7 +7,7 @@ mod launch;
 mod memory;
 
 use crate::driver::{self, sys, Context, Driver, DriverError, Event, Function, Stream};
-use crate::driver::{OwnedModule, OwnedStream, PrimaryContext};
+use crate::driver::{Completion, OwnedModule, OwnedStream, PrimaryContext};
 use crate::image::{self, ImageKind, SmVersion, SymbolTable};
 use crate::launch::{DynamicSharedLimit, OptInError, DEFAULT_SHARED_BYTES};
 use crate::resources::{PooledResource, ResourcePool};
@@ -30,10 +30,15 @@ use plugin_api::{
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 use sync_util::{lock, read, write};
 use sys::CUdevice_attribute as Attr;
 
 type Result<T> = std::result::Result<T, PluginError>;
+
+/// How long a wait that must stay able to give up spins on the driver's query before it
+/// sleeps until the stream's host function wakes it: short work ends without a wake-up.
+const WAIT_SPIN: Duration = Duration::from_micros(100);
 
 /// Turns a driver failure into a plugin error that says what was being done.
 pub fn failed(what: impl std::fmt::Display, e: DriverError) -> PluginError {
@@ -377,6 +382,41 @@ impl CudaDevice {
         result
     }
 
+    /// Waits at most `limit` for `stream`'s work, and leaves it to [`Self::finish`]: true when
+    /// the work completed or failed (which `finish` then reports). Short work is caught by
+    /// spinning on the driver's query; longer work by a host function the driver calls when
+    /// the stream reaches it (`completion`, queued by the first call of a wait), which wakes
+    /// the waiting thread, since the driver's own waits have no time limit.
+    fn wait_within(
+        &self,
+        stream: Stream,
+        limit: Duration,
+        completion: &mut Option<Arc<Completion>>,
+    ) -> bool {
+        let done = || !matches!(self.driver.query(stream), Ok(false));
+        let completion = match completion {
+            Some(completion) => completion,
+            None => {
+                let spin = Instant::now();
+                while spin.elapsed() < WAIT_SPIN.min(limit) {
+                    if done() {
+                        return true;
+                    }
+                    std::thread::yield_now();
+                }
+                let queued = Completion::new();
+                match self.driver.notify_when_done(stream, &queued) {
+                    Ok(true) => completion.insert(queued),
+                    // A driver without host functions (before CUDA 10): `finish` waits, as
+                    // long as the work takes; the stream failed: `finish` says how.
+                    Ok(false) | Err(_) => return true,
+                }
+            }
+        };
+        // The driver skips host functions after a kernel fault: the query finds it.
+        completion.wait_within(limit) || done()
+    }
+
     /// Reports the device's last launches the first time the driver says a kernel faulted
     /// (the context's error is sticky: every later call fails with it too). The driver does
     /// not say which kernel: the report lists the last ones.
@@ -479,11 +519,9 @@ impl Device for CudaDevice {
             return Ok(());
         }
         let stream = self.stream_of(queue)?;
-        let served = self.rpc.wait_for(queue, || {
-            self.driver.query(stream).map_err(|e| {
-                self.report_kernel_fault(&e);
-                failed("waiting for the device", e)
-            })
+        let mut completion = None;
+        let served = self.rpc.wait_for(queue, |slice| {
+            self.wait_within(stream, slice, &mut completion)
         });
         // A kernel left waiting for the host still runs: its stream's deferred work stays.
         let finished = served.and_then(|()| self.finish(stream));

@@ -117,6 +117,10 @@ driver_functions! {
         memset_d8_async = "cuMemsetD8Async": fn(CUdeviceptr, c_uchar, usize, CUstream);
         memset_d16_async = "cuMemsetD16Async": fn(CUdeviceptr, c_ushort, usize, CUstream);
         memset_d32_async = "cuMemsetD32Async": fn(CUdeviceptr, c_uint, usize, CUstream);
+        // CUDA 10.0 and later: a host function in stream order, for waits with a time limit.
+        launch_host_func = "cuLaunchHostFunc": fn(
+            CUstream, Option<unsafe extern "C" fn(*mut c_void)>, *mut c_void
+        );
     }
 }
 

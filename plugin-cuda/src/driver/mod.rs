@@ -3,15 +3,18 @@
 //! What the plugin retains, loads or creates is given back by owners (`owned`): the calls that
 //! give an object back are theirs alone.
 
+mod completion;
 mod library;
 mod owned;
 
+pub use completion::Completion;
 pub use cudarc::driver::sys;
 pub use library::{DriverLibrary, Status, DRIVER_LIBRARY};
 pub use owned::{Owned, OwnedEvent, OwnedModule, OwnedStream, PrimaryContext, Releasable};
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt;
+use std::sync::Arc;
 use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 
 /// A failed driver call: which call, and the driver's code and name for the failure.
@@ -648,6 +651,22 @@ impl Driver {
             return Ok(false);
         }
         self.check("cuStreamQuery", s).map(|_| true)
+    }
+
+    /// Raises `done` once the work queued on `stream` so far has completed (a host function;
+    /// the driver skips it after a kernel fault). `Ok(false)`: the driver has no host functions.
+    pub fn notify_when_done(&self, stream: Stream, done: &Arc<Completion>) -> Result<bool> {
+        let Some(launch_host_func) = self.fns().launch_host_func else {
+            return Ok(false);
+        };
+        let data = completion::host_function_data(done);
+        // SAFETY: the stream is live; the function takes back the reference `data` holds.
+        let s = unsafe { launch_host_func(stream.0, Some(completion::raise_completion), data) };
+        if s != Status::SUCCESS {
+            // SAFETY: the driver refused the function, so it will not take the reference.
+            unsafe { completion::take_back(data) };
+        }
+        self.check("cuLaunchHostFunc", s).map(|_| true)
     }
 
     pub fn wait_event(&self, stream: Stream, event: Event) -> Result<()> {

@@ -490,3 +490,33 @@ fn failed_queue_creation_is_returned_by_create_stream() {
         fx.finish_clean();
     });
 }
+
+/// A wait with a time limit ends when the limit passes (the work stays the stream's), when the
+/// work completes, and when a queue the work went through fails: `synchronize` then reports it.
+#[test]
+fn a_wait_with_a_time_limit_leaves_the_work_and_its_fault_to_synchronize() {
+    watchdog(|| {
+        let fx = Fixture::new(1);
+        let stream = fx.stream();
+        let gate = Gate::default();
+        stream
+            .push_kernel(&dispatch(fx.gate_kernel(&gate), 0), None)
+            .unwrap();
+        let start = Instant::now();
+        assert!(!stream.wait_within(Duration::from_millis(20), true));
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        assert!(!stream.query().unwrap(), "the work is still the stream's");
+        gate.open();
+        assert!(stream.wait_within(Duration::from_secs(5), false));
+        stream.synchronize().unwrap();
+
+        let fault = fx.faulting_kernel("bad address 0xdead");
+        stream.push_kernel(&dispatch(fault, 0), None).unwrap();
+        let start = Instant::now();
+        assert!(stream.wait_within(Duration::from_secs(5), false));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_names_fault(stream.synchronize());
+        drop(stream);
+        fx.finish_after_failure();
+    });
+}
