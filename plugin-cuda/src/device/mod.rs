@@ -37,8 +37,20 @@ use sys::CUdevice_attribute as Attr;
 type Result<T> = std::result::Result<T, PluginError>;
 
 /// How long a wait that must stay able to give up spins on the driver's query before it
-/// sleeps until the stream's host function wakes it: short work ends without a wake-up.
+/// sleeps until the stream's host function wakes it (short work ends without a wake-up), and
+/// how long it sleeps between queries where no host function can wake it.
 const WAIT_SPIN: Duration = Duration::from_micros(100);
+const WAIT_POLL: Duration = Duration::from_millis(1);
+
+/// How a wait that must stay able to give up learns that a stream's work is done.
+enum StreamWake {
+    /// Not asked yet: the wait spins first.
+    NotYet,
+    /// A host function queued behind the work raises it.
+    HostFunction(Arc<Completion>),
+    /// Nothing wakes the wait: it queries the stream between sleeps.
+    Polling,
+}
 
 /// Turns a driver failure into a plugin error that says what was being done.
 pub fn failed(what: impl std::fmt::Display, e: DriverError) -> PluginError {
@@ -385,36 +397,40 @@ impl CudaDevice {
     /// Waits at most `limit` for `stream`'s work, and leaves it to [`Self::finish`]: true when
     /// the work completed or failed (which `finish` then reports). Short work is caught by
     /// spinning on the driver's query; longer work by a host function the driver calls when
-    /// the stream reaches it (`completion`, queued by the first call of a wait), which wakes
-    /// the waiting thread, since the driver's own waits have no time limit.
-    fn wait_within(
-        &self,
-        stream: Stream,
-        limit: Duration,
-        completion: &mut Option<Arc<Completion>>,
-    ) -> bool {
+    /// the stream reaches it, queued by the first call of a wait (`wake`), which wakes the
+    /// waiting thread, since the driver's own waits have no time limit.
+    fn wait_within(&self, stream: Stream, limit: Duration, wake: &mut StreamWake) -> bool {
         let done = || !matches!(self.driver.query(stream), Ok(false));
-        let completion = match completion {
-            Some(completion) => completion,
-            None => {
-                let spin = Instant::now();
-                while spin.elapsed() < WAIT_SPIN.min(limit) {
-                    if done() {
-                        return true;
-                    }
-                    std::thread::yield_now();
+        if let StreamWake::NotYet = wake {
+            let spin = Instant::now();
+            while spin.elapsed() < WAIT_SPIN.min(limit) {
+                if done() {
+                    return true;
                 }
-                let queued = Completion::new();
-                match self.driver.notify_when_done(stream, &queued) {
-                    Ok(true) => completion.insert(queued),
-                    // A driver without host functions (before CUDA 10): `finish` waits, as
-                    // long as the work takes; the stream failed: `finish` says how.
-                    Ok(false) | Err(_) => return true,
-                }
+                std::thread::yield_now();
             }
-        };
-        // The driver skips host functions after a kernel fault: the query finds it.
-        completion.wait_within(limit) || done()
+            // Host functions are queued in the current context (the core waits from any
+            // thread).
+            let queued = Completion::new();
+            let notified = self.activate().and_then(|()| {
+                self.driver
+                    .notify_when_done(stream, &queued)
+                    .map_err(|e| failed("queueing the wait's host function", e))
+            });
+            *wake = match notified {
+                Ok(true) => StreamWake::HostFunction(queued),
+                // A driver without host functions (before CUDA 10), or one that refused it.
+                _ => StreamWake::Polling,
+            };
+        }
+        match wake {
+            // The driver skips host functions after a kernel fault: the query finds it.
+            StreamWake::HostFunction(completion) => completion.wait_within(limit) || done(),
+            _ => {
+                std::thread::sleep(WAIT_POLL.min(limit));
+                done()
+            }
+        }
     }
 
     /// Reports the device's last launches the first time the driver says a kernel faulted
@@ -519,10 +535,10 @@ impl Device for CudaDevice {
             return Ok(());
         }
         let stream = self.stream_of(queue)?;
-        let mut completion = None;
-        let served = self.rpc.wait_for(queue, |slice| {
-            self.wait_within(stream, slice, &mut completion)
-        });
+        let mut wake = StreamWake::NotYet;
+        let served = self
+            .rpc
+            .wait_for(queue, |slice| self.wait_within(stream, slice, &mut wake));
         // A kernel left waiting for the host still runs: its stream's deferred work stays.
         let finished = served.and_then(|()| self.finish(stream));
         self.rpc.finished(queue);
