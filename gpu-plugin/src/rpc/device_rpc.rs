@@ -24,7 +24,7 @@ pub const PORTS: u32 = 64;
 /// How long a wait for a queue whose kernels may call the host blocks in the driver before it
 /// asks again whether the device's calls are still served: how late a kernel left waiting
 /// for an answer that will not come is found out.
-const WAIT_SLICE: Duration = Duration::from_millis(10);
+const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 /// The server of this plugin library's devices, started with the first mailbox.
 pub fn plugin_server() -> Arc<RpcServer> {

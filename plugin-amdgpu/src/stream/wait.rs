@@ -5,7 +5,7 @@ use crate::hsa_interface::{HsaInterface, HsaResult, Signal, WaitMode};
 use std::time::{Duration, Instant};
 
 /// How long one `wait_signal_zero` call blocks before the queues are checked again.
-const WAIT_SLICE: Duration = Duration::from_millis(10);
+const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 /// Blocks until `signal` is 0, spinning for the first `busy` (LLVM's
 /// `LIBOMPTARGET_AMDGPU_STREAM_BUSYWAIT`: short work completes without a sleep and a wake-up),
