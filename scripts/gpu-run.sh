@@ -670,18 +670,23 @@ placement() {
 # The host benchmark suite (bench/, issue 19's figures) on this machine's CPUs: the same
 # clang-19 programs on ours and on LLVM 19's runtime, alternating, as `target/release/bench`.
 # A kernel calling the host through the RPC server (tests/programs/rpc_host_call.cpp): the host
-# call's answer and 1000 timed round trips, ours then LLVM 22's when the bundle has it; then a
-# kernel using LLVM 22's GPU libc (tests/programs/rpc_gpu_libc.c).
+# call's answer, then 1000 timed round trips and the waiting and idle threads' CPU time, ours
+# then LLVM 22's when the bundle has it; then a kernel using LLVM 22's GPU libc
+# (tests/programs/rpc_gpu_libc.c).
 rpc() {
     local exe=$here/bench/rpc_host_call status=0
     [ -x "$exe" ] || { echo "rpc: the bundle has no rpc_host_call (built with clang-22)"; return 1; }
     echo "== rpc: ours"
-    LD_LIBRARY_PATH=$here/lib LIBOMPTARGET_PLUGINS_TO_LOAD=cuda OMP_TARGET_OFFLOAD=mandatory \
-        timeout "${TIMEOUT:-30}" "$exe" 1000 || status=1
+    for calls in "" 1000; do
+        LD_LIBRARY_PATH=$here/lib LIBOMPTARGET_PLUGINS_TO_LOAD=cuda OMP_TARGET_OFFLOAD=mandatory \
+            timeout "${TIMEOUT:-30}" "$exe" $calls || status=1
+    done
     if [ -n "$llvm22_lib" ]; then
         echo "== rpc: LLVM 22"
-        LD_LIBRARY_PATH=$llvm22_lib:$here/lib OMP_TARGET_OFFLOAD=mandatory \
-            timeout "${TIMEOUT:-30}" "$exe" 1000 || echo "(LLVM 22 failed)"
+        for calls in "" 1000; do
+            LD_LIBRARY_PATH=$llvm22_lib:$here/lib OMP_TARGET_OFFLOAD=mandatory \
+                timeout "${TIMEOUT:-30}" "$exe" $calls || echo "(LLVM 22 failed)"
+        done
     fi
     # LLVM 22's GPU libc in the kernel: it prints PASS when the device's printf count, file and
     # allocation were right; its printf lines come from our server.

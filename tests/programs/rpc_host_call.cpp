@@ -193,7 +193,7 @@ static void time_waiting() {
 
 // With a count: that many host calls, then that many device printfs, in one kernel each,
 // timed (on stderr), for the cost of a round trip; then `time_waiting`; then the CPU time the
-// process uses in a second with no kernel running (an idle server's).
+// process uses in a second with no kernel running (an idle server's). The program then ends.
 static void time_calls(void *fn, int calls) {
   unsigned long long result = 0;
   // One call first, untimed: the image's loading and the server's start are not a call's.
@@ -242,8 +242,10 @@ int main(int argc, char **argv) {
     time_waiting();
     return 0;
   }
-  if (argc > 1 && atoi(argv[1]) > 0)
+  if (argc > 1 && atoi(argv[1]) > 0) {
     time_calls(fn, atoi(argv[1]));
+    return 0;
+  }
 #pragma omp target map(from : result, written, wrote, printed, filed) firstprivate(fn)         \
     map(to : path)
   {
