@@ -1200,11 +1200,21 @@ fn a_kernels_unknown_request_fails_it_with_its_opcode() {
             &flags,
         );
         let twin = exe.with_extension("twin");
-        let env = [("OMPTARGET_EMU_TWINS", twin.display().to_string())];
+        let twins = ("OMPTARGET_EMU_TWINS", twin.display().to_string());
+        // On CUDA, the wait's one host function (queued behind the kernel to wake the waiting
+        // thread) refused too: the wait then polls, and fails all the same.
+        let refused = ("OMPTARGET_EMU_FAIL", "cuLaunchHostFunc:1".to_string());
+        let mut cases = vec![vec![twins.clone()]];
+        if gpu == EmulatedGpu::Cuda {
+            cases.push(vec![twins, refused]);
+        }
         // Waited for at once, and as a `nowait` kernel whose task polls its queue.
-        for args in [&[][..], &["nowait"]] {
-            let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, args, &env);
-            let case = format!("{gpu:?} {args:?}");
+        for (args, env) in [&[][..], &["nowait"]]
+            .into_iter()
+            .flat_map(|args| cases.iter().map(move |env| (args, env)))
+        {
+            let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, args, env);
+            let case = format!("{gpu:?} {args:?} {env:?}");
             assert_ne!(
                 code,
                 Some(124),
