@@ -105,8 +105,8 @@ const FEATURES_22: &[&str] = &[
 /// Features lit.cfg may set that these configurations lack: they are false, not unknown.
 /// (`flang` holds on the host targets where flang-<release> is installed: [`flang_available`];
 /// `libomptarget-debug`: Debian's runtimes are built without LIBOMPTARGET_DEBUG output;
-/// `nvptx` and `debug`, which LLVM 22's tests name, are set by no lit.cfg of offload; `host`
-/// and the GPU features are the target's, present only where [`Target`] lists them.)
+/// `nvptx` and `debug`, which LLVM 22's tests name, are set by no lit.cfg of offload; `host`,
+/// the GPU features and `libc` are the target's, present only where [`Target`] lists them.)
 const ABSENT_FEATURES: &[&str] = &[
     "host",
     "nvptx",
@@ -471,7 +471,17 @@ impl Target {
         };
         let common = release.features().iter().copied();
         let common = common.filter(|f| *f == "ompt" || f.starts_with("clang"));
-        own.iter().copied().chain(common).collect()
+        let libc = self.links_gpu_libc().then_some("libc");
+        own.iter().copied().chain(common).chain(libc).collect()
+    }
+
+    /// Whether this target's GPU images link LLVM 22's GPU libc, as lit's add_libraries() links
+    /// `-lc` where the build has one (lit.cfg's `libc` feature): the emulated GPUs' C targets,
+    /// with the libc of scripts/build-llvm22-gpu-libc.sh. Their twins, which the emulated
+    /// drivers run, call the host's libc; the GPU images carry LLVM's RPC client, which each
+    /// runtime's plugin finds and writes.
+    pub fn links_gpu_libc(self) -> bool {
+        self.gpu().is_some() && !self.fortran()
     }
 
     /// The folders of offload/test whose tests run on this target.
@@ -1617,7 +1627,11 @@ fn install_emu_compilers(
 ) -> Result<Tools, String> {
     let triple = target.triple(Release::Llvm22);
     // The twin flags of the emulators' own tests; the command names the offload targets.
-    let flags: Vec<String> = crate::clang22_twin_flags(gpu)
+    let flags = match target.links_gpu_libc() {
+        true => crate::clang22_gpu_libc_flags(gpu),
+        false => crate::clang22_twin_flags(gpu),
+    };
+    let flags: Vec<String> = flags
         .into_iter()
         .filter(|f| !f.starts_with("-fopenmp-targets="))
         .map(|f| match (f.strip_prefix("-march="), target.arch()) {
@@ -1662,7 +1676,8 @@ fn install_emu_compilers(
 /// offloads to `triple` and names its output (`-o X`) builds X for the GPU alone and X.twin
 /// with an x86-64 image too (`-fopenmp-targets=<triple>,x86_64-pc-linux-gnu`), from the same
 /// arguments plus `flags` (the GPU's architecture and LLVM 22's device runtime, which stands
-/// for lit's `-Xoffload-linker -lompdevice`: Debian has no libompdevice). An input that has a
+/// for lit's `-Xoffload-linker -lompdevice`: Debian has no libompdevice; on the C targets also
+/// LLVM 22's GPU libc, for lit's `-lc`, see [`Target::links_gpu_libc`]). An input that has a
 /// twin (an object an earlier command built) is replaced by it in the twin's build, which adds
 /// `twin_flags` (a Fortran target's host device runtime). Each output
 /// is written aside and renamed, so that a failed build or a parallel test never leaves half a

@@ -22,13 +22,17 @@ fn llvm22_offload_suite_passes_on_our_runtime() {
     suite_passes_on_our_runtime(Release::Llvm22);
 }
 
+/// LLVM 22's suite on the emulated gfx90a (`--target amdgcn-emu`), each GPU image with LLVM 22's
+/// GPU libc as lit links it (`libc` holds): the tests LLVM 22's runtime passes on the same
+/// emulator and binaries, and those of beyond-llvm.txt, pass on ours.
 #[test]
-fn llvm22_sanitizer_tests_pass_on_emulated_amdgpu() {
+fn llvm22_suite_passes_on_emulated_amdgpu() {
     llvm_suite::emulated_lists_pass(Target::AmdgcnEmu);
 }
 
+/// The same on the emulated sm_90 (`--target nvptx-emu`).
 #[test]
-fn llvm22_sanitizer_tests_pass_on_emulated_cuda() {
+fn llvm22_suite_passes_on_emulated_cuda() {
     llvm_suite::emulated_lists_pass(Target::NvptxEmu);
 }
 
