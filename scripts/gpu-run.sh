@@ -36,8 +36,9 @@
 # run.sh's environment: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds
 #   for all programs, default 420, then the rest are skipped so the benchmarks still run within
 #   the device tool's 600 s), ONLY (run only programs whose name contains it), SKIP_CONFORMANCE=1,
-#   SKIP_BENCH=1, STEPS (the steps in order, default "conformance rpc bench"; also "placement": where
-#   the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
+#   SKIP_BENCH=1, STEPS (the steps in order, default "rules conformance rpc bench", where `rules`
+#   sets the CUDA driver's answers to bench/gpu/driver_rules.c beside the emulated driver's; also
+#   "placement": where the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
 #   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle, then
 #   bench/diagnostics/machine_costs.c, then slow_episodes.c and first_rounds.c on each;
 #   HOST_RUNS, default 9: the machine runs in slow stretches, and at 5 runs the two runtimes'
@@ -167,6 +168,17 @@ cp "$dist/bin/omptarget-info" "$dir/bin/"
 
 echo "building bench/gpu"
 clang-19 -O2 -o "$dir/bench/raw_driver" "$root/bench/gpu/raw_driver.c" -ldl
+# The emulated CUDA driver's answers to bench/gpu/driver_rules.c's questions, which run.sh's
+# `rules` step sets beside the real driver's. The emulator reads cubins only: the kernel is
+# assembled here by the toolchain's ptxas.
+clang-19 -O2 -o "$dir/bench/driver_rules" "$root/bench/gpu/driver_rules.c" -ldl -lpthread
+rules_tmp=$(mktemp -d)
+"$dir/bench/driver_rules" --ptx >"$rules_tmp/empty.ptx" &&
+    "$cuda_min/bin/ptxas" -arch=sm_90 "$rules_tmp/empty.ptx" -o "$rules_tmp/empty.cubin" &&
+    LD_LIBRARY_PATH=$dist/emu "$dir/bench/driver_rules" "$rules_tmp/empty.cubin" \
+        >"$dir/bench/driver_rules.emulated.txt" 2>"$rules_tmp/err" ||
+    { cat "$rules_tmp/err" >&2; echo "gpu-run.sh: the emulated driver did not answer driver_rules" >&2; exit 1; }
+rm -rf "$rules_tmp"
 PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -o "$dir/bench/omp_gpu" "$root/bench/gpu/omp_gpu.c"
 # The per-construct loop, and the host benchmarks' program for issue 19's small regions beside a
 # thread moving 256 MiB, for their figures on a GPU.
@@ -270,8 +282,8 @@ cat <<'RUN'
 # The GPU half of scripts/gpu-run.sh (made by `scripts/gpu-run.sh bundle`; docs/gpu-validation.md).
 # Runs every conformance program against our runtime on the CUDA plugin, then the benchmarks.
 # Env: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds in all, default 420),
-# ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1, STEPS (default "conformance rpc bench";
-# also placement, host_bench, soak), HOST_RUNS (host_bench's --runs, default 9), SOAK_RUNS (runs of
+# ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1, STEPS (default "rules conformance
+# rpc bench"; also placement, host_bench, soak), HOST_RUNS (host_bench's --runs, default 9), SOAK_RUNS (runs of
 # each soak program, default 100) and SOAK_JOBS (at a time, default 8).
 # Report: $OUT/gpu-results.txt when $OUT is set, else <bundle>/results/ (written as it goes, so a
 # run cut short still leaves what it had). With llvm19.tar.xz in the bundle (LLVM19=1), each
@@ -667,6 +679,23 @@ placement() {
     done
 }
 
+# The CUDA driver's answers to the questions the emulated driver answers by a rule of its own
+# (bench/gpu/driver_rules.c: calls from a thread that never made a context current), beside the
+# emulator's, recorded when the bundle was made.
+rules() {
+    local emulated=$here/bench/driver_rules.emulated.txt real=$results/driver_rules.txt
+    [ -x "$here/bench/driver_rules" ] && [ -e "$emulated" ] ||
+        { echo "rules: the bundle has no driver_rules"; return 1; }
+    echo "== rules: the CUDA driver's answers (and the emulated driver's)"
+    with_timeout 60 "$here/bench/driver_rules" >"$real" || { cat "$real"; echo "rules: driver_rules failed"; return 1; }
+    # A kernel without an x86-64 twin cannot run on the emulator: its own `launch_current` differs.
+    join -a1 -a2 -e none -o 0,1.2,2.2 <(sed 's/^rule //' "$real" | sort) \
+        <(sed 's/^rule //' "$emulated" | sort) |
+        awk '{ same = ($2 == $3) || $1 ~ /_current$/; if (!same) differs = 1
+               print $1, $2, "(emulated: " $3 ")", same ? "" : "DIFFERS: the emulator needs mending" }
+             END { exit differs }'
+}
+
 # The host benchmark suite (bench/, issue 19's figures) on this machine's CPUs: the same
 # clang-19 programs on ours and on LLVM 19's runtime, alternating, as `target/release/bench`.
 # A kernel calling the host through the RPC server (tests/programs/rpc_host_call.cpp): the host
@@ -771,11 +800,11 @@ main() {
         echo "FATAL: libraries missing (above)"
         return 1
     fi
-    for step in ${STEPS:-conformance rpc bench}; do
+    for step in ${STEPS:-rules conformance rpc bench}; do
         case $step in
             conformance) [ -n "${SKIP_CONFORMANCE:-}" ] || conformance || status=1 ;;
             bench) [ -n "${SKIP_BENCH:-}" ] || bench || status=1 ;;
-            placement | host_bench | soak | rpc) $step || status=1 ;;
+            placement | host_bench | soak | rpc | rules) $step || status=1 ;;
             *) echo "run.sh: no step '$step'"; status=1 ;;
         esac
     done

@@ -112,3 +112,77 @@ fn diagnostics_build_and_print_their_figures() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// bench/gpu/driver_rules.c asks the real CUDA driver, in scripts/gpu-run.sh's `rules` step, the
+/// questions the emulated driver answers by a rule of its own. Built and run here as that script
+/// builds and runs it against the emulator (its kernel assembled by ptxas), it must get the
+/// emulator's rules: no launch, copy or host function from a thread without a current context,
+/// while waits on the stream need none.
+#[test]
+fn driver_rules_get_the_emulated_drivers_answers() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let dist = std::env::var_os("OMPTARGET_DIST")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("dist"));
+    let emulator = dist.join("emu");
+    assert!(
+        emulator.join("libcuda.so.1").exists(),
+        "no emulated CUDA driver in {} (scripts/build-dist.sh)",
+        emulator.display()
+    );
+    let ptxas = std::env::var_os("NVPTX_CUDA_PATH")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/opt/cuda-min".into())
+        .join("bin/ptxas");
+    assert!(ptxas.exists(), "no ptxas at {} (.ci/install-deps.sh)", ptxas.display());
+    let out = std::env::temp_dir().join(format!("omptarget-driver-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let program = out.join("driver_rules");
+    let status = Command::new("cc")
+        .arg("-O2")
+        .arg(root.join("bench/gpu/driver_rules.c"))
+        .arg("-o")
+        .arg(&program)
+        .args(["-ldl", "-lpthread"])
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "cc failed on driver_rules.c");
+    let ptx = Command::new(&program).arg("--ptx").output().unwrap();
+    assert!(ptx.status.success());
+    std::fs::write(out.join("empty.ptx"), &ptx.stdout).unwrap();
+    let status = Command::new(&ptxas)
+        .args(["-arch=sm_90"])
+        .arg(out.join("empty.ptx"))
+        .arg("-o")
+        .arg(out.join("empty.cubin"))
+        .status()
+        .expect("ptxas runs");
+    assert!(status.success(), "ptxas failed on driver_rules --ptx");
+    let run = Command::new(&program)
+        .arg(out.join("empty.cubin"))
+        .env("LD_LIBRARY_PATH", &emulator)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "driver_rules failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    for line in [
+        "rule launch_no_context CUDA_ERROR_INVALID_CONTEXT",
+        "rule copy_to_device_no_context CUDA_ERROR_INVALID_CONTEXT",
+        "rule host_function_no_context CUDA_ERROR_INVALID_CONTEXT",
+        "rule stream_synchronize_no_context CUDA_SUCCESS",
+        "rule stream_query_no_context CUDA_SUCCESS",
+        "rule copy_to_device_current CUDA_SUCCESS",
+        "rule host_function_current CUDA_SUCCESS",
+        "rule stream_synchronize_current CUDA_SUCCESS",
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "no '{line}' in:\n{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
