@@ -8,26 +8,15 @@
 //   driver_rules [CUBIN]      driver_rules --ptx
 //
 // Loads an empty kernel (`empty`) from CUBIN, else JIT-compiles it from its PTX (which `--ptx`
-// prints, for ptxas: the emulator reads cubins only), then prints one line per question, `rule <call>_<thread> <result>`, where the
-// thread is `no_context` (a new thread that never set one) or `current` (the thread that made
-// the primary context current), and the result the driver's error name. Exit status: 0 when
-// every question got an answer, 1 when the setup failed, 2 without a driver.
-#include <dlfcn.h>
+// prints, for ptxas: the emulator reads cubins only), then prints one line per question,
+// `rule <call>_<thread> <result>`, where the thread is `no_context` (a new thread that never
+// set one) or `current` (the thread that made the primary context current), and the result the
+// driver's error name. Exit status: 0 when every question got an answer, 1 when the setup
+// failed, 2 without a driver.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef void (*CUhostFn)(void *);
-
-#define CU_STREAM_NON_BLOCKING 1
 
 #define DRIVER_API(X)                                                                            \
   X(cuInit, "cuInit", (unsigned))                                                                \
@@ -47,26 +36,11 @@ typedef void (*CUhostFn)(void *);
   X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr *, size_t))                                        \
   X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr, const void *, size_t, CUstream))
 
-#define DECLARE(fn, sym, args) static CUresult(*fn) args;
-DRIVER_API(DECLARE)
-
-static const char empty_ptx[] = ".version 7.8\n"
-                                ".target sm_90\n"
-                                ".address_size 64\n"
-                                ".visible .entry empty()\n"
-                                "{\n"
-                                "  ret;\n"
-                                "}\n";
+#include "cuda_driver.h"
 
 static CUfunction empty;
 static CUstream stream;
 static CUdeviceptr scalar;
-
-static const char *error_name(CUresult r) {
-  const char *name = NULL;
-  if (cuGetErrorName(r, &name) != 0 || !name) return "unknown error";
-  return name;
-}
 
 static void nothing(void *unused) { (void)unused; }
 
@@ -115,17 +89,8 @@ int main(int argc, char **argv) {
     fputs(empty_ptx, stdout);
     return 0;
   }
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    fprintf(stderr, "driver_rules: libcuda.so.1 not found: %s\n", dlerror());
-    return 2;
-  }
-#define LOOKUP(fn, sym, args)                                                                    \
-  if (!(*(void **)&fn = dlsym(lib, sym))) {                                                      \
-    fprintf(stderr, "driver_rules: libcuda.so.1 lacks %s\n", sym);                               \
-    return 2;                                                                                    \
-  }
-  DRIVER_API(LOOKUP)
+  int missing = load_driver_api("driver_rules");
+  if (missing) return missing;
   CUdevice dev;
   CUcontext ctx;
   CUmodule module;

@@ -1,6 +1,5 @@
 // The floor for the CUDA plugin: the same figures as omp_gpu.c, taken straight from the CUDA
-// driver API with nothing in between. No CUDA headers exist where this is built, so the few
-// types and entry points used are declared here and looked up in libcuda.so.1 at run time.
+// driver API with nothing in between (through cuda_driver.h: no CUDA headers exist here).
 //
 //   raw_driver [OMP_PROGRAM]
 //
@@ -12,23 +11,12 @@
 // if that fails, tries the driver's linker on it first; `raw image_* ...` lines say how it went.
 // That checks our toolchain's output (scripts/setup-nvptx-toolchain.sh) apart from the plugin.
 // Exit status: 0 ok, 1 wrong data or a failed driver call, 2 no driver.
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef struct CUlinkState_st *CUlinkState;
-
-#define CU_STREAM_NON_BLOCKING 1
 #define CU_CTX_SCHED_SPIN 0x1
 #define CU_CTX_SCHED_BLOCKING_SYNC 0x4
 #define CU_JIT_INPUT_CUBIN 0
@@ -69,17 +57,7 @@ typedef struct CUlinkState_st *CUlinkState;
   X(cuLinkComplete, "cuLinkComplete", (CUlinkState, void **, size_t *))                          \
   X(cuLinkDestroy, "cuLinkDestroy", (CUlinkState))
 
-#define DECLARE(fn, sym, args) static CUresult(*fn) args;
-DRIVER_API(DECLARE)
-
-// An empty kernel, JIT-compiled by the driver: the launch path alone, as an empty target region.
-static const char empty_ptx[] = ".version 7.8\n"
-                                ".target sm_90\n"
-                                ".address_size 64\n"
-                                ".visible .entry empty()\n"
-                                "{\n"
-                                "  ret;\n"
-                                "}\n";
+#include "cuda_driver.h"
 
 enum { WARMUP = 1000, LAUNCHES = 20000, COPIES = 10 };
 static const size_t BYTES = (size_t)256 << 20;
@@ -100,12 +78,6 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static const char *error_name(CUresult r) {
-  const char *name = NULL;
-  if (!cuGetErrorName || cuGetErrorName(r, &name) != 0 || !name) return "unknown error";
-  return name;
-}
-
 // A failed driver call ends the run: the figures after it would mean nothing.
 #define CHECK(call)                                                                              \
   do {                                                                                           \
@@ -117,17 +89,8 @@ static const char *error_name(CUresult r) {
   } while (0)
 
 static void load_driver(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    fprintf(stderr, "raw_driver: libcuda.so.1 not found: %s\n", dlerror());
-    exit(2);
-  }
-#define LOOKUP(fn, sym, args)                                                                    \
-  if (!(*(void **)&fn = dlsym(lib, sym))) {                                                      \
-    fprintf(stderr, "raw_driver: libcuda.so.1 lacks %s\n", sym);                                 \
-    exit(2);                                                                                     \
-  }
-  DRIVER_API(LOOKUP)
+  int missing = load_driver_api("raw_driver");
+  if (missing) exit(missing);
 }
 
 static void fill(int *p, size_t n, int base) {

@@ -1,6 +1,7 @@
 //! CI runs the benchmark suite in its quick mode only to prove it still builds and runs against
 //! both runtimes; no timing is asserted (that would make a test of a noisy machine).
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[test]
@@ -36,18 +37,27 @@ fn quick_mode_runs_every_benchmark_on_both_runtimes() {
     }
 }
 
+/// The repository this crate is part of.
+fn repository_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The install tree the programs run against: `$OMPTARGET_DIST`, else the repository's dist/.
+fn install_tree() -> PathBuf {
+    std::env::var_os("OMPTARGET_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repository_root().join("dist"))
+}
+
 /// The diagnostics in bench/diagnostics are not part of the suite, but scripts/gpu-run.sh
 /// builds and runs them on the GPU machine, where a broken one would cost a device run: each
 /// is built here as that script builds it and run briefly, on both runtimes where it offloads.
 #[test]
 fn diagnostics_build_and_print_their_figures() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let dist = std::env::var_os("OMPTARGET_DIST")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("dist"));
+    let (root, dist) = (repository_root(), install_tree());
     assert!(
         dist.join("lib/libomptarget.so.19.1").exists(),
         "no install tree at {} (scripts/build-dist.sh)",
@@ -73,7 +83,7 @@ fn diagnostics_build_and_print_their_figures() {
             .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
         assert!(status.success(), "{compiler} failed on {name}.c");
     };
-    let run = |name: &str, args: &[&str], lib: Option<&std::path::Path>| {
+    let run = |name: &str, args: &[&str], lib: Option<&Path>| {
         let mut c = Command::new(out.join(name));
         c.args(args);
         if let Some(lib) = lib {
@@ -95,7 +105,7 @@ fn diagnostics_build_and_print_their_figures() {
     }
     build("clang-19", true, "slow_episodes");
     build("clang-19", true, "first_rounds");
-    let llvm = std::path::PathBuf::from("/usr/lib/llvm-19/lib");
+    let llvm = PathBuf::from("/usr/lib/llvm-19/lib");
     for lib in [dist.join("lib"), llvm] {
         let episodes = run("slow_episodes", &["200", "1"], Some(&lib));
         assert!(
@@ -120,13 +130,7 @@ fn diagnostics_build_and_print_their_figures() {
 /// while waits on the stream need none.
 #[test]
 fn driver_rules_get_the_emulated_drivers_answers() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let dist = std::env::var_os("OMPTARGET_DIST")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("dist"));
+    let (root, dist) = (repository_root(), install_tree());
     let emulator = dist.join("emu");
     assert!(
         emulator.join("libcuda.so.1").exists(),
@@ -134,10 +138,14 @@ fn driver_rules_get_the_emulated_drivers_answers() {
         emulator.display()
     );
     let ptxas = std::env::var_os("NVPTX_CUDA_PATH")
-        .map(std::path::PathBuf::from)
+        .map(PathBuf::from)
         .unwrap_or_else(|| "/opt/cuda-min".into())
         .join("bin/ptxas");
-    assert!(ptxas.exists(), "no ptxas at {} (.ci/install-deps.sh)", ptxas.display());
+    assert!(
+        ptxas.exists(),
+        "no ptxas at {} (.ci/install-deps.sh)",
+        ptxas.display()
+    );
     let out = std::env::temp_dir().join(format!("omptarget-driver-rules-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let program = out.join("driver_rules");
@@ -182,7 +190,10 @@ fn driver_rules_get_the_emulated_drivers_answers() {
         "rule host_function_current CUDA_SUCCESS",
         "rule stream_synchronize_current CUDA_SUCCESS",
     ] {
-        assert!(stdout.lines().any(|l| l == line), "no '{line}' in:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "no '{line}' in:\n{stdout}"
+        );
     }
     let _ = std::fs::remove_dir_all(&out);
 }
