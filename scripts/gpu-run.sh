@@ -38,9 +38,10 @@
 #   the device tool's 600 s), ONLY (run only programs whose name contains it), SKIP_CONFORMANCE=1,
 #   SKIP_BENCH=1, STEPS (the steps in order, default "rules conformance rpc bench", where `rules`
 #   sets the CUDA driver's answers to bench/gpu/driver_rules.c beside the emulated driver's; also
-#   "placement": where the waiting thread runs against launch latency, and "host_bench": the host benchmark suite
-#   (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the bundle, then
-#   bench/diagnostics/machine_costs.c, then slow_episodes.c and first_rounds.c on each;
+#   "placement": where the waiting thread runs against launch latency, and "host_bench": the host
+#   benchmark suite (bench/, issue 19) on this machine, ours beside LLVM 19's runtime from the
+#   bundle, then bench/diagnostics/machine_costs.c, then slow_episodes.c and first_rounds.c on
+#   each;
 #   HOST_RUNS, default 9: the machine runs in slow stretches, and at 5 runs the two runtimes'
 #   medians could fall one inside, one outside).
 set -euo pipefail
@@ -283,8 +284,8 @@ cat <<'RUN'
 # Runs every conformance program against our runtime on the CUDA plugin, then the benchmarks.
 # Env: TIMEOUT (seconds per program, default 30), CONFORMANCE_BUDGET (seconds in all, default 420),
 # ONLY (names containing it), SKIP_CONFORMANCE=1, SKIP_BENCH=1, STEPS (default "rules conformance
-# rpc bench"; also placement, host_bench, soak), HOST_RUNS (host_bench's --runs, default 9), SOAK_RUNS (runs of
-# each soak program, default 100) and SOAK_JOBS (at a time, default 8).
+# rpc bench"; also placement, host_bench, soak), HOST_RUNS (host_bench's --runs, default 9),
+# SOAK_RUNS (runs of each soak program, default 100) and SOAK_JOBS (at a time, default 8).
 # Report: $OUT/gpu-results.txt when $OUT is set, else <bundle>/results/ (written as it goes, so a
 # run cut short still leaves what it had). With llvm19.tar.xz in the bundle (LLVM19=1), each
 # program we fail runs again under LLVM 19's runtime, and so do the benchmarks.
