@@ -87,16 +87,27 @@ pub fn plugin_check(
 /// from the library path, with the twins in `twins`, offloading mandatory, under
 /// `timeout seconds`; the variables that pick our plugins or our emulated HSA library are unset.
 pub fn llvm_22_command(exe: &Path, twins: &Path, seconds: u32) -> Command {
+    let runtime = format!(
+        "{}:{}",
+        crate::llvm22_lib_dir().display(),
+        conformance::LLVM19_LIB_DIR
+    );
+    llvm_command(&runtime, exe, twins, seconds)
+}
+
+/// As [`llvm_22_command`], through LLVM 19's runtime, for a program built by clang-19 (whose
+/// plugins are in its `libomptarget.so.19.1`).
+pub fn llvm_19_command(exe: &Path, twins: &Path, seconds: u32) -> Command {
+    llvm_command(conformance::LLVM19_LIB_DIR, exe, twins, seconds)
+}
+
+fn llvm_command(runtime: &str, exe: &Path, twins: &Path, seconds: u32) -> Command {
     let mut cmd = Command::new("timeout");
     cmd.arg(seconds.to_string())
         .arg(exe)
         .env(
             "LD_LIBRARY_PATH",
-            format!(
-                "{}:{}:/usr/lib/llvm-19/lib",
-                crate::dist().join("emu").display(),
-                crate::llvm22_lib_dir().display()
-            ),
+            format!("{}:{runtime}", crate::dist().join("emu").display()),
         )
         .env("OMPTARGET_EMU_TWINS", twins)
         .env("OMP_TARGET_OFFLOAD", "mandatory")

@@ -279,18 +279,32 @@ pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
 /// Compiles one C source with clang-19 into a program with an sm_90 image and its x86-64 twin
 /// (see [`CUDA_TWIN_FLAGS`]), for the emulated CUDA driver.
 pub fn compile_cuda_twin(source: &str) -> PathBuf {
-    let (cuda, path) = (nvptx_cuda_path(), path_with_ptxas());
     let mut flags: Vec<String> = vec!["-O2".into()];
-    flags.extend(CUDA_TWIN_FLAGS.iter().map(|f| f.to_string()));
-    flags.push(format!("--cuda-path={}", cuda.display()));
-    build_once(source, "sm_90-twin", &flags, &path)
+    flags.extend(clang19_twin_flags(conformance::EmulatedGpu::Cuda));
+    build_once(source, "sm_90-twin", &flags, &path_with_ptxas())
+}
+
+/// clang-19 flags (beside `-fopenmp` and an optimisation level) for a `gpu` image with an
+/// x86-64 twin: [`CUDA_TWIN_FLAGS`] with the NVPTX toolchain (ptxas must be on the `PATH`,
+/// [`path_with_ptxas`]), or [`AMDGPU_TWIN_FLAGS`].
+pub fn clang19_twin_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
+    match gpu {
+        conformance::EmulatedGpu::Cuda => {
+            let mut flags: Vec<String> = CUDA_TWIN_FLAGS.iter().map(|f| f.to_string()).collect();
+            flags.push(format!("--cuda-path={}", nvptx_cuda_path().display()));
+            flags
+        }
+        conformance::EmulatedGpu::Amdgpu => {
+            AMDGPU_TWIN_FLAGS.iter().map(|f| f.to_string()).collect()
+        }
+    }
 }
 
 /// Compiles one C source (under tests/programs) with clang-19 for gfx90a with an x86-64 twin
 /// (see [`AMDGPU_TWIN_FLAGS`]), for the emulated HSA runtime.
 pub fn compile_amdgpu_twin(source: &str) -> PathBuf {
     let mut flags: Vec<String> = vec!["-O2".into()];
-    flags.extend(AMDGPU_TWIN_FLAGS.iter().map(|f| f.to_string()));
+    flags.extend(clang19_twin_flags(conformance::EmulatedGpu::Amdgpu));
     build_once(
         source,
         "gfx90a-twin",

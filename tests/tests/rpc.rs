@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use tests::llvm_suite::{self, Release};
+use tests::Compiler;
 
 /// LLVM's client of `protocol` as a shared library, built once.
 fn client_library(protocol: Protocol) -> &'static libloading::Library {
@@ -807,17 +808,16 @@ fn build_host_call_program(gpu: EmulatedGpu) -> PathBuf {
     build_rpc_program(gpu, Protocol::Llvm22)
 }
 
-/// The program of `protocol` (rpc_host_call.cpp for LLVM 22, rpc_libc_19.cpp for LLVM 19, its
-/// twin's client from LLVM 19's sources), built as [`build_host_call_program`] says. The
-/// LLVM 19 program is built by clang-22 too: clang-19's device link drops the program's own
-/// client globals (an OpenMP translation unit's globals that only device code reads), which
-/// LLVM 19's GPU libc, a library of its own, keeps.
+/// The program of `protocol`, built as [`build_host_call_program`] says by the compiler whose
+/// device code speaks it: rpc_host_call.cpp by clang++-22, rpc_libc_19.cpp (its twin's client
+/// from LLVM 19's sources) by clang++-19.
 fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
     let suite = llvm_suite::suite_root(Release::Llvm22).unwrap_or_else(|e| panic!("{e}"));
     let sources = suite.parent().unwrap().parent().unwrap();
-    let (program, mut client_flags) = match protocol {
+    let (program, compiler, mut client_flags) = match protocol {
         Protocol::Llvm22 => (
             "rpc_host_call.cpp",
+            Compiler::Clang22,
             vec![
                 format!("-I{}", sources.join("libc/shared").display()),
                 format!("-I{}", sources.join("offload/include").display()),
@@ -828,6 +828,7 @@ fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
             let old = old.parent().unwrap().parent().unwrap();
             (
                 "rpc_libc_19.cpp",
+                Compiler::Clang19,
                 vec![
                     format!("-I{}", old.join("libc").display()),
                     "-DLIBC_NAMESPACE=__llvm_libc_19_1_7".to_string(),
@@ -837,21 +838,49 @@ fn build_rpc_program(gpu: EmulatedGpu, protocol: Protocol) -> PathBuf {
     };
     // The twin's client addresses the mailbox with the GPU's lanes.
     client_flags.push(format!("-DTWIN_LANES={}", gpu_lanes(gpu)));
-    build_with_twin(gpu, program, &tests::clang22_twin_flags(gpu), &client_flags)
+    let twin_flags = match compiler {
+        Compiler::Clang22 => tests::clang22_twin_flags(gpu),
+        Compiler::Clang19 => tests::clang19_twin_flags(gpu),
+    };
+    build_with_twin(gpu, program, compiler, &twin_flags, &client_flags)
 }
 
-/// tests/programs/`program` built by clang-22 twice with `twin_flags` (see
-/// [`tests::clang22_twin_flags`]) and `extra`: for `gpu` alone (the program) and for `gpu` and
-/// x86-64 (its twin, `<program>.twin`), each written aside and renamed.
+/// tests/programs/`program` built by `compiler` twice with `twin_flags` (see
+/// [`tests::clang22_twin_flags`] and [`tests::clang19_twin_flags`]) and `extra`: for `gpu`
+/// alone (the program) and for `gpu` and x86-64 (its twin, `<program>.twin`), each written
+/// aside and renamed.
 fn build_with_twin(
     gpu: EmulatedGpu,
     program: &str,
+    compiler: Compiler,
     twin_flags: &[String],
     extra: &[String],
 ) -> PathBuf {
-    let (stem, compiler) = match program.strip_suffix(".cpp") {
-        Some(stem) => (stem, "clang++-22"),
-        None => (program.trim_end_matches(".c"), "clang-22"),
+    let (stem, cpp) = match program.strip_suffix(".cpp") {
+        Some(stem) => (stem, true),
+        None => (program.trim_end_matches(".c"), false),
+    };
+    // clang-22 takes LLVM 22's omp.h from beside the system's, and its `-lomptarget` finds
+    // ours (libomptarget.so.22.1) and libomp in LLVM 19's tree; clang-19 has its own omp.h and
+    // links LLVM 19's runtime (libomptarget.so.19.1), which either runtime then provides.
+    let (compiler, search_path, own) = match compiler {
+        Compiler::Clang22 => (
+            if cpp { "clang++-22" } else { "clang-22" },
+            tests::clang22_twin_path(gpu),
+            vec![
+                format!("-I{}", tests::clang22_include().display()),
+                format!("-L{}", tests::lib_dir().display()),
+                "-L/usr/lib/llvm-19/lib".to_string(),
+            ],
+        ),
+        Compiler::Clang19 => (
+            if cpp { "clang++-19" } else { "clang-19" },
+            match gpu {
+                EmulatedGpu::Cuda => tests::path_with_ptxas(),
+                EmulatedGpu::Amdgpu => std::env::var("PATH").unwrap_or_default(),
+            },
+            vec![],
+        ),
     };
     let out = tests::build_dir().join(format!("{stem}-{}-{}", gpu.arch(), std::process::id()));
     let gpu_only: Vec<String> = twin_flags
@@ -864,18 +893,16 @@ fn build_with_twin(
     ] {
         let partial = path.with_extension("part");
         let output = std::process::Command::new(compiler)
-            .env("PATH", tests::clang22_twin_path(gpu))
+            .env("PATH", &search_path)
             .args(["-O2", "-fopenmp", "-Wno-openmp-target"])
             .args(flags)
-            .arg(format!("-I{}", tests::clang22_include().display()))
+            .args(&own)
             .args(extra)
-            .arg(format!("-L{}", tests::lib_dir().display()))
-            .arg("-L/usr/lib/llvm-19/lib")
             .arg(tests::program(program))
             .arg("-o")
             .arg(&partial)
             .output()
-            .expect("run clang-22");
+            .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
         assert!(
             output.status.success(),
             "{}",
@@ -981,25 +1008,35 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
 /// LLVM 19's protocol through our plugins: the GPU image's `__llvm_libc_rpc_client` points at
 /// the client, which the plugin finds through it; the twin, with LLVM 19's client in its GPU
 /// form, calls a host function, writes a line, prints, writes a file, allocates and frees, then
-/// makes host calls, allocations and frees from 8 threads at once. No judge runs it: LLVM
-/// 22's runtime serves only LLVM 22's protocol, and LLVM 19's cannot load clang-22's images.
+/// makes host calls, allocations and frees from 8 threads at once. The program is clang-19's,
+/// and LLVM 19's runtime (its plugins serve this protocol) runs the same binary as the judge.
 #[test]
 fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
+    const LINES: [&str; 4] = [
+        "hello from the device (LLVM 19)\n",
+        "printf from the device: 19\n",
+        "host call: 360 (expected 360); puts wrote 32; device malloc: 63\n\
+         device printf: 27; device file: 22 bytes",
+        THREADS_OUTPUT,
+    ];
     for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {
         let exe = build_rpc_program(gpu, Protocol::Llvm19);
         let twin = exe.with_extension("twin");
         let env = [("OMPTARGET_EMU_TWINS", twin.display().to_string())];
         let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, &[], &env);
         assert_eq!(code, Some(0), "{gpu:?}: {stdout}\n{stderr}");
-        for line in [
-            "hello from the device (LLVM 19)\n",
-            "printf from the device: 19\n",
-            "host call: 360 (expected 360); puts wrote 32; device malloc: 63\n\
-             device printf: 27; device file: 22 bytes",
-            THREADS_OUTPUT,
-        ] {
+        for line in LINES {
             assert!(stdout.contains(line), "{gpu:?}: {stdout}");
         }
+        assert_device_wrote_its_file(gpu, &exe);
+        let llvm = tests::emulated::llvm_19_command(&exe, &twin, 60)
+            .output()
+            .expect("run under LLVM 19");
+        let stdout = String::from_utf8_lossy(&llvm.stdout);
+        assert!(
+            llvm.status.success() && LINES.iter().all(|line| stdout.contains(line)),
+            "{gpu:?}, LLVM 19: {llvm:?}"
+        );
         assert_device_wrote_its_file(gpu, &exe);
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
@@ -1017,7 +1054,7 @@ fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
 fn llvm_22s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
     for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {
         let flags = tests::clang22_gpu_libc_flags(gpu);
-        let exe = build_with_twin(gpu, "rpc_gpu_libc.c", &flags, &[]);
+        let exe = build_with_twin(gpu, "rpc_gpu_libc.c", Compiler::Clang22, &flags, &[]);
         let twin = exe.with_extension("twin");
         match gpu {
             EmulatedGpu::Amdgpu => assert_sends_the_libc_requests(&exe),
@@ -1196,6 +1233,7 @@ fn a_kernels_unknown_request_fails_it_with_its_opcode() {
         let exe = build_with_twin(
             gpu,
             "rpc_unknown_request.cpp",
+            Compiler::Clang22,
             &tests::clang22_twin_flags(gpu),
             &flags,
         );
