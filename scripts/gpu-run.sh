@@ -213,6 +213,17 @@ if command -v clang++-22 >/dev/null && [ -e "$root/target/llvm22-device-runtime/
         echo "gpu-run.sh: WARNING: rpc_gpu_libc did not build; run.sh's rpc step will say so" >&2
 fi
 
+# A kernel calling the host in LLVM 19's protocol (tests/programs/rpc_libc_19.cpp: LLVM 19's
+# client from its libc's rpc.h, compiled into the GPU image), with clang-19, when LLVM 19's
+# sources are here.
+llvm19_src=$root/target/llvm-offload-suite/llvm-toolchain-19_19.1.7
+if [ -d "$llvm19_src/libc/src/__support/RPC" ]; then
+    echo "building rpc_libc_19 for sm_90 (clang-19, LLVM 19's protocol)"
+    PATH=$cuda_min/bin:$PATH clang++-19 "${recipe[@]}" -Wno-openmp-target -I "$llvm19_src/libc" \
+        -DLIBC_NAMESPACE=__llvm_libc_19_1_7 -o "$dir/bench/rpc_libc_19" "$root/tests/programs/rpc_libc_19.cpp" ||
+        echo "gpu-run.sh: WARNING: rpc_libc_19 did not build; run.sh's rpc step will say so" >&2
+fi
+
 # The host benchmark suite's runner and its programs, built here (the GPU machine has no clang).
 echo "building the host benchmarks"
 (cd "$root" && cargo build --quiet --release -p omptarget-bench)
@@ -702,7 +713,8 @@ rules() {
 # A kernel calling the host through the RPC server (tests/programs/rpc_host_call.cpp): the host
 # call's answer, then 1000 timed round trips and the waiting and idle threads' CPU time, ours
 # then LLVM 22's when the bundle has it; then a kernel using LLVM 22's GPU libc
-# (tests/programs/rpc_gpu_libc.c).
+# (tests/programs/rpc_gpu_libc.c); then one speaking LLVM 19's protocol
+# (tests/programs/rpc_libc_19.cpp).
 rpc() {
     local exe=$here/bench/rpc_host_call status=0
     [ -x "$exe" ] || { echo "rpc: the bundle has no rpc_host_call (built with clang-22)"; return 1; }
@@ -732,6 +744,23 @@ rpc() {
         fi
     else
         echo "rpc: the bundle has no rpc_gpu_libc (built with clang-22 and LLVM 22's GPU libc)"
+        status=1
+    fi
+    # LLVM 19's protocol: a host call, puts, printf, a file, malloc and free from one thread,
+    # then host calls and allocations from 8 threads of a warp at once; exit 0 when all were
+    # right. LLVM 19's runtime runs it too when the bundle has it (LLVM19=1).
+    exe=$here/bench/rpc_libc_19
+    if [ -x "$exe" ]; then
+        echo "== rpc: LLVM 19's protocol, ours"
+        timeout "${TIMEOUT:-30}" "$exe" "${TMPDIR:-/tmp}/rpc_libc_19.txt" &&
+            cat "${TMPDIR:-/tmp}/rpc_libc_19.txt" || status=1
+        if [ -n "$llvm19_lib" ]; then
+            echo "== rpc: LLVM 19's protocol, LLVM 19"
+            under_llvm llvm19 timeout "${TIMEOUT:-30}" "$exe" "${TMPDIR:-/tmp}/rpc_libc_19.txt" ||
+                echo "(LLVM 19 failed)"
+        fi
+    else
+        echo "rpc: the bundle has no rpc_libc_19 (built with clang-19 from LLVM 19's libc sources)"
         status=1
     fi
     return $status

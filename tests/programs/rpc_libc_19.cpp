@@ -2,11 +2,12 @@
 // client is reached through the pointer __llvm_libc_rpc_client, as LLVM 19's GPU libc defines
 // it, and requests carry LLVM 19's 16-bit opcodes. The kernel calls a host function, writes a
 // line, prints, writes a file, allocates and frees device memory, each request made as LLVM
-// 19's GPU libc makes it. The GPU image has no GPU libc (Debian ships none), so its calls are
-// empty; its x86-64 twin, which the emulated drivers run, has LLVM 19's client (rpc.h of the
-// LLVM 19 sources) and its own __llvm_libc_rpc_client, which the emulators give the GPU
-// image's global: the twin is then the real client of the same server. Built by clang-19, as
-// a user of LLVM 19's libc builds, so that LLVM 19's runtime can run it as the judge.
+// 19's GPU libc makes it, with the client of LLVM 19's rpc.h (its libc sources): in the GPU
+// image as LLVM's libc has it (Debian ships no GPU libc), so that on a GPU the requests are
+// real; in the x86-64 twin, which the emulated drivers run, in its GPU form over host threads.
+// The twin has its own __llvm_libc_rpc_client and client, which the emulators give the GPU
+// image's globals: the twin is then the real client of the same server. Built by clang-19, as a
+// user of LLVM 19's libc builds, so that LLVM 19's runtime can run it as the judge.
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,76 +37,74 @@ inline uint32_t broadcast_value(uint64_t, uint32_t x) { return x; }
 } // namespace gpu
 } // namespace LIBC_NAMESPACE_DECL
 #endif
+#endif
 #include "src/__support/RPC/rpc.h"
 #include "include/llvm-libc-types/rpc_opcodes_t.h"
 namespace rpc = LIBC_NAMESPACE::rpc;
-#define TWIN 1
-#else
-#define TWIN 0
-#endif
 
 #pragma omp begin declare target
 // The client object (a global, as LLVM 19's libc's rpc::client is) and the pointer to it, in
 // every image: the GPU image's pointer is the one the plugin reads, and the twin's globals are
 // the ones the emulators give the GPU image's.
-#if TWIN
 extern "C" [[gnu::visibility("protected")]] rpc::Client rpc_client_object;
 [[gnu::used, gnu::weak]] rpc::Client rpc_client_object;
-#else
-extern "C" [[gnu::visibility("protected")]] unsigned long long rpc_client_object[552 / 8];
-[[gnu::used, gnu::weak]] unsigned long long rpc_client_object[552 / 8];
-#endif
 extern "C" [[gnu::visibility("protected")]] const void *__llvm_libc_rpc_client;
 [[gnu::used, gnu::weak]] const void *__llvm_libc_rpc_client = &rpc_client_object;
 
-#if TWIN
+// The client, through the pointer the plugin reads. The GPU image also reads the client object
+// itself, as LLVM 19's libc code does: clang-19's OpenMP optimisation drops both globals when
+// nothing but the pointer's initializer names the object.
 static rpc::Client &client() {
+  (void)reinterpret_cast<volatile unsigned long long *>(&rpc_client_object)[1];
   return *const_cast<rpc::Client *>(static_cast<const rpc::Client *>(__llvm_libc_rpc_client));
+}
+
+#if defined(__AMDGPU__) || defined(__NVPTX__)
+// The copies of rpc.h's send_n and recv_n: a GPU image has no libc to take memcpy from.
+extern "C" void *memcpy(void *dst, const void *src, size_t size) {
+  unsigned char *to = static_cast<unsigned char *>(dst);
+  const unsigned char *from = static_cast<const unsigned char *>(src);
+  for (size_t i = 0; i < size; i++)
+    to[i] = from[i];
+  return dst;
 }
 #endif
 
+// strlen, which a GPU image has no libc to take from either.
+static unsigned long long length(const char *text) {
+  unsigned long long n = 0;
+  while (text[n])
+    n++;
+  return n;
+}
+
 // LLVM 19's rpc_host_call: the function's result does not come back.
 static void host_call(void *fn, void *data, unsigned long long size) {
-#if TWIN
   rpc::Client::Port port = client().open<RPC_HOST_CALL>();
   port.send_n(data, size);
   port.send([=](rpc::Buffer *buffer) { buffer->data[0] = reinterpret_cast<uintptr_t>(fn); });
   port.recv([](rpc::Buffer *) {});
   port.close();
-#else
-  // Uses of the client global and of the client, as LLVM 19's GPU libc makes: the image keeps
-  // both. (clang-19's OpenMP optimisation drops the two when nothing but the global's
-  // initializer names the client.)
-  (void)*static_cast<const void *volatile *>(&__llvm_libc_rpc_client);
-  (void)static_cast<volatile unsigned long long *>(rpc_client_object)[1];
-  (void)fn, (void)data, (void)size;
-#endif
 }
 
 static unsigned long long device_puts(const char *text) {
-#if TWIN
   rpc::Client::Port port = client().open<RPC_WRITE_TO_STDOUT_NEWLINE>();
-  port.send_n(text, strlen(text));
+  port.send_n(text, length(text));
   unsigned long long written = 0;
   port.recv([&](rpc::Buffer *buffer) { written = buffer->data[0]; });
   port.close();
   return written;
-#else
-  (void)text;
-  return 0;
-#endif
 }
 
 // printf("%s %d\n", text, value) as LLVM 19's vfprintf_utils.h sends it.
 static int device_printf_text_int(const char *text, int value) {
-#if TWIN
   const char *format = "%s %d\n";
   struct {
     const char *text;
     int value;
   } args = {text, value};
   rpc::Client::Port port = client().open<RPC_PRINTF_TO_STDOUT>();
-  port.send_n(format, strlen(format) + 1);
+  port.send_n(format, length(format) + 1);
   uint64_t size = 0;
   port.recv([&](rpc::Buffer *buffer) { size = buffer->data[0]; });
   port.send_n(&args, size < sizeof args ? size : sizeof args);
@@ -118,21 +117,16 @@ static int device_printf_text_int(const char *text, int value) {
     });
     if (!str)
       break;
-    port.send_n(str, strlen(str) + 1);
+    port.send_n(str, length(str) + 1);
   }
   port.close();
   return result;
-#else
-  (void)text, (void)value;
-  return 0;
-#endif
 }
 
 // fopen(path, "w"), fputs(text), fclose: the bytes written.
 static unsigned long long device_write_file(const char *path, const char *text) {
-#if TWIN
   rpc::Client::Port open = client().open<RPC_OPEN_FILE>();
-  open.send_n(path, strlen(path) + 1);
+  open.send_n(path, length(path) + 1);
   uint64_t file = 0;
   open.send_and_recv([](rpc::Buffer *buffer) { memcpy(buffer->data, "w", 2); },
                      [&](rpc::Buffer *buffer) { file = buffer->data[0]; });
@@ -141,7 +135,7 @@ static unsigned long long device_write_file(const char *path, const char *text) 
     return 0;
   rpc::Client::Port write = client().open<RPC_WRITE_TO_STREAM>();
   write.send([=](rpc::Buffer *buffer) { buffer->data[0] = file; });
-  write.send_n(text, strlen(text));
+  write.send_n(text, length(text));
   uint64_t written = 0;
   write.recv([&](rpc::Buffer *buffer) { written = buffer->data[0]; });
   write.close();
@@ -150,34 +144,21 @@ static unsigned long long device_write_file(const char *path, const char *text) 
                       [](rpc::Buffer *) {});
   close.close();
   return written;
-#else
-  (void)path, (void)text;
-  return 0;
-#endif
 }
 
 static void *device_malloc(unsigned long long size) {
-#if TWIN
   rpc::Client::Port port = client().open<RPC_MALLOC>();
   void *result = nullptr;
   port.send_and_recv([=](rpc::Buffer *buffer) { buffer->data[0] = size; },
                      [&](rpc::Buffer *buffer) { result = reinterpret_cast<void *>(buffer->data[0]); });
   port.close();
   return result;
-#else
-  (void)size;
-  return nullptr;
-#endif
 }
 
 static void device_free(void *address) {
-#if TWIN
   rpc::Client::Port port = client().open<RPC_FREE>();
   port.send([=](rpc::Buffer *buffer) { buffer->data[0] = reinterpret_cast<uintptr_t>(address); });
   port.close();
-#else
-  (void)address;
-#endif
 }
 #pragma omp end declare target
 
@@ -208,8 +189,9 @@ int main(int argc, char **argv) {
   void *fn = reinterpret_cast<void *>(&keep_sum_times_ten);
   unsigned long long written = 0, filed = 0;
   int wrote = 0, printed = 0;
+  // The file the kernel writes: the first argument, else the program's path with .txt.
   char path[4096];
-  snprintf(path, sizeof path, "%s.txt", argv[0]);
+  snprintf(path, sizeof path, argc > 1 ? "%s" : "%s.txt", argc > 1 ? argv[1] : argv[0]);
 #pragma omp target map(from : written, wrote, printed, filed) firstprivate(fn) map(to : path)
   {
     int values[8] = {1, 2, 3, 4, 5, 6, 7, 8};

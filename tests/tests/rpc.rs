@@ -1007,8 +1007,9 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
 
 /// LLVM 19's protocol through our plugins: the GPU image's `__llvm_libc_rpc_client` points at
 /// the client, which the plugin finds through it; the twin, with LLVM 19's client in its GPU
-/// form, calls a host function, writes a line, prints, writes a file, allocates and frees, then
-/// makes host calls, allocations and frees from 8 threads at once. The program is clang-19's,
+/// form (the GPU image has the same client code, for a GPU), calls a host function, writes a
+/// line, prints, writes a file, allocates and frees, then makes host calls, allocations and
+/// frees from 8 threads at once. The program is clang-19's,
 /// and LLVM 19's runtime (its plugins serve this protocol) runs the same binary as the judge.
 #[test]
 fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
@@ -1022,6 +1023,23 @@ fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
     for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {
         let exe = build_rpc_program(gpu, Protocol::Llvm19);
         let twin = exe.with_extension("twin");
+        // The GPU image keeps the pointer the plugins read and the client it points at, which
+        // the image's own client code uses (on a GPU, the requests are real).
+        let triple = match gpu {
+            EmulatedGpu::Amdgpu => "amdgcn",
+            EmulatedGpu::Cuda => "nvptx64",
+        };
+        let image = tests::emulated::device_image(&exe, triple);
+        let image = object::File::parse(&*image).unwrap();
+        for name in ["__llvm_libc_rpc_client", "rpc_client_object"] {
+            use object::{Object, ObjectSymbol};
+            assert!(
+                image
+                    .symbols()
+                    .any(|s| s.name() == Ok(name) && s.is_definition()),
+                "{gpu:?}: the GPU image does not define {name}"
+            );
+        }
         let env = [("OMPTARGET_EMU_TWINS", twin.display().to_string())];
         let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, &[], &env);
         assert_eq!(code, Some(0), "{gpu:?}: {stdout}\n{stderr}");
