@@ -262,7 +262,9 @@ impl Release {
                 "{source} -L {} -Xoffload-linker -lomptarget-host-device",
                 host_device_lib_dir().display()
             ),
-            _ if target.gpu().is_some() => format!("{source} -Xoffload-linker -lompdevice"),
+            Release::Llvm22 if target.gpu().is_some() => {
+                format!("{source} -Xoffload-linker -lompdevice")
+            }
             Release::Llvm19 if devicertl.exists() => format!("{source} {}", devicertl.display()),
             _ => source.to_string(),
         }
@@ -316,7 +318,7 @@ impl Release {
 }
 
 /// lit's current offload target: the x86_64 host, or a GPU of `dist/emu`'s emulated drivers
-/// (LLVM 22 only). A program for an emulated GPU is built twice from the same command (see
+/// (LLVM 19's suite on the C targets gfx90a and sm_90 only). A program for an emulated GPU is built twice from the same command (see
 /// `emu_compiler_script`): for the GPU alone, so that no runtime numbers host devices before
 /// the GPU, and as its twin `<program>.twin`, with an x86-64 image too, whose kernels (named
 /// alike, being built from the same source) the emulated driver runs: it reads the twin file
@@ -392,6 +394,14 @@ const FEATURES_AMDGCN: &[&str] = &[
     "unified_shared_memory",
     "large_allocation_memory_pool",
 ];
+/// LLVM 19's lit.cfg's features of an amdgcn target whose `amdgpu_test_arch` is gfx90a (it
+/// knows no `large_allocation_memory_pool`).
+const FEATURES_AMDGCN_19: &[&str] = &[
+    "amdgcn-amd-amdhsa",
+    "gpu",
+    "amdgpu",
+    "unified_shared_memory",
+];
 /// lit.cfg's features of an amdgcn target whose `amdgpu_test_arch` is gfx942 with `IS_APU=1`:
 /// those of gfx90a and `apu`.
 const FEATURES_AMDGCN_APU: &[&str] = &[
@@ -465,23 +475,25 @@ impl Target {
     fn features(self, release: Release) -> Vec<&'static str> {
         let own = match self {
             Target::Host | Target::HostFortran => return release.features().to_vec(),
+            Target::AmdgcnEmu if release == Release::Llvm19 => FEATURES_AMDGCN_19,
             Target::AmdgcnEmu | Target::AmdgcnEmuFortran => FEATURES_AMDGCN,
             Target::AmdgcnEmuApu => FEATURES_AMDGCN_APU,
             Target::NvptxEmu | Target::NvptxEmuGh200 => FEATURES_NVPTX,
         };
         let common = release.features().iter().copied();
         let common = common.filter(|f| *f == "ompt" || f.starts_with("clang"));
-        let libc = self.links_gpu_libc().then_some("libc");
+        let libc = self.links_gpu_libc(release).then_some("libc");
         own.iter().copied().chain(common).chain(libc).collect()
     }
 
     /// Whether this target's GPU images link LLVM 22's GPU libc, as lit's add_libraries() links
-    /// `-lc` where the build has one (lit.cfg's `libc` feature): the emulated GPUs' C targets,
-    /// with the libc of scripts/build-llvm22-gpu-libc.sh. Their twins, which the emulated
-    /// drivers run, call the host's libc; the GPU images carry LLVM's RPC client, which each
-    /// runtime's plugin finds and writes.
-    pub fn links_gpu_libc(self) -> bool {
-        self.gpu().is_some() && !self.fortran()
+    /// `-lc` where the build has one (lit.cfg's `libc` feature): the emulated GPUs' C targets
+    /// of LLVM 22's suite, with the libc of scripts/build-llvm22-gpu-libc.sh. Their twins,
+    /// which the emulated drivers run, call the host's libc; the GPU images carry LLVM's RPC
+    /// client, which each runtime's plugin finds and writes. (No LLVM 19 GPU libc is built:
+    /// LLVM 19's suite runs as a build without one.)
+    pub fn links_gpu_libc(self, release: Release) -> bool {
+        release == Release::Llvm22 && self.gpu().is_some() && !self.fortran()
     }
 
     /// The folders of offload/test whose tests run on this target.
@@ -1253,13 +1265,15 @@ impl Config {
         Config::with_target(release, runtime, Target::Host)
     }
 
-    /// A run on `target`: emulated GPUs run LLVM 22's suite only (its clang-22 twin builds).
+    /// A run on `target`: LLVM 19's suite runs on the host and the emulated GPUs' C targets
+    /// (clang-19 twin builds), LLVM 22's on every target.
     pub fn with_target(
         release: Release,
         runtime: Runtime,
         target: Target,
     ) -> Result<Config, String> {
-        if target != Target::Host && release != Release::Llvm22 {
+        let llvm19_target = matches!(target, Target::Host | Target::AmdgcnEmu | Target::NvptxEmu);
+        if release == Release::Llvm19 && !llvm19_target {
             return Err(format!(
                 "target '{}' runs LLVM 22's suite only",
                 target.name()
@@ -1302,7 +1316,7 @@ impl Config {
         let bin_dir = exec_root.join("bin");
         install_helpers(&bin_dir, &tools)?;
         let tools = match target.gpu() {
-            Some(gpu) => install_emu_compilers(&bin_dir, &tools, target, gpu)?,
+            Some(gpu) => install_emu_compilers(&bin_dir, &tools, release, target, gpu)?,
             None => tools,
         };
         let link_dir = link_dir(release, &work)?;
@@ -1622,14 +1636,16 @@ fn install_script(bin_dir: &Path, name: &str, text: &str) -> Result<(), String> 
 fn install_emu_compilers(
     bin_dir: &Path,
     tools: &Tools,
+    release: Release,
     target: Target,
     gpu: EmulatedGpu,
 ) -> Result<Tools, String> {
-    let triple = target.triple(Release::Llvm22);
+    let triple = target.triple(release);
     // The twin flags of the emulators' own tests; the command names the offload targets.
-    let flags = match target.links_gpu_libc() {
-        true => crate::clang22_gpu_libc_flags(gpu),
-        false => crate::clang22_twin_flags(gpu),
+    let flags = match (release, target.links_gpu_libc(release)) {
+        (Release::Llvm19, _) => crate::clang19_twin_flags(gpu),
+        (_, true) => crate::clang22_gpu_libc_flags(gpu),
+        (_, false) => crate::clang22_twin_flags(gpu),
     };
     let flags: Vec<String> = flags
         .into_iter()
@@ -1639,7 +1655,11 @@ fn install_emu_compilers(
             _ => f,
         })
         .collect();
-    let path = crate::clang22_twin_path(gpu);
+    let path = match (release, gpu) {
+        (Release::Llvm19, EmulatedGpu::Cuda) => crate::path_with_ptxas(),
+        (Release::Llvm19, EmulatedGpu::Amdgpu) => std::env::var("PATH").unwrap_or_default(),
+        _ => crate::clang22_twin_path(gpu),
+    };
     // A Fortran target's twins link our host device runtime, for flang's GPU-style kernels
     // (a clang-built object's kernels run with it too).
     let twin_flags: Vec<String> = match target {
@@ -1961,9 +1981,9 @@ fn signal_name(signal: i32) -> Option<&'static str> {
 
 /// An emulated GPU's lists hold on ours (see [`lists_pass`]). Its expected-pass.txt may be empty (LLVM's runtime may pass none of the tests
 /// there), but then beyond-llvm.txt must name some: a run of nothing proves nothing.
-pub fn emulated_lists_pass(target: Target) {
-    let config = Config::with_target(Release::Llvm22, Runtime::Ours, target)
-        .unwrap_or_else(|e| panic!("{e}"));
+pub fn emulated_lists_pass(release: Release, target: Target) {
+    let config =
+        Config::with_target(release, Runtime::Ours, target).unwrap_or_else(|e| panic!("{e}"));
     let expected = read_names(&config.expected_pass_file()).unwrap();
     let beyond = read_names(&config.beyond_llvm_file()).unwrap_or_default();
     assert!(
@@ -2152,6 +2172,47 @@ mod tests {
         );
         assert_eq!(on(nv, "large_allocation_memory_pool || amdgpu"), Ok(false));
         assert_eq!(on(Target::Host, "host && !gpu"), Ok(true));
+    }
+
+    #[test]
+    fn llvm19s_emulated_gpus_have_its_features_and_device_runtime() {
+        let r = Release::Llvm19;
+        let on = |t, e| eval_features_on(r, t, e);
+        assert_eq!(
+            on(
+                Target::AmdgcnEmu,
+                "gpu && amdgpu && amdgcn-amd-amdhsa && clang-19"
+            ),
+            Ok(true)
+        );
+        // LLVM 19's lit.cfg has no large_allocation_memory_pool, and no GPU libc is built.
+        assert_eq!(
+            on(
+                Target::AmdgcnEmu,
+                "large_allocation_memory_pool || libc || host"
+            ),
+            Ok(false)
+        );
+        assert_eq!(
+            on(
+                Target::NvptxEmu,
+                "gpu && nvidiagpu && unified_shared_memory"
+            ),
+            Ok(true)
+        );
+        // lit's add_libraries(): the device runtime archive, where LLVM 22 names -lompdevice.
+        let devicertl = Path::new(LLVM19_LIB_DIR).join("libomptarget.devicertl.a");
+        if devicertl.exists() {
+            assert_eq!(
+                r.libraries(Target::NvptxEmu, "%s"),
+                format!("%s {}", devicertl.display())
+            );
+        }
+        assert_eq!(
+            Release::Llvm22.libraries(Target::NvptxEmu, "%s"),
+            "%s -Xoffload-linker -lompdevice"
+        );
+        assert!(Config::with_target(r, Runtime::Ours, Target::AmdgcnEmuApu).is_err());
     }
 
     #[test]

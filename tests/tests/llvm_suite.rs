@@ -1,8 +1,8 @@
 //! LLVM's own offload tests that LLVM's runtime passes on the x86_64 host target
 //! (tests/llvm-offload-suite/<release>/expected-pass.txt) must pass on ours too: LLVM 19's
-//! suite built by clang-19, and LLVM 22's built by clang-22. Likewise LLVM 22's tests on the
-//! emulated GPUs (tests/llvm-offload-suite/22/<target>/), built for gfx90a and sm_90 with their
-//! x86-64 twins. LLVM 22's Fortran tests run on the host devices, built by flang-22 with our host
+//! suite built by clang-19, and LLVM 22's built by clang-22. Likewise both suites on the
+//! emulated GPUs (tests/llvm-offload-suite/<release>/<target>/), built for gfx90a and sm_90 with
+//! their x86-64 twins. LLVM 22's Fortran tests run on the host devices, built by flang-22 with our host
 //! device runtime in their images (tests/llvm-offload-suite/22/host-fortran/), and on the
 //! emulated gfx90a with twins (tests/llvm-offload-suite/22/amdgcn-emu-fortran/). The tests
 //! themselves are fetched, not kept here: scripts/fetch-llvm-offload-tests.sh.
@@ -27,13 +27,28 @@ fn llvm22_offload_suite_passes_on_our_runtime() {
 /// emulator and binaries, and those of beyond-llvm.txt, pass on ours.
 #[test]
 fn llvm22_suite_passes_on_emulated_amdgpu() {
-    llvm_suite::emulated_lists_pass(Target::AmdgcnEmu);
+    llvm_suite::emulated_lists_pass(Release::Llvm22, Target::AmdgcnEmu);
 }
 
 /// The same on the emulated sm_90 (`--target nvptx-emu`).
 #[test]
 fn llvm22_suite_passes_on_emulated_cuda() {
-    llvm_suite::emulated_lists_pass(Target::NvptxEmu);
+    llvm_suite::emulated_lists_pass(Release::Llvm22, Target::NvptxEmu);
+}
+
+/// LLVM 19's suite on the emulated gfx90a, built by clang-19 with x86-64 twins (LLVM 19's
+/// device runtime from its `libomptarget.devicertl.a`, as lit links it; no GPU libc): the tests
+/// LLVM 19's runtime passes on the same emulator and binaries, and those of beyond-llvm.txt,
+/// pass on ours.
+#[test]
+fn llvm19_suite_passes_on_emulated_amdgpu() {
+    llvm_suite::emulated_lists_pass(Release::Llvm19, Target::AmdgcnEmu);
+}
+
+/// The same on the emulated sm_90.
+#[test]
+fn llvm19_suite_passes_on_emulated_cuda() {
+    llvm_suite::emulated_lists_pass(Release::Llvm19, Target::NvptxEmu);
 }
 
 /// LLVM 22's `offloading/fortran` on the host devices (`--target host-fortran`): the tests LLVM

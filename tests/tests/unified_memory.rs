@@ -10,20 +10,20 @@
 use std::path::{Path, PathBuf};
 use tests::conformance::EmulatedGpu::{self, Amdgpu, Cuda};
 use tests::emulated;
-use tests::llvm_suite::{self, Target};
+use tests::llvm_suite::{self, Release, Target};
 
 /// LLVM 22's zero-copy, unified shared memory and `omp_target_is_accessible` tests on the
 /// emulated APU (tests/llvm-offload-suite/22/amdgcn-emu-apu/): every test LLVM 22's runtime
 /// passes there passes on ours.
 #[test]
 fn llvm22_unified_memory_tests_pass_on_the_emulated_apu() {
-    llvm_suite::emulated_lists_pass(Target::AmdgcnEmuApu);
+    llvm_suite::emulated_lists_pass(Release::Llvm22, Target::AmdgcnEmuApu);
 }
 
 /// The same on the emulated Grace Hopper node (tests/llvm-offload-suite/22/nvptx-emu-gh200/).
 #[test]
 fn llvm22_unified_memory_tests_pass_on_the_emulated_coherent_node() {
-    llvm_suite::emulated_lists_pass(Target::NvptxEmuGh200);
+    llvm_suite::emulated_lists_pass(Release::Llvm22, Target::NvptxEmuGh200);
 }
 
 /// Bytes of the mapped arrays the emulated copy engines moved, from a trace: the HSA
