@@ -318,11 +318,11 @@ impl Release {
 }
 
 /// lit's current offload target: the x86_64 host, or a GPU of `dist/emu`'s emulated drivers
-/// (LLVM 19's suite on the C targets gfx90a and sm_90 only). A program for an emulated GPU is built twice from the same command (see
-/// `emu_compiler_script`): for the GPU alone, so that no runtime numbers host devices before
-/// the GPU, and as its twin `<program>.twin`, with an x86-64 image too, whose kernels (named
-/// alike, being built from the same source) the emulated driver runs: it reads the twin file
-/// that `OMPTARGET_EMU_TWINS` names.
+/// (LLVM 19's suite on the C targets gfx90a and sm_90 only). A program for an emulated GPU is
+/// built twice from the same command (see `emu_compiler_script`): for the GPU alone, so that
+/// no runtime numbers host devices before the GPU, and as its twin `<program>.twin`, with an
+/// x86-64 image too, whose kernels (named alike, being built from the same source) the emulated
+/// driver runs: it reads the twin file that `OMPTARGET_EMU_TWINS` names.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Target {
     /// The x86_64 host-offload target, as before emulated GPUs.
@@ -1979,8 +1979,9 @@ fn signal_name(signal: i32) -> Option<&'static str> {
     })
 }
 
-/// An emulated GPU's lists hold on ours (see [`lists_pass`]). Its expected-pass.txt may be empty (LLVM's runtime may pass none of the tests
-/// there), but then beyond-llvm.txt must name some: a run of nothing proves nothing.
+/// An emulated GPU's lists of `release`'s suite hold on ours (see [`lists_pass`]). Its
+/// expected-pass.txt may be empty (LLVM's runtime may pass none of the tests there), but then
+/// beyond-llvm.txt must name some: a run of nothing proves nothing.
 pub fn emulated_lists_pass(release: Release, target: Target) {
     let config =
         Config::with_target(release, Runtime::Ours, target).unwrap_or_else(|e| panic!("{e}"));

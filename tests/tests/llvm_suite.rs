@@ -2,9 +2,9 @@
 //! (tests/llvm-offload-suite/<release>/expected-pass.txt) must pass on ours too: LLVM 19's
 //! suite built by clang-19, and LLVM 22's built by clang-22. Likewise both suites on the
 //! emulated GPUs (tests/llvm-offload-suite/<release>/<target>/), built for gfx90a and sm_90 with
-//! their x86-64 twins. LLVM 22's Fortran tests run on the host devices, built by flang-22 with our host
-//! device runtime in their images (tests/llvm-offload-suite/22/host-fortran/), and on the
-//! emulated gfx90a with twins (tests/llvm-offload-suite/22/amdgcn-emu-fortran/). The tests
+//! their x86-64 twins. LLVM 22's Fortran tests run on the host devices, built by flang-22 with
+//! our host device runtime in their images (tests/llvm-offload-suite/22/host-fortran/), and on
+//! the emulated gfx90a with twins (tests/llvm-offload-suite/22/amdgcn-emu-fortran/). The tests
 //! themselves are fetched, not kept here: scripts/fetch-llvm-offload-tests.sh.
 
 use std::path::{Path, PathBuf};
