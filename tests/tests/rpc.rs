@@ -1009,8 +1009,8 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
 /// the client, which the plugin finds through it; the twin, with LLVM 19's client in its GPU
 /// form (the GPU image has the same client code, for a GPU), calls a host function, writes a
 /// line, prints, writes a file, allocates and frees, then makes host calls, allocations and
-/// frees from 8 threads at once. The program is clang-19's,
-/// and LLVM 19's runtime (its plugins serve this protocol) runs the same binary as the judge.
+/// frees from 8 threads at once. The program is clang-19's, and LLVM 19's runtime (its plugins
+/// serve this protocol) runs the same binary as the judge.
 #[test]
 fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
     const LINES: [&str; 4] = [
