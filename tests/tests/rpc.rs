@@ -927,16 +927,15 @@ const THREADS_OUTPUT: &str = "threads at once: host calls right in 8 of 8, devic
 const HOST_CALL_OUTPUT: &str = "host call: 360 (expected 360); puts wrote 22; device malloc: 63\n\
                                 device printf: 27; device file: 22 bytes";
 
-/// LLVM 22's runtime, its plugins on the emulated HSA runtime, runs `exe` with its `twin` as
-/// the judge: it succeeds and prints each of `expected`.
-fn assert_llvm_22_passes(exe: &std::path::Path, twin: &std::path::Path, expected: &[&str]) {
-    let llvm = tests::emulated::llvm_22_command(exe, twin, 60)
-        .output()
-        .expect("run under LLVM 22");
+/// LLVM's runtime, its plugins on an emulated driver, runs a program with its twin as the
+/// judge (`judge`: [`tests::emulated::llvm_22_command`] or
+/// [`tests::emulated::llvm_19_command`]): it succeeds and prints each of `expected`.
+fn assert_llvm_passes(mut judge: std::process::Command, expected: &[&str]) {
+    let llvm = judge.output().expect("run under LLVM's runtime");
     let stdout = String::from_utf8_lossy(&llvm.stdout);
     assert!(
         llvm.status.success() && expected.iter().all(|e| stdout.contains(e)),
-        "LLVM 22: {llvm:?}"
+        "LLVM's runtime: {judge:?}: {llvm:?}"
     );
 }
 
@@ -997,7 +996,8 @@ fn kernels_call_the_host_through_our_plugins_on_both_emulators() {
         assert_device_wrote_its_file(gpu, &exe);
         assert_waiting_thread_sleeps(gpu, &exe, &env);
         if gpu == EmulatedGpu::Amdgpu {
-            assert_llvm_22_passes(&exe, &twin, &[HOST_CALL_OUTPUT, THREADS_OUTPUT]);
+            let judge = tests::emulated::llvm_22_command(&exe, &twin, 60);
+            assert_llvm_passes(judge, &[HOST_CALL_OUTPUT, THREADS_OUTPUT]);
         }
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
@@ -1047,14 +1047,7 @@ fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
             assert!(stdout.contains(line), "{gpu:?}: {stdout}");
         }
         assert_device_wrote_its_file(gpu, &exe);
-        let llvm = tests::emulated::llvm_19_command(&exe, &twin, 60)
-            .output()
-            .expect("run under LLVM 19");
-        let stdout = String::from_utf8_lossy(&llvm.stdout);
-        assert!(
-            llvm.status.success() && LINES.iter().all(|line| stdout.contains(line)),
-            "{gpu:?}, LLVM 19: {llvm:?}"
-        );
+        assert_llvm_passes(tests::emulated::llvm_19_command(&exe, &twin, 60), &LINES);
         assert_device_wrote_its_file(gpu, &exe);
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
@@ -1095,7 +1088,10 @@ fn llvm_22s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
             "{gpu:?}: the plugin did not write the client:\n{trace}"
         );
         if gpu == EmulatedGpu::Amdgpu {
-            assert_llvm_22_passes(&exe, &twin, &["PASS\n"]);
+            assert_llvm_passes(
+                tests::emulated::llvm_22_command(&exe, &twin, 60),
+                &["PASS\n"],
+            );
         }
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
