@@ -281,7 +281,12 @@ pub fn compile_nvptx(source: &str, arch: &str) -> PathBuf {
 pub fn compile_cuda_twin(source: &str) -> PathBuf {
     let mut flags: Vec<String> = vec!["-O2".into()];
     flags.extend(clang19_twin_flags(conformance::EmulatedGpu::Cuda));
-    build_once(source, "sm_90-twin", &flags, &path_with_ptxas())
+    build_once(
+        source,
+        "sm_90-twin",
+        &flags,
+        &clang19_twin_path(conformance::EmulatedGpu::Cuda),
+    )
 }
 
 /// clang-19 flags (beside `-fopenmp` and an optimisation level) for a `gpu` image with an
@@ -304,13 +309,9 @@ pub fn clang19_twin_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
 /// (see [`AMDGPU_TWIN_FLAGS`]), for the emulated HSA runtime.
 pub fn compile_amdgpu_twin(source: &str) -> PathBuf {
     let mut flags: Vec<String> = vec!["-O2".into()];
-    flags.extend(clang19_twin_flags(conformance::EmulatedGpu::Amdgpu));
-    build_once(
-        source,
-        "gfx90a-twin",
-        &flags,
-        &std::env::var("PATH").unwrap_or_default(),
-    )
+    let gpu = conformance::EmulatedGpu::Amdgpu;
+    flags.extend(clang19_twin_flags(gpu));
+    build_once(source, "gfx90a-twin", &flags, &clang19_twin_path(gpu))
 }
 
 /// As [`compile_amdgpu_twin`], with clang-22 (see [`clang22_twin_flags`]).
@@ -437,6 +438,15 @@ fn twin_flags_linking(gpu: conformance::EmulatedGpu, libraries: &[PathBuf]) -> V
         flags.push(format!("--cuda-path={}", nvptx_cuda_path().display()));
     }
     flags
+}
+
+/// `$PATH` for a clang-19 twin build ([`clang19_twin_flags`]): ptxas first for sm_90; for
+/// gfx90a, as it is (LLVM 19's `ld.lld` is the one on it).
+pub fn clang19_twin_path(gpu: conformance::EmulatedGpu) -> String {
+    match gpu {
+        conformance::EmulatedGpu::Cuda => path_with_ptxas(),
+        conformance::EmulatedGpu::Amdgpu => std::env::var("PATH").unwrap_or_default(),
+    }
 }
 
 /// `$PATH` for a clang-22 twin build: ptxas first for sm_90; for gfx90a, LLVM 22's `ld.lld`

@@ -1655,10 +1655,9 @@ fn install_emu_compilers(
             _ => f,
         })
         .collect();
-    let path = match (release, gpu) {
-        (Release::Llvm19, EmulatedGpu::Cuda) => crate::path_with_ptxas(),
-        (Release::Llvm19, EmulatedGpu::Amdgpu) => std::env::var("PATH").unwrap_or_default(),
-        _ => crate::clang22_twin_path(gpu),
+    let path = match release {
+        Release::Llvm19 => crate::clang19_twin_path(gpu),
+        Release::Llvm22 => crate::clang22_twin_path(gpu),
     };
     // A Fortran target's twins link our host device runtime, for flang's GPU-style kernels
     // (a clang-built object's kernels run with it too).

@@ -875,10 +875,7 @@ fn build_with_twin(
         ),
         Compiler::Clang19 => (
             if cpp { "clang++-19" } else { "clang-19" },
-            match gpu {
-                EmulatedGpu::Cuda => tests::path_with_ptxas(),
-                EmulatedGpu::Amdgpu => std::env::var("PATH").unwrap_or_default(),
-            },
+            tests::clang19_twin_path(gpu),
             vec![],
         ),
     };
