@@ -2,12 +2,12 @@
 //! (AMDGPU note metadata), refused for an agent whose ISA they do not run on, and each
 //! kernel is bound to the kernel of the same name in the image's x86-64 twin (with the
 //! execution mode of the code object's kernel environment, for a GPU-style twin kernel's
-//! league: `twin::TwinKernel`). A variable the twin also defines lives in the twin's storage
-//! (kernels, which run in the twin, and copies then see one variable); any other lives in the
-//! agent's memory, initialised from the image.
+//! league: `twin::TwinKernel`). Variables are where `placement` puts them: in the code
+//! object's block of the agent's memory, relocated, or in the twin's storage.
 
 use crate::agents::{AgentIndex, System};
 use crate::memory::Memory;
+use crate::placement::Placement;
 use crate::status::{self, Result};
 use hsa_sys::*;
 use offload_image::amdgpu_code_object::{self as code_object, target_id::TargetId};
@@ -226,6 +226,7 @@ impl Code {
             .as_ref()
             .and_then(|t| crate::fault_owner::register(t, kernels.iter().copied()))
             .map(Arc::new);
+        let placement = Placement::place(system, memory, agent, &code, twin.as_deref())?;
         let mut placed = Vec::new();
         for kernel in code.kernels() {
             let environment =
@@ -264,31 +265,9 @@ impl Code {
             if !symbol.is_object || symbol.is_kernel_descriptor || !symbol.is_global {
                 continue;
             }
-            let address = match twin.as_ref().and_then(|t| t.symbol(&symbol.name)) {
-                Some(address) => {
-                    memory.add_variable(agent, address, symbol.size as usize);
-                    address
-                }
-                None => {
-                    let pool = system.pools_of(agent)[0];
-                    let address = memory.allocate(system, pool, (symbol.size as usize).max(1))?;
-                    if let Some(init) = code.symbol_bytes(&symbol.name) {
-                        // SAFETY: `address` is a fresh allocation of at least `init.len()`
-                        // bytes (the symbol's size).
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                init.as_ptr(),
-                                address as *mut u8,
-                                init.len(),
-                            )
-                        };
-                    }
-                    address
-                }
-            };
             placed.push(Symbol::Variable {
                 name: symbol.name.clone(),
-                address,
+                address: placement.address(symbol.address),
                 size: symbol.size,
             });
         }

@@ -16,6 +16,7 @@ mod fault_owner;
 mod faults;
 mod host;
 pub mod memory;
+mod placement;
 mod queues;
 mod runtime;
 pub mod signals;

@@ -39,11 +39,14 @@
 //! struct SymbolInfo { name, address, size: u64, is_kernel_descriptor, is_object,
 //!   is_function, is_global: bool, section: Option<String>, zero_initialized: bool,
 //!   file_offset: Option<u64> }
+//!   segments() -> Result<Vec<Segment>, String>           // PT_LOAD: what a loader places
+//!   dynamic_relocations() -> Result<Vec<DynamicRelocation>, String>  // what it then patches
 //! fn check_compatibility(image: &TargetId, device_isas: &[TargetId]) -> Result<(), String>
 //! fn identify(bytes) -> Result<TargetId, String>         // from the ELF header alone
 //! mod msgpack { enum Value; fn decode(bytes) -> Result<Value, String> }
 //! ```
 
+pub mod loading;
 pub mod metadata;
 pub mod msgpack;
 pub mod symbols;

@@ -1575,3 +1575,47 @@ fn real_code_objects_pass_the_layout_check() {
         );
     }
 }
+
+/// What a loader places and patches of a real OpenMP image: the segments hold every symbol, and
+/// each kernel's environment points at the kernel's dynamic environment through a relative
+/// relocation (its last field), which only the loader can resolve.
+#[test]
+fn real_code_objects_have_the_segments_and_relocations_a_loader_applies() {
+    use loading::R_AMDGPU_RELATIVE64;
+    let images = images();
+    for label in OPENMP_LABELS {
+        let code = images.code_object(label);
+        let segments = code.segments().unwrap();
+        let end = segments
+            .iter()
+            .map(|s| s.address + s.memory_size)
+            .max()
+            .unwrap_or(0);
+        for symbol in code.symbols().filter(|s| s.section.is_some()) {
+            assert!(
+                symbol.address + symbol.size <= end,
+                "{label}: {}",
+                symbol.name
+            );
+        }
+        let relocations = code.dynamic_relocations().unwrap();
+        for kernel in code.kernels() {
+            let environment = code
+                .symbol(&format!("{}_kernel_environment", kernel.name))
+                .unwrap_or_else(|| panic!("{label}: {} has no environment", kernel.name));
+            let dynamic = code
+                .symbol(&format!("{}_dynamic_environment", kernel.name))
+                .unwrap_or_else(|| panic!("{label}: {} has no dynamic environment", kernel.name));
+            let pointer = environment.address + environment.size - 8;
+            assert!(
+                relocations.iter().any(|r| r.offset == pointer
+                    && r.kind == R_AMDGPU_RELATIVE64
+                    && r.symbol.is_none()
+                    && r.addend as u64 == dynamic.address
+                    && r.width() == Some(8)),
+                "{label}: {}: {relocations:?}",
+                kernel.name
+            );
+        }
+    }
+}
