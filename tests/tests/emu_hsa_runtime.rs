@@ -942,6 +942,66 @@ fn code_objects_load_for_their_isa_only() {
     hsa_executable_destroy(executable);
 }
 
+/// The address HSA reports for `name` in `executable` on `agent`.
+fn variable_address(executable: hsa_executable_t, name: &str, agent: hsa_agent_t) -> u64 {
+    let mut symbol = hsa_executable_symbol_t::default();
+    let cname = std::ffi::CString::new(name).unwrap();
+    assert_eq!(
+        hsa_executable_get_symbol_by_name(executable, cname.as_ptr(), &agent, &mut symbol),
+        0,
+        "{name}"
+    );
+    let mut address = 0u64;
+    assert_eq!(
+        hsa_executable_symbol_get_info(
+            symbol,
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
+            &mut address as *mut _ as *mut c_void
+        ),
+        0
+    );
+    address
+}
+
+/// A code object is placed as ROCr's loader places it: its dynamic relocations are applied
+/// where it lands, so each kernel's environment points at the kernel's dynamic environment
+/// there. A relocation the loader does not apply refuses the code object.
+#[test]
+fn code_objects_are_relocated_where_they_are_placed() {
+    use object::{Object, ObjectSection};
+    use offload_image::amdgpu_code_object::CodeObject;
+    let (_, gpus) = system();
+    let image = code_objects("gfx90a").remove(0);
+    let code = CodeObject::parse(&image).unwrap();
+    let (status, executable) = load(&image, gpus[0]);
+    assert_eq!(status, HSA_STATUS_SUCCESS);
+    assert!(!code.kernels().is_empty());
+    for kernel in code.kernels() {
+        let name = format!("{}_kernel_environment", kernel.name);
+        let size = code.symbol(&name).unwrap().size;
+        let environment = variable_address(executable, &name, gpus[0]);
+        let dynamic = format!("{}_dynamic_environment", kernel.name);
+        let dynamic = variable_address(executable, &dynamic, gpus[0]);
+        // SAFETY: the emulated agent's memory is this process's; the environment's last field
+        // is its pointer to the dynamic environment.
+        let pointer = unsafe { ((environment + size - 8) as *const u64).read_unaligned() };
+        assert_eq!(pointer, dynamic, "{}", kernel.name);
+    }
+    assert_eq!(hsa_executable_destroy(executable), 0);
+
+    // The first dynamic relocation made R_AMDGPU_REL64, which no loader applies.
+    let file = object::File::parse(&*image).unwrap();
+    let relocations = file
+        .section_by_name(".rela.dyn")
+        .expect("dynamic relocations");
+    let (offset, _) = relocations.file_range().unwrap();
+    let mut damaged = image.clone();
+    damaged[offset as usize + 8] = 5;
+    let (status, executable) = load(&damaged, gpus[0]);
+    assert_eq!(status, HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
+    hsa_executable_destroy(executable);
+}
+
 /// The functions LLVM 19's AMDGPU plugin resolves from the runtime
 /// (`offload/plugins-nextgen/amdgpu/dynamic_hsa/hsa.cpp`, its `DLWRAP` list).
 const LLVM_19_FUNCTIONS: &[&str] = &[
