@@ -14,7 +14,8 @@
 # Open MPI (openmpi-bin's mpirun, libopenmpi3's libmpi.so.40) for the MPI plugin's tests, and
 # elfutils (eu-stack: the stacks of every thread of a program the tests saw hang), and python3
 # (scripts/module-cycles.py, which a test runs: no import cycles between a crate's modules),
-# and flang-22 and flang-19 (Fortran programs on the host devices: tests/tests/fortran.rs).
+# and flang-22 and flang-19 (Fortran programs on the host devices: tests/tests/fortran.rs), and
+# python3-yaml (LLVM 19's header generator, for scripts/build-llvm19-gpu-libc.sh).
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 need=""
@@ -22,6 +23,7 @@ for cmd in python3 clang-19 clang-22 flang-22 flang-new-19 llvm-offload-binary-2
 [ -e /usr/lib/llvm-19/lib/libomptarget.so.19.1 ] || need=1
 [ -e /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ockl.bc ] || need=1
 [ -e /usr/lib/llvm-19/bin/llvm-readelf ] || need=1
+/usr/bin/python3 -c 'import yaml' 2>/dev/null || need=1
 [ -e /usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1 ] || need=1
 [ -e /usr/lib/x86_64-linux-gnu/libmpi.so.40 ] && command -v mpirun >/dev/null || need=1
 if [ -n "$need" ]; then
@@ -29,7 +31,7 @@ if [ -n "$need" ]; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
         clang-19 libomp-19-dev clang-22 flang-22 flang-19 llvm-22 clang-tools-22 valgrind llvm-19-tools llvm-22-tools \
         lld-19 lld-22 rocm-device-libs libhsa-runtime64-1 clang-tools-19 llvm-19 openmpi-bin libopenmpi3 \
-        elfutils python3
+        elfutils python3 python3-yaml
 fi
 root=${LLVM22_OMP_ROOT:-/opt/llvm22-omp}
 if [ ! -e "$root/usr/lib/llvm-22/lib/clang/22/include/omp.h" ] ||

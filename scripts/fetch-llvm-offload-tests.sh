@@ -5,8 +5,9 @@
 # (openmp/device, with the headers it includes from libc/shared and offload/include), which
 # Debian does not package: scripts/build-llvm22-device-runtime.sh builds it; its RPC client
 # (libc/shared/rpc.h) drives tests/tests/rpc.rs, and the rest of libc/ holds the GPU libc sources
-# scripts/build-llvm22-gpu-libc.sh builds. For 19, LLVM 19's RPC client (libc's
-# src/__support/RPC/rpc.h and the headers it includes), the older protocol's judge there.
+# scripts/build-llvm22-gpu-libc.sh builds. For 19, LLVM 19's libc/: its RPC client
+# (src/__support/RPC/rpc.h), the older protocol's judge there, and the GPU libc sources
+# scripts/build-llvm19-gpu-libc.sh builds.
 #
 #   scripts/fetch-llvm-offload-tests.sh [19|22]     (default 19)
 #     19: llvm-toolchain-19 1:19.1.7, for clang-19 against LLVM 19's runtime and ours
@@ -36,8 +37,7 @@ url=${LLVM_OFFLOAD_SUITE_URL:-$pool/$tarball}
 tests=$dir/$name/offload/test
 parts=('*/offload/test/*')
 [ "${1:-19}" = 22 ] && parts+=('*/openmp/device/*' '*/libc/*' '*/offload/include/*')
-[ "${1:-19}" = 19 ] && parts+=('*/libc/src/string/memory_utils/*' '*/libc/include/llvm-libc-types/*'
-                               '*/libc/include/llvm-libc-macros/*' '*/libc/src/__support/*' '*/libc/hdr/*')
+[ "${1:-19}" = 19 ] && parts+=('*/libc/*')
 # Every part extracted: the list of parts written after the extraction is this one.
 marker=$dir/$name/.parts
 

@@ -222,6 +222,14 @@ if [ -d "$llvm19_src/libc/src/__support/RPC" ]; then
     PATH=$cuda_min/bin:$PATH clang++-19 "${recipe[@]}" -Wno-openmp-target -I "$llvm19_src/libc" \
         -DLIBC_NAMESPACE=__llvm_libc_19_1_7 -o "$dir/bench/rpc_libc_19" "$root/tests/programs/rpc_libc_19.cpp" ||
         echo "gpu-run.sh: WARNING: rpc_libc_19 did not build; run.sh's rpc step will say so" >&2
+    # printf, files and malloc through LLVM 19's GPU libc (tests/programs/rpc_gpu_libc.c), built
+    # here from LLVM 19's sources by scripts/build-llvm19-gpu-libc.sh, on the link line as
+    # clang-19's users put libcgpu-nvptx.a.
+    echo "building rpc_gpu_libc_19 for sm_90 (clang-19, LLVM 19's GPU libc)"
+    libc19=$("$root/scripts/build-llvm19-gpu-libc.sh")/libcgpu-nvptx.a &&
+    PATH=$cuda_min/bin:$PATH clang-19 "${recipe[@]}" -o "$dir/bench/rpc_gpu_libc_19" \
+        "$root/tests/programs/rpc_gpu_libc.c" "$libc19" ||
+        echo "gpu-run.sh: WARNING: rpc_gpu_libc_19 did not build; run.sh's rpc step will say so" >&2
 fi
 
 # The host benchmark suite's runner and its programs, built here (the GPU machine has no clang).
@@ -714,7 +722,7 @@ rules() {
 # call's answer, then 1000 timed round trips and the waiting and idle threads' CPU time, ours
 # then LLVM 22's when the bundle has it; then a kernel using LLVM 22's GPU libc
 # (tests/programs/rpc_gpu_libc.c); then one speaking LLVM 19's protocol
-# (tests/programs/rpc_libc_19.cpp).
+# (tests/programs/rpc_libc_19.cpp), and the first with LLVM 19's GPU libc.
 rpc() {
     local exe=$here/bench/rpc_host_call status=0
     [ -x "$exe" ] || { echo "rpc: the bundle has no rpc_host_call (built with clang-22)"; return 1; }
@@ -761,6 +769,20 @@ rpc() {
         fi
     else
         echo "rpc: the bundle has no rpc_libc_19 (built with clang-19 from LLVM 19's libc sources)"
+        status=1
+    fi
+    # LLVM 19's GPU libc in the kernel, as with LLVM 22's above.
+    exe=$here/bench/rpc_gpu_libc_19
+    if [ -x "$exe" ]; then
+        echo "== rpc: LLVM 19's GPU libc, ours"
+        timeout "${TIMEOUT:-30}" "$exe" "${TMPDIR:-/tmp}/rpc_gpu_libc_19.txt" || status=1
+        if [ -n "$llvm19_lib" ]; then
+            echo "== rpc: LLVM 19's GPU libc, LLVM 19"
+            under_llvm llvm19 timeout "${TIMEOUT:-30}" "$exe" "${TMPDIR:-/tmp}/rpc_gpu_libc_19.txt" ||
+                echo "(LLVM 19 failed)"
+        fi
+    else
+        echo "rpc: the bundle has no rpc_gpu_libc_19 (built with clang-19 and LLVM 19's GPU libc)"
         status=1
     fi
     return $status

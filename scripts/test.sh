@@ -3,8 +3,8 @@
 # conformance suite that compile real OpenMP programs with clang-19 and clang-22 and run them
 # against dist/ (and LLVM 19's runtime), valgrind runs, and LLVM's own offload test suites of
 # 19 (built by clang-19) and 22 (built by clang-22), fetched once from Debian's source tarballs
-# into target/ (with the sources of LLVM 22's GPU device runtime and GPU libc, built there for
-# clang-22's GPU programs), a short run of every fuzz target, then the Debian packages (installed, checked
+# into target/ (with the sources of LLVM 22's GPU device runtime and GPU libc, and of LLVM 19's
+# GPU libc, built there for clang-22's and clang-19's GPU programs), a short run of every fuzz target, then the Debian packages (installed, checked
 # and purged: scripts/test-packages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,7 @@ scripts/fetch-llvm-offload-tests.sh 19 >/dev/null
 scripts/fetch-llvm-offload-tests.sh 22 >/dev/null
 scripts/build-llvm22-device-runtime.sh >/dev/null
 scripts/build-llvm22-gpu-libc.sh >/dev/null
+scripts/build-llvm19-gpu-libc.sh >/dev/null
 cargo test --release --workspace --no-fail-fast
 # The workspace's lints (Cargo.toml): every unsafe block has its SAFETY line, also in an unsafe fn.
 cargo clippy --workspace --all-targets --quiet

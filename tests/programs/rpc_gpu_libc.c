@@ -1,4 +1,5 @@
-// A kernel that uses LLVM 22's GPU libc (scripts/build-llvm22-gpu-libc.sh) the way a user's
+// A kernel that uses LLVM's GPU libc (LLVM 22's from scripts/build-llvm22-gpu-libc.sh with
+// clang-22, LLVM 19's from scripts/build-llvm19-gpu-libc.sh with clang-19) the way a user's
 // does: printf, fprintf to stderr, puts, a file written and read back, malloc and free. On a
 // GPU each call is a request to the plugin's RPC server; on the emulated drivers the x86-64
 // twin runs instead, with the host's libc. The host checks what the kernel saw and wrote.

@@ -411,6 +411,24 @@ pub fn clang22_gpu_libc_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
     twin_flags_linking(gpu, &[dir.join(format!("libomptarget-{runtime}.bc")), libc])
 }
 
+/// LLVM 19's GPU libc for `gpu` (`libcgpu-nvptx.a` or `libcgpu-amdgpu.a`, in LLVM 19's form: host
+/// objects that embed the GPU bitcode), from scripts/build-llvm19-gpu-libc.sh. It goes on the
+/// host's link line with the program, as LLVM 19's lit.cfg and clang-19's driver put it.
+pub fn llvm19_gpu_libc(gpu: conformance::EmulatedGpu) -> PathBuf {
+    let name = match gpu {
+        conformance::EmulatedGpu::Cuda => "libcgpu-nvptx.a",
+        conformance::EmulatedGpu::Amdgpu => "libcgpu-amdgpu.a",
+    };
+    let libc = workspace_root().join("target/llvm19-gpu-libc").join(name);
+    assert!(
+        libc.exists(),
+        "LLVM 19's GPU libc is not built ({}): run scripts/build-llvm19-gpu-libc.sh \
+         (scripts/test.sh does)",
+        libc.display()
+    );
+    libc
+}
+
 /// The GPU image's target triple and the name of LLVM 22's device runtime for it.
 fn gpu_triple_and_runtime(gpu: conformance::EmulatedGpu) -> (&'static str, &'static str) {
     match gpu {

@@ -250,8 +250,9 @@ impl Release {
     }
 
     /// lit.cfg's add_libraries(): LLVM 19 adds the device runtime archive when its tree has
-    /// one; LLVM 22 adds nothing for a host target, and the device runtime for a GPU target
-    /// (which the emulated targets' compiler links from its own build instead).
+    /// one, after its GPU libc for a GPU target that links one; LLVM 22 adds nothing for a host
+    /// target, and the device runtime for a GPU target (which the emulated targets' compiler
+    /// links from its own build instead, with its `-lc`).
     /// For [`Target::HostFortran`], our host device runtime stands where a GPU target's device
     /// runtime would: `-L<dist>/lib -Xoffload-linker -lomptarget-host-device`, the user's link
     /// line (its `-L` comes after `%flags`' own, so `libomptarget.so` is still LLVM's).
@@ -264,6 +265,11 @@ impl Release {
             ),
             Release::Llvm22 if target.gpu().is_some() => {
                 format!("{source} -Xoffload-linker -lompdevice")
+            }
+            Release::Llvm19 if target.links_gpu_libc() => {
+                let gpu = target.gpu().expect("a GPU target");
+                let libc = crate::llvm19_gpu_libc(gpu);
+                format!("{source} {} {}", libc.display(), devicertl.display())
             }
             Release::Llvm19 if devicertl.exists() => format!("{source} {}", devicertl.display()),
             _ => source.to_string(),
@@ -482,18 +488,18 @@ impl Target {
         };
         let common = release.features().iter().copied();
         let common = common.filter(|f| *f == "ompt" || f.starts_with("clang"));
-        let libc = self.links_gpu_libc(release).then_some("libc");
+        let libc = self.links_gpu_libc().then_some("libc");
         own.iter().copied().chain(common).chain(libc).collect()
     }
 
-    /// Whether this target's GPU images link LLVM 22's GPU libc, as lit's add_libraries() links
-    /// `-lc` where the build has one (lit.cfg's `libc` feature): the emulated GPUs' C targets
-    /// of LLVM 22's suite, with the libc of scripts/build-llvm22-gpu-libc.sh. Their twins,
-    /// which the emulated drivers run, call the host's libc; the GPU images carry LLVM's RPC
-    /// client, which each runtime's plugin finds and writes. (No LLVM 19 GPU libc is built:
-    /// LLVM 19's suite runs as a build without one.)
-    pub fn links_gpu_libc(self, release: Release) -> bool {
-        release == Release::Llvm22 && self.gpu().is_some() && !self.fortran()
+    /// Whether this target's GPU images link the release's GPU libc, as lit's add_libraries()
+    /// links it where the build has one (lit.cfg's `libc` feature): the emulated GPUs' C
+    /// targets, with the libc of scripts/build-llvm22-gpu-libc.sh (LLVM 22's `-lc`) or
+    /// scripts/build-llvm19-gpu-libc.sh (LLVM 19's `libcgpu-<arch>.a`). Their twins, which the
+    /// emulated drivers run, call the host's libc; the GPU images carry LLVM's RPC client,
+    /// which each runtime's plugin finds and writes.
+    pub fn links_gpu_libc(self) -> bool {
+        self.gpu().is_some() && !self.fortran()
     }
 
     /// The folders of offload/test whose tests run on this target.
@@ -1642,7 +1648,7 @@ fn install_emu_compilers(
 ) -> Result<Tools, String> {
     let triple = target.triple(release);
     // The twin flags of the emulators' own tests; the command names the offload targets.
-    let flags = match (release, target.links_gpu_libc(release)) {
+    let flags = match (release, target.links_gpu_libc()) {
         (Release::Llvm19, _) => crate::clang19_twin_flags(gpu),
         (_, true) => crate::clang22_gpu_libc_flags(gpu),
         (_, false) => crate::clang22_twin_flags(gpu),
@@ -1696,7 +1702,8 @@ fn install_emu_compilers(
 /// with an x86-64 image too (`-fopenmp-targets=<triple>,x86_64-pc-linux-gnu`), from the same
 /// arguments plus `flags` (the GPU's architecture and LLVM 22's device runtime, which stands
 /// for lit's `-Xoffload-linker -lompdevice`: Debian has no libompdevice; on the C targets also
-/// LLVM 22's GPU libc, for lit's `-lc`, see [`Target::links_gpu_libc`]). An input that has a
+/// LLVM 22's GPU libc, for lit's `-lc`, see [`Target::links_gpu_libc`]; LLVM 19's device
+/// runtime and GPU libc come in the command, as its add_libraries() puts them). An input that has a
 /// twin (an object an earlier command built) is replaced by it in the twin's build, which adds
 /// `twin_flags` (a Fortran target's host device runtime). Each output
 /// is written aside and renamed, so that a failed build or a parallel test never leaves half a
@@ -2185,12 +2192,10 @@ mod tests {
             ),
             Ok(true)
         );
-        // LLVM 19's lit.cfg has no large_allocation_memory_pool, and no GPU libc is built.
+        // LLVM 19's lit.cfg has no large_allocation_memory_pool; its GPU libc is linked.
+        assert_eq!(on(Target::AmdgcnEmu, "libc && !host"), Ok(true));
         assert_eq!(
-            on(
-                Target::AmdgcnEmu,
-                "large_allocation_memory_pool || libc || host"
-            ),
+            on(Target::AmdgcnEmu, "large_allocation_memory_pool || host"),
             Ok(false)
         );
         assert_eq!(
@@ -2200,11 +2205,19 @@ mod tests {
             ),
             Ok(true)
         );
-        // lit's add_libraries(): the device runtime archive, where LLVM 22 names -lompdevice.
+        // lit's add_libraries(): the GPU libc and the device runtime archive, where LLVM 22
+        // names -lompdevice.
         let devicertl = Path::new(LLVM19_LIB_DIR).join("libomptarget.devicertl.a");
-        if devicertl.exists() {
+        let libc = crate::workspace_root().join("target/llvm19-gpu-libc/libcgpu-nvptx.a");
+        if devicertl.exists() && libc.exists() {
             assert_eq!(
                 r.libraries(Target::NvptxEmu, "%s"),
+                format!("%s {} {}", libc.display(), devicertl.display())
+            );
+        }
+        if devicertl.exists() {
+            assert_eq!(
+                r.libraries(Target::Host, "%s"),
                 format!("%s {}", devicertl.display())
             );
         }

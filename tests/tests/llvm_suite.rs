@@ -37,9 +37,9 @@ fn llvm22_suite_passes_on_emulated_cuda() {
 }
 
 /// LLVM 19's suite on the emulated gfx90a, built by clang-19 with x86-64 twins (LLVM 19's
-/// device runtime from its `libomptarget.devicertl.a`, as lit links it; no GPU libc): the tests
-/// LLVM 19's runtime passes on the same emulator and binaries, and those of beyond-llvm.txt,
-/// pass on ours.
+/// GPU libc and device runtime, `libcgpu-amdgpu.a` and `libomptarget.devicertl.a`, as lit links
+/// them; `libc` holds): the tests LLVM 19's runtime passes on the same emulator and binaries,
+/// and those of beyond-llvm.txt, pass on ours.
 #[test]
 fn llvm19_suite_passes_on_emulated_amdgpu() {
     llvm_suite::emulated_lists_pass(Release::Llvm19, Target::AmdgcnEmu);

@@ -1051,6 +1051,13 @@ fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
     }
 }
 
+/// What tests/programs/rpc_gpu_libc.c prints when its kernel's libc calls all did their part.
+const GPU_LIBC_LINES: [&str; 3] = [
+    "device printf: 42 from the GPU 0xff z\n",
+    "device puts\n",
+    "file \"written by the device\", sum 4950\nPASS\n",
+];
+
 /// LLVM 22's GPU libc, built from LLVM 22's sources by scripts/build-llvm22-gpu-libc.sh and
 /// linked as the README says, in a kernel that prints, writes and reads a file, allocates and
 /// frees (tests/programs/rpc_gpu_libc.c). A GPU image's code cannot run here, so it is read:
@@ -1072,11 +1079,7 @@ fn llvm_22s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
         let (code, stdout, stderr, trace) =
             tests::emulated::run_traced(gpu, &exe, "gpu-libc", &[("OMPTARGET_EMU_TWINS", &twins)]);
         assert_eq!(code, Some(0), "{gpu:?}: {stdout}\n{stderr}");
-        for line in [
-            "device printf: 42 from the GPU 0xff z\n",
-            "device puts\n",
-            "file \"written by the device\", sum 4950\nPASS\n",
-        ] {
+        for line in GPU_LIBC_LINES {
             assert!(stdout.contains(line), "{gpu:?}: {stdout}");
         }
         assert!(stderr.contains("device stderr: -7\n"), "{gpu:?}: {stderr}");
@@ -1090,6 +1093,61 @@ fn llvm_22s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
                 &["PASS\n"],
             );
         }
+        let _ = std::fs::remove_file(&exe);
+        let _ = std::fs::remove_file(&twin);
+    }
+}
+
+/// LLVM 19's GPU libc, built from LLVM 19's sources by scripts/build-llvm19-gpu-libc.sh and
+/// linked as a clang-19 user links it (the archive on the link line), in the same kernel as
+/// [`llvm_22s_gpu_libc_builds_into_images_that_are_clients_of_our_server`]. Each GPU image
+/// defines LLVM 19's client and the pointer to it, on both emulators our plugin finds that
+/// pointer and writes the client where it points, and the twin gives the results a GPU gives;
+/// LLVM 19's runtime, whose plugins serve this protocol, runs the same binaries as the judge.
+#[test]
+fn llvm_19s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
+    for gpu in [EmulatedGpu::Amdgpu, EmulatedGpu::Cuda] {
+        let libc = tests::llvm19_gpu_libc(gpu).display().to_string();
+        let flags = tests::clang19_twin_flags(gpu);
+        let exe = build_with_twin(gpu, "rpc_gpu_libc.c", Compiler::Clang19, &flags, &[libc]);
+        let twin = exe.with_extension("twin");
+        let triple = match gpu {
+            EmulatedGpu::Amdgpu => "amdgcn",
+            EmulatedGpu::Cuda => "nvptx64",
+        };
+        let image = tests::emulated::device_image(&exe, triple);
+        let image = object::File::parse(&*image).unwrap();
+        let defined = |name: &str| {
+            use object::{Object, ObjectSymbol};
+            let symbol = image.symbols().find(|s| s.name() == Ok(name));
+            symbol
+                .filter(|s| s.is_definition())
+                .unwrap_or_else(|| panic!("{gpu:?}: the GPU image does not define {name}"))
+                .size()
+        };
+        defined("__llvm_libc_rpc_client");
+        let client_size = defined("_ZN19__llvm_libc_19_1_7_3rpc6clientE");
+        let twins = twin.display().to_string();
+        let (code, stdout, stderr, trace) = tests::emulated::run_traced(
+            gpu,
+            &exe,
+            "gpu-libc-19",
+            &[("OMPTARGET_EMU_TWINS", &twins)],
+        );
+        assert_eq!(code, Some(0), "{gpu:?}: {stdout}\n{stderr}");
+        assert!(
+            client_written_where_it_points(&trace, client_size),
+            "{gpu:?}: the plugin did not write the client where __llvm_libc_rpc_client \
+             points:\n{trace}"
+        );
+        for line in GPU_LIBC_LINES {
+            assert!(stdout.contains(line), "{gpu:?}: {stdout}");
+        }
+        assert!(stderr.contains("device stderr: -7\n"), "{gpu:?}: {stderr}");
+        assert_llvm_passes(
+            tests::emulated::llvm_19_command(&exe, &twin, 60),
+            &["PASS\n"],
+        );
         let _ = std::fs::remove_file(&exe);
         let _ = std::fs::remove_file(&twin);
     }
@@ -1169,6 +1227,29 @@ fn client_written(trace: &str) -> bool {
                 && l.contains(&destination)
         })
     })
+}
+
+/// Whether a driver trace shows the plugin looking LLVM 19's `__llvm_libc_rpc_client` up and
+/// then copying a client (`size` bytes) to where that pointer points: a copy of that size whose
+/// destination is not the pointer itself (whose 8 bytes it reads first).
+fn client_written_where_it_points(trace: &str, size: u64) -> bool {
+    let mut after = trace
+        .lines()
+        .skip_while(|l| !l.contains("name=__llvm_libc_rpc_client"));
+    let pointer = after.find_map(|l| {
+        l.split_whitespace().find_map(|w| {
+            w.strip_prefix("address=")
+                .or_else(|| w.strip_prefix("dptr="))
+        })
+    });
+    let Some(pointer) = pointer else {
+        return false;
+    };
+    let copy = after.find(|l| {
+        (l.starts_with("cuMemcpyHtoD") || l.starts_with("hsa_amd_memory_async_copy"))
+            && l.contains(&format!(" size={size} "))
+    });
+    copy.is_some_and(|l| l.contains(" dst=") && !l.contains(&format!("dst={pointer} ")))
 }
 
 /// The CPU time of this process's thread named `name` (user and system, in clock ticks).
