@@ -1703,11 +1703,11 @@ fn install_emu_compilers(
 /// arguments plus `flags` (the GPU's architecture and LLVM 22's device runtime, which stands
 /// for lit's `-Xoffload-linker -lompdevice`: Debian has no libompdevice; on the C targets also
 /// LLVM 22's GPU libc, for lit's `-lc`, see [`Target::links_gpu_libc`]; LLVM 19's device
-/// runtime and GPU libc come in the command, as its add_libraries() puts them). An input that has a
-/// twin (an object an earlier command built) is replaced by it in the twin's build, which adds
-/// `twin_flags` (a Fortran target's host device runtime). Each output
-/// is written aside and renamed, so that a failed build or a parallel test never leaves half a
-/// file; other commands (nothing offloaded, no output named) run once, as they are.
+/// runtime and GPU libc come in the command, as its add_libraries() puts them). An input that
+/// has a twin (an object an earlier command built) is replaced by it in the twin's build, which
+/// adds `twin_flags` (a Fortran target's host device runtime). Each output is written aside and
+/// renamed, so that a failed build or a parallel test never leaves half a file; other commands
+/// (nothing offloaded, no output named) run once, as they are.
 fn emu_compiler_script(
     compiler: &str,
     triple: &str,
