@@ -375,16 +375,24 @@ fn compile_twin_clang22_for(source: &str, gpu: conformance::EmulatedGpu, arch: &
 /// LLVM 22's GPU device runtime for `target` (`nvptx` or `amdgpu`): Debian does not package
 /// it, so scripts/build-llvm22-device-runtime.sh builds it from LLVM 22's sources.
 pub fn llvm22_device_runtime(target: &str) -> PathBuf {
-    let file = workspace_root()
-        .join("target/llvm22-device-runtime")
-        .join(format!("libomptarget-{target}.bc"));
+    let file = format!("target/llvm22-device-runtime/libomptarget-{target}.bc");
+    built_by_script(
+        &file,
+        "LLVM 22's device runtime",
+        "build-llvm22-device-runtime.sh",
+    )
+}
+
+/// `file` (relative to the workspace), which scripts/`script` builds and scripts/test.sh runs;
+/// says so when it is missing.
+fn built_by_script(file: &str, what: &str, script: &str) -> PathBuf {
+    let path = workspace_root().join(file);
     assert!(
-        file.exists(),
-        "LLVM 22's device runtime is not built ({}): run scripts/build-llvm22-device-runtime.sh \
-         (scripts/test.sh does)",
-        file.display()
+        path.exists(),
+        "{what} is not built ({}): run scripts/{script} (scripts/test.sh does)",
+        path.display()
     );
-    file
+    path
 }
 
 /// clang-22 flags (beside its usual ones) for a `gpu` image with an x86-64 twin, whose kernels
@@ -400,15 +408,10 @@ pub fn clang22_twin_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
 /// says: the device runtime built to use it and the libc, from scripts/build-llvm22-gpu-libc.sh.
 pub fn clang22_gpu_libc_flags(gpu: conformance::EmulatedGpu) -> Vec<String> {
     let (triple, runtime) = gpu_triple_and_runtime(gpu);
-    let dir = workspace_root().join("target/llvm22-gpu-libc").join(triple);
-    let libc = dir.join("libc.a");
-    assert!(
-        libc.exists(),
-        "LLVM 22's GPU libc is not built ({}): run scripts/build-llvm22-gpu-libc.sh \
-         (scripts/test.sh does)",
-        libc.display()
-    );
-    twin_flags_linking(gpu, &[dir.join(format!("libomptarget-{runtime}.bc")), libc])
+    let file = format!("target/llvm22-gpu-libc/{triple}/libc.a");
+    let libc = built_by_script(&file, "LLVM 22's GPU libc", "build-llvm22-gpu-libc.sh");
+    let runtime = libc.with_file_name(format!("libomptarget-{runtime}.bc"));
+    twin_flags_linking(gpu, &[runtime, libc])
 }
 
 /// LLVM 19's GPU libc for `gpu` (`libcgpu-nvptx.a` or `libcgpu-amdgpu.a`, in LLVM 19's form: host
@@ -419,14 +422,8 @@ pub fn llvm19_gpu_libc(gpu: conformance::EmulatedGpu) -> PathBuf {
         conformance::EmulatedGpu::Cuda => "libcgpu-nvptx.a",
         conformance::EmulatedGpu::Amdgpu => "libcgpu-amdgpu.a",
     };
-    let libc = workspace_root().join("target/llvm19-gpu-libc").join(name);
-    assert!(
-        libc.exists(),
-        "LLVM 19's GPU libc is not built ({}): run scripts/build-llvm19-gpu-libc.sh \
-         (scripts/test.sh does)",
-        libc.display()
-    );
-    libc
+    let file = format!("target/llvm19-gpu-libc/{name}");
+    built_by_script(&file, "LLVM 19's GPU libc", "build-llvm19-gpu-libc.sh")
 }
 
 /// The GPU image's target triple and the name of LLVM 22's device runtime for it.

@@ -903,25 +903,7 @@ fn code_objects_load_for_their_isa_only() {
             "loaded for GPU 0 only"
         );
     }
-    let mut environment = hsa_executable_symbol_t::default();
-    assert_eq!(
-        hsa_executable_get_symbol_by_name(
-            executable,
-            c"__omp_rtl_device_environment".as_ptr(),
-            &gpus[0],
-            &mut environment
-        ),
-        0
-    );
-    let mut address = 0u64;
-    assert_eq!(
-        hsa_executable_symbol_get_info(
-            environment,
-            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
-            &mut address as *mut _ as *mut c_void
-        ),
-        0
-    );
+    let (environment, address) = variable(executable, "__omp_rtl_device_environment", gpus[0]);
     assert_ne!(address, 0);
     assert!(info_u32(environment, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE) > 0);
     assert_eq!(hsa_executable_destroy(executable), 0);
@@ -942,8 +924,12 @@ fn code_objects_load_for_their_isa_only() {
     hsa_executable_destroy(executable);
 }
 
-/// The address HSA reports for `name` in `executable` on `agent`.
-fn variable_address(executable: hsa_executable_t, name: &str, agent: hsa_agent_t) -> u64 {
+/// The variable `name` of `executable` on `agent`, and the address HSA reports for it.
+fn variable(
+    executable: hsa_executable_t,
+    name: &str,
+    agent: hsa_agent_t,
+) -> (hsa_executable_symbol_t, u64) {
     let mut symbol = hsa_executable_symbol_t::default();
     let cname = std::ffi::CString::new(name).unwrap();
     assert_eq!(
@@ -960,7 +946,7 @@ fn variable_address(executable: hsa_executable_t, name: &str, agent: hsa_agent_t
         ),
         0
     );
-    address
+    (symbol, address)
 }
 
 /// A code object is placed as ROCr's loader places it: its dynamic relocations are applied
@@ -979,9 +965,9 @@ fn code_objects_are_relocated_where_they_are_placed() {
     for kernel in code.kernels() {
         let name = format!("{}_kernel_environment", kernel.name);
         let size = code.symbol(&name).unwrap().size;
-        let environment = variable_address(executable, &name, gpus[0]);
+        let (_, environment) = variable(executable, &name, gpus[0]);
         let dynamic = format!("{}_dynamic_environment", kernel.name);
-        let dynamic = variable_address(executable, &dynamic, gpus[0]);
+        let (_, dynamic) = variable(executable, &dynamic, gpus[0]);
         // SAFETY: the emulated agent's memory is this process's; the environment's last field
         // is its pointer to the dynamic environment.
         let pointer = unsafe { ((environment + size - 8) as *const u64).read_unaligned() };

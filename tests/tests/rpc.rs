@@ -1022,21 +1022,7 @@ fn llvm_19s_protocol_reaches_the_host_through_our_plugins_on_both_emulators() {
         let twin = exe.with_extension("twin");
         // The GPU image keeps the pointer the plugins read and the client it points at, which
         // the image's own client code uses (on a GPU, the requests are real).
-        let triple = match gpu {
-            EmulatedGpu::Amdgpu => "amdgcn",
-            EmulatedGpu::Cuda => "nvptx64",
-        };
-        let image = tests::emulated::device_image(&exe, triple);
-        let image = object::File::parse(&*image).unwrap();
-        for name in ["__llvm_libc_rpc_client", "rpc_client_object"] {
-            use object::{Object, ObjectSymbol};
-            assert!(
-                image
-                    .symbols()
-                    .any(|s| s.name() == Ok(name) && s.is_definition()),
-                "{gpu:?}: the GPU image does not define {name}"
-            );
-        }
+        gpu_image_defines(&exe, gpu, &["__llvm_libc_rpc_client", "rpc_client_object"]);
         let env = [("OMPTARGET_EMU_TWINS", twin.display().to_string())];
         let (code, stdout, stderr) = tests::emulated::run(gpu, &exe, &[], &env);
         assert_eq!(code, Some(0), "{gpu:?}: {stdout}\n{stderr}");
@@ -1057,6 +1043,25 @@ const GPU_LIBC_LINES: [&str; 3] = [
     "device puts\n",
     "file \"written by the device\", sum 4950\nPASS\n",
 ];
+
+/// The sizes of `names` in the program's GPU image, each of which the image must define.
+fn gpu_image_defines(exe: &std::path::Path, gpu: EmulatedGpu, names: &[&str]) -> Vec<u64> {
+    use object::{Object, ObjectSymbol};
+    let triple = match gpu {
+        EmulatedGpu::Amdgpu => "amdgcn",
+        EmulatedGpu::Cuda => "nvptx64",
+    };
+    let image = tests::emulated::device_image(exe, triple);
+    let image = object::File::parse(&*image).unwrap();
+    let size = |name: &&str| {
+        let symbol = image.symbols().find(|s| s.name() == Ok(*name));
+        symbol
+            .filter(|s| s.is_definition())
+            .unwrap_or_else(|| panic!("{gpu:?}: the GPU image does not define {name}"))
+            .size()
+    };
+    names.iter().map(size).collect()
+}
 
 /// LLVM 22's GPU libc, built from LLVM 22's sources by scripts/build-llvm22-gpu-libc.sh and
 /// linked as the README says, in a kernel that prints, writes and reads a file, allocates and
@@ -1111,22 +1116,15 @@ fn llvm_19s_gpu_libc_builds_into_images_that_are_clients_of_our_server() {
         let flags = tests::clang19_twin_flags(gpu);
         let exe = build_with_twin(gpu, "rpc_gpu_libc.c", Compiler::Clang19, &flags, &[libc]);
         let twin = exe.with_extension("twin");
-        let triple = match gpu {
-            EmulatedGpu::Amdgpu => "amdgcn",
-            EmulatedGpu::Cuda => "nvptx64",
-        };
-        let image = tests::emulated::device_image(&exe, triple);
-        let image = object::File::parse(&*image).unwrap();
-        let defined = |name: &str| {
-            use object::{Object, ObjectSymbol};
-            let symbol = image.symbols().find(|s| s.name() == Ok(name));
-            symbol
-                .filter(|s| s.is_definition())
-                .unwrap_or_else(|| panic!("{gpu:?}: the GPU image does not define {name}"))
-                .size()
-        };
-        defined("__llvm_libc_rpc_client");
-        let client_size = defined("_ZN19__llvm_libc_19_1_7_3rpc6clientE");
+        let sizes = gpu_image_defines(
+            &exe,
+            gpu,
+            &[
+                "__llvm_libc_rpc_client",
+                "_ZN19__llvm_libc_19_1_7_3rpc6clientE",
+            ],
+        );
+        let client_size = sizes[1];
         let twins = twin.display().to_string();
         let (code, stdout, stderr, trace) = tests::emulated::run_traced(
             gpu,
