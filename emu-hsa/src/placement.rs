@@ -81,8 +81,14 @@ impl Placement {
             }
         }
         let placement = Placement { base, in_twin };
-        for relocation in code.dynamic_relocations().map_err(refuse)? {
-            placement.apply(&relocation, size)?;
+        let relocated = code
+            .dynamic_relocations()
+            .map_err(refuse)
+            .and_then(|all| all.iter().try_for_each(|r| placement.apply(r, size)));
+        if let Err(refused) = relocated {
+            // A refused code object leaves nothing behind.
+            let _ = memory.free(base);
+            return Err(refused);
         }
         Ok(placement)
     }
