@@ -879,7 +879,12 @@ fn build_with_twin(
             vec![],
         ),
     };
-    let out = tests::build_dir().join(format!("{stem}-{}-{}", gpu.arch(), std::process::id()));
+    // Named by compiler too: tests running at once build the same program with each.
+    let out = tests::build_dir().join(format!(
+        "{stem}-{}-{compiler}-{}",
+        gpu.arch(),
+        std::process::id()
+    ));
     let gpu_only: Vec<String> = twin_flags
         .iter()
         .map(|f| f.replace(",x86_64-pc-linux-gnu", ""))
@@ -1210,20 +1215,11 @@ fn assert_cubin_holds_the_client(exe: &std::path::Path) {
 /// Whether a driver trace shows the plugin looking the client up and copying into it: the
 /// HSA symbol's address or CUDA's global, then a host-to-device copy to that address.
 fn client_written(trace: &str) -> bool {
-    let address = trace
-        .lines()
-        .filter(|l| l.contains("name=__llvm_rpc_client"))
-        .flat_map(|l| l.split_whitespace())
-        .find_map(|w| {
-            w.strip_prefix("address=")
-                .or_else(|| w.strip_prefix("dptr="))
-        });
-    address.is_some_and(|a| {
+    looked_up_address(trace.lines(), "__llvm_rpc_client").is_some_and(|a| {
         let destination = format!("dst={a} ");
-        trace.lines().any(|l| {
-            (l.starts_with("cuMemcpyHtoD") || l.starts_with("hsa_amd_memory_async_copy"))
-                && l.contains(&destination)
-        })
+        trace
+            .lines()
+            .any(|l| is_copy_to_device(l) && l.contains(&destination))
     })
 }
 
@@ -1234,20 +1230,28 @@ fn client_written_where_it_points(trace: &str, size: u64) -> bool {
     let mut after = trace
         .lines()
         .skip_while(|l| !l.contains("name=__llvm_libc_rpc_client"));
-    let pointer = after.find_map(|l| {
+    let Some(pointer) = looked_up_address(&mut after, "__llvm_libc_rpc_client") else {
+        return false;
+    };
+    let copy = after.find(|l| is_copy_to_device(l) && l.contains(&format!(" size={size} ")));
+    copy.is_some_and(|l| l.contains(" dst=") && !l.contains(&format!("dst={pointer} ")))
+}
+
+/// The address the driver answered for the symbol `name` (HSA's `address=`, CUDA's `dptr=`),
+/// from the first of `lines` that names it.
+fn looked_up_address<'t>(lines: impl Iterator<Item = &'t str>, name: &str) -> Option<&'t str> {
+    let named = format!("name={name} ");
+    lines.filter(|l| l.contains(&named)).find_map(|l| {
         l.split_whitespace().find_map(|w| {
             w.strip_prefix("address=")
                 .or_else(|| w.strip_prefix("dptr="))
         })
-    });
-    let Some(pointer) = pointer else {
-        return false;
-    };
-    let copy = after.find(|l| {
-        (l.starts_with("cuMemcpyHtoD") || l.starts_with("hsa_amd_memory_async_copy"))
-            && l.contains(&format!(" size={size} "))
-    });
-    copy.is_some_and(|l| l.contains(" dst=") && !l.contains(&format!("dst={pointer} ")))
+    })
+}
+
+/// A trace line of a copy that may go to the device (HSA's copies go either way).
+fn is_copy_to_device(line: &str) -> bool {
+    line.starts_with("cuMemcpyHtoD") || line.starts_with("hsa_amd_memory_async_copy")
 }
 
 /// The CPU time of this process's thread named `name` (user and system, in clock ticks).
