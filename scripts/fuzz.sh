@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of every parser of untrusted image bytes (fuzz/src/lib.rs lists the
-# targets), with libFuzzer on stable Rust: libfuzzer-sys builds libFuzzer from its sources and
-# rustc's SanitizerCoverage pass instruments our code (stable -C flags; no nightly needed).
+# Coverage-guided fuzzing of every parser of untrusted bytes, images and device printf requests
+# (fuzz/src/lib.rs lists the targets), with libFuzzer on stable Rust: libfuzzer-sys builds
+# libFuzzer from its sources and rustc's SanitizerCoverage pass instruments our code (stable -C
+# flags; no nightly needed).
 #
 #   scripts/fuzz.sh list                  the targets
 #   scripts/fuzz.sh seeds                 compile real programs with clang-19 and clang-22 for
-#                                         x86_64, NVPTX and AMDGPU and seed fuzz/corpus/ from them
+#                                         x86_64, NVPTX and AMDGPU and seed fuzz/corpus/ from them,
+#                                         and write device printf calls as both GPUs send them
 #   scripts/fuzz.sh run TARGET [RUNS]     fuzz TARGET for RUNS executions (default 10 million),
 #                                         starting from fuzz/corpus/TARGET; crashes are written to
 #                                         fuzz/crashes/TARGET/; prints libFuzzer's final stats
@@ -81,6 +83,8 @@ seeds() {
         "clang-$cc" -O2 -shared -fPIC fuzz/seeds/plugin_library.c -o "$out/plugin_library-clang$cc.so"
         "$seed" fuzz/corpus "clang$cc-plugin_library" "$out/plugin_library-clang$cc.so"
     done
+    # Device printf requests, as NVPTX's and AMDGPU's clients lay out their arguments.
+    "$seed" --printf fuzz/corpus
     rm -rf "$out"
 }
 
@@ -159,5 +163,5 @@ case "${1:-}" in
     merge) merge "${2:?target}" ;;
     replay) cargo test --release -p omptarget-fuzz ;;
     smoke) smoke ;;
-    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

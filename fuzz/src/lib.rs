@@ -1,7 +1,7 @@
 //! Fuzz targets: each parser the runtime, its plugins and the driver emulator run over bytes
 //! they did not make (a program's offload section and entry table, device images, image
-//! metadata), driven as the real code drives it. A target may refuse its input with an error;
-//! it may not panic, hang or grow without bound.
+//! metadata, a kernel's `printf` request), driven as the real code drives it. A target may
+//! refuse its input with an error; it may not panic, hang or grow without bound.
 //!
 //! `scripts/fuzz.sh` runs them under libFuzzer (`src/bin/fuzz.rs`); `tests/replay.rs` runs
 //! every saved corpus input and crash reproducer through them as an ordinary test.
@@ -15,50 +15,70 @@ pub struct Target {
     pub run: fn(&[u8]),
     /// What it covers, for `scripts/fuzz.sh list`.
     pub covers: &'static str,
+    /// The labels its corpus must hold seeds of (`seed-LABEL-...`): the compilers whose
+    /// programs it reads, or the devices whose requests.
+    pub seeded_by: &'static [&'static str],
 }
+
+const COMPILERS: &[&str] = &["clang19", "clang22"];
 
 pub const TARGETS: &[Target] = &[
     Target {
         name: "offload_binary",
         run: offload_binary,
         covers: "a program's .llvm.offloading section: its containers, each unwrapped",
+        seeded_by: COMPILERS,
     },
     Target {
         name: "offload_entries",
         run: offload_entries,
         covers: "offload-entry tables of both layouts (clang 19's 32-byte, clang 20+'s 56-byte)",
+        seeded_by: COMPILERS,
     },
     Target {
         name: "host_image",
         run: host_image,
         covers: "the host plugin's check of an x86-64 image before glibc's loader maps it",
+        seeded_by: COMPILERS,
     },
     Target {
         name: "cuda_image",
         run: cuda_image,
         covers:
             "the CUDA plugin's reading of a cubin or PTX before the driver: kind, layout, symbols",
+        seeded_by: COMPILERS,
     },
     Target {
         name: "amdgpu_code_object",
         run: amdgpu_code_object,
         covers: "the AMDGPU plugin's reading of a code object before HSA's loader: target ID, \
                  layout, metadata note, symbols",
+        seeded_by: COMPILERS,
     },
     Target {
         name: "amdgpu_metadata",
         run: amdgpu_metadata,
         covers: "the msgpack reader and the kernel metadata of an NT_AMDGPU_METADATA note",
+        seeded_by: COMPILERS,
     },
     Target {
         name: "plugin_library",
         run: plugin_library,
         covers: "the runtime's check of a plugin library's file before dlopen",
+        seeded_by: COMPILERS,
     },
     Target {
         name: "emu_cuda_image",
         run: emu_cuda_image,
         covers: "the CUDA driver emulator's cuModuleLoadData: image extent, cubin and PTX readers",
+        seeded_by: COMPILERS,
+    },
+    Target {
+        name: "rpc_printf",
+        run: rpc_printf,
+        covers: "the RPC server's device printf: a format and argument area as a GPU sends them, \
+                 counted, its strings found, formatted",
+        seeded_by: &["nvptx", "amdgpu"],
     },
 ];
 
@@ -168,4 +188,64 @@ pub fn emu_cuda_image(data: &[u8]) {
         }
     }
     let _ = image::read_module(data, SmVersion(90));
+}
+
+/// Where the strings of an `rpc_printf` input are: a `%s` argument holding `STRINGS_BASE + n`
+/// points at the C string at input offset `n`.
+pub const STRINGS_BASE: u64 = NAMES_BASE;
+
+/// An `rpc_printf` input: a flags byte (bit 0: the argument area is packed, as AMDGPU's
+/// client sends it; else each argument is aligned, as NVPTX's), a 16-bit little-endian format
+/// length, the format, then the argument area (the rest of the input, strings among it).
+pub struct PrintfInput<'a> {
+    pub packed: bool,
+    pub format: &'a [u8],
+    pub args: &'a [u8],
+}
+
+pub fn printf_input(data: &[u8]) -> Option<PrintfInput<'_>> {
+    let (&flags, rest) = data.split_first()?;
+    let len = u16::from_le_bytes([*rest.first()?, *rest.get(1)?]) as usize;
+    Some(PrintfInput {
+        packed: flags & 1 != 0,
+        format: rest.get(2..2 + len)?,
+        args: rest.get(2 + len..)?,
+    })
+}
+
+/// The text a device `%s` argument of an `rpc_printf` input points at (the server fetches it
+/// from the device), without its NUL; empty where it points outside the input.
+pub fn string_in_input(data: &[u8], address: u64) -> Vec<u8> {
+    let tail = address
+        .checked_sub(STRINGS_BASE)
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| data.get(n..))
+        .unwrap_or_default();
+    let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+    tail[..end].to_vec()
+}
+
+/// The server's three passes over a request, as it serves one: the bytes of arguments the
+/// format reads (sent back to the device), the `%s` arguments to fetch, the formatting. Beyond
+/// not panicking, the passes must agree: an argument area as long as the first pass said is
+/// never too short for the last, and every string the second asked for is there for it.
+pub fn rpc_printf(data: &[u8]) {
+    use gpu_plugin::rpc::printf::{self, FormatError, MAX_OUTPUT};
+    let Some(input) = printf_input(data) else {
+        return;
+    };
+    let needed = printf::argument_bytes(input.format, input.packed);
+    let strings: Vec<Vec<u8>> = printf::string_arguments(input.format, input.args, input.packed)
+        .into_iter()
+        .map(|address| string_in_input(data, address))
+        .collect();
+    match printf::format(input.format, input.args, input.packed, &strings) {
+        Ok(text) => assert!(text.len() <= MAX_OUTPUT, "{} bytes formatted", text.len()),
+        Err(
+            error @ (FormatError::ArgumentsTooShort { .. } | FormatError::MissingString { .. }),
+        ) if input.args.len() as u64 >= needed => {
+            panic!("{error} with the {needed} bytes of arguments the format was counted to read")
+        }
+        Err(_) => {}
+    }
 }

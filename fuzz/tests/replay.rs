@@ -76,21 +76,21 @@ fn every_saved_input_is_refused_or_read_without_a_panic_or_a_hang() {
     assert!(failures.is_empty(), "panics:\n{}", failures.join("\n"));
 }
 
-/// Each corpus starts from real images of both compilers: the fuzzer's mutations begin from
-/// what clang emits.
+/// Each corpus starts from real inputs: images of both compilers, `printf` requests as both
+/// kinds of GPU lay them out. The fuzzer's mutations begin from what clang and devices emit.
 #[test]
-fn every_corpus_holds_seeds_from_clang_19_and_clang_22() {
+fn every_corpus_holds_seeds_of_each_compiler_or_device_it_reads() {
     for target in omptarget_fuzz::TARGETS {
         let names: Vec<String> = inputs(&root().join("corpus").join(target.name))
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        for compiler in ["clang19", "clang22"] {
+        for label in target.seeded_by {
             assert!(
                 names
                     .iter()
-                    .any(|n| n.starts_with(&format!("seed-{compiler}-"))),
-                "fuzz/corpus/{} has no seed from {compiler} (scripts/fuzz.sh seeds makes them)",
+                    .any(|n| n.starts_with(&format!("seed-{label}-"))),
+                "fuzz/corpus/{} has no seed from {label} (scripts/fuzz.sh seeds makes them)",
                 target.name
             );
         }
@@ -157,6 +157,24 @@ fn every_seed_is_accepted_by_the_code_it_seeds() {
                 "{path}"
             );
         }
+    }
+    for (path, data) in seeds("rpc_printf") {
+        use gpu_plugin::rpc::printf;
+        let input = omptarget_fuzz::printf_input(&data).unwrap();
+        assert!(
+            input.args.len() as u64 >= printf::argument_bytes(input.format, input.packed),
+            "{path}: the argument area is shorter than the format reads"
+        );
+        let strings: Vec<Vec<u8>> =
+            printf::string_arguments(input.format, input.args, input.packed)
+                .into_iter()
+                .map(|address| omptarget_fuzz::string_in_input(&data, address))
+                .collect();
+        let text = printf::format(input.format, input.args, input.packed, &strings);
+        assert!(
+            text.as_ref().is_ok_and(|t| t.ends_with(b"\n")),
+            "{path}: {text:?}"
+        );
     }
     for (path, data) in seeds("offload_entries") {
         let (table, _) = omptarget_fuzz::entry_input(&data).unwrap();

@@ -3,7 +3,9 @@
 //! triple: host, CUDA and emulator, AMDGPU), an AMDGPU image's metadata note and the program's
 //! entry table (names resolved from its relocations); for a shared library of no offload
 //! program, the library (a plugin library's seed); for a PTX file, the text. Files are named
-//! `seed-LABEL-<what>-<hash>` under `CORPUS/<target>/`. `scripts/fuzz.sh seeds` runs it.
+//! `seed-LABEL-<what>-<hash>` under `CORPUS/<target>/`. `omptarget-fuzz-seeds --printf CORPUS`
+//! writes the `rpc_printf` seeds: device `printf` calls as NVPTX's and AMDGPU's clients lay out
+//! their arguments. `scripts/fuzz.sh seeds` runs both.
 
 use object::read::elf::{ElfFile64, NoteIterator, SectionHeader};
 use object::{Endianness, Object, ObjectSection, RelocationTarget};
@@ -144,6 +146,83 @@ fn seed_program(corpus: &Path, label: &str, bytes: &[u8]) {
     }
 }
 
+/// One argument of a device `printf` call, after C's promotions.
+#[derive(Clone, Copy)]
+enum Arg {
+    Int(i32),
+    Long(i64),
+    Double(f64),
+    Pointer(u64),
+    /// A `%s` argument: the string goes into the input, the argument points at it.
+    Text(&'static str),
+}
+
+/// Calls as device code makes them: the formats of `tests/programs/rpc_gpu_libc.c` and of
+/// LLVM libc's printf tests' families (every conversion, length, flag, `*` width and
+/// precision, C23's `%b` and `%wN`, a null `%s`).
+#[rustfmt::skip]
+const PRINTF_CALLS: &[(&str, &[Arg])] = &[
+    ("device printf: %d %s %#x %c\n", &[Arg::Int(42), Arg::Text("from the GPU"), Arg::Int(255), Arg::Int(b'z' as i32)]),
+    ("device stderr: %ld\n", &[Arg::Long(-7)]),
+    ("team %d of %d, thread %d: %s\n", &[Arg::Int(3), Arg::Int(108), Arg::Int(31), Arg::Text("ready")]),
+    ("%s has %zu bytes at %p\n", &[Arg::Text("buffer"), Arg::Long(4096), Arg::Pointer(0x7f00_1234_5000)]),
+    ("%5.2f %e %g %a|%-10.3F|%+E|%G|%A\n", &[Arg::Double(std::f64::consts::PI), Arg::Double(-1.5e-300), Arg::Double(1e21),
+        Arg::Double(0.1), Arg::Double(f64::INFINITY), Arg::Double(2.5), Arg::Double(1e-5), Arg::Double(-0.0)]),
+    ("%.0f %.20g %#.3g %010.4e %Lf\n", &[Arg::Double(2.5), Arg::Double(1.0 / 3.0), Arg::Double(100.0),
+        Arg::Double(-6.02e23), Arg::Double(f64::NAN)]),
+    ("%ld %lld %hhd %hd %lu %llx %jd %td %zd\n", &[Arg::Long(i64::MIN), Arg::Long(-1), Arg::Int(300), Arg::Int(70000),
+        Arg::Long(-1), Arg::Long(0xdead_beef), Arg::Long(9), Arg::Long(-9), Arg::Long(12)]),
+    ("%c%c%c %lc|%5c|%-3c|\n", &[Arg::Int(b'G' as i32), Arg::Int(b'P' as i32), Arg::Int(b'U' as i32), Arg::Int(0xe9),
+        Arg::Int(b'x' as i32), Arg::Int(b'y' as i32)]),
+    ("%-*.*d|%*s|%.*f|%*d\n", &[Arg::Int(8), Arg::Int(5), Arg::Int(42), Arg::Int(6), Arg::Text("abc"), Arg::Int(3),
+        Arg::Double(std::f64::consts::E), Arg::Int(-4), Arg::Int(7)]),
+    ("%#o %#x %#X %08.3d % d %+i %b %#B %u\n", &[Arg::Int(8), Arg::Int(0), Arg::Int(-1), Arg::Int(-12), Arg::Int(5),
+        Arg::Int(5), Arg::Int(10), Arg::Int(5), Arg::Int(-1)]),
+    ("%w32d %w64u %wf16x %wf64o %w8d\n", &[Arg::Int(-32), Arg::Long(64), Arg::Int(0x1ffff), Arg::Long(8), Arg::Int(0x1ff)]),
+    ("100%% done, %s and %s\n", &[Arg::Pointer(0), Arg::Text("the rest")]),
+    ("%.3s|%10.2s|%-8s|%s\n", &[Arg::Text("truncated"), Arg::Text("right"), Arg::Text("left"), Arg::Text("")]),
+    ("plain text without conversions\n", &[]),
+];
+
+/// One `rpc_printf` input (`omptarget_fuzz::printf_input`'s layout) of a call: its arguments
+/// laid out as the device's variadic area holds them (packed: back to back, as AMDGPU's client
+/// sends them; else each at a multiple of its size, as NVPTX's), then its strings.
+fn printf_seed(format: &str, args: &[Arg], packed: bool) -> Vec<u8> {
+    let mut area = Vec::new();
+    let mut texts: Vec<(usize, &str)> = Vec::new();
+    for &arg in args {
+        let (value, size) = match arg {
+            Arg::Int(v) => (v as u32 as u64, 4),
+            Arg::Long(v) => (v as u64, 8),
+            Arg::Double(v) => (v.to_bits(), 8),
+            Arg::Pointer(v) => (v, 8),
+            Arg::Text(text) => {
+                texts.push((
+                    area.len().next_multiple_of(if packed { 1 } else { 8 }),
+                    text,
+                ));
+                (0, 8)
+            }
+        };
+        if !packed {
+            area.resize(area.len().next_multiple_of(size), 0);
+        }
+        area.extend_from_slice(&value.to_le_bytes()[..size]);
+    }
+    let mut seed = vec![u8::from(packed)];
+    seed.extend_from_slice(&u16::try_from(format.len()).unwrap().to_le_bytes());
+    seed.extend_from_slice(format.as_bytes());
+    let area_at = seed.len();
+    seed.extend_from_slice(&area);
+    for (slot, text) in texts {
+        let address = omptarget_fuzz::STRINGS_BASE + seed.len() as u64;
+        seed[area_at + slot..area_at + slot + 8].copy_from_slice(&address.to_le_bytes());
+        seed.extend_from_slice(text.as_bytes());
+        seed.push(0);
+    }
+    seed
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--list") {
@@ -151,6 +230,23 @@ fn main() {
             println!("{:20} {}", target.name, target.covers);
         }
         return;
+    }
+    if let [flag, corpus] = args.as_slice() {
+        if flag == "--printf" {
+            for (index, (format, call)) in PRINTF_CALLS.iter().enumerate() {
+                for (label, packed) in [("nvptx", false), ("amdgpu", true)] {
+                    let seed = printf_seed(format, call, packed);
+                    save(
+                        Path::new(corpus),
+                        "rpc_printf",
+                        label,
+                        &format!("call{index}"),
+                        &seed,
+                    );
+                }
+            }
+            return;
+        }
     }
     let [corpus, label, files @ ..] = args.as_slice() else {
         eprintln!("usage: omptarget-fuzz-seeds CORPUS LABEL FILE...");

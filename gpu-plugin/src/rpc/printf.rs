@@ -3,7 +3,15 @@
 //! `LIBC_COPT_PRINTF_DISABLE_WRITE_INT`, `LIBC_COPT_PRINTF_DISABLE_INDEX_MODE` and
 //! `LIBC_COPT_PRINTF_DISABLE_STRERROR`, and a `long double` of 8 bytes. The output therefore
 //! follows LLVM libc, not the host C library, where the two differ; each difference from glibc
-//! is noted where it is made. Written here in our own words.
+//! is noted where it is made. Written here in our own words; the fuzzer's requests are
+//! formatted by LLVM 22's `printf_core` as well and compared (fuzz/tests/printf_against_llvm.rs).
+//!
+//! Where LLVM 22's server does not do what it means to, we do: the `long double` of `%Lf` is
+//! the GPU's 8 bytes (`rpc_server.h` declares so, but LLVM's x86-64 plugins, built without
+//! `-mlong-double-64`, read 16 bytes at a 16-byte boundary, not what the device sent); `%lc`
+//! writes the character in UTF-8 as LLVM libc does after its 22 release (LLVM 22 writes the
+//! low byte alone); and widths and precisions near `INT_MAX`, where LLVM's converters overflow
+//! an `int` (`%.2147483647A` crashes its formatting), are refused by the output limit.
 //!
 //! The device sends the format, is told how many bytes of arguments it reads
 //! ([`argument_bytes`]), sends its variadic argument area as it lies in memory (each argument
@@ -20,7 +28,7 @@ use std::fmt;
 /// The most bytes one call formats. LLVM counts output in an `int` and allocates the whole
 /// of it; a width or precision from the device could ask for gigabytes, which we refuse
 /// instead.
-const MAX_OUTPUT: usize = 1 << 26;
+pub const MAX_OUTPUT: usize = 1 << 26;
 
 /// Why a device `printf` was not formatted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +39,8 @@ pub enum FormatError {
     WriteCountRefused { at: usize },
     /// The format reads more argument bytes than the device sent.
     ArgumentsTooShort { needed: u64, available: u64 },
-    /// `%lc` of a value that is not a character (`WEOF` or above U+10FFFF), which LLVM's
-    /// converter reports as an error.
+    /// `%lc` of a value that is not a character (`WEOF` or above U+10FFFF), which LLVM libc's
+    /// converter reports as an error after its 22 release.
     InvalidWideCharacter { value: u32 },
     /// Fewer fetched strings than non-null `%s` arguments.
     MissingString { index: usize },
@@ -472,8 +480,9 @@ fn convert(out: &mut Output, spec: &Spec, text: Option<&[u8]>) -> Result<(), For
             let text = text.unwrap_or(b"(null)");
             let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
             // A wide `%ls` arrives as the bytes before its first zero byte (the client copies
-            // every string with a byte `strlen`); LLVM then reads those bytes as `wchar_t`s,
-            // past the copy. We print the bytes that came as they are.
+            // every string with a byte `strlen`); LLVM libc after its 22 release then reads
+            // those bytes as `wchar_t`s, past the copy. We print the bytes that came as they
+            // are, as LLVM 22 does.
             pad_text(out, spec, &text[..end])
         }
         b'p' if bits == 0 => {
@@ -517,8 +526,8 @@ fn pad_text(out: &mut Output, spec: &Spec, text: &[u8]) -> Result<(), FormatErro
 fn convert_char(out: &mut Output, spec: &Spec, bits: u64) -> Result<(), FormatError> {
     let mut encoded = [0u8; 4];
     let length = if spec.length == Length::L {
-        // `%lc`: the character in UTF-8 (LLVM's `wcrtomb` is UTF-8 whatever the locale; it
-        // encodes surrogates too). glibc converts by the locale and fails in the C locale
+        // `%lc`: the character in UTF-8, as LLVM libc after its 22 release writes it (its
+        // `wcrtomb` is UTF-8 whatever the locale; it encodes surrogates too). glibc converts by the locale and fails in the C locale
         // for anything but ASCII.
         let value = bits as u32;
         utf8(value, &mut encoded).ok_or(FormatError::InvalidWideCharacter { value })?
@@ -1630,7 +1639,7 @@ mod tests {
     #[test]
     fn wide_chars_are_utf8() {
         // glibc converts by the locale and fails in the C locale for these; LLVM's libc
-        // always writes UTF-8.
+        // writes UTF-8 after its 22 release (LLVM 22, the low byte alone).
         llvm!("é|€|😀", "%lc|%lc|%lc", 0xe9u32, 0x20acu32, 0x1f600u32);
         // The width counts bytes: "é" is two.
         llvm!(" é", "%3lc", 0xe9u32);
