@@ -213,9 +213,18 @@ pub fn printf_input(data: &[u8]) -> Option<PrintfInput<'_>> {
     })
 }
 
-/// The text a device `%s` argument of an `rpc_printf` input points at (the server fetches it
-/// from the device), without its NUL; empty where it points outside the input.
-pub fn string_in_input(data: &[u8], address: u64) -> Vec<u8> {
+/// The text of each non-null `%s` argument of an `rpc_printf` input whose format and
+/// argument area are `format` and `args`, as the server fetches them from the device.
+pub fn fetched_strings(data: &[u8], format: &[u8], args: &[u8], packed: bool) -> Vec<Vec<u8>> {
+    gpu_plugin::rpc::printf::string_arguments(format, args, packed)
+        .into_iter()
+        .map(|address| string_in_input(data, address))
+        .collect()
+}
+
+/// The text a device `%s` argument of an `rpc_printf` input points at, without its NUL; empty
+/// where it points outside the input.
+fn string_in_input(data: &[u8], address: u64) -> Vec<u8> {
     let tail = address
         .checked_sub(STRINGS_BASE)
         .and_then(|n| usize::try_from(n).ok())
@@ -235,10 +244,7 @@ pub fn rpc_printf(data: &[u8]) {
         return;
     };
     let needed = printf::argument_bytes(input.format, input.packed);
-    let strings: Vec<Vec<u8>> = printf::string_arguments(input.format, input.args, input.packed)
-        .into_iter()
-        .map(|address| string_in_input(data, address))
-        .collect();
+    let strings = fetched_strings(data, input.format, input.args, input.packed);
     match printf::format(input.format, input.args, input.packed, &strings) {
         Ok(text) => assert!(text.len() <= MAX_OUTPUT, "{} bytes formatted", text.len()),
         Err(
@@ -248,4 +254,35 @@ pub fn rpc_printf(data: &[u8]) {
         }
         Err(_) => {}
     }
+}
+
+/// The files of a directory of saved inputs, sorted; none where there is no such directory.
+pub fn saved_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// What the fuzzer found and kept for `target` (`corpus/<target>.found.tar.xz`), unpacked into
+/// `dir` (emptied first); none without the archive.
+pub fn unpack_found(target: &str, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let archive = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(format!("{target}.found.tar.xz"));
+    if !archive.exists() {
+        return Vec::new();
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-xJf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(dir)
+        .status()
+        .expect("run tar");
+    assert!(status.success(), "unpacking {}", archive.display());
+    saved_files(dir)
 }

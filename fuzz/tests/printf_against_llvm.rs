@@ -184,10 +184,7 @@ fn compare(release: Release, data: &[u8]) -> Comparison {
     let mut args = args.to_vec();
     args.resize(counted as usize, 0);
     let args = args.as_slice();
-    let strings: Vec<Vec<u8>> = printf::string_arguments(format, args, packed)
-        .into_iter()
-        .map(|address| omptarget_fuzz::string_in_input(data, address))
-        .collect();
+    let strings = omptarget_fuzz::fetched_strings(data, format, args, packed);
     let show = |bytes: &[u8]| String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
     match printf::format(format, args, packed, &strings) {
         Ok(text) => match llvm_format(release, format, args, packed, &strings) {
@@ -242,35 +239,17 @@ fn has_wide_character(format: &[u8]) -> bool {
     false
 }
 
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| entries.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    files.sort();
-    files
-}
-
 /// The saved inputs of the `rpc_printf` fuzz target: seeds, then what the fuzzer kept
 /// (unpacked once for both tests).
 fn saved_requests() -> &'static [PathBuf] {
     static FILES: OnceLock<Vec<PathBuf>> = OnceLock::new();
     FILES.get_or_init(|| {
-        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
-        let mut files = files_in(&corpus.join("rpc_printf"));
+        let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/rpc_printf");
+        let mut files = omptarget_fuzz::saved_files(&seeds);
         let found = tests::build_dir().join(format!("rpc_printf-found-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&found);
-        std::fs::create_dir_all(&found).unwrap();
-        let status = std::process::Command::new("tar")
-            .arg("-xJf")
-            .arg(corpus.join("rpc_printf.found.tar.xz"))
-            .arg("-C")
-            .arg(&found)
-            .status()
-            .expect("run tar");
-        assert!(status.success(), "unpacking rpc_printf.found.tar.xz");
-        files.extend(files_in(&found));
+        files.extend(omptarget_fuzz::unpack_found("rpc_printf", &found));
         if let Some(more) = std::env::var_os("OMPTARGET_PRINTF_INPUTS") {
-            files.extend(files_in(Path::new(&more)));
+            files.extend(omptarget_fuzz::saved_files(Path::new(&more)));
         }
         files
     })

@@ -6,12 +6,7 @@
 use std::path::{Path, PathBuf};
 
 fn inputs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
-    files.sort();
-    files
+    omptarget_fuzz::saved_files(dir)
 }
 
 fn root() -> PathBuf {
@@ -20,24 +15,10 @@ fn root() -> PathBuf {
 
 /// What the fuzzer found and kept for `target` (`corpus/<target>.found.tar.xz`), unpacked.
 fn found(target: &str) -> Vec<PathBuf> {
-    let archive = root().join("corpus").join(format!("{target}.found.tar.xz"));
-    if !archive.exists() {
-        return Vec::new();
-    }
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("found")
         .join(target);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let status = std::process::Command::new("tar")
-        .arg("-xJf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&dir)
-        .status()
-        .expect("run tar");
-    assert!(status.success(), "unpacking {}", archive.display());
-    inputs(&dir)
+    omptarget_fuzz::unpack_found(target, &dir)
 }
 
 #[test]
@@ -165,11 +146,8 @@ fn every_seed_is_accepted_by_the_code_it_seeds() {
             input.args.len() as u64 >= printf::argument_bytes(input.format, input.packed),
             "{path}: the argument area is shorter than the format reads"
         );
-        let strings: Vec<Vec<u8>> =
-            printf::string_arguments(input.format, input.args, input.packed)
-                .into_iter()
-                .map(|address| omptarget_fuzz::string_in_input(&data, address))
-                .collect();
+        let strings =
+            omptarget_fuzz::fetched_strings(&data, input.format, input.args, input.packed);
         let text = printf::format(input.format, input.args, input.packed, &strings);
         assert!(
             text.as_ref().is_ok_and(|t| t.ends_with(b"\n")),
