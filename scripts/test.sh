@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the install tree and runs every test: unit tests, the end-to-end tests and the
-# conformance suite that compile real OpenMP programs with clang-19 and clang-22 and run them
+# Builds the install tree and runs every test: the README's demo (scripts/demo.sh), unit tests,
+# the end-to-end tests and the conformance suite that compile real OpenMP programs with clang-19
+# and clang-22 and run them
 # against dist/ (and LLVM 19's runtime), valgrind runs, and LLVM's own offload test suites of
 # 19 (built by clang-19) and 22 (built by clang-22), fetched once from Debian's source tarballs
 # into target/ (with the sources of LLVM 22's GPU device runtime and GPU libc, and of LLVM 19's
@@ -9,6 +10,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-dist.sh
+# The README's first command, as a newcomer runs it: each of the demo's three programs (clang-19,
+# flang-22, and sm_90 on the emulated CUDA driver) runs on an offload device, not the host
+# fallback, and computes the right result.
+mkdir -p target
+if ! scripts/demo.sh >target/demo.log 2>&1; then
+    cat target/demo.log
+    echo "test.sh: scripts/demo.sh failed" >&2
+    exit 1
+fi
+demo_runs=$(grep -c '^saxpy on an offload device (device [0-9]* of [0-9]*): correct$' target/demo.log || true)
+if [ "$demo_runs" != 3 ]; then
+    cat target/demo.log
+    echo "test.sh: scripts/demo.sh ran $demo_runs of its 3 programs correctly on an offload device" >&2
+    exit 1
+fi
 scripts/fetch-llvm-offload-tests.sh 19 >/dev/null
 scripts/fetch-llvm-offload-tests.sh 22 >/dev/null
 scripts/build-llvm22-device-runtime.sh >/dev/null
