@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the install tree and runs every test: the README's demo (scripts/demo.sh), unit tests,
 # the end-to-end tests and the conformance suite that compile real OpenMP programs with clang-19
-# and clang-22 and run them
-# against dist/ (and LLVM 19's runtime), valgrind runs, and LLVM's own offload test suites of
-# 19 (built by clang-19) and 22 (built by clang-22), fetched once from Debian's source tarballs
-# into target/ (with the sources of LLVM 22's GPU device runtime and GPU libc, and of LLVM 19's
-# GPU libc, built there for clang-22's and clang-19's GPU programs), a short run of every fuzz target, then the Debian packages (installed, checked
-# and purged: scripts/test-packages.sh).
+# and clang-22 and run them against dist/ (and LLVM 19's runtime), valgrind runs, and LLVM's own
+# offload test suites of 19 (built by clang-19) and 22 (built by clang-22), fetched once from
+# Debian's source tarballs into target/ (with the sources of LLVM 22's GPU device runtime and GPU
+# libc, and of LLVM 19's GPU libc, built there for clang-22's and clang-19's GPU programs), a
+# short run of every fuzz target, then the Debian packages (installed, checked and purged:
+# scripts/test-packages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-dist.sh
